@@ -1,0 +1,27 @@
+# `make run` builds C4 `en` from the first WET file of CC-MAIN-2019-18 (needs the internet);
+# offline, pass local WET files: make run INPUT="path/to/*.warc.wet.gz".
+# `make test` runs the whole test suite. Both create .venv from requirements.txt first.
+PYTHON ?= python3.11
+VENV := .venv
+VARIANT ?= en
+INPUT ?= https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz
+MAX_FILES ?= 1
+OUTPUT ?= out/$(VARIANT)
+
+$(VENV)/.installed: requirements.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -r requirements.txt
+	touch $@
+
+.PHONY: install run test bench
+install: $(VENV)/.installed
+
+run: install
+	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) --input $(INPUT) --max_files $(MAX_FILES) --output $(OUTPUT)
+
+test: install
+	$(VENV)/bin/python -m pytest -q tests
+
+bench: install
+	for script in bench/*.py; do $(VENV)/bin/python $$script || exit 1; done

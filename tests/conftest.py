@@ -1,0 +1,13 @@
+"""Fixtures shared by every test: where the real sample data lives."""
+import pathlib
+
+import pytest
+
+SHARED_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> pathlib.Path:
+    if not SHARED_DATA.is_dir():
+        pytest.fail(f"shared sample data not found at {SHARED_DATA}")
+    return SHARED_DATA
