@@ -1,0 +1,318 @@
+"""Pre-training objectives of the T5 paper (Section 3.3, Table 3) as tf.data preprocessors.
+
+Every objective maps token examples {"targets": int32 [n]} (a chunk of a tokenized document) to
+{"inputs", "targets"} (or only "targets" for plain language modelling), before EOS is appended.
+Randomness is stateless: example i of a dataset draws from the seed (base_seed, i), so the same
+seed and the same input give the same outputs, whatever the order tf.data runs the maps in.
+
+Sentinel convention (as T5): the k-th corrupted span (k = 0, 1, ...) becomes `<extra_id_k>` in
+the inputs; the targets list each span after its sentinel, and end with one more sentinel when
+text follows the last span (Table 3: "Thank you <X> me to your party <Y> week." ->
+"<X> for inviting <Y> last <Z>").
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Mapping
+
+import tensorflow as tf
+
+from model.vocabulary import EOS_ID, NUM_RESERVED_IDS, TokenIds
+
+Example = dict[str, tf.Tensor]
+
+
+@dataclasses.dataclass(frozen=True)
+class ObjectiveConfig:
+    """Parameters of the objectives (paper defaults); each objective reads the ones it needs."""
+
+    noise_density: float = 0.15
+    mean_noise_span_length: float = 3.0
+    # BERT-style: share of corrupted tokens replaced by a random token instead of the mask.
+    random_token_rate: float = 0.1
+
+    def __post_init__(self) -> None:
+        if not 0.0 < self.noise_density < 1.0:
+            raise ValueError(f"noise_density must be in (0, 1), got {self.noise_density}")
+        if self.mean_noise_span_length < 1.0:
+            raise ValueError(f"mean_noise_span_length must be >= 1, got {self.mean_noise_span_length}")
+        if not 0.0 <= self.random_token_rate <= 1.0:
+            raise ValueError(f"random_token_rate must be in [0, 1], got {self.random_token_rate}")
+
+
+# --------------------------------------------------------------------------------------------
+# Noise masks: bool [length], True where a token is corrupted.
+
+def iid_noise_mask(length: tf.Tensor, noise_density: float, seed: tf.Tensor) -> tf.Tensor:
+    """Each token independently corrupted with probability `noise_density`."""
+    return tf.random.stateless_uniform([length], seed) < noise_density
+
+
+def _random_segmentation(num_items: tf.Tensor, num_segments: tf.Tensor, seed: tf.Tensor) -> tf.Tensor:
+    """Lengths of `num_segments` non-empty segments summing to `num_items`, uniformly at random.
+
+    Marks `num_segments - 1` distinct cut points among the `num_items - 1` gaps by shuffling a
+    vector with that many ones (a stateless argsort of uniform keys).
+    """
+    cuts = tf.concat([tf.ones([num_segments - 1], tf.int32),
+                      tf.zeros([num_items - num_segments], tf.int32)], axis=0)
+    order = tf.argsort(tf.random.stateless_uniform([num_items - 1], seed))
+    cuts = tf.concat([[0], tf.gather(cuts, order)], axis=0)
+    segment_of_item = tf.cumsum(cuts)
+    return tf.math.unsorted_segment_sum(tf.ones_like(segment_of_item), segment_of_item, num_segments)
+
+
+def random_spans_noise_mask(length: tf.Tensor, noise_density: float, mean_noise_span_length: float,
+                            seed: tf.Tensor) -> tf.Tensor:
+    """T5's span mask: round(length * density) noisy tokens in spans of mean length `mean`.
+
+    Spans alternate kept/noise, starting with kept text and ending with noise, so every chunk
+    has exactly the same number of noisy tokens and spans (which makes lengths predictable).
+    """
+    length = tf.maximum(tf.convert_to_tensor(length, tf.int32), 2)  # one kept + one noisy token
+    num_noise = tf.cast(tf.round(tf.cast(length, tf.float32) * noise_density), tf.int32)
+    num_noise = tf.clip_by_value(num_noise, 1, length - 1)
+    num_spans = tf.cast(tf.round(tf.cast(num_noise, tf.float32) / mean_noise_span_length), tf.int32)
+    num_spans = tf.maximum(num_spans, 1)
+    noise_seed, kept_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+    noise_lengths = _random_segmentation(num_noise, num_spans, noise_seed)
+    kept_lengths = _random_segmentation(length - num_noise, num_spans, kept_seed)
+    # Runs in order kept_0, noise_0, kept_1, noise_1, ...; odd runs are noise.
+    run_lengths = tf.reshape(tf.stack([kept_lengths, noise_lengths], axis=1), [-1])
+    run_of_token = tf.repeat(tf.range(2 * num_spans), run_lengths)
+    return tf.equal(run_of_token % 2, 1)
+
+
+def _clip_mask(mask: tf.Tensor, length: tf.Tensor) -> tf.Tensor:
+    """The span mask is built for >= 2 tokens; a 1-token chunk keeps its first entry only."""
+    return mask[:length]
+
+
+# --------------------------------------------------------------------------------------------
+# Ways to turn (tokens, mask) into inputs and targets.
+
+def _span_starts(mask: tf.Tensor) -> tf.Tensor:
+    previous = tf.concat([[False], mask[:-1]], axis=0)
+    return tf.logical_and(mask, tf.logical_not(previous))
+
+
+def _sentinel_ids(span_number: tf.Tensor, token_ids: TokenIds) -> tf.Tensor:
+    """`<extra_id_k>` for span number k + 1 (cumulative count of span starts); checked in range."""
+    check = tf.debugging.assert_less_equal(
+        tf.reduce_max(tf.concat([[0], span_number], axis=0)), token_ids.num_sentinels,
+        message=f"more corrupted spans than the {token_ids.num_sentinels} sentinels")
+    with tf.control_dependencies([check]):
+        return token_ids.vocab_size - span_number
+
+
+def spans_to_sentinels(tokens: tf.Tensor, mask: tf.Tensor, token_ids: TokenIds) -> Example:
+    """Each run of masked tokens -> one unique sentinel in the inputs; the runs become targets."""
+    starts = _span_starts(mask)
+    span_number = tf.cumsum(tf.cast(starts, tf.int32))
+    sentinels = _sentinel_ids(span_number, token_ids)
+    inputs = tf.boolean_mask(tf.where(starts, sentinels, tokens),
+                             tf.logical_or(tf.logical_not(mask), starts))
+    # Targets interleave [sentinel, token] pairs, keeping the sentinel only at span starts.
+    pairs = tf.reshape(tf.stack([sentinels, tokens], axis=1), [-1])
+    keep = tf.reshape(tf.stack([starts, mask], axis=1), [-1])
+    targets = tf.boolean_mask(pairs, keep)
+    text_after_last_span = tf.logical_and(tf.size(mask) > 0, tf.logical_not(mask[-1]))
+    final = _sentinel_ids(span_number[-1:] + 1, token_ids)
+    targets = tf.cond(text_after_last_span, lambda: tf.concat([targets, final], 0), lambda: targets)
+    return {"inputs": inputs, "targets": targets}
+
+
+def drop_tokens(tokens: tf.Tensor, mask: tf.Tensor) -> Example:
+    """Masked tokens leave the inputs; the targets are exactly those tokens, in order."""
+    return {"inputs": tf.boolean_mask(tokens, tf.logical_not(mask)),
+            "targets": tf.boolean_mask(tokens, mask)}
+
+
+# --------------------------------------------------------------------------------------------
+# The objectives: (tokens, seed, config, token ids) -> example.
+
+ObjectiveFn = Callable[[tf.Tensor, tf.Tensor, ObjectiveConfig, TokenIds], Example]
+
+
+def iid_noise_sentinels(tokens, seed, config, token_ids):
+    """Baseline of the paper: i.i.d. corruption, each corrupted run -> one unique sentinel."""
+    return spans_to_sentinels(tokens, iid_noise_mask(tf.size(tokens), config.noise_density, seed), token_ids)
+
+
+def span_corruption(tokens, seed, config, token_ids):
+    """Spans of mean length `mean_noise_span_length` covering `noise_density` of the tokens."""
+    length = tf.size(tokens)
+    mask = random_spans_noise_mask(length, config.noise_density, config.mean_noise_span_length, seed)
+    return spans_to_sentinels(tokens, _clip_mask(mask, length), token_ids)
+
+
+def iid_drop(tokens, seed, config, token_ids):
+    """i.i.d. corruption, corrupted tokens dropped from the inputs and predicted in order."""
+    return drop_tokens(tokens, iid_noise_mask(tf.size(tokens), config.noise_density, seed))
+
+
+def _mask_and_maybe_swap(tokens, seed, config, token_ids, random_token_rate: float) -> Example:
+    mask_seed, choice_seed, token_seed = tf.unstack(tf.random.experimental.stateless_split(seed, 3))
+    length = tf.size(tokens)
+    mask = iid_noise_mask(length, config.noise_density, mask_seed)
+    swap = tf.logical_and(mask, tf.random.stateless_uniform([length], choice_seed) < random_token_rate)
+    # Random replacements are ordinary pieces: never pad/eos/unk, never a sentinel.
+    random_tokens = tf.random.stateless_uniform(
+        [length], token_seed, minval=NUM_RESERVED_IDS, maxval=token_ids.first_sentinel_id, dtype=tf.int32)
+    inputs = tf.where(mask, tf.fill([length], token_ids.mask_id), tokens)
+    inputs = tf.where(swap, random_tokens, inputs)
+    return {"inputs": inputs, "targets": tokens}
+
+
+def bert(tokens, seed, config, token_ids):
+    """BERT-style: corrupt tokens; 90% become the mask token, 10% a random token; target = text."""
+    return _mask_and_maybe_swap(tokens, seed, config, token_ids, config.random_token_rate)
+
+
+def mass(tokens, seed, config, token_ids):
+    """MASS-style: BERT-style without random swaps (every corrupted token -> mask)."""
+    return _mask_and_maybe_swap(tokens, seed, config, token_ids, 0.0)
+
+
+def prefix_lm(tokens, seed, config, token_ids):
+    """Split at a uniformly random point: prefix -> inputs, the rest -> targets (both non-empty
+    when the chunk has two tokens or more)."""
+    length = tf.size(tokens)
+    split = tf.random.stateless_uniform([], seed, minval=1, maxval=tf.maximum(length, 2), dtype=tf.int32)
+    split = tf.minimum(split, length)
+    return {"inputs": tokens[:split], "targets": tokens[split:]}
+
+
+def deshuffle(tokens, seed, config, token_ids):
+    """Tokens shuffled in the inputs; the original order as targets."""
+    order = tf.argsort(tf.random.stateless_uniform([tf.size(tokens)], seed))
+    return {"inputs": tf.gather(tokens, order), "targets": tokens}
+
+
+def lm(tokens, seed, config, token_ids):
+    """Plain language modelling (decoder-only): the whole chunk is the target, no inputs."""
+    return {"targets": tokens}
+
+
+# --------------------------------------------------------------------------------------------
+# Chunk lengths: how many raw tokens each objective takes so that its outputs, with EOS, fit.
+
+def span_corruption_chunk_length(inputs_length: int, noise_density: float,
+                                 mean_noise_span_length: float) -> tuple[int, int]:
+    """Largest raw chunk whose span-corrupted inputs (+EOS) fit `inputs_length`, and the targets
+    length it then needs (+EOS). T5's numbers: 512 -> (568, 114) at 15% and spans of 3."""
+
+    def lengths(chunk: int) -> tuple[int, int]:
+        num_noise = min(max(int(round(chunk * noise_density)), 1), chunk - 1)
+        num_spans = max(int(round(num_noise / mean_noise_span_length)), 1)
+        # Inputs: kept tokens + one sentinel per span + EOS. Targets: noise + sentinels + EOS
+        # (no final sentinel: the span mask always ends with noise).
+        return chunk - num_noise + num_spans + 1, num_noise + num_spans + 1
+
+    chunk = 2
+    while lengths(chunk + 1)[0] <= inputs_length:
+        chunk += 1
+    return chunk, lengths(chunk)[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Objective:
+    name: str
+    fn: ObjectiveFn
+    # Raw tokens per chunk for given task lengths (each length counts the EOS).
+    chunk_length: Callable[[Mapping[str, int], ObjectiveConfig], int]
+
+
+def _inputs_chunk(lengths, config):
+    return lengths["inputs"] - 1
+
+
+def _full_text_target_chunk(lengths, config):
+    """Objectives whose targets are the whole chunk: it must fit both inputs and targets."""
+    return min(lengths["inputs"], lengths["targets"]) - 1
+
+
+def _span_chunk(lengths, config):
+    chunk, targets_length = span_corruption_chunk_length(
+        lengths["inputs"], config.noise_density, config.mean_noise_span_length)
+    if targets_length > lengths["targets"]:
+        raise ValueError(f"span corruption of {lengths['inputs']} input tokens needs a targets "
+                         f"length of {targets_length}, got {lengths['targets']}")
+    return chunk
+
+
+def _prefix_chunk(lengths, config):
+    """Short enough that the split can be made with both parts fitting (see `prefix_lm`)."""
+    return min(lengths["inputs"], lengths["targets"]) - 1
+
+
+def _targets_chunk(lengths, config):
+    return lengths["targets"] - 1
+
+
+OBJECTIVES: dict[str, Objective] = {o.name: o for o in [
+    Objective("iid_noise_sentinels", iid_noise_sentinels, _inputs_chunk),
+    Objective("span_corruption", span_corruption, _span_chunk),
+    Objective("iid_drop", iid_drop, _inputs_chunk),
+    Objective("bert", bert, _full_text_target_chunk),
+    Objective("mass", mass, _full_text_target_chunk),
+    Objective("prefix_lm", prefix_lm, _prefix_chunk),
+    Objective("deshuffle", deshuffle, _full_text_target_chunk),
+    Objective("lm", lm, _targets_chunk),
+]}
+
+
+def get_objective(name: str) -> Objective:
+    if name not in OBJECTIVES:
+        raise ValueError(f"unknown objective {name!r}; known: {sorted(OBJECTIVES)}")
+    return OBJECTIVES[name]
+
+
+# --------------------------------------------------------------------------------------------
+# Dataset-level preprocessing around the objectives.
+
+def split_tokens(dataset: tf.data.Dataset, chunk_length: int) -> tf.data.Dataset:
+    """{"targets": tokens} documents -> chunks of at most `chunk_length` tokens (T5 split_tokens);
+    empty documents vanish."""
+    if chunk_length < 1:
+        raise ValueError(f"chunk_length must be positive, got {chunk_length}")
+
+    def to_chunks(example: Example) -> tf.RaggedTensor:
+        tokens = example["targets"]
+        length = tf.size(tokens)
+        full, rest = length // chunk_length, length % chunk_length
+        row_lengths = tf.concat([tf.fill([full], chunk_length), tf.reshape(rest, [1])[:tf.minimum(rest, 1)]], 0)
+        return {"targets": tf.RaggedTensor.from_row_lengths(tokens, row_lengths)}
+
+    return dataset.map(to_chunks).unbatch()
+
+
+def append_eos_after_trim(example: Example, sequence_lengths: Mapping[str, int]) -> Example:
+    """Trims each feature to its length - 1 and appends EOS (T5's append_eos_after_trim)."""
+    out = {}
+    for key, tokens in example.items():
+        if key not in sequence_lengths:
+            raise ValueError(f"no sequence length given for feature {key!r}: {dict(sequence_lengths)}")
+        out[key] = tf.concat([tokens[:sequence_lengths[key] - 1], [EOS_ID]], axis=0)
+    return out
+
+
+def example_seed(base_seed: int, index: tf.Tensor) -> tf.Tensor:
+    """The stateless seed of example `index`: (base_seed, index)."""
+    return tf.stack([tf.constant(base_seed, tf.int64), tf.cast(index, tf.int64)])
+
+
+def apply_objective(dataset: tf.data.Dataset, name: str, sequence_lengths: Mapping[str, int],
+                    token_ids: TokenIds, seed: int, config: ObjectiveConfig = ObjectiveConfig(),
+                    num_parallel_calls: int | None = None) -> tf.data.Dataset:
+    """Token documents {"targets"} -> split into chunks -> objective -> EOS appended, trimmed."""
+    objective = get_objective(name)
+    dataset = split_tokens(dataset, objective.chunk_length(sequence_lengths, config))
+
+    def corrupt(index, example):
+        features = objective.fn(example["targets"], example_seed(seed, index), config, token_ids)
+        return append_eos_after_trim(features, sequence_lengths)
+
+    # Outputs depend on the example index only, so parallel maps stay reproducible in order.
+    return dataset.enumerate().map(corrupt, num_parallel_calls=num_parallel_calls,
+                                   deterministic=True if num_parallel_calls else None)

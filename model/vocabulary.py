@@ -1,0 +1,213 @@
+"""The shared input/output vocabulary: SentencePiece pieces plus 100 sentinel ids.
+
+Ids 0, 1 and 2 are pad, end-of-sequence and unknown (SentencePiece is trained with exactly these
+ids and no BOS). The 100 sentinels used by the span objectives are appended after the pieces in
+reverse order, as T5 does: `<extra_id_0>` is the last id of the vocabulary, `<extra_id_99>` the
+first id after the pieces. They are written into the model proto as user-defined pieces, so the
+same model encodes and decodes them in Python (sentencepiece) and inside tf.data
+(tensorflow_text), and "<extra_id_3>" in text is one token.
+"""
+from __future__ import annotations
+
+import dataclasses
+import functools
+import itertools
+import json
+import pathlib
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import sentencepiece as spm
+import tensorflow as tf
+from sentencepiece import sentencepiece_model_pb2
+
+PAD_ID = 0
+EOS_ID = 1
+UNK_ID = 2
+NUM_SENTINELS = 100
+# Ids 0..2 are never drawn as "random replacement" tokens by the BERT-style objective.
+NUM_RESERVED_IDS = 3
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenIds:
+    """The id layout the objectives need, without the SentencePiece model (tiny test vocabularies).
+
+    `vocab_size` counts the sentinels; the SentencePiece pieces are ids below `first_sentinel_id`.
+    """
+
+    vocab_size: int
+    num_sentinels: int = NUM_SENTINELS
+
+    def __post_init__(self) -> None:
+        if self.vocab_size <= self.num_sentinels + NUM_RESERVED_IDS:
+            raise ValueError(
+                f"vocab_size {self.vocab_size} leaves no ordinary tokens beside "
+                f"{self.num_sentinels} sentinels and {NUM_RESERVED_IDS} special ids")
+
+    @property
+    def first_sentinel_id(self) -> int:
+        return self.vocab_size - self.num_sentinels
+
+    def sentinel_id(self, index: int) -> int:
+        """Id of `<extra_id_{index}>`: the last id for index 0, counting down."""
+        if not 0 <= index < self.num_sentinels:
+            raise ValueError(f"sentinel index {index} outside [0, {self.num_sentinels})")
+        return self.vocab_size - 1 - index
+
+    @property
+    def mask_id(self) -> int:
+        """The single mask token of the BERT/MASS objectives (T5 uses `<extra_id_0>`)."""
+        return self.sentinel_id(0)
+
+
+def sentinel_piece(index: int) -> str:
+    return f"<extra_id_{index}>"
+
+
+def add_sentinels(model_proto: bytes, num_sentinels: int = NUM_SENTINELS) -> bytes:
+    """Appends `<extra_id_{n-1}>` ... `<extra_id_0>` as user-defined pieces to a model proto."""
+    model = sentencepiece_model_pb2.ModelProto()
+    model.ParseFromString(model_proto)
+    existing = {piece.piece for piece in model.pieces}
+    for index in reversed(range(num_sentinels)):
+        if sentinel_piece(index) in existing:
+            raise ValueError(f"model already contains {sentinel_piece(index)}")
+        piece = model.pieces.add()
+        piece.piece = sentinel_piece(index)
+        piece.score = 0.0
+        piece.type = sentencepiece_model_pb2.ModelProto.SentencePiece.USER_DEFINED
+    return model.SerializeToString()
+
+
+class Vocabulary:
+    """A trained SentencePiece model (`PREFIX.model`) with the sentinels appended."""
+
+    def __init__(self, model_path: str | pathlib.Path, num_sentinels: int = NUM_SENTINELS):
+        path = pathlib.Path(model_path)
+        if not path.is_file():
+            raise FileNotFoundError(f"SentencePiece model not found: {path}")
+        base = spm.SentencePieceProcessor(model_proto=path.read_bytes())
+        if (base.pad_id(), base.eos_id(), base.unk_id(), base.bos_id()) != (PAD_ID, EOS_ID, UNK_ID, -1):
+            raise ValueError(
+                f"{path} has pad/eos/unk/bos ids {base.pad_id()}/{base.eos_id()}/{base.unk_id()}/"
+                f"{base.bos_id()}; expected {PAD_ID}/{EOS_ID}/{UNK_ID}/-1 (train with train_vocabulary)")
+        self.path = path
+        self.num_pieces = base.get_piece_size()
+        self.model_proto = add_sentinels(path.read_bytes(), num_sentinels)
+        self.token_ids = TokenIds(self.num_pieces + num_sentinels, num_sentinels)
+        self._processor = spm.SentencePieceProcessor(model_proto=self.model_proto)
+
+    @property
+    def vocab_size(self) -> int:
+        return self.token_ids.vocab_size
+
+    def encode(self, text: str) -> list[int]:
+        return self._processor.encode(text)
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """Decodes up to the first EOS; padding is skipped."""
+        ids = [int(i) for i in ids]
+        if EOS_ID in ids:
+            ids = ids[:ids.index(EOS_ID)]
+        return self._processor.decode([i for i in ids if i != PAD_ID])
+
+    @functools.cached_property
+    def _tf_tokenizer(self):
+        import tensorflow_text  # Imported lazily: it registers ops, slow at import time.
+        return tensorflow_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
+
+    def tf_encode(self, text: tf.Tensor) -> tf.Tensor | tf.RaggedTensor:
+        """Graph op: a string scalar gives an int32 vector; a string vector a RaggedTensor."""
+        return self._tf_tokenizer.tokenize(text)
+
+    def tf_decode(self, ids: tf.Tensor) -> tf.Tensor:
+        """Graph op: int32 ids [..., length] to strings, up to the first EOS, padding skipped."""
+        ids = tf.convert_to_tensor(ids, tf.int32)
+        before_eos = tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=-1, exclusive=True) == 0
+        keep = tf.logical_and(before_eos, tf.not_equal(ids, PAD_ID))
+        if ids.shape.rank == 1:
+            return self._tf_tokenizer.detokenize(tf.boolean_mask(ids, keep))
+        return self._tf_tokenizer.detokenize(tf.ragged.boolean_mask(ids, keep))
+
+
+@dataclasses.dataclass(frozen=True)
+class VocabularySettings:
+    """Everything that determines a trained vocabulary; saved as PREFIX.json beside the model."""
+
+    size: int = 32000
+    sample_size: int = 1_000_000  # text lines fed to SentencePiece, split by the weights
+    weights: Mapping[str, float] = dataclasses.field(
+        default_factory=lambda: {"en": 10.0, "de": 1.0, "fr": 1.0, "ro": 1.0})
+    model_type: str = "unigram"
+    character_coverage: float = 0.9999
+    normalization_rule_name: str = "nmt_nfkc"
+    seed: int = 0
+
+
+def lines_per_source(settings: VocabularySettings) -> dict[str, int]:
+    """Splits `sample_size` lines between sources in proportion to their weights."""
+    total = sum(settings.weights.values())
+    if total <= 0 or any(w < 0 for w in settings.weights.values()):
+        raise ValueError(f"weights must be non-negative with a positive sum: {dict(settings.weights)}")
+    return {name: round(settings.sample_size * w / total) for name, w in settings.weights.items()}
+
+
+def text_lines(texts: Iterable[str]) -> Iterator[str]:
+    """Non-empty lines of documents: SentencePiece works on lines, and C4 pages are many lines."""
+    for text in texts:
+        for line in text.splitlines():
+            line = line.strip()
+            if line:
+                yield line
+
+
+def mixture_sample(sources: Mapping[str, Iterable[str]], settings: VocabularySettings) -> tuple[list[str], dict[str, int]]:
+    """The first lines of each source in the weighted proportions, and how many each gave.
+
+    Taking the first lines (not a random draw) keeps the sample reproducible and streaming; the
+    sources themselves are shuffled shards. A source shorter than its share gives what it has.
+    """
+    missing = set(settings.weights) - set(sources)
+    if missing:
+        raise ValueError(f"weights given for sources without text: {sorted(missing)}")
+    wanted = lines_per_source(settings)
+    sample: list[str] = []
+    taken: dict[str, int] = {}
+    for name in sorted(settings.weights):
+        lines = list(itertools.islice(text_lines(sources[name]), wanted[name]))
+        taken[name] = len(lines)
+        sample.extend(lines)
+    if not sample:
+        raise ValueError("the sources gave no text to train the vocabulary on")
+    return sample, taken
+
+
+def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularySettings,
+                     output_prefix: str | pathlib.Path) -> Vocabulary:
+    """Trains SentencePiece on the weighted mixture; writes PREFIX.model, .vocab and .json."""
+    prefix = pathlib.Path(output_prefix)
+    prefix.parent.mkdir(parents=True, exist_ok=True)
+    sample, taken = mixture_sample(sources, settings)
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(sample),
+        model_prefix=str(prefix),
+        vocab_size=settings.size,
+        model_type=settings.model_type,
+        character_coverage=settings.character_coverage,
+        normalization_rule_name=settings.normalization_rule_name,
+        pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
+        random_seed=settings.seed,
+        # One thread and no input shuffling: the same sample gives the same model.
+        num_threads=1,
+        shuffle_input_sentence=False,
+        input_sentence_size=len(sample),
+        minloglevel=2,
+    )
+    record = dataclasses.asdict(settings) | {
+        "weights": dict(settings.weights),
+        "lines_taken": taken,
+        "num_sentinels": NUM_SENTINELS,
+        "special_ids": {"pad": PAD_ID, "eos": EOS_ID, "unk": UNK_ID, "bos": -1},
+    }
+    pathlib.Path(f"{prefix}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
+    return Vocabulary(f"{prefix}.model")
