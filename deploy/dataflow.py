@@ -1,0 +1,257 @@
+"""Build a C4 variant on Google Cloud Dataflow.
+
+    python -m deploy.dataflow --variant en --project P --region us-central1 --bucket gs://B \
+        --dump CC-MAIN-2019-18 --dry-run
+
+builds the exact `python -m pipelines.c4 ...` command with the Dataflow options, prints it with
+--dry-run, and otherwise runs it in this process (`pipelines.c4.main`), which submits the job.
+Extra Beam options go after a literal `--` and are passed through unchanged.
+"""
+import argparse
+import dataclasses
+import hashlib
+import pathlib
+import re
+import shlex
+import sys
+from typing import Optional, Sequence
+
+from deploy import arguments
+
+VARIANTS = ("en", "en.noclean", "realnewslike", "webtextlike", "en.linededup", "multilingual")
+
+# The paper's WebText-like corpus read the 12 monthly dumps from August 2018 to July 2019.
+DUMP_PRESETS = {
+    "c4-paper": ("CC-MAIN-2019-18",),
+    "webtextlike-paper": (
+        "CC-MAIN-2018-34", "CC-MAIN-2018-39", "CC-MAIN-2018-43", "CC-MAIN-2018-47",
+        "CC-MAIN-2018-51", "CC-MAIN-2019-04", "CC-MAIN-2019-09", "CC-MAIN-2019-13",
+        "CC-MAIN-2019-18", "CC-MAIN-2019-22", "CC-MAIN-2019-26", "CC-MAIN-2019-30",
+    ),
+}
+DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
+
+# Where Common Crawl manifests are read from. HTTPS needs no credentials; s3://commoncrawl/ needs
+# AWS credentials on every worker; a gs:// mirror in the job's region is fastest and cheapest.
+DEFAULT_COMMON_CRAWL_BASE = "https://data.commoncrawl.org/"
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class DataflowJob:
+    """Everything that defines one Dataflow run of the C4 pipeline."""
+    variant: str
+    dumps: tuple[str, ...]
+    project: str
+    region: str
+    temp_location: str
+    staging_location: str
+    output: str
+    machine_type: str
+    max_num_workers: int
+    disk_size_gb: int
+    shuffle_service: bool
+    experiments: tuple[str, ...] = ()
+    sdk_container_image: Optional[str] = None
+    service_account_email: Optional[str] = None
+    max_files: Optional[int] = None
+    common_crawl_base: str = DEFAULT_COMMON_CRAWL_BASE
+    badwords: Optional[str] = None
+    realnews_domains: Optional[str] = None
+    webtext_urls: tuple[str, ...] = ()
+    extra_beam_args: tuple[str, ...] = ()
+
+
+def dump_name(value: str) -> str:
+    if not DUMP_NAME.match(value):
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a Common Crawl dump name: expected CC-MAIN-YYYY-WW "
+            "(year and ISO week), e.g. CC-MAIN-2019-18")
+    return value
+
+
+def job_name(variant: str, dumps: Sequence[str], max_files: Optional[int]) -> str:
+    """A Dataflow job name fixed by what the job computes.
+
+    Dataflow refuses a second running job with the same name, so the same build cannot be
+    submitted twice by mistake. Several dumps are named by their range plus a hash of the full
+    list, since two different lists can share first, last and count.
+    """
+    years_weeks = [dump[len("CC-MAIN-"):] for dump in sorted(dumps)]
+    if len(years_weeks) == 1:
+        dump_tag = years_weeks[0]
+    else:
+        digest = hashlib.sha256(",".join(years_weeks).encode()).hexdigest()[:8]
+        dump_tag = f"{years_weeks[0]}-to-{years_weeks[-1]}-{len(years_weeks)}dumps-{digest}"
+    name = f"c4-{variant.replace('.', '-')}-{dump_tag}"
+    return name if max_files is None else f"{name}-first{max_files}"
+
+
+def manifest_url(common_crawl_base: str, dump: str) -> str:
+    """The wet.paths.gz list of one dump's WET files."""
+    return f"{common_crawl_base.rstrip('/')}/crawl-data/{dump}/wet.paths.gz"
+
+
+def pipeline_argv(job: DataflowJob) -> list[str]:
+    """The argv of `python -m pipelines.c4` for this job, Dataflow options included."""
+    argv = ["--variant", job.variant, "--input"]
+    argv += [manifest_url(job.common_crawl_base, dump) for dump in job.dumps]
+    if job.max_files is not None:
+        argv += ["--max_files", str(job.max_files)]
+    argv += ["--output", job.output]
+    if job.badwords:
+        argv += ["--badwords", job.badwords]
+    if job.realnews_domains:
+        argv += ["--realnews_domains", job.realnews_domains]
+    if job.webtext_urls:
+        argv += ["--webtext_urls", *job.webtext_urls]
+
+    argv += [
+        "--runner", "DataflowRunner",
+        "--project", job.project,
+        "--region", job.region,
+        "--job_name", job_name(job.variant, job.dumps, job.max_files),
+        "--temp_location", job.temp_location,
+        "--staging_location", job.staging_location,
+        "--worker_machine_type", job.machine_type,
+        "--max_num_workers", str(job.max_num_workers),
+        "--autoscaling_algorithm", "THROUGHPUT_BASED",
+        "--disk_size_gb", str(job.disk_size_gb),
+        # Every function the pipeline ships is importable from its package on the workers;
+        # pickling __main__ would only drag the launcher's globals along.
+        "--no_save_main_session",
+        "--pickle_library", "cloudpickle",
+        "--labels", f"c4_variant={job.variant.replace('.', '-')}",
+    ]
+    shuffle_mode = "service" if job.shuffle_service else "appliance"
+    for experiment in ("use_runner_v2", f"shuffle_mode={shuffle_mode}", *job.experiments):
+        argv += ["--experiments", experiment]
+    if job.sdk_container_image:
+        # The image already holds the project and its pinned dependencies: stage nothing.
+        argv += ["--sdk_container_image", job.sdk_container_image, "--sdk_location", "container"]
+    else:
+        argv += ["--setup_file", str(REPO_ROOT / "setup.py")]
+    if job.service_account_email:
+        argv += ["--service_account_email", job.service_account_email]
+    return argv + list(job.extra_beam_args)
+
+
+def shell_command(argv: Sequence[str]) -> str:
+    return shlex.join(["python", "-m", "pipelines.c4", *argv])
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m deploy.dataflow",
+        description="Build a C4 variant on Dataflow. Beam options after `--` pass through.",
+        allow_abbrev=False)
+    parser.add_argument("--variant", required=True, choices=VARIANTS)
+    parser.add_argument("--project", required=True, type=arguments.project_id)
+    parser.add_argument("--region", required=True, type=arguments.region)
+    parser.add_argument("--bucket", type=arguments.gcs_path,
+                        help="gs://BUCKET: temp, staging and output go under it unless given")
+    parser.add_argument("--temp_location", type=arguments.gcs_path)
+    parser.add_argument("--staging_location", type=arguments.gcs_path)
+    parser.add_argument("--output", type=arguments.gcs_path)
+    parser.add_argument("--dump", action="append", type=dump_name, default=[],
+                        help="Common Crawl dump, e.g. CC-MAIN-2019-18 (repeatable)")
+    parser.add_argument("--dump_preset", choices=sorted(DUMP_PRESETS))
+    parser.add_argument("--common_crawl_base", default=DEFAULT_COMMON_CRAWL_BASE,
+                        help="https://data.commoncrawl.org/, s3://commoncrawl/ or a gs:// mirror")
+    parser.add_argument("--max_files", type=arguments.positive_int,
+                        help="read only the first N WET files of each manifest (trial runs)")
+    parser.add_argument("--machine_type", default="n2-standard-4", type=arguments.machine_type)
+    parser.add_argument("--max_num_workers", default=500, type=arguments.positive_int)
+    parser.add_argument("--disk_size_gb", default=50, type=arguments.positive_int)
+    parser.add_argument("--no_shuffle_service", action="store_true",
+                        help="shuffle on the worker disks instead of the Dataflow Shuffle service")
+    parser.add_argument("--experiments", action="append", default=[])
+    parser.add_argument("--sdk_container_image",
+                        help="custom worker image built from deploy/Dockerfile (recommended)")
+    parser.add_argument("--service_account_email")
+    parser.add_argument("--badwords", type=arguments.remote_path)
+    parser.add_argument("--realnews_domains", type=arguments.remote_path)
+    parser.add_argument("--webtext_urls", nargs="+", type=arguments.remote_path, default=[])
+    parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
+                        help="print the command instead of submitting the job")
+    return parser
+
+
+def _locations(parser: argparse.ArgumentParser, args: argparse.Namespace, name: str):
+    """temp, staging and output paths: given ones win, the rest derive from --bucket."""
+    missing = [flag for flag in ("temp_location", "staging_location", "output")
+               if getattr(args, flag) is None]
+    if missing and args.bucket is None:
+        parser.error("give --bucket gs://BUCKET, or all of --temp_location, --staging_location "
+                     f"and --output (missing: {', '.join('--' + flag for flag in missing)})")
+    return (args.temp_location or f"{args.bucket}/tmp",
+            args.staging_location or f"{args.bucket}/staging",
+            args.output or f"{args.bucket}/c4/{name}")
+
+
+def _dumps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[str, ...]:
+    if bool(args.dump) == bool(args.dump_preset):
+        parser.error("give the Common Crawl dumps to read: one or more --dump CC-MAIN-YYYY-WW, "
+                     f"or --dump_preset ({', '.join(sorted(DUMP_PRESETS))}), not both")
+    # Sorted and without repeats, so the flag order changes neither the input nor the job name.
+    return tuple(sorted(set(args.dump or DUMP_PRESETS[args.dump_preset])))
+
+
+def _check_variant_resources(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    if args.variant == "webtextlike" and not args.webtext_urls:
+        parser.error("--variant webtextlike needs --webtext_urls gs://... (the OpenWebText URL "
+                     "lists, copied to Cloud Storage)")
+    if args.variant != "webtextlike" and args.webtext_urls:
+        parser.error(f"--webtext_urls only applies to --variant webtextlike, not {args.variant}")
+    if args.variant == "realnewslike" and not args.realnews_domains:
+        parser.error("--variant realnewslike needs --realnews_domains gs://.../"
+                     "domain_to_allowed_subdomains.json (from rowanz/grover, copied to Cloud "
+                     "Storage)")
+    if args.variant != "realnewslike" and args.realnews_domains:
+        parser.error(f"--realnews_domains only applies to --variant realnewslike, "
+                     f"not {args.variant}")
+
+
+def _common_crawl_base(parser: argparse.ArgumentParser, value: str) -> str:
+    if value.startswith(("https://", "s3://")):
+        return value
+    if value.startswith("gs://"):
+        return arguments.gcs_path(value)
+    parser.error(f"--common_crawl_base {value!r}: expected https://, s3:// or gs://")
+
+
+def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
+    """The job an argv describes, and whether it is a dry run. Bad input exits with a message."""
+    argv = list(argv)
+    extra_beam_args = argv[argv.index("--") + 1:] if "--" in argv else []
+    own_argv = argv[:argv.index("--")] if "--" in argv else argv
+    parser = _parser()
+    args = parser.parse_args(own_argv)
+    dumps = _dumps(parser, args)
+    _check_variant_resources(parser, args)
+    temp, staging, output = _locations(parser, args, job_name(args.variant, dumps, args.max_files))
+    job = DataflowJob(
+        variant=args.variant, dumps=dumps, project=args.project, region=args.region,
+        temp_location=temp, staging_location=staging, output=output,
+        machine_type=args.machine_type, max_num_workers=args.max_num_workers,
+        disk_size_gb=args.disk_size_gb, shuffle_service=not args.no_shuffle_service,
+        experiments=tuple(args.experiments), sdk_container_image=args.sdk_container_image,
+        service_account_email=args.service_account_email, max_files=args.max_files,
+        common_crawl_base=_common_crawl_base(parser, args.common_crawl_base),
+        badwords=args.badwords, realnews_domains=args.realnews_domains,
+        webtext_urls=tuple(args.webtext_urls), extra_beam_args=tuple(extra_beam_args))
+    return job, args.dry_run
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    job, dry_run = parse_job(sys.argv[1:] if argv is None else argv)
+    argv = pipeline_argv(job)
+    if dry_run:
+        print(shell_command(argv))
+        return
+    from pipelines import c4  # imported late: a dry run needs neither Beam nor the pipeline
+    c4.main(argv)
+
+
+if __name__ == "__main__":
+    main()

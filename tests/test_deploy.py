@@ -1,0 +1,176 @@
+"""The launchers' dry runs: commands built from arguments, bad arguments refused with a message."""
+import pathlib
+import shlex
+import subprocess
+import sys
+import tarfile
+
+import pytest
+
+from deploy import dataflow, requirements
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+BASE_DATAFLOW_ARGS = ["--project", "my-project", "--region", "us-central1",
+                      "--bucket", "gs://my-bucket"]
+
+
+def option_values(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, arg in enumerate(argv) if arg == flag]
+
+
+def dataflow_argv(*args: str) -> list[str]:
+    job, _ = dataflow.parse_job([*BASE_DATAFLOW_ARGS, *args])
+    return dataflow.pipeline_argv(job)
+
+
+def refusal(capsys, parse, argv: list[str]) -> str:
+    """The message a launcher prints when it refuses argv (argparse exits with status 2)."""
+    with pytest.raises(SystemExit) as exit_info:
+        parse(argv)
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+# --- Dataflow -----------------------------------------------------------------------------------
+
+def test_dataflow_dry_run_prints_the_pipeline_command(capsys):
+    dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
+                   "--max_num_workers", "300", "--dry-run"])
+    printed = shlex.split(capsys.readouterr().out)
+    assert printed[:3] == ["python", "-m", "pipelines.c4"]
+    argv = printed[3:]
+    assert option_values(argv, "--variant") == ["en"]
+    assert option_values(argv, "--input") == [
+        "https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz"]
+    assert option_values(argv, "--runner") == ["DataflowRunner"]
+    assert option_values(argv, "--project") == ["my-project"]
+    assert option_values(argv, "--region") == ["us-central1"]
+    assert option_values(argv, "--job_name") == ["c4-en-2019-18"]
+    assert option_values(argv, "--temp_location") == ["gs://my-bucket/tmp"]
+    assert option_values(argv, "--staging_location") == ["gs://my-bucket/staging"]
+    assert option_values(argv, "--output") == ["gs://my-bucket/c4/c4-en-2019-18"]
+    assert option_values(argv, "--max_num_workers") == ["300"]
+    assert option_values(argv, "--worker_machine_type") == ["n2-standard-4"]
+    assert option_values(argv, "--experiments") == ["use_runner_v2", "shuffle_mode=service"]
+    assert option_values(argv, "--setup_file") == [str(REPO_ROOT / "setup.py")]
+    assert "--no_save_main_session" in argv
+
+
+def test_dataflow_options_follow_the_arguments():
+    argv = dataflow_argv(
+        "--variant", "en.noclean", "--dump", "CC-MAIN-2019-18", "--max_files", "10",
+        "--machine_type", "n2-highmem-8", "--disk_size_gb", "100", "--no_shuffle_service",
+        "--experiments", "enable_data_sampling", "--sdk_container_image", "gcr.io/p/c4:1",
+        "--output", "gs://other-bucket/out", "--badwords", "gs://my-bucket/badwords/en",
+        "--", "--network", "my-vpc")
+    assert option_values(argv, "--max_files") == ["10"]
+    assert option_values(argv, "--job_name") == ["c4-en-noclean-2019-18-first10"]
+    assert option_values(argv, "--worker_machine_type") == ["n2-highmem-8"]
+    assert option_values(argv, "--disk_size_gb") == ["100"]
+    assert option_values(argv, "--experiments") == [
+        "use_runner_v2", "shuffle_mode=appliance", "enable_data_sampling"]
+    assert option_values(argv, "--sdk_container_image") == ["gcr.io/p/c4:1"]
+    assert option_values(argv, "--sdk_location") == ["container"]
+    assert "--setup_file" not in argv
+    assert option_values(argv, "--output") == ["gs://other-bucket/out"]
+    assert option_values(argv, "--badwords") == ["gs://my-bucket/badwords/en"]
+    assert argv[-2:] == ["--network", "my-vpc"]
+
+
+def test_dataflow_argv_is_accepted_by_beam_pipeline_options():
+    from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
+                                                      SetupOptions, WorkerOptions)
+    argv = dataflow_argv("--variant", "en", "--dump", "CC-MAIN-2019-18")
+    options = PipelineOptions(argv)
+    cloud = options.view_as(GoogleCloudOptions)
+    assert (cloud.project, cloud.region, cloud.job_name) == ("my-project", "us-central1",
+                                                             "c4-en-2019-18")
+    assert options.view_as(WorkerOptions).machine_type == "n2-standard-4"
+    assert options.view_as(SetupOptions).save_main_session is False
+
+
+def test_webtextlike_preset_reads_the_papers_twelve_dumps():
+    argv = dataflow_argv("--variant", "webtextlike", "--dump_preset", "webtextlike-paper",
+                         "--webtext_urls", "gs://my-bucket/webtext/RS_2019-01.gz")
+    inputs = option_values(argv, "--input")
+    # --input takes several values: they run until the next option.
+    start = argv.index("--input") + 1
+    manifests = argv[start:start + 12]
+    assert len(manifests) == 12 and inputs[0] == manifests[0]
+    assert manifests[0].endswith("/CC-MAIN-2018-34/wet.paths.gz")
+    assert manifests[-1].endswith("/CC-MAIN-2019-30/wet.paths.gz")
+    assert option_values(argv, "--webtext_urls") == ["gs://my-bucket/webtext/RS_2019-01.gz"]
+
+
+def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():
+    dumps = dataflow.DUMP_PRESETS["webtextlike-paper"]
+    name = dataflow.job_name("en.linededup", dumps, None)
+    assert name == dataflow.job_name("en.linededup", tuple(reversed(dumps)), None)
+    assert name != dataflow.job_name("en.linededup", dumps[:-1] + ("CC-MAIN-2019-35",), None)
+    assert name.startswith("c4-en-linededup-2018-34-to-2019-30-12dumps-")
+    import re
+    assert re.fullmatch(r"[a-z]([-a-z0-9]{0,1022}[a-z0-9])?", name)
+
+
+@pytest.mark.parametrize("bad_args, message", [
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--bucket", "s3://bucket"],
+     "not a Cloud Storage path"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--bucket", "gs://Bad_Bucket"],
+     "not a Cloud Storage path"),
+    (["--variant", "c5", "--dump", "CC-MAIN-2019-18"], "invalid choice: 'c5'"),
+    (["--variant", "en", "--dump", "2019-18"], "expected CC-MAIN-YYYY-WW"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-54"], "expected CC-MAIN-YYYY-WW"),
+    (["--variant", "en"], "give the Common Crawl dumps to read"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--dump_preset", "c4-paper"], "not both"),
+    (["--variant", "webtextlike", "--dump", "CC-MAIN-2019-18"],
+     "webtextlike needs --webtext_urls"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--webtext_urls", "gs://my-bucket/u"],
+     "--webtext_urls only applies to --variant webtextlike"),
+    (["--variant", "realnewslike", "--dump", "CC-MAIN-2019-18"],
+     "realnewslike needs --realnews_domains"),
+    (["--variant", "realnewslike", "--dump", "CC-MAIN-2019-18",
+      "--realnews_domains", "/home/me/domains.json"], "cloud workers cannot read"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--max_num_workers", "0"],
+     "must be at least 1"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--common_crawl_base", "ftp://cc/"],
+     "expected https://, s3:// or gs://"),
+])
+def test_dataflow_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
+    assert message in refusal(capsys, dataflow.parse_job, [*BASE_DATAFLOW_ARGS, *bad_args])
+
+
+def test_dataflow_needs_a_bucket_or_every_location(capsys):
+    argv = ["--project", "my-project", "--region", "us-central1", "--variant", "en",
+            "--dump", "CC-MAIN-2019-18", "--temp_location", "gs://my-bucket/tmp"]
+    assert "missing: --staging_location, --output" in refusal(capsys, dataflow.parse_job, argv)
+    job, _ = dataflow.parse_job([*argv, "--staging_location", "gs://my-bucket/stage",
+                                 "--output", "gs://my-bucket/out"])
+    assert (job.temp_location, job.staging_location, job.output) == (
+        "gs://my-bucket/tmp", "gs://my-bucket/stage", "gs://my-bucket/out")
+
+
+# --- Worker environment -------------------------------------------------------------------------
+
+def test_pinned_requirements_leave_out_test_only_packages():
+    pins = requirements.pinned_requirements()
+    assert "apache-beam==2.77.0" in pins and "tensorflow==2.15.1" in pins
+    assert all(requirements.requirement_name(pin) != "pytest" for pin in pins)
+
+
+def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
+    """Dataflow runs `setup.py sdist` here and pip-installs the tarball on each worker."""
+    # --egg-base keeps the build metadata out of the checkout.
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(tmp_path),
+                    "sdist", "--dist-dir", str(tmp_path), "--formats", "gztar"],
+                   cwd=REPO_ROOT, check=True, capture_output=True)
+    (tarball,) = tmp_path.glob("*.tar.gz")
+    with tarfile.open(tarball) as archive:
+        archive.extractall(tmp_path / "unpacked", filter="data")
+    (source,) = (tmp_path / "unpacked").iterdir()
+    for package in ("pipelines", "tfds_c4", "model"):
+        assert (source / package / "__init__.py").is_file()
+    # What a worker does with it: run setup.py from the unpacked sdist, away from this checkout.
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=source, check=True,
+                   capture_output=True)
+    (requires,) = source.glob("*.egg-info/requires.txt")
+    assert requires.read_text().split() == requirements.pinned_requirements()
