@@ -1,0 +1,27 @@
+"""The page record passed between the pipeline's stages."""
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """One web page: a WET `conversion` record, then its cleaned text as the stages change it.
+
+    Stages return new pages with `dataclasses.replace`; a page is never mutated.
+    """
+    url: str
+    normalized_url: str
+    timestamp: str  # WARC-Date, ISO 8601 (e.g. 2019-04-18T10:13:24Z), so it sorts as text.
+    content_type: str
+    content_length: int
+    text: str
+    language: str = ""
+
+    def to_json_record(self) -> dict:
+        """The fields written to the output files, in a fixed order."""
+        return {
+                "text": self.text,
+                "url": self.url,
+                "timestamp": self.timestamp,
+                "content-type": self.content_type,
+                "content-length": self.content_length,
+        }

@@ -1,0 +1,49 @@
+"""URL normalisation, URL dedup choice, and the train/validation split by URL hash."""
+import hashlib
+import re
+
+from pipelines.page import Page
+
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+# Everything from a query that starts with a tracking or feed parameter is dropped, as in the
+# public C4 code: `?utm_source=...`, `?ref=...`, `?feed=...`.
+_TRACKING_QUERY_TAIL = re.compile(r"\?(?:utm_|ref|feed).*$")
+
+
+def normalize_url(url: str) -> str:
+    """Maps the URLs of one page to one string: no scheme, no `www.`, lower-case host, no trailing /.
+
+    >>> normalize_url("https://www.Example.com/a/?utm_source=x")
+    'example.com/a'
+    """
+    url = url.strip()
+    url = _SCHEME.sub("", url)
+    host, slash, path = url.partition("/")
+    host = host.lower()
+    if host.startswith("www."):
+        host = host[len("www."):]
+    url = host + slash + path
+    url = _TRACKING_QUERY_TAIL.sub("", url)
+    return url.rstrip("/")
+
+
+def stable_hash(text: str) -> int:
+    """A 64-bit hash that is the same on every machine, process and Python version."""
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
+
+
+def newest_page(a: Page, b: Page) -> Page:
+    """Of two pages with the same normalized URL, the one URL dedup keeps: the newest.
+
+    Ties on the timestamp are broken by the URL and then the text, so the choice does not depend
+    on the order in which a runner presents the pages.
+    """
+    return max(a, b, key=lambda page: (page.timestamp, page.url, page.text))
+
+
+VALIDATION_BUCKETS = 1000  # 1 in 1000 pages (0.1%) goes to validation.
+
+
+def split_of(normalized_url: str) -> str:
+    """'validation' for 0.1% of URLs, chosen by a stable hash; 'train' for the rest."""
+    return "validation" if stable_hash(normalized_url) % VALIDATION_BUCKETS == 0 else "train"

@@ -1,0 +1,186 @@
+"""Reading Common Crawl WET files record by record with warcio, safe on dirty input.
+
+A corrupt or truncated record is skipped and counted, and reading goes on at the next record:
+the reader scans forward for the next gzip member (WET files hold one member per record) or, in
+an uncompressed file, the next `WARC/1.` header line. Resynchronising needs random access, which
+local files and Beam filesystems (gs://, s3://) give; an https stream stops at its first corrupt
+record instead.
+"""
+import dataclasses
+import zlib
+from typing import BinaryIO, Callable, Iterator, Optional, Union
+
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+
+from pipelines.page import Page
+from pipelines.urls import normalize_url
+
+_GZIP_MAGIC = b"\x1f\x8b\x08"
+_WARC_MAGIC = b"WARC/1."
+_SCAN_BLOCK = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """A record that did not become a page, and why (a counter name)."""
+    reason: str
+
+
+def page_of_record(record, max_record_bytes: int) -> Union[Page, Skipped]:
+    """The page of one `conversion` record, or why there is none."""
+    headers = record.rec_headers
+    url = (headers.get_header("WARC-Target-URI") or "").strip().strip("<>")
+    timestamp = (headers.get_header("WARC-Date") or "").strip()
+    if not url:
+        return Skipped("missing_url")
+    if not timestamp:
+        return Skipped("missing_date")
+    body = record.content_stream().read(max_record_bytes + 1)
+    if len(body) > max_record_bytes:
+        return Skipped("oversized_record")
+    try:
+        content_length = int(headers.get_header("Content-Length") or len(body))
+    except ValueError:
+        return Skipped("bad_content_length")
+    if len(body) < content_length:
+        return Skipped("truncated_record")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return Skipped("invalid_utf8")
+    if not text.strip():
+        return Skipped("empty_page")
+    return Page(
+        url=url,
+        normalized_url=normalize_url(url),
+        timestamp=timestamp,
+        content_type=(headers.get_header("Content-Type") or "").strip(),
+        content_length=content_length,
+        text=text,
+    )
+
+
+class CorruptMember(Exception):
+    """A gzip member that fails to decompress, or that the file ends inside of."""
+
+    def __init__(self, member_start: int):
+        super().__init__(f"corrupt gzip member at byte {member_start}")
+        self.member_start = member_start
+
+
+_READ_ERRORS = (CorruptMember, ArchiveLoadFailed, zlib.error, EOFError, OSError, ValueError)
+
+
+class GzipMemberStream:
+    """The decompressed bytes of a multi-member gzip stream, read one member at a time.
+
+    Unlike gzip.GzipFile or warcio's own decompression (which stops quietly at a bad member),
+    it raises CorruptMember with the member's offset, and only when the reader reaches the bad
+    member: a read never returns bytes from beyond the end of the current member, so every
+    record before the bad one is parsed and emitted first.
+    """
+
+    def __init__(self, raw: BinaryIO, start: int):
+        self._raw = raw
+        self._pending = b""  # Compressed bytes not yet consumed by the decompressor.
+        self._pending_offset = start  # Their offset in the file.
+        self._decompressor = None
+        self._position = 0
+        self.member_start = start
+
+    def tell(self) -> int:
+        return self._position
+
+    def read(self, size: int = -1) -> bytes:
+        limit = size if size and size > 0 else _SCAN_BLOCK
+        while True:
+            if self._decompressor is None or self._decompressor.eof:
+                if not self._pending and not self._fill():
+                    return b""
+                self._decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                self.member_start = self._pending_offset
+            if not self._pending and not self._fill():
+                raise CorruptMember(self.member_start)  # The file ends inside this member.
+            data = self._decompress(limit)
+            if data:
+                self._position += len(data)
+                return data
+
+    def _fill(self) -> bool:
+        block = self._raw.read(_SCAN_BLOCK)
+        self._pending += block
+        return bool(block)
+
+    def _decompress(self, limit: int) -> bytes:
+        before = len(self._pending)
+        try:
+            data = self._decompressor.decompress(self._pending, limit)
+        except zlib.error:
+            raise CorruptMember(self.member_start) from None
+        if self._decompressor.eof:
+            self._pending = self._decompressor.unused_data
+        else:
+            self._pending = self._decompressor.unconsumed_tail
+        self._pending_offset += before - len(self._pending)
+        return data
+
+
+def _next_marker(stream: BinaryIO, start: int, marker: bytes) -> Optional[int]:
+    """The position of the first `marker` at or after `start`, or None at the end of file."""
+    stream.seek(start)
+    carried = b""
+    position = start
+    while True:
+        block = stream.read(_SCAN_BLOCK)
+        if not block:
+            return None
+        data = carried + block
+        found = data.find(marker)
+        if found >= 0:
+            return position - len(carried) + found
+        carried = data[-(len(marker) - 1):]
+        position += len(block)
+
+
+def _starts_with(stream: BinaryIO, magic: bytes) -> bool:
+    if stream.seekable():
+        head = stream.read(len(magic))
+        stream.seek(0)
+        return head == magic
+    return stream.peek(len(magic))[:len(magic)] == magic
+
+
+def read_wet(open_raw: Callable[[], BinaryIO], max_record_bytes: int
+             ) -> Iterator[Union[Page, Skipped]]:
+    """Every conversion record of a WET file as a Page; everything else as Skipped(reason)."""
+    raw = open_raw()
+    try:
+        compressed = _starts_with(raw, _GZIP_MAGIC)
+        start = 0
+        while start is not None:
+            if start:
+                raw.seek(start)
+            stream = GzipMemberStream(raw, start) if compressed else raw
+            records = ArchiveIterator(stream, check_digests=False)
+            try:
+                for record in records:
+                    if record.rec_type == "conversion":
+                        yield page_of_record(record, max_record_bytes)
+                    elif record.rec_type != "warcinfo":
+                        yield Skipped("not_conversion")
+                return
+            except _READ_ERRORS as error:
+                if isinstance(error, CorruptMember):
+                    failed_at = error.member_start
+                elif compressed:
+                    failed_at = stream.member_start
+                else:
+                    failed_at = records.offset
+            yield Skipped("corrupt_record")
+            if not raw.seekable():
+                yield Skipped("unrecoverable_stream")
+                return
+            start = _next_marker(raw, failed_at + 1, _GZIP_MAGIC if compressed else _WARC_MAGIC)
+    finally:
+        raw.close()
