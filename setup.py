@@ -17,7 +17,8 @@ setuptools.setup(
     name="t5-c4",
     version="0.1.0",
     description="C4 corpus pipeline (Apache Beam) and T5 models (Mesh TensorFlow)",
-    python_requires=">=3.11,<3.12",
+    # 3.10: the TensorFlow 2.15 TPU VM images run Ubuntu 22.04's Python 3.10.
+    python_requires=">=3.10",
     packages=setuptools.find_packages(include=["pipelines", "pipelines.*", "tfds_c4",
                                                "tfds_c4.*", "model", "model.*"]),
     package_data={"model": ["gin/*.gin", "gin/**/*.gin"]},

@@ -7,7 +7,7 @@ import tarfile
 
 import pytest
 
-from deploy import dataflow, requirements
+from deploy import dataflow, requirements, tpu
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 BASE_DATAFLOW_ARGS = ["--project", "my-project", "--region", "us-central1",
@@ -174,3 +174,109 @@ def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
                    capture_output=True)
     (requires,) = source.glob("*.egg-info/requires.txt")
     assert requires.read_text().split() == requirements.pinned_requirements()
+
+
+# --- TPU ----------------------------------------------------------------------------------------
+
+BASE_TPU_ARGS = ["--project", "my-project", "--zone", "europe-west4-a", "--tpu_name", "t5-run",
+                 "--bucket", "gs://my-bucket"]
+
+
+def tpu_commands(*args: str) -> list[list[str]]:
+    run, stages, _ = tpu.parse_run([*BASE_TPU_ARGS, *args])
+    return tpu.commands(run, stages)
+
+
+def remote_script(command: list[str]) -> str:
+    (script,) = [arg[len("--command="):] for arg in command if arg.startswith("--command=")]
+    return script
+
+
+def test_tpu_dry_run_prints_create_install_and_train(capsys):
+    tpu.main([*BASE_TPU_ARGS, "--accelerator_type", "v3-8", "--size", "small",
+              "--variant", "en", "--dry-run"])
+    printed = [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
+    create, archive, copy, install, train = printed
+    assert create[:6] == ["gcloud", "compute", "tpus", "tpu-vm", "create", "t5-run"]
+    assert "--accelerator-type=v3-8" in create
+    assert "--version=tpu-vm-tf-2.15.1-se" in create
+    assert {"--project=my-project", "--zone=europe-west4-a"} <= set(create)
+    assert archive[:2] == ["git", "archive"]
+    assert copy[4] == "scp" and "--worker=all" in copy
+    assert install[4] == "ssh" and "--worker=all" in install
+    assert "tensorflow-text==2.15.0" in remote_script(install)
+    assert train[4] == "ssh" and "--worker=0" in train
+    trainer = shlex.split(remote_script(train).split("nohup ", 1)[1].split(" > ", 1)[0])
+    assert trainer[:3] == ["python3", "-m", "model.train"]
+    assert option_values(trainer, "--model_dir") == ["gs://my-bucket/models/small-en"]
+    assert option_values(trainer, "--tfds_data_dir") == ["gs://my-bucket/tensorflow_datasets"]
+    assert option_values(trainer, "--mesh_shape") == ["model:1,batch:8"]
+    assert option_values(trainer, "--layout") == [tpu.MESH_LAYOUT]
+    assert option_values(trainer, "--tpu") == ["local"]
+
+
+def test_install_keeps_the_tpu_images_tensorflow_and_checks_it():
+    script = tpu.install_script(requirements.pinned_requirements())
+    first_pip, no_deps_pip = [step for step in script.split("; ") if "pip install" in step]
+    assert " tensorflow==" not in script and "pytest" not in script
+    assert "mesh-tensorflow==0.1.21" in first_pip and "tensorflow-text" not in first_pip
+    assert no_deps_pip.endswith("--no-deps tensorflow-text==2.15.0 .")
+    assert "grep -Fqx 2.15.1" in script
+    assert "'" not in script  # it travels inside a single-quoted ssh --command
+
+
+def test_pod_slice_uses_the_pod_image_and_the_slice_name():
+    create, train = tpu_commands("--accelerator_type", "v3-256", "--size", "large",
+                                 "--variant", "realnewslike", "--model_dir", "gs://my-bucket/m",
+                                 "--stages", "create,train")
+    assert "--version=tpu-vm-tf-2.15.1-pod-se" in create
+    script = remote_script(train)
+    assert "TPU_LOAD_LIBRARY=0" in script
+    assert "--tpu t5-run" in script and "--model_dir gs://my-bucket/m" in script
+    assert "--mesh_shape model:8,batch:32" in script
+
+
+@pytest.mark.parametrize("accelerator, size", [
+    (accelerator, size) for accelerator in ("v2-8", "v3-8", "v3-32", "v3-256", "v4-64", "v4-512")
+    for size in tpu.MODEL_SIZES])
+def test_mesh_plan_covers_every_device_and_splits_the_papers_batch(accelerator, size):
+    slice_ = tpu.accelerator_type(accelerator)
+    plan = tpu.mesh_plan(slice_, size)
+    assert plan.model_parallelism * plan.data_parallelism == slice_.devices
+    assert plan.data_parallelism * plan.sequences_per_replica == tpu.BATCH_SEQUENCES
+    assert tpu.MODEL_SIZES[size].num_heads % plan.model_parallelism == 0
+    assert plan.mesh_shape == f"model:{plan.model_parallelism},batch:{plan.data_parallelism}"
+
+
+def test_mesh_plan_uses_model_parallelism_once_devices_outnumber_sequences():
+    assert tpu.mesh_plan(tpu.accelerator_type("v3-8"), "small").mesh_shape == "model:1,batch:8"
+    # v4 counts TensorCores; a chip (two cores) is one device, so v4-64 has 32 devices.
+    assert tpu.mesh_plan(tpu.accelerator_type("v4-64"), "small").mesh_shape == "model:1,batch:32"
+    assert tpu.mesh_plan(tpu.accelerator_type("v3-256"), "small").mesh_shape == (
+        "model:2,batch:128")
+
+
+def test_delete_stage_alone_only_deletes():
+    (delete,) = tpu_commands("--accelerator_type", "v3-8", "--size", "small",
+                             "--stages", "delete")
+    assert delete[4:6] == ["delete", "t5-run"] and "--quiet" in delete
+
+
+@pytest.mark.parametrize("bad_args, message", [
+    (["--accelerator_type", "v5p-8", "--size", "small"], "not a TPU type this launcher supports"),
+    (["--accelerator_type", "v3-12", "--size", "small"], "power of two from 8 to 2048"),
+    (["--accelerator_type", "v3-8", "--size", "xl"], "invalid choice: 'xl'"),
+    (["--accelerator_type", "v3-2048", "--size", "base"], "cannot be laid out on v3-2048"),
+    (["--accelerator_type", "v3-8", "--size", "small", "--stages", "create,launch"],
+     "unknown stage(s) launch"),
+    (["--accelerator_type", "v3-8", "--size", "small", "--model_dir", "/local/dir"],
+     "not a Cloud Storage path"),
+])
+def test_tpu_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
+    assert message in refusal(capsys, tpu.parse_run, [*BASE_TPU_ARGS, *bad_args])
+
+
+def test_tpu_needs_a_bucket_or_both_directories(capsys):
+    argv = ["--project", "my-project", "--zone", "europe-west4-a", "--tpu_name", "t5-run",
+            "--accelerator_type", "v3-8", "--size", "small", "--model_dir", "gs://my-bucket/m"]
+    assert "both --model_dir and --tfds_data_dir" in refusal(capsys, tpu.parse_run, argv)

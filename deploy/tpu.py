@@ -1,0 +1,296 @@
+"""Pre-train a T5 model on Cloud TPU: create the TPU VM (or pod slice), install, launch.
+
+    python -m deploy.tpu --project P --zone europe-west4-a --tpu_name t5-small-en \
+        --accelerator_type v3-8 --size small --variant en --bucket gs://B --dry-run
+
+prints every command (gcloud and the remote shell scripts) without running any; without
+--dry-run it runs them in order and stops at the first failure. Checkpoints and TensorBoard
+event files go to --model_dir on gs:// (default BUCKET/models/SIZE-VARIANT), so a rerun of the
+`train` stage resumes from the latest checkpoint there.
+"""
+import argparse
+import dataclasses
+import shlex
+import subprocess
+import sys
+from typing import Optional, Sequence
+
+from deploy import arguments, requirements
+from deploy.dataflow import REPO_ROOT, VARIANTS
+
+# The paper pre-trains with batches of 128 sequences of 512 tokens (2^16 tokens).
+BATCH_SEQUENCES = 128
+SEQUENCE_LENGTH = 512
+MESH_LAYOUT = "batch:batch,d_ff:model,heads:model,vocab:model"
+TENSORFLOW_VERSION = "2.15.1"  # Mesh TensorFlow 0.1.21 needs tf.estimator: TF <= 2.15.
+
+STAGES = ("create", "install", "train", "delete")
+DEFAULT_STAGES = ("create", "install", "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSize:
+    """What the mesh plan needs to know about one of the paper's model sizes."""
+    num_heads: int
+    # Model parallelism the T5 authors used for these sizes on 8-core TPUs (v2-8/v3-8): below it
+    # the weights, gradients and activations of one replica do not fit one core's memory.
+    min_model_parallelism: int
+
+
+MODEL_SIZES = {
+    "small": ModelSize(num_heads=8, min_model_parallelism=1),
+    "base": ModelSize(num_heads=12, min_model_parallelism=2),
+    "large": ModelSize(num_heads=16, min_model_parallelism=8),
+    "3B": ModelSize(num_heads=32, min_model_parallelism=8),
+    "11B": ModelSize(num_heads=128, min_model_parallelism=8),
+}
+
+# Largest slice of each generation; sizes are powers of two from 8 up.
+MAX_SLICE = {"v2": 512, "v3": 2048, "v4": 4096}
+
+
+@dataclasses.dataclass(frozen=True)
+class Accelerator:
+    generation: str  # v2, v3 or v4
+    tensor_cores: int  # the number in the accelerator type name
+
+    @property
+    def name(self) -> str:
+        return f"{self.generation}-{self.tensor_cores}"
+
+    @property
+    def devices(self) -> int:
+        """Devices TensorFlow sees: a core on v2/v3; a chip (two cores as one) on v4."""
+        return self.tensor_cores // 2 if self.generation == "v4" else self.tensor_cores
+
+    @property
+    def hosts(self) -> int:
+        # Every generation here has 8 TensorCores per host VM.
+        return max(1, self.tensor_cores // 8)
+
+
+@dataclasses.dataclass(frozen=True)
+class MeshPlan:
+    mesh_shape: str
+    layout: str
+    model_parallelism: int
+    data_parallelism: int
+    sequences_per_replica: int
+
+
+def accelerator_type(value: str) -> Accelerator:
+    generation, _, size = value.partition("-")
+    if generation not in MAX_SLICE or not size.isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not a TPU type this launcher supports: expected v2-N, v3-N or v4-N "
+            "(TPU VM images with TensorFlow 2.15 exist for these generations)")
+    cores = int(size)
+    if cores < 8 or cores & (cores - 1) or cores > MAX_SLICE[generation]:
+        raise argparse.ArgumentTypeError(
+            f"{value!r}: the size must be a power of two from 8 to {MAX_SLICE[generation]}")
+    return Accelerator(generation, cores)
+
+
+def mesh_plan(accelerator: Accelerator, size: str) -> MeshPlan:
+    """The Mesh TensorFlow mesh for one model size on one TPU slice.
+
+    The batch dimension cannot be split over more replicas than the batch has sequences (128),
+    so slices with more devices than that must use model parallelism even for small models.
+    Heads, d_ff and the vocabulary are split over the `model` dimension, so it must divide the
+    number of heads (d_ff and the padded vocabulary are multiples of 128 for every size).
+    """
+    model_size = MODEL_SIZES[size]
+    model = max(model_size.min_model_parallelism, accelerator.devices // BATCH_SEQUENCES)
+    if model > accelerator.devices or model_size.num_heads % model:
+        raise ValueError(
+            f"T5 {size} cannot be laid out on {accelerator.name}: it needs model parallelism "
+            f"{model}, which must divide {model_size.num_heads} heads and be at most "
+            f"{accelerator.devices} devices")
+    batch = accelerator.devices // model
+    return MeshPlan(mesh_shape=f"model:{model},batch:{batch}", layout=MESH_LAYOUT,
+                    model_parallelism=model, data_parallelism=batch,
+                    sequences_per_replica=BATCH_SEQUENCES // batch)
+
+
+@dataclasses.dataclass(frozen=True)
+class TpuRun:
+    """One pre-training run on one TPU VM or pod slice."""
+    project: str
+    zone: str
+    tpu_name: str
+    accelerator: Accelerator
+    size: str
+    variant: str
+    model_dir: str
+    tfds_data_dir: str
+    train_steps: int
+    preemptible: bool = False
+    runtime_version: Optional[str] = None
+
+    @property
+    def software_version(self) -> str:
+        # Mesh TensorFlow drives the TPU through TPUEstimator, which runs on the stream
+        # executor ("se") runtime; multi-host slices need the "pod" image.
+        pod = "-pod" if self.accelerator.hosts > 1 else ""
+        return self.runtime_version or f"tpu-vm-tf-{TENSORFLOW_VERSION}{pod}-se"
+
+
+REMOTE_SOURCE_ARCHIVE = "t5-c4-src.tar.gz"
+REMOTE_CHECKOUT = "t5-c4"
+
+
+def _gcloud_tpu(run: TpuRun, verb: str, *args: str) -> list[str]:
+    return ["gcloud", "compute", "tpus", "tpu-vm", verb, *args,
+            f"--project={run.project}", f"--zone={run.zone}"]
+
+
+def local_archive(run: TpuRun) -> str:
+    return f"/tmp/{run.tpu_name}-{REMOTE_SOURCE_ARCHIVE}"
+
+
+def install_script(pins: Sequence[str]) -> str:
+    """Shell script run on every TPU host: unpack the code, install it with the pinned versions.
+
+    The TPU image ships its own TensorFlow build linked against libtpu: it must stay, so
+    tensorflow is not reinstalled and tensorflow-text (which depends on it) goes in without
+    dependencies. The last line fails the install if anything replaced that TensorFlow.
+    """
+    keep_image_tf = {"tensorflow", "tensorflow-text"}
+    installed = [pin for pin in pins if requirements.requirement_name(pin) not in keep_image_tf]
+    without_deps = [pin for pin in pins if requirements.requirement_name(pin) == "tensorflow-text"]
+    # Double quotes only: the script travels inside one single-quoted ssh --command.
+    check_tf = (f'python3 -c "import tensorflow as tf; print(tf.__version__)" '
+                f'| grep -Fqx {TENSORFLOW_VERSION} '
+                f'|| {{ echo "the TPU image TensorFlow {TENSORFLOW_VERSION} was replaced" >&2; '
+                'exit 1; }')
+    pip_install = "python3 -m pip install --quiet"
+    # `set -e` stops at the first failing step; `;` keeps each step's failure its own.
+    return "; ".join([
+        "set -euo pipefail",
+        f"rm -rf ~/{REMOTE_CHECKOUT}",
+        f"mkdir -p ~/{REMOTE_CHECKOUT}",
+        f"tar -xzf ~/{REMOTE_SOURCE_ARCHIVE} -C ~/{REMOTE_CHECKOUT}",
+        f"cd ~/{REMOTE_CHECKOUT}",
+        " ".join([pip_install, *installed]),
+        " ".join([pip_install, "--no-deps", *without_deps, "."]),
+        check_tf,
+    ])
+
+
+def train_argv(run: TpuRun) -> list[str]:
+    """The trainer's command line for this run."""
+    plan = mesh_plan(run.accelerator, run.size)
+    # One host talks to its own TPU; on a pod slice the program runs on host 0 and reaches
+    # the other hosts through the TPU cluster resolver, by the slice's name.
+    tpu = "local" if run.accelerator.hosts == 1 else run.tpu_name
+    return ["python3", "-m", "model.train", "--mode", "pretrain",
+            "--size", run.size, "--variant", run.variant,
+            "--model_dir", run.model_dir, "--tfds_data_dir", run.tfds_data_dir,
+            "--train_steps", str(run.train_steps),
+            "--batch_size", str(BATCH_SEQUENCES), "--sequence_length", str(SEQUENCE_LENGTH),
+            "--tpu", tpu, "--mesh_shape", plan.mesh_shape, "--layout", plan.layout]
+
+
+def train_script(run: TpuRun) -> str:
+    """Starts training detached from the ssh session, logging next to the checkout."""
+    log = f"~/train-{run.tpu_name}.log"
+    environment = "TPU_LOAD_LIBRARY=0 " if run.accelerator.hosts > 1 else ""
+    return (f"cd ~/{REMOTE_CHECKOUT} && {environment}nohup {shlex.join(train_argv(run))} "
+            f"> {log} 2>&1 &")
+
+
+def commands(run: TpuRun, stages: Sequence[str]) -> list[list[str]]:
+    """Every command of the requested stages, in the order they must run."""
+    steps = {
+        "create": [_gcloud_tpu(run, "create", run.tpu_name,
+                               f"--accelerator-type={run.accelerator.name}",
+                               f"--version={run.software_version}",
+                               *(["--preemptible"] if run.preemptible else []))],
+        "install": [
+            # Ships the committed tree only: what runs on the TPU is a known commit.
+            ["git", "archive", "--format=tar.gz", f"--output={local_archive(run)}", "HEAD"],
+            _gcloud_tpu(run, "scp", local_archive(run), f"{run.tpu_name}:{REMOTE_SOURCE_ARCHIVE}",
+                        "--worker=all"),
+            _gcloud_tpu(run, "ssh", run.tpu_name, "--worker=all",
+                        f"--command={install_script(requirements.pinned_requirements())}"),
+        ],
+        "train": [_gcloud_tpu(run, "ssh", run.tpu_name, "--worker=0",
+                              f"--command={train_script(run)}")],
+        "delete": [_gcloud_tpu(run, "delete", run.tpu_name, "--quiet")],
+    }
+    return [command for stage in STAGES if stage in stages for command in steps[stage]]
+
+
+def _stages(value: str) -> tuple[str, ...]:
+    stages = tuple(stage.strip() for stage in value.split(","))
+    unknown = [stage for stage in stages if stage not in STAGES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown stage(s) {', '.join(unknown)}: choose from {', '.join(STAGES)}")
+    return stages
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m deploy.tpu", allow_abbrev=False,
+                                     description="Pre-train T5 on a Cloud TPU VM or pod slice.")
+    parser.add_argument("--project", required=True, type=arguments.project_id)
+    parser.add_argument("--zone", required=True, type=arguments.zone)
+    parser.add_argument("--tpu_name", required=True, type=arguments.resource_name)
+    parser.add_argument("--accelerator_type", required=True, type=accelerator_type,
+                        help="v3-8, v3-256, v4-64, ...")
+    parser.add_argument("--size", required=True, choices=list(MODEL_SIZES))
+    parser.add_argument("--variant", default="en", choices=VARIANTS,
+                        help="the C4 variant to pre-train on (prepared as TFDS on gs://)")
+    parser.add_argument("--bucket", type=arguments.gcs_path,
+                        help="gs://BUCKET: model_dir and tfds_data_dir go under it unless given")
+    parser.add_argument("--model_dir", type=arguments.gcs_path)
+    parser.add_argument("--tfds_data_dir", type=arguments.gcs_path)
+    # The paper pre-trains for 2^19 steps (about 34B tokens at 2^16 tokens per batch).
+    parser.add_argument("--train_steps", type=arguments.positive_int, default=524288)
+    parser.add_argument("--preemptible", action="store_true")
+    parser.add_argument("--runtime_version", help=argparse.SUPPRESS)
+    parser.add_argument("--stages", type=_stages, default=DEFAULT_STAGES,
+                        help=f"comma-separated subset of {','.join(STAGES)} "
+                             f"(default {','.join(DEFAULT_STAGES)})")
+    parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
+                        help="print every command instead of running it")
+    return parser
+
+
+def parse_run(argv: Sequence[str]) -> tuple[TpuRun, tuple[str, ...], bool]:
+    """The run an argv describes, its stages, and whether it is a dry run."""
+    parser = _parser()
+    args = parser.parse_args(list(argv))
+    if args.bucket is None and (args.model_dir is None or args.tfds_data_dir is None):
+        parser.error("give --bucket gs://BUCKET, or both --model_dir and --tfds_data_dir")
+    try:
+        mesh_plan(args.accelerator_type, args.size)
+    except ValueError as error:
+        parser.error(str(error))
+    run = TpuRun(
+        project=args.project, zone=args.zone, tpu_name=args.tpu_name,
+        accelerator=args.accelerator_type, size=args.size, variant=args.variant,
+        model_dir=args.model_dir or f"{args.bucket}/models/{args.size}-{args.variant}",
+        tfds_data_dir=args.tfds_data_dir or f"{args.bucket}/tensorflow_datasets",
+        train_steps=args.train_steps, preemptible=args.preemptible,
+        runtime_version=args.runtime_version)
+    return run, args.stages, args.dry_run
+
+
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    run, stages, dry_run = parse_run(sys.argv[1:] if argv is None else argv)
+    for command in commands(run, stages):
+        print(shlex.join(command), flush=True)
+        if not dry_run:
+            try:
+                subprocess.run(command, check=True, cwd=REPO_ROOT)
+            except FileNotFoundError:
+                sys.exit(f"{command[0]} is not installed or not on PATH")
+            except subprocess.CalledProcessError as error:
+                sys.exit(f"stopped: {command[0]} {command[1]} ... exited with {error.returncode}")
+    if not dry_run and "train" in stages:
+        print(f"training started; watch it with: tensorboard --logdir {run.model_dir}")
+
+
+if __name__ == "__main__":
+    main()
