@@ -24,7 +24,8 @@ _RESOURCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
 def _matching(pattern: re.Pattern, what: str, example: str):
     def check(value: str) -> str:
         if not pattern.match(value):
-            raise argparse.ArgumentTypeError(f"{value!r} is not a valid {what} (example: {example})")
+            raise argparse.ArgumentTypeError(
+                f"{value!r} is not a valid {what} (example: {example})")
         return value
 
     return check

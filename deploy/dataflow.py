@@ -17,8 +17,9 @@ import sys
 from typing import Optional, Sequence
 
 from deploy import arguments
+from pipelines.config import VARIANTS as VARIANT_CONFIGS
 
-VARIANTS = ("en", "en.noclean", "realnewslike", "webtextlike", "en.linededup", "multilingual")
+VARIANTS = tuple(VARIANT_CONFIGS)
 
 # The paper's WebText-like corpus read the 12 monthly dumps from August 2018 to July 2019.
 DUMP_PRESETS = {
