@@ -1,0 +1,176 @@
+"""The paper's five architectures (Section 3.2) on Mesh TensorFlow's transformer layers.
+
+Every T5 detail comes from `mesh_tensorflow.transformer`, chosen explicitly here rather than through
+its gin defaults:
+- pre-norm, scale-only RMS norm (epsilon 1e-6) before every sub-layer and after each stack, and a
+  residual around each sub-layer: `LayerStack(dropout_rate=..., norm_epsilon=...)` (the layout that
+  T5's released checkpoints use);
+- feed-forward `DenseReluDense`: ReLU, no biases;
+- dropout on the embeddings, after every sub-layer, inside the feed-forward hidden layer and on the
+  attention weights;
+- relative position biases: one scalar per head per bucket, 32 log-spaced buckets reaching 128 tokens
+  (the library's `_relative_position_bucket` fixes max_distance at 128), created once per stack and
+  shared by all its self-attention layers (`relative_attention_type="bias_shared"`); encoder-decoder
+  attention has none; no absolute position embedding;
+- output logits from the input embedding matrix (tied), scaled by d_model**-0.5, with one embedding
+  shared by encoder and decoder; vocabulary padded to a multiple of 128 (32100 -> 32128).
+"""
+from __future__ import annotations
+
+import dataclasses
+import enum
+from typing import Union
+
+import gin
+import tensorflow.compat.v1 as tf
+
+from model.mtf_compat import mtf, transformer, transformer_layers
+
+LAYER_NORM_EPSILON = 1e-6
+VOCAB_DIVISOR = 128
+
+
+class Architecture(str, enum.Enum):
+    ENCODER_DECODER = "encoder_decoder"
+    # Encoder and decoder share every parameter they have in common (P instead of 2P parameters).
+    ENCODER_DECODER_SHARED = "encoder_decoder_shared"
+    # The paper's "6 layers each": half of `num_layers` in each stack, at the same layer size.
+    ENCODER_DECODER_HALF_LAYERS = "encoder_decoder_half_layers"
+    DECODER_ONLY_LM = "decoder_only_lm"
+    # Decoder-only with full (bidirectional) attention over the prefix.
+    PREFIX_LM = "prefix_lm"
+
+    @property
+    def is_encoder_decoder(self) -> bool:
+        return self.value.startswith("encoder_decoder")
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class ModelConfig:
+    """Sizes and architecture. `num_layers` is per stack (T5-Base: 12 encoder + 12 decoder)."""
+
+    architecture: str = Architecture.ENCODER_DECODER.value
+    d_model: int = 768
+    d_ff: int = 3072
+    num_heads: int = 12
+    d_kv: int = 64
+    num_layers: int = 12
+    dropout_rate: float = 0.1
+    relative_attention_num_buckets: int = 32
+
+    def __post_init__(self) -> None:
+        valid = [a.value for a in Architecture]
+        if self.architecture not in valid:
+            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {valid}")
+        for name in ("d_model", "d_ff", "num_heads", "d_kv", "num_layers"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
+        if not 0.0 <= self.dropout_rate < 1.0:
+            raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
+
+    @property
+    def kind(self) -> Architecture:
+        return Architecture(self.architecture)
+
+
+Model = Union[transformer.Bitransformer, transformer.Unitransformer]
+
+
+def _self_attention(config: ModelConfig, name: str) -> transformer_layers.SelfAttention:
+    layer = transformer_layers.SelfAttention(
+        num_heads=config.num_heads,
+        key_value_size=config.d_kv,
+        dropout_rate=config.dropout_rate,
+        relative_attention_type="bias_shared",
+        relative_attention_num_buckets=config.relative_attention_num_buckets)
+    layer.set_name(name)
+    return layer
+
+
+def _enc_dec_attention(config: ModelConfig, name: str) -> transformer_layers.EncDecAttention:
+    layer = transformer_layers.EncDecAttention(
+        num_heads=config.num_heads,
+        key_value_size=config.d_kv,
+        dropout_rate=config.dropout_rate)
+    layer.set_name(name)
+    return layer
+
+
+def _feed_forward(config: ModelConfig, name: str) -> transformer_layers.DenseReluDense:
+    layer = transformer_layers.DenseReluDense(
+        hidden_size=config.d_ff, dropout_rate=config.dropout_rate, activation="relu",
+        use_bias=False)
+    layer.set_name(name)
+    return layer
+
+
+def _layer_stack(config: ModelConfig, num_layers: int, with_enc_dec_attention: bool
+                 ) -> transformer.LayerStack:
+    """A pre-norm residual stack. Layer names are the same in encoder and decoder stacks, so that
+    stacks built under one variable scope share their self-attention and feed-forward weights."""
+    layers = []
+    for block in range(num_layers):
+        layers.append(_self_attention(config, f"block_{block:03d}/self_attention"))
+        if with_enc_dec_attention:
+            layers.append(_enc_dec_attention(config, f"block_{block:03d}/enc_dec_attention"))
+        layers.append(_feed_forward(config, f"block_{block:03d}/dense_relu_dense"))
+    return transformer.LayerStack(
+        layers, dropout_rate=config.dropout_rate, norm_epsilon=LAYER_NORM_EPSILON)
+
+
+def _unitransformer(config: ModelConfig, vocab_size: int, num_layers: int, name: str, *,
+                    has_output: bool, autoregressive: bool, with_enc_dec_attention: bool,
+                    input_full_attention: bool = False) -> transformer.Unitransformer:
+    return transformer.Unitransformer(
+        layer_stack=_layer_stack(config, num_layers, with_enc_dec_attention),
+        d_model=config.d_model,
+        input_vocab_size=vocab_size,
+        output_vocab_size=vocab_size if has_output else None,
+        autoregressive=autoregressive,
+        max_length=None,
+        shared_embedding_and_softmax_weights=True,
+        label_smoothing=0.0,
+        # The loss (with its z-loss) is computed by model_fn from the logits and the loss weights.
+        z_loss=0.0,
+        name=name,
+        vocab_divisor=VOCAB_DIVISOR,
+        positional_embedding=False,
+        input_full_attention=input_full_attention)
+
+
+def build_model(config: ModelConfig, vocab_size: int) -> Model:
+    """The Mesh TensorFlow model for `config` over a vocabulary of `vocab_size` ids."""
+    if vocab_size < 4:
+        raise ValueError(f"vocab_size must be at least 4, got {vocab_size}")
+    kind = config.kind
+    if kind.is_encoder_decoder:
+        layers = config.num_layers
+        if kind is Architecture.ENCODER_DECODER_HALF_LAYERS:
+            if layers < 2:
+                raise ValueError("encoder_decoder_half_layers needs num_layers >= 2")
+            layers = layers // 2
+        # One scope name for both stacks makes them share all common weights.
+        shared = kind is Architecture.ENCODER_DECODER_SHARED
+        encoder = _unitransformer(
+            config, vocab_size, layers, "encoder_decoder" if shared else "encoder",
+            has_output=False, autoregressive=False, with_enc_dec_attention=False)
+        decoder = _unitransformer(
+            config, vocab_size, layers, "encoder_decoder" if shared else "decoder",
+            has_output=True, autoregressive=True, with_enc_dec_attention=True)
+        return transformer.Bitransformer(encoder, decoder, shared_embedding=True)
+    return _unitransformer(
+        config, vocab_size, config.num_layers, "decoder", has_output=True, autoregressive=True,
+        with_enc_dec_attention=False, input_full_attention=kind is Architecture.PREFIX_LM)
+
+
+def count_parameters(config: ModelConfig, vocab_size: int) -> int:
+    """Trainable parameters, from the variable shapes of an mtf graph that is never lowered, so no
+    TensorFlow variable is created or initialised (cheap even for 11B)."""
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "parameter_count_mesh")
+    batch, length = mtf.Dimension("batch", 1), mtf.Dimension("length", 4)
+    tokens = mtf.ones(mesh, mtf.Shape([batch, length]), dtype=tf.int32)
+    model = build_model(dataclasses.replace(config, dropout_rate=0.0), vocab_size)
+    model.call_simple(inputs=tokens, targets=tokens, compute_loss=False, mode="eval")
+    return sum(variable.outputs[0].shape.size for variable in graph.trainable_variables)

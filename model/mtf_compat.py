@@ -1,0 +1,17 @@
+"""The one module that imports Mesh TensorFlow; everything else imports `mtf` from here.
+
+mesh-tensorflow 0.1.21 (its last release) calls `ops.register_tensor_conversion_function`, which
+TensorFlow 2.15 moved to `tensor_conversion_registry`. Aliasing it back before the import is all
+mesh-tensorflow needs to run on TF 2.15 (the newest TF that still ships `tf.estimator`).
+"""
+from tensorflow.python.framework import ops as _tf_ops
+from tensorflow.python.framework import tensor_conversion_registry as _registry
+
+if not hasattr(_tf_ops, "register_tensor_conversion_function"):
+    _tf_ops.register_tensor_conversion_function = _registry.register_tensor_conversion_function
+
+import mesh_tensorflow as mtf  # noqa: E402  (must follow the alias above)
+from mesh_tensorflow import placement_mesh_impl, simd_mesh_impl  # noqa: E402
+from mesh_tensorflow.transformer import transformer, transformer_layers  # noqa: E402
+
+__all__ = ["mtf", "placement_mesh_impl", "simd_mesh_impl", "transformer", "transformer_layers"]

@@ -1,0 +1,306 @@
+"""Pre-train, fine-tune, evaluate and decode with one command line and gin configuration.
+
+    python -m model.train --mode pretrain --model_dir DIR \
+        --gin_file sizes/base.gin --gin_file architectures/encoder_decoder.gin \
+        --gin_file pretrain.gin --gin_param "DataConfig.source = 'tfds:t5_c4/en@/data/tfds'"
+
+Gin files are looked up in model/gin/ (see model/TRAINING.md). Training runs through
+TPUEstimator: on CPU with `use_tpu=False` and a PlacementMeshImpl mesh, on TPU with SimdMeshImpl,
+with the same model function (model/model_fn.py).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import pathlib
+import sys
+from typing import Callable, Dict, List, Optional, Sequence
+
+import gin
+import numpy as np
+import tensorflow.compat.v1 as tf
+from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
+
+from model import inputs
+from model.architectures import Architecture, ModelConfig
+from model.model_fn import (MeshConfig, ModelFnSetup, OptimizationConfig, make_model_fn,
+                            strip_after_eos)
+from model.vocabulary import EOS_ID, Vocabulary
+
+GIN_DIR = pathlib.Path(__file__).resolve().parent / "gin"
+MODES = ("pretrain", "finetune", "eval", "decode")
+FAMILY_OF = {
+    Architecture.ENCODER_DECODER: "encoder_decoder",
+    Architecture.ENCODER_DECODER_SHARED: "encoder_decoder",
+    Architecture.ENCODER_DECODER_HALF_LAYERS: "encoder_decoder",
+    Architecture.DECODER_ONLY_LM: "decoder_only",
+    Architecture.PREFIX_LM: "prefix_lm",
+}
+
+Examples = Callable[[], tf.data.Dataset]
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where text comes from and how it becomes examples (see model/inputs.py for `source`).
+
+    `eval_source` defaults to the validation split of a `tfds:` source."""
+
+    source: str = ""
+    eval_source: str = ""
+    vocabulary: str = ""
+    objective: str = "span_corruption"
+    inputs_length: int = 512
+    targets_length: int = 114
+    seed: int = 0
+
+    @property
+    def sequence_lengths(self) -> Dict[str, int]:
+        return {"inputs": self.inputs_length, "targets": self.targets_length}
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Steps, batch and checkpointing. The batch is given in tokens, as in the paper (2^16)."""
+
+    tokens_per_batch: int = 65536
+    train_steps: int = 524288
+    save_checkpoints_steps: int = 5000
+    keep_checkpoint_max: int = 5
+    eval_steps: Optional[int] = None  # None: the whole validation set
+    eval_batch_size: int = 128
+    decode_length: int = 114
+    iterations_per_loop: int = 100
+    use_tpu: bool = False
+    tpu: str = ""
+    # 0 lets TensorFlow choose; the benchmark and tests pin them for stable timings.
+    intra_op_threads: int = 0
+    inter_op_threads: int = 0
+    init_checkpoint: Optional[str] = None
+
+
+def family(model_config: ModelConfig) -> str:
+    return FAMILY_OF[model_config.kind]
+
+
+def checkpoint_step(model_dir: str) -> int:
+    """Global step of the newest checkpoint in `model_dir` (0 when there is none)."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    return int(tf.train.load_variable(latest, tf.GraphKeys.GLOBAL_STEP)) if latest else 0
+
+
+def feature_length(dataset: tf.data.Dataset) -> int:
+    """The longest feature of one (unbatched) example: what a token budget is divided by."""
+    return max(int(spec.shape[0]) for spec in dataset.element_spec.values())
+
+
+def batch_size_for(train_config: TrainConfig, length: int) -> int:
+    batch = train_config.tokens_per_batch // length
+    if batch < 1:
+        raise ValueError(f"tokens_per_batch {train_config.tokens_per_batch} is less than one "
+                         f"sequence of {length} tokens")
+    return batch
+
+
+def resumed_batches(examples: tf.data.Dataset, batch_size: int, start_step: int
+                    ) -> tf.data.Dataset:
+    """The training stream from step `start_step` on: the deterministic example order is batched
+    and the batches already consumed are skipped, so a resumed run sees what it would have seen."""
+    return examples.repeat().batch(batch_size, drop_remainder=True).skip(start_step)
+
+
+def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
+                   optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
+                   vocab_size: int, batch_size: int) -> tpu_estimator.TPUEstimator:
+    setup = ModelFnSetup(
+        model_config=model_config, mesh_config=mesh_config, optimization=optimization,
+        vocab_size=vocab_size, model_dir=model_dir,
+        save_checkpoints_steps=train_config.save_checkpoints_steps,
+        keep_checkpoint_max=train_config.keep_checkpoint_max,
+        decode_length=train_config.decode_length, use_tpu=train_config.use_tpu,
+        init_checkpoint=train_config.init_checkpoint)
+    session_config = tf.ConfigProto(
+        intra_op_parallelism_threads=train_config.intra_op_threads,
+        inter_op_parallelism_threads=train_config.inter_op_threads,
+        allow_soft_placement=True)
+    cluster = None
+    if train_config.use_tpu:
+        cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
+    run_config = tpu_config.RunConfig(
+        cluster=cluster,
+        model_dir=model_dir,
+        session_config=session_config,
+        # Checkpoints come from the model function's saver hook (it copies mesh slices first).
+        save_checkpoints_steps=None,
+        save_checkpoints_secs=None,
+        save_summary_steps=None,
+        log_step_count_steps=None,
+        tpu_config=tpu_config.TPUConfig(
+            iterations_per_loop=train_config.iterations_per_loop,
+            num_cores_per_replica=mesh_config.shape.size if train_config.use_tpu else None,
+            per_host_input_for_training=tpu_config.InputPipelineConfig.BROADCAST))
+    return tpu_estimator.TPUEstimator(
+        model_fn=make_model_fn(setup), config=run_config, use_tpu=train_config.use_tpu,
+        train_batch_size=batch_size, eval_batch_size=batch_size,
+        predict_batch_size=batch_size)
+
+
+@dataclasses.dataclass
+class Run:
+    """One configured run: the gin-bound configs plus the vocabulary."""
+
+    model_config: ModelConfig
+    mesh_config: MeshConfig
+    optimization: OptimizationConfig
+    data_config: DataConfig
+    train_config: TrainConfig
+    model_dir: str
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if not self.data_config.vocabulary:
+            raise ValueError("DataConfig.vocabulary (a SentencePiece .model path) is not set")
+        return Vocabulary(self.data_config.vocabulary)
+
+    def examples(self, split: str) -> tf.data.Dataset:
+        """Packed model features of the training or validation text."""
+        source = self.data_config.source
+        if not source:
+            raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        if split == "train":
+            text = inputs.text_dataset_from_source(source)
+        elif self.data_config.eval_source:
+            text = inputs.text_dataset_from_source(self.data_config.eval_source)
+        elif source.startswith("tfds:"):
+            name, _, data_dir = source[len("tfds:"):].partition("@")
+            text = inputs.tfds_text_dataset(name, "validation", data_dir or None)
+        else:
+            raise ValueError("DataConfig.eval_source is needed when the source is not tfds:")
+        return inputs.pretraining_dataset(
+            text, self.vocabulary, self.data_config.objective,
+            self.data_config.sequence_lengths, family(self.model_config),
+            seed=self.data_config.seed, pack=True)
+
+    def estimator(self, batch_size: int) -> tpu_estimator.TPUEstimator:
+        return make_estimator(self.model_config, self.mesh_config, self.optimization,
+                              self.train_config, self.model_dir,
+                              self.vocabulary.vocab_size, batch_size)
+
+
+def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
+    """Trains to `max_steps` (default TrainConfig.train_steps), resuming from the newest
+    checkpoint with the same data position. Returns the final global step."""
+    pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
+    (pathlib.Path(run.model_dir) / "operative_config.gin").write_text(gin.operative_config_str())
+    start_step = checkpoint_step(run.model_dir)
+    batch_size = batch_size_for(run.train_config, feature_length(examples()))
+    estimator = make_estimator(run.model_config, run.mesh_config, run.optimization,
+                               run.train_config, run.model_dir, vocab_size, batch_size)
+    target = max_steps or run.train_config.train_steps
+    if start_step < target:
+        estimator.train(lambda params: resumed_batches(examples(), params["batch_size"],
+                                                       start_step),
+                        max_steps=target)
+    return checkpoint_step(run.model_dir)
+
+
+def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:
+    """Validation loss and token accuracy of the newest checkpoint (also in TensorBoard)."""
+    if not tf.train.latest_checkpoint(run.model_dir):
+        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
+    batch_size = min(run.train_config.eval_batch_size, max(1, run.train_config.tokens_per_batch
+                                                            // feature_length(examples())))
+    estimator = make_estimator(run.model_config, run.mesh_config, run.optimization,
+                               run.train_config, run.model_dir, vocab_size, batch_size)
+    results = estimator.evaluate(
+        lambda params: examples().batch(params["batch_size"], drop_remainder=True),
+        steps=run.train_config.eval_steps, name="validation")
+    metrics = {"loss": float(results["token_loss"]),
+               "token_accuracy": float(results["token_accuracy"])}
+    metrics["step"] = int(results["global_step"])
+    return metrics
+
+
+def encode_inputs(texts: Sequence[str], vocabulary: Vocabulary, length: int) -> np.ndarray:
+    """Token ids + EOS, truncated and zero padded to `length`: the decode mode's input."""
+    rows = np.zeros([len(texts), length], np.int32)
+    for row, text in zip(rows, texts):
+        ids = vocabulary.encode(text)[:length - 1] + [EOS_ID]
+        row[:len(ids)] = ids
+    return rows
+
+
+def decode(run: Run, texts: Sequence[str], inputs_length: int) -> List[str]:
+    """Greedy decodes of `texts` by the newest checkpoint."""
+    if not tf.train.latest_checkpoint(run.model_dir):
+        raise FileNotFoundError(f"no checkpoint to decode with in {run.model_dir}")
+    if not texts:
+        return []
+    vocabulary = run.vocabulary
+    ids = encode_inputs(texts, vocabulary, inputs_length)
+    batch_size = min(len(texts), run.train_config.eval_batch_size)
+    padded = np.concatenate([ids, np.zeros([-len(ids) % batch_size, inputs_length], np.int32)])
+    estimator = run.estimator(batch_size)
+    predictions = estimator.predict(
+        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": padded}).batch(
+            params["batch_size"], drop_remainder=True),
+        yield_single_examples=True)
+    outputs = [vocabulary.decode(strip_after_eos(p["outputs"])) for p in predictions]
+    return outputs[:len(texts)]
+
+
+def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
+    gin.add_config_file_search_path(str(GIN_DIR))
+    for path in gin_files:
+        if not (pathlib.Path(path).is_file() or (GIN_DIR / path).is_file()):
+            raise FileNotFoundError(f"gin file {path} not found (nor under {GIN_DIR})")
+    gin.parse_config_files_and_bindings(gin_files, gin_params, finalize_config=False)
+
+
+def configured_run(model_dir: str) -> Run:
+    """The run that the parsed gin bindings describe (gin fills the dataclass fields)."""
+    return Run(ModelConfig(), MeshConfig(), OptimizationConfig(), DataConfig(), TrainConfig(),
+               model_dir)
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=MODES, required=True)
+    parser.add_argument("--model_dir", required=True)
+    parser.add_argument("--gin_file", action="append", default=[])
+    parser.add_argument("--gin_param", action="append", default=[])
+    parser.add_argument("--input_file", help="decode: one input text per line")
+    parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
+    args = parser.parse_args(argv)
+    tf.disable_eager_execution()
+    try:
+        default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
+        parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
+        run = configured_run(args.model_dir)
+        if args.mode in ("pretrain", "finetune"):
+            step = train(run, lambda: run.examples("train"), run.vocabulary.vocab_size)
+            print(json.dumps({"step": step}))
+        elif args.mode == "eval":
+            print(json.dumps(evaluate(run, lambda: run.examples("validation"),
+                                      run.vocabulary.vocab_size)))
+        else:
+            if not args.input_file:
+                raise ValueError("--mode decode needs --input_file")
+            texts = pathlib.Path(args.input_file).read_text().splitlines()
+            decodes = decode(run, texts, run.data_config.inputs_length)
+            out = "\n".join(decodes) + "\n"
+            if args.output_file:
+                pathlib.Path(args.output_file).write_text(out)
+            else:
+                sys.stdout.write(out)
+    except (ValueError, FileNotFoundError, RuntimeError, gin.config.ConfigParserError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
