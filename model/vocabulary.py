@@ -141,7 +141,6 @@ class VocabularySettings:
     model_type: str = "unigram"
     character_coverage: float = 0.9999
     normalization_rule_name: str = "nmt_nfkc"
-    seed: int = 0
 
 
 def lines_per_source(settings: VocabularySettings) -> dict[str, int]:
@@ -196,8 +195,8 @@ def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularyS
         character_coverage=settings.character_coverage,
         normalization_rule_name=settings.normalization_rule_name,
         pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
-        random_seed=settings.seed,
-        # One thread and no input shuffling: the same sample gives the same model.
+        # One thread, no input shuffling and the whole sample used (no random subsampling):
+        # the same sample gives the same model.
         num_threads=1,
         shuffle_input_sentence=False,
         input_sentence_size=len(sample),

@@ -1,0 +1,81 @@
+"""Trains the shared SentencePiece vocabulary on a weighted mixture of languages.
+
+  python -m model.train_vocab --output vocab/c4_mix.32k --size 32000 --sample_size 2000000 \
+      --source en=tfds:t5_c4/en@DATA_DIR --source de=out/de --source fr=out/fr --source ro=out/ro \
+      --weights en=10,de=1,fr=1,ro=1
+
+Writes PREFIX.model, PREFIX.vocab and PREFIX.json (the settings and how many lines each source
+gave). Source forms are those of `model.inputs.text_dataset_from_source`; a language may be given
+several --source flags, read one after the other.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+from typing import Iterator, Sequence
+
+from model.inputs import text_dataset_from_source
+from model.vocabulary import VocabularySettings, train_vocabulary
+
+
+def parse_pairs(text: str, flag: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in filter(None, text.split(",")):
+        name, sep, value = item.partition("=")
+        if not sep or not name or not value:
+            raise ValueError(f"{flag}: expected NAME=VALUE, got {item!r}")
+        pairs.append((name.strip(), value.strip()))
+    return pairs
+
+
+def parse_weights(text: str) -> dict[str, float]:
+    weights = {}
+    for name, value in parse_pairs(text, "--weights"):
+        try:
+            weights[name] = float(value)
+        except ValueError:
+            raise ValueError(f"--weights: {value!r} for {name} is not a number") from None
+    return weights
+
+
+def source_texts(specs: Sequence[str]) -> Iterator[str]:
+    """Texts of each source spec in turn, decoded lazily (only what the sample needs is read)."""
+    for spec in specs:
+        for text in text_dataset_from_source(spec).as_numpy_iterator():
+            yield text.decode("utf-8")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", required=True, help="output prefix (PREFIX.model, .vocab, .json)")
+    parser.add_argument("--size", type=int, default=VocabularySettings.size, help="SentencePiece pieces")
+    parser.add_argument("--sample_size", type=int, default=VocabularySettings.sample_size,
+                        help="text lines sampled over all sources, split by the weights")
+    parser.add_argument("--source", action="append", required=True, metavar="LANG=SOURCE",
+                        help="text source of a language; repeatable")
+    parser.add_argument("--character_coverage", type=float, default=VocabularySettings.character_coverage,
+                        help="share of characters covered by pieces; the rarest others become unk")
+    parser.add_argument("--weights", default="en=10,de=1,fr=1,ro=1", help="mixture weights, LANG=W,...")
+    args = parser.parse_args(argv)
+    try:
+        weights = parse_weights(args.weights)
+        specs: dict[str, list[str]] = {}
+        for name, spec in itertools.chain.from_iterable(parse_pairs(s, "--source") for s in args.source):
+            specs.setdefault(name, []).append(spec)
+        unweighted = set(specs) - set(weights)
+        if unweighted:
+            raise ValueError(f"sources without a weight: {sorted(unweighted)} (see --weights)")
+        settings = VocabularySettings(size=args.size, sample_size=args.sample_size, weights=weights,
+                                      character_coverage=args.character_coverage)
+        vocabulary = train_vocabulary({name: source_texts(s) for name, s in specs.items()}, settings, args.output)
+    except (ValueError, OSError, RuntimeError) as error:  # SentencePiece reports errors as OSError
+        print(f"train_vocab: error: {error}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.output}.model ({vocabulary.num_pieces} pieces + sentinels = "
+          f"{vocabulary.vocab_size} ids), {args.output}.vocab, {args.output}.json")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
