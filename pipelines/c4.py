@@ -1,0 +1,141 @@
+"""Builds a C4 variant from Common Crawl WET files with Apache Beam.
+
+    python -m pipelines.c4 --variant en --input PATH_OR_GLOB_OR_MANIFEST... --output DIR
+
+Any option not listed in --help is passed to Beam (--runner, --direct_num_workers, ...).
+"""
+import argparse
+import dataclasses
+import logging
+import sys
+from typing import List, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines import files, stages, stats
+from pipelines.cleaning import CLEANING_SETTINGS
+from pipelines.config import VARIANTS, VariantConfig, variant
+from pipelines.output import WriteShards
+from pipelines.urls import split_of
+
+COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
+DEFAULT_INPUT = COMMON_CRAWL_BASE_URL + "crawl-data/CC-MAIN-2019-18/wet.paths.gz"
+# The lists the public C4 used, pinned to the commits TFDS pins.
+DEFAULT_BADWORDS = ("https://raw.githubusercontent.com/LDNOOBW/"
+                    "List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words/"
+                    "25e679f03d96baa721cde20db9944649e8d0a844/en")
+DEFAULT_REALNEWS_DOMAINS = ("https://raw.githubusercontent.com/rowanz/grover/"
+                            "38f7184bd87237ae2d3bc330b99f1e2e246f6d51/realnews/"
+                            "domain_to_allowed_subdomains.json")
+_MANIFEST_SUFFIXES = (".paths.gz", ".paths")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m pipelines.c4", description=__doc__,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    parser.add_argument("--variant", default="en", choices=sorted(VARIANTS),
+                        help="which C4 variant to build: " + "; ".join(
+                            f"{name}: {config.description}" for name, config in VARIANTS.items()))
+    parser.add_argument("--input", nargs="+", default=[DEFAULT_INPUT],
+                        help="WET files (.warc.wet.gz or .wet), globs, or Common Crawl manifests "
+                             "(wet.paths.gz); local, gs://, s3:// or https://")
+    parser.add_argument("--max_files", type=int, default=None,
+                        help="take only the first N WET files of the inputs (all if unset)")
+    parser.add_argument("--output", required=True, help="output folder (local or gs://)")
+    parser.add_argument("--badwords", default=DEFAULT_BADWORDS,
+                        help="bad-words list, one term per line (path or URL)")
+    parser.add_argument("--realnews_domains", default=DEFAULT_REALNEWS_DOMAINS,
+                        help="RealNews JSON of domain -> allowed subdomains (path or URL); "
+                             "realnewslike only")
+    parser.add_argument("--webtext_urls", nargs="+", default=[],
+                        help="OpenWebText URL lists (paths or globs; plain, .gz, .xz; one URL or "
+                             "one Reddit submission JSON per line); webtextlike only")
+    parser.add_argument("--cleaning", default="public_c4", choices=sorted(CLEANING_SETTINGS),
+                        help="cleaning thresholds: public_c4 = 5 words per line and 3 sentences "
+                             "per page; paper_text = 3 words per line and 5 sentences per page")
+    parser.add_argument("--train_shards", type=int, default=8, help="output files for train")
+    parser.add_argument("--validation_shards", type=int, default=1,
+                        help="output files for validation")
+    parser.add_argument("--cc_base_url", default=COMMON_CRAWL_BASE_URL,
+                        help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
+                             "or a gs:// mirror)")
+    return parser
+
+
+def _is_manifest(path: str) -> bool:
+    return path.endswith(_MANIFEST_SUFFIXES)
+
+
+def wet_paths(inputs: Sequence[str], max_files: Optional[int], base_url: str) -> List[str]:
+    """The WET files named by the inputs, in order; a files.InputError if one names nothing."""
+    paths: List[str] = []
+    for pattern in inputs:
+        for path in files.expand(pattern):
+            if _is_manifest(path):
+                listed = files.read_all(path).decode("utf-8").split()
+                paths.extend(p if "://" in p else base_url.rstrip("/") + "/" + p for p in listed)
+            else:
+                paths.append(path)
+            if max_files is not None and len(paths) >= max_files:
+                return paths[:max_files]
+    return paths
+
+
+def configure(args: argparse.Namespace) -> VariantConfig:
+    config = variant(args.variant)
+    if config.cleaning is not None:
+        config = dataclasses.replace(config, cleaning=CLEANING_SETTINGS[args.cleaning])
+    return config
+
+
+def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
+                   paths: Sequence[str], output_dir: str, shards: dict) -> None:
+    pages = (pipeline
+             | "ReadWet" >> stages.ReadWetFiles(paths, max_record_bytes=4 * config.max_page_chars)
+             | "C4" >> stages.C4Pages(config, resources))
+    languages = config.language.languages
+    for language in languages:
+        directory = output_dir if len(languages) == 1 else FileSystems.join(output_dir, language)
+        if len(languages) > 1:
+            pages_of_language = pages | f"Only_{language}" >> beam.Filter(
+                lambda page, lang: page.language == lang, language)
+        else:
+            pages_of_language = pages
+        for split, num_shards in shards.items():
+            (pages_of_language
+             | f"Split_{language}_{split}" >> beam.Filter(
+                 lambda page, wanted: split_of(page.normalized_url) == wanted, split)
+             | f"Write_{language}_{split}" >> WriteShards(directory, split, num_shards))
+
+
+def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    logging.getLogger("c4").setLevel(logging.INFO)
+    args, beam_args = _parser().parse_known_args(argv)
+    try:
+        config = configure(args)
+        if args.max_files is not None and args.max_files < 1:
+            raise ValueError("--max_files must be >= 1")
+        paths = wet_paths(args.input, args.max_files, args.cc_base_url)
+        resources = stages.load_resources(config, args.badwords, args.realnews_domains,
+                                          args.webtext_urls)
+    except (ValueError, files.InputError) as error:
+        sys.exit(f"error: {error}")
+    logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
+    shards = {"train": args.train_shards, "validation": args.validation_shards}
+    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    build_pipeline(pipeline, config, resources, paths, args.output, shards)
+    result = pipeline.run()
+    result.wait_until_finish()
+    counters = stats.collect_counters(result)
+    stats_path = stats.write_stats(counters, config.name, args.output)
+    print(stats.format_table(counters))
+    print(f"statistics written to {stats_path}")
+    return counters
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,339 @@
+"""Thin Beam wrappers around the pure stages, each counting what it keeps and drops.
+
+Counters live in one namespace per stage (`c4.read`, `c4.length`, ...) with one vocabulary:
+`pages.passed`, `pages.dropped:<reason>`, `lines.dropped:<reason>`.
+"""
+import dataclasses
+import logging
+from typing import Dict, List, Optional, Sequence
+
+import apache_beam as beam
+from apache_beam.metrics import Metrics
+
+from pipelines import badwords, cleaning, dedup, domains, files, language, urls, wet
+from pipelines.config import VariantConfig
+from pipelines.page import Page
+
+_PROGRESS_EVERY = 1000
+_LOG = logging.getLogger("c4")
+
+
+def _count(stage: str, name: str, value: int = 1):
+    Metrics.counter(f"c4.{stage}", name).inc(value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Resources:
+    """The external lists a variant needs, loaded once when the graph is built."""
+    badword_terms: Sequence[str] = ()
+    realnews_domains: Optional[Dict[str, domains.AllowedSubdomains]] = None
+    webtext_url_files: Sequence[str] = ()
+
+
+def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
+                   realnews_domains_path: Optional[str] = None,
+                   webtext_url_patterns: Sequence[str] = ()) -> Resources:
+    """Reads what `config` needs; a ValueError or files.InputError says what is missing or wrong."""
+    terms: Sequence[str] = ()
+    if config.filter_badwords:
+        if not badwords_path:
+            raise ValueError(f"variant {config.name} needs a bad-words list (--badwords)")
+        terms = badwords.parse_badwords(files.read_all(badwords_path), badwords_path)
+    realnews = None
+    if config.domain_filter == "realnews":
+        if not realnews_domains_path:
+            raise ValueError(f"variant {config.name} needs the RealNews domains (--realnews_domains)")
+        realnews = domains.parse_realnews_domains(
+            files.read_all(realnews_domains_path), realnews_domains_path)
+    url_files: List[str] = []
+    if config.domain_filter == "webtext":
+        if not webtext_url_patterns:
+            raise ValueError(f"variant {config.name} needs OpenWebText URL lists (--webtext_urls)")
+        for pattern in webtext_url_patterns:
+            url_files.extend(files.expand(pattern))
+    return Resources(terms, realnews, tuple(url_files))
+
+
+class _ReadWetFileFn(beam.DoFn):
+
+    def __init__(self, max_record_bytes: int):
+        self._max_record_bytes = max_record_bytes
+
+    def process(self, path: str):
+        pages = 0
+        try:
+            for item in wet.read_wet(lambda: files.open_raw(path), self._max_record_bytes):
+                if isinstance(item, wet.Skipped):
+                    _count("read", f"records.skipped:{item.reason}")
+                    continue
+                pages += 1
+                _count("read", "pages.passed")
+                if pages % _PROGRESS_EVERY == 0:
+                    _LOG.info("%s: %d pages read", path, pages)
+                yield item
+        except files.InputError as error:
+            _LOG.error("skipping input file: %s", error)
+            _count("read", "files.skipped:unreadable")
+            return
+        _count("read", "files.read")
+        _LOG.info("%s: done, %d pages", path, pages)
+
+
+class ReadWetFiles(beam.PTransform):
+    """File paths (local, gs://, https://) -> the Pages of their conversion records."""
+
+    def __init__(self, paths: Sequence[str], max_record_bytes: int):
+        super().__init__()
+        self._paths = list(paths)
+        self._max_record_bytes = max_record_bytes
+
+    def expand(self, pipeline):
+        return (pipeline
+                | "ListFiles" >> beam.Create(self._paths)
+                | "SpreadFiles" >> beam.Reshuffle()
+                | "ReadRecords" >> beam.ParDo(_ReadWetFileFn(self._max_record_bytes)))
+
+
+def _within_length(page: Page, max_chars: int) -> bool:
+    if len(page.text) > max_chars:
+        _count("length", "pages.dropped:too_long")
+        return False
+    _count("length", "pages.passed")
+    return True
+
+
+class _NewestPageFn(beam.CombineFn):
+    """Keeps the newest page of a normalized URL, and how many pages had that URL."""
+
+    def create_accumulator(self):
+        return None, 0
+
+    def add_input(self, accumulator, page):
+        best, count = accumulator
+        return (page if best is None else urls.newest_page(best, page)), count + 1
+
+    def merge_accumulators(self, accumulators):
+        best, total = None, 0
+        for page, count in accumulators:
+            if page is not None:
+                best = page if best is None else urls.newest_page(best, page)
+            total += count
+        return best, total
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def _count_url_duplicates(keyed):
+    _, (page, count) = keyed
+    _count("url_dedup", "pages.passed")
+    if count > 1:
+        _count("url_dedup", "pages.dropped:older_duplicate", count - 1)
+    return page
+
+
+class DedupUrls(beam.PTransform):
+
+    def expand(self, pages):
+        return (pages
+                | "KeyByUrl" >> beam.Map(lambda page: (page.normalized_url, page))
+                | "KeepNewest" >> beam.CombinePerKey(_NewestPageFn())
+                | "CountDuplicates" >> beam.Map(_count_url_duplicates))
+
+
+class _RealNewsFilterFn(beam.DoFn):
+
+    def __init__(self, allowed: Dict[str, domains.AllowedSubdomains]):
+        self._allowed = allowed
+        self._extractor = None
+
+    def setup(self):
+        self._extractor = domains.offline_domain_extractor()
+
+    def process(self, page: Page):
+        if domains.is_realnews_url(page.url, self._allowed, self._extractor):
+            _count("domains", "pages.passed")
+            yield page
+        else:
+            _count("domains", "pages.dropped:not_realnews_domain")
+
+
+def _webtext_urls_of_file(path: str):
+    try:
+        text = files.read_all(path).decode("utf-8", errors="replace")
+    except files.InputError as error:
+        _LOG.error("skipping URL list: %s", error)
+        _count("domains", "url_lists.skipped:unreadable")
+        return
+    _count("domains", "url_lists.read")
+    for line in text.splitlines():
+        url = domains.webtext_url_of_line(line)
+        if url is None:
+            if line.strip():
+                _count("domains", "url_lines.skipped")
+            continue
+        yield url, None
+
+
+def _keep_listed_pages(joined):
+    _, grouped = joined
+    pages = list(grouped["pages"])
+    if not pages:
+        return
+    if not grouped["listed"]:
+        _count("domains", "pages.dropped:not_in_webtext_urls", len(pages))
+        return
+    for page in pages:
+        _count("domains", "pages.passed")
+        yield page
+
+
+class FilterDomains(beam.PTransform):
+
+    def __init__(self, config: VariantConfig, resources: Resources):
+        super().__init__()
+        self._config = config
+        self._resources = resources
+
+    def expand(self, pages):
+        if self._config.domain_filter == "realnews":
+            return pages | "RealNewsDomains" >> beam.ParDo(
+                _RealNewsFilterFn(self._resources.realnews_domains))
+        listed = (pages.pipeline
+                  | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
+                  | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file))
+        keyed = pages | "KeyPagesByUrl" >> beam.Map(lambda page: (page.normalized_url, page))
+        return ({"pages": keyed, "listed": listed}
+                | "JoinUrlLists" >> beam.CoGroupByKey()
+                | "KeepListed" >> beam.FlatMap(_keep_listed_pages))
+
+
+class _CleanFn(beam.DoFn):
+
+    def __init__(self, config: cleaning.CleaningConfig):
+        self._config = config
+
+    def process(self, page: Page):
+        result = cleaning.clean_page(page.text, self._config)
+        for reason, count in sorted(result.lines_dropped.items()):
+            _count("clean", f"lines.dropped:{reason}", count)
+        _count("clean", "lines.passed", result.lines_kept)
+        if result.text is None:
+            _count("clean", f"pages.dropped:{result.page_drop_reason}")
+            return
+        _count("clean", "pages.passed")
+        yield dataclasses.replace(page, text=result.text)
+
+
+def _span_occurrences(page: Page, config: dedup.DedupConfig):
+    key_of_page = dedup.page_key(page.normalized_url)
+    units = dedup.units_of(page.text, config.mode)
+    for key, start in dedup.span_keys(units, config.span_units):
+        yield key, dedup.encode_occurrence(key_of_page, start)
+
+
+def _losers_of_key(keyed):
+    _, occurrences = keyed
+    for occurrence in dedup.losing_occurrences(occurrences):
+        _count("dedup", "spans.dropped:duplicate")
+        yield dedup.decode_occurrence(occurrence)
+
+
+class _ApplyRemovalsFn(beam.DoFn):
+
+    def __init__(self, config: dedup.DedupConfig, min_sentences: int):
+        self._config = config
+        self._min_sentences = min_sentences
+
+    def process(self, joined):
+        _, grouped = joined
+        removed_starts = sorted(grouped["removals"])
+        for page in grouped["pages"]:
+            text = dedup.remove_units(
+                page.text, self._config.mode, self._config.span_units, removed_starts)
+            if not text.strip() or cleaning.count_sentences(text) < self._min_sentences:
+                _count("dedup", "pages.dropped:too_few_sentences_after_dedup")
+                continue
+            _count("dedup", "pages.passed" if text == page.text else "pages.passed:shortened")
+            yield dataclasses.replace(page, text=text)
+
+
+class DedupText(beam.PTransform):
+    """Keeps one occurrence of every repeated span (or line) across the whole dataset."""
+
+    def __init__(self, config: dedup.DedupConfig, min_sentences: int):
+        super().__init__()
+        self._config = config
+        self._min_sentences = min_sentences
+
+    def expand(self, pages):
+        removals = (pages
+                    | "EmitSpans" >> beam.FlatMap(_span_occurrences, self._config)
+                    | "GroupSpans" >> beam.GroupByKey()
+                    | "PickLosers" >> beam.FlatMap(_losers_of_key))
+        keyed_pages = pages | "KeyByPage" >> beam.Map(
+            lambda page: (dedup.page_key(page.normalized_url), page))
+        return ({"pages": keyed_pages, "removals": removals}
+                | "JoinRemovals" >> beam.CoGroupByKey()
+                | "RemoveSpans" >> beam.ParDo(_ApplyRemovalsFn(self._config, self._min_sentences)))
+
+
+class _LanguageFn(beam.DoFn):
+
+    def __init__(self, config: language.LanguageConfig):
+        self._config = config
+        self._factory = None
+
+    def setup(self):
+        self._factory = language.new_detector_factory()
+
+    def process(self, page: Page):
+        detected = language.detect_language(page.text, self._factory)
+        reason = language.language_drop_reason(detected, self._config)
+        if reason:
+            _count("language", f"pages.dropped:{reason}")
+            return
+        _count("language", f"pages.passed:{detected[0]}")
+        yield dataclasses.replace(page, language=detected[0])
+
+
+class _BadwordsFn(beam.DoFn):
+
+    def __init__(self, terms: Sequence[str]):
+        self._terms = list(terms)
+        self._pattern = None
+
+    def setup(self):
+        self._pattern = badwords.compile_badwords(self._terms)
+
+    def process(self, page: Page):
+        if badwords.contains_badword(page.text, self._pattern):
+            _count("badwords", "pages.dropped:badword")
+            return
+        _count("badwords", "pages.passed")
+        yield page
+
+
+class C4Pages(beam.PTransform):
+    """Raw WET pages -> the pages of a C4 variant, through the stages in the public C4 order."""
+
+    def __init__(self, config: VariantConfig, resources: Resources):
+        super().__init__()
+        self._config = config
+        self._resources = resources
+
+    def expand(self, pages):
+        config = self._config
+        pages = (pages
+                 | "PageLength" >> beam.Filter(_within_length, config.max_page_chars)
+                 | "UrlDedup" >> DedupUrls())
+        if config.domain_filter:
+            pages = pages | "Domains" >> FilterDomains(config, self._resources)
+        if config.cleaning:
+            pages = pages | "Clean" >> beam.ParDo(_CleanFn(config.cleaning))
+        if config.dedup:
+            pages = pages | "Dedup" >> DedupText(config.dedup, config.min_sentences_after_dedup)
+        pages = pages | "Language" >> beam.ParDo(_LanguageFn(config.language))
+        if config.filter_badwords:
+            pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(self._resources.badword_terms))
+        return pages
