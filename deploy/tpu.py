@@ -10,6 +10,7 @@ event files go to --model_dir on gs:// (default BUCKET/models/SIZE-VARIANT), so 
 """
 import argparse
 import dataclasses
+import re
 import shlex
 import subprocess
 import sys
@@ -24,6 +25,8 @@ SEQUENCE_LENGTH = 512
 MESH_LAYOUT = "batch:batch,d_ff:model,heads:model,vocab:model"
 TENSORFLOW_VERSION = "2.15.1"  # Mesh TensorFlow 0.1.21 needs tf.estimator: TF <= 2.15.
 
+# The TFDS builder of tfds_c4/: its configs are the C4 variants.
+TFDS_BUILDER = "t5_c4"
 STAGES = ("create", "install", "train", "delete")
 DEFAULT_STAGES = ("create", "install", "train")
 
@@ -123,6 +126,7 @@ class TpuRun:
     variant: str
     model_dir: str
     tfds_data_dir: str
+    vocabulary: str
     train_steps: int
     preemptible: bool = False
     runtime_version: Optional[str] = None
@@ -178,24 +182,54 @@ def install_script(pins: Sequence[str]) -> str:
 
 
 def train_argv(run: TpuRun) -> list[str]:
-    """The trainer's command line for this run."""
+    """The trainer's command line (model/train.py) as words for the TPU host's shell: gin files
+    for the size, gin bindings for data, mesh and TPU. The paper's batch (2^16 tokens =
+    128 x 512) comes from model/gin/pretrain.gin, which pretrain mode always reads."""
     plan = mesh_plan(run.accelerator, run.size)
     # One host talks to its own TPU; on a pod slice the program runs on host 0 and reaches
     # the other hosts through the TPU cluster resolver, by the slice's name.
     tpu = "local" if run.accelerator.hosts == 1 else run.tpu_name
-    return ["python3", "-m", "model.train", "--mode", "pretrain",
-            "--size", run.size, "--variant", run.variant,
-            "--model_dir", run.model_dir, "--tfds_data_dir", run.tfds_data_dir,
-            "--train_steps", str(run.train_steps),
-            "--batch_size", str(BATCH_SEQUENCES), "--sequence_length", str(SEQUENCE_LENGTH),
-            "--tpu", tpu, "--mesh_shape", plan.mesh_shape, "--layout", plan.layout]
+    source = f"tfds:{TFDS_BUILDER}/{run.variant}@{run.tfds_data_dir}"
+    bindings = [
+        f"DataConfig.source={_gin_string(source)}",
+        f"DataConfig.vocabulary={_gin_string(run.vocabulary)}",
+        f"MeshConfig.mesh_shape={_gin_string(plan.mesh_shape)}",
+        f"MeshConfig.layout={_gin_string(plan.layout)}",
+        "TrainConfig.use_tpu=True",
+        f"TrainConfig.tpu={_gin_string(tpu)}",
+        f"TrainConfig.train_steps={run.train_steps}",
+    ]
+    argv = ["python3", "-m", "model.train", "--mode", "pretrain",
+            "--model_dir", _shell_word(run.model_dir),
+            "--gin_file", f"sizes/{run.size}.gin",
+            "--gin_file", "architectures/encoder_decoder.gin"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    return argv
+
+
+# Characters that mean nothing to a shell, so a value needs no quoting on the TPU host.
+_SHELL_SAFE = re.compile(r"^[A-Za-z0-9._:/@,=+-]+$")
+
+
+def _shell_word(value: str) -> str:
+    if not _SHELL_SAFE.match(value):
+        raise ValueError(f"{value!r}: use only letters, digits and ._:/@,=+- in TPU run paths")
+    return value
+
+
+def _gin_string(value: str) -> str:
+    """A gin string literal for the remote command line: double quotes escaped for the shell,
+    so the whole script still fits in one single-quoted ssh --command."""
+    return f'\\"{_shell_word(value)}\\"'
 
 
 def train_script(run: TpuRun) -> str:
     """Starts training detached from the ssh session, logging next to the checkout."""
     log = f"~/train-{run.tpu_name}.log"
     environment = "TPU_LOAD_LIBRARY=0 " if run.accelerator.hosts > 1 else ""
-    return (f"cd ~/{REMOTE_CHECKOUT} && {environment}nohup {shlex.join(train_argv(run))} "
+    # Not shlex.join: the gin strings carry their own shell escaping (see _gin_string).
+    return (f"cd ~/{REMOTE_CHECKOUT} && {environment}nohup {' '.join(train_argv(run))} "
             f"> {log} 2>&1 &")
 
 
@@ -245,7 +279,10 @@ def _parser() -> argparse.ArgumentParser:
                         help="gs://BUCKET: model_dir and tfds_data_dir go under it unless given")
     parser.add_argument("--model_dir", type=arguments.gcs_path)
     parser.add_argument("--tfds_data_dir", type=arguments.gcs_path)
+    parser.add_argument("--vocabulary", required=True, type=arguments.gcs_path,
+                        help="gs:// path of the SentencePiece .model (model/train_vocab.py)")
     # The paper pre-trains for 2^19 steps (about 34B tokens at 2^16 tokens per batch).
+    # It is also model/gin/pretrain.gin's default; passing it keeps the printed command explicit.
     parser.add_argument("--train_steps", type=arguments.positive_int, default=524288)
     parser.add_argument("--preemptible", action="store_true")
     parser.add_argument("--runtime_version", help=argparse.SUPPRESS)
@@ -263,17 +300,18 @@ def parse_run(argv: Sequence[str]) -> tuple[TpuRun, tuple[str, ...], bool]:
     args = parser.parse_args(list(argv))
     if args.bucket is None and (args.model_dir is None or args.tfds_data_dir is None):
         parser.error("give --bucket gs://BUCKET, or both --model_dir and --tfds_data_dir")
-    try:
-        mesh_plan(args.accelerator_type, args.size)
-    except ValueError as error:
-        parser.error(str(error))
     run = TpuRun(
         project=args.project, zone=args.zone, tpu_name=args.tpu_name,
         accelerator=args.accelerator_type, size=args.size, variant=args.variant,
         model_dir=args.model_dir or f"{args.bucket}/models/{args.size}-{args.variant}",
         tfds_data_dir=args.tfds_data_dir or f"{args.bucket}/tensorflow_datasets",
+        vocabulary=args.vocabulary,
         train_steps=args.train_steps, preemptible=args.preemptible,
         runtime_version=args.runtime_version)
+    try:
+        train_argv(run)  # the mesh plan and the remote command line can be made
+    except ValueError as error:
+        parser.error(str(error))
     return run, args.stages, args.dry_run
 
 

@@ -179,7 +179,7 @@ def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
 # --- TPU ----------------------------------------------------------------------------------------
 
 BASE_TPU_ARGS = ["--project", "my-project", "--zone", "europe-west4-a", "--tpu_name", "t5-run",
-                 "--bucket", "gs://my-bucket"]
+                 "--bucket", "gs://my-bucket", "--vocabulary", "gs://my-bucket/vocab/spm.model"]
 
 
 def tpu_commands(*args: str) -> list[list[str]]:
@@ -207,12 +207,19 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     assert "tensorflow-text==2.15.0" in remote_script(install)
     assert train[4] == "ssh" and "--worker=0" in train
     trainer = shlex.split(remote_script(train).split("nohup ", 1)[1].split(" > ", 1)[0])
-    assert trainer[:3] == ["python3", "-m", "model.train"]
+    assert trainer[:5] == ["python3", "-m", "model.train", "--mode", "pretrain"]
     assert option_values(trainer, "--model_dir") == ["gs://my-bucket/models/small-en"]
-    assert option_values(trainer, "--tfds_data_dir") == ["gs://my-bucket/tensorflow_datasets"]
-    assert option_values(trainer, "--mesh_shape") == ["model:1,batch:8"]
-    assert option_values(trainer, "--layout") == [tpu.MESH_LAYOUT]
-    assert option_values(trainer, "--tpu") == ["local"]
+    assert option_values(trainer, "--gin_file") == ["sizes/small.gin",
+                                                    "architectures/encoder_decoder.gin"]
+    assert option_values(trainer, "--gin_param") == [
+        'DataConfig.source="tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"',
+        'DataConfig.vocabulary="gs://my-bucket/vocab/spm.model"',
+        'MeshConfig.mesh_shape="model:1,batch:8"',
+        f'MeshConfig.layout="{tpu.MESH_LAYOUT}"',
+        "TrainConfig.use_tpu=True",
+        'TrainConfig.tpu="local"',
+        "TrainConfig.train_steps=524288",
+    ]
 
 
 def test_install_keeps_the_tpu_images_tensorflow_and_checks_it():
@@ -232,8 +239,8 @@ def test_pod_slice_uses_the_pod_image_and_the_slice_name():
     assert "--version=tpu-vm-tf-2.15.1-pod-se" in create
     script = remote_script(train)
     assert "TPU_LOAD_LIBRARY=0" in script
-    assert "--tpu t5-run" in script and "--model_dir gs://my-bucket/m" in script
-    assert "--mesh_shape model:8,batch:32" in script
+    assert r'TrainConfig.tpu=\"t5-run\"' in script and "--model_dir gs://my-bucket/m" in script
+    assert r'MeshConfig.mesh_shape=\"model:8,batch:32\"' in script
 
 
 @pytest.mark.parametrize("accelerator, size", [
@@ -271,6 +278,8 @@ def test_delete_stage_alone_only_deletes():
      "unknown stage(s) launch"),
     (["--accelerator_type", "v3-8", "--size", "small", "--model_dir", "/local/dir"],
      "not a Cloud Storage path"),
+    (["--accelerator_type", "v3-8", "--size", "small", "--model_dir", "gs://my-bucket/a$b"],
+     "use only letters, digits"),
 ])
 def test_tpu_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
     assert message in refusal(capsys, tpu.parse_run, [*BASE_TPU_ARGS, *bad_args])
@@ -278,5 +287,26 @@ def test_tpu_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
 
 def test_tpu_needs_a_bucket_or_both_directories(capsys):
     argv = ["--project", "my-project", "--zone", "europe-west4-a", "--tpu_name", "t5-run",
-            "--accelerator_type", "v3-8", "--size", "small", "--model_dir", "gs://my-bucket/m"]
+            "--accelerator_type", "v3-8", "--size", "small", "--model_dir", "gs://my-bucket/m",
+            "--vocabulary", "gs://my-bucket/spm.model"]
     assert "both --model_dir and --tfds_data_dir" in refusal(capsys, tpu.parse_run, argv)
+
+
+def test_training_command_configures_the_real_trainer():
+    """The gin files and bindings the TPU host receives parse into the trainer's configs."""
+    import gin
+    from model import train
+    from model.model_fn import MeshConfig
+    (command,) = tpu_commands("--accelerator_type", "v3-32", "--size", "base",
+                              "--train_steps", "1000", "--stages", "train")
+    words = shlex.split(remote_script(command).split("nohup ", 1)[1].split(" > ", 1)[0])
+    try:
+        train.parse_gin(option_values(words, "--gin_file"), option_values(words, "--gin_param"))
+        mesh, training, data = MeshConfig(), train.TrainConfig(), train.DataConfig()
+    finally:
+        gin.clear_config()
+    assert mesh.mesh_shape == "model:2,batch:16" and mesh.layout == tpu.MESH_LAYOUT
+    assert (training.use_tpu, training.tpu, training.train_steps) == (True, "t5-run", 1000)
+    assert training.tokens_per_batch == tpu.BATCH_SEQUENCES * tpu.SEQUENCE_LENGTH
+    assert data.source == "tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"
+    assert data.vocabulary == "gs://my-bucket/vocab/spm.model"
