@@ -4,6 +4,7 @@ They are argparse `type=` callables, so a bad value ends the launcher with
 `error: argument --bucket: ...` (SystemExit 2) before any cloud call is made.
 """
 import argparse
+import pathlib
 import re
 
 # Cloud Storage bucket names: 3-63 characters, lower-case letters, digits, '-', '_' and '.',
@@ -49,7 +50,7 @@ def gcs_path(value: str) -> str:
 
 
 def remote_path(value: str) -> str:
-    """A file that cloud workers can read: gs:// or http(s)://, never a path on this machine."""
+    """A file (or glob) that cloud workers read: gs:// or http(s)://, never a local path."""
     if value.startswith(("http://", "https://")):
         return value
     if value.startswith("gs://"):
@@ -57,6 +58,17 @@ def remote_path(value: str) -> str:
     raise argparse.ArgumentTypeError(
         f"{value!r} is a local path, which cloud workers cannot read: copy it to Cloud Storage "
         "(gsutil cp FILE gs://BUCKET/...) and pass the gs:// path")
+
+
+def launcher_readable_path(value: str) -> str:
+    """A file the launcher itself reads before submitting: local (must exist), gs:// or URL."""
+    if value.startswith(("http://", "https://")):
+        return value
+    if value.startswith("gs://"):
+        return gcs_path(value)
+    if not pathlib.Path(value).is_file():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such file")
+    return value
 
 
 def positive_int(value: str) -> int:

@@ -32,9 +32,10 @@ DUMP_PRESETS = {
 }
 DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 
-# Where Common Crawl manifests are read from. HTTPS needs no credentials; s3://commoncrawl/ needs
-# AWS credentials on every worker; a gs:// mirror in the job's region is fastest and cheapest.
-DEFAULT_COMMON_CRAWL_BASE = "https://data.commoncrawl.org/"
+# Where Common Crawl manifests and WET files are read from. HTTPS needs no credentials;
+# s3://commoncrawl/ needs AWS credentials on every worker; a gs:// mirror in the job's region
+# is fastest and cheapest.
+DEFAULT_CC_BASE_URL = "https://data.commoncrawl.org/"
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -56,7 +57,7 @@ class DataflowJob:
     sdk_container_image: Optional[str] = None
     service_account_email: Optional[str] = None
     max_files: Optional[int] = None
-    common_crawl_base: str = DEFAULT_COMMON_CRAWL_BASE
+    cc_base_url: str = DEFAULT_CC_BASE_URL
     badwords: Optional[str] = None
     realnews_domains: Optional[str] = None
     webtext_urls: tuple[str, ...] = ()
@@ -88,15 +89,17 @@ def job_name(variant: str, dumps: Sequence[str], max_files: Optional[int]) -> st
     return name if max_files is None else f"{name}-first{max_files}"
 
 
-def manifest_url(common_crawl_base: str, dump: str) -> str:
+def manifest_url(cc_base_url: str, dump: str) -> str:
     """The wet.paths.gz list of one dump's WET files."""
-    return f"{common_crawl_base.rstrip('/')}/crawl-data/{dump}/wet.paths.gz"
+    return f"{cc_base_url.rstrip('/')}/crawl-data/{dump}/wet.paths.gz"
 
 
 def pipeline_argv(job: DataflowJob) -> list[str]:
     """The argv of `python -m pipelines.c4` for this job, Dataflow options included."""
     argv = ["--variant", job.variant, "--input"]
-    argv += [manifest_url(job.common_crawl_base, dump) for dump in job.dumps]
+    argv += [manifest_url(job.cc_base_url, dump) for dump in job.dumps]
+    # The manifests list paths relative to the crawl's root: read the WET files from there too.
+    argv += ["--cc_base_url", job.cc_base_url]
     if job.max_files is not None:
         argv += ["--max_files", str(job.max_files)]
     argv += ["--output", job.output]
@@ -157,7 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--dump", action="append", type=dump_name, default=[],
                         help="Common Crawl dump, e.g. CC-MAIN-2019-18 (repeatable)")
     parser.add_argument("--dump_preset", choices=sorted(DUMP_PRESETS))
-    parser.add_argument("--common_crawl_base", default=DEFAULT_COMMON_CRAWL_BASE,
+    parser.add_argument("--cc_base_url", default=DEFAULT_CC_BASE_URL,
                         help="https://data.commoncrawl.org/, s3://commoncrawl/ or a gs:// mirror")
     parser.add_argument("--max_files", type=arguments.positive_int,
                         help="read only the first N WET files of each manifest (trial runs)")
@@ -170,8 +173,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--sdk_container_image",
                         help="custom worker image built from deploy/Dockerfile (recommended)")
     parser.add_argument("--service_account_email")
-    parser.add_argument("--badwords", type=arguments.remote_path)
-    parser.add_argument("--realnews_domains", type=arguments.remote_path)
+    # The launcher reads these two before submitting (the pipeline's defaults are pinned URLs);
+    # the workers read the WebText URL lists themselves, so those must be on gs:// or https://.
+    parser.add_argument("--badwords", type=arguments.launcher_readable_path)
+    parser.add_argument("--realnews_domains", type=arguments.launcher_readable_path)
     parser.add_argument("--webtext_urls", nargs="+", type=arguments.remote_path, default=[])
     parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
                         help="print the command instead of submitting the job")
@@ -204,21 +209,17 @@ def _check_variant_resources(parser: argparse.ArgumentParser, args: argparse.Nam
                      "lists, copied to Cloud Storage)")
     if args.variant != "webtextlike" and args.webtext_urls:
         parser.error(f"--webtext_urls only applies to --variant webtextlike, not {args.variant}")
-    if args.variant == "realnewslike" and not args.realnews_domains:
-        parser.error("--variant realnewslike needs --realnews_domains gs://.../"
-                     "domain_to_allowed_subdomains.json (from rowanz/grover, copied to Cloud "
-                     "Storage)")
     if args.variant != "realnewslike" and args.realnews_domains:
         parser.error(f"--realnews_domains only applies to --variant realnewslike, "
                      f"not {args.variant}")
 
 
-def _common_crawl_base(parser: argparse.ArgumentParser, value: str) -> str:
+def _cc_base_url(parser: argparse.ArgumentParser, value: str) -> str:
     if value.startswith(("https://", "s3://")):
         return value
     if value.startswith("gs://"):
         return arguments.gcs_path(value)
-    parser.error(f"--common_crawl_base {value!r}: expected https://, s3:// or gs://")
+    parser.error(f"--cc_base_url {value!r}: expected https://, s3:// or gs://")
 
 
 def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
@@ -238,7 +239,7 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
         disk_size_gb=args.disk_size_gb, shuffle_service=not args.no_shuffle_service,
         experiments=tuple(args.experiments), sdk_container_image=args.sdk_container_image,
         service_account_email=args.service_account_email, max_files=args.max_files,
-        common_crawl_base=_common_crawl_base(parser, args.common_crawl_base),
+        cc_base_url=_cc_base_url(parser, args.cc_base_url),
         badwords=args.badwords, realnews_domains=args.realnews_domains,
         webtext_urls=tuple(args.webtext_urls), extra_beam_args=tuple(extra_beam_args))
     return job, args.dry_run

@@ -42,6 +42,7 @@ def test_dataflow_dry_run_prints_the_pipeline_command(capsys):
     assert option_values(argv, "--variant") == ["en"]
     assert option_values(argv, "--input") == [
         "https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz"]
+    assert option_values(argv, "--cc_base_url") == ["https://data.commoncrawl.org/"]
     assert option_values(argv, "--runner") == ["DataflowRunner"]
     assert option_values(argv, "--project") == ["my-project"]
     assert option_values(argv, "--region") == ["us-central1"]
@@ -62,6 +63,7 @@ def test_dataflow_options_follow_the_arguments():
         "--machine_type", "n2-highmem-8", "--disk_size_gb", "100", "--no_shuffle_service",
         "--experiments", "enable_data_sampling", "--sdk_container_image", "gcr.io/p/c4:1",
         "--output", "gs://other-bucket/out", "--badwords", "gs://my-bucket/badwords/en",
+        "--cc_base_url", "gs://cc-mirror/",
         "--", "--network", "my-vpc")
     assert option_values(argv, "--max_files") == ["10"]
     assert option_values(argv, "--job_name") == ["c4-en-noclean-2019-18-first10"]
@@ -74,19 +76,32 @@ def test_dataflow_options_follow_the_arguments():
     assert "--setup_file" not in argv
     assert option_values(argv, "--output") == ["gs://other-bucket/out"]
     assert option_values(argv, "--badwords") == ["gs://my-bucket/badwords/en"]
+    assert option_values(argv, "--input") == [
+        "gs://cc-mirror/crawl-data/CC-MAIN-2019-18/wet.paths.gz"]
+    assert option_values(argv, "--cc_base_url") == ["gs://cc-mirror"]
     assert argv[-2:] == ["--network", "my-vpc"]
 
 
-def test_dataflow_argv_is_accepted_by_beam_pipeline_options():
+def test_dataflow_argv_is_what_the_pipeline_and_beam_understand():
     from apache_beam.options.pipeline_options import (GoogleCloudOptions, PipelineOptions,
                                                       SetupOptions, WorkerOptions)
-    argv = dataflow_argv("--variant", "en", "--dump", "CC-MAIN-2019-18")
-    options = PipelineOptions(argv)
+    from pipelines import c4
+    argv = dataflow_argv("--variant", "webtextlike", "--dump_preset", "webtextlike-paper",
+                         "--max_files", "3", "--webtext_urls", "gs://my-bucket/urls/*.gz")
+    # The pipeline's own options first; everything it does not know goes to Beam.
+    args, beam_args = c4._parser().parse_known_args(argv)
+    assert args.variant == "webtextlike" and args.max_files == 3
+    assert len(args.input) == 12 and args.webtext_urls == ["gs://my-bucket/urls/*.gz"]
+    assert args.output == "gs://my-bucket/c4/" + dataflow.job_name(
+        "webtextlike", dataflow.DUMP_PRESETS["webtextlike-paper"], 3)
+    options = PipelineOptions(beam_args)
     cloud = options.view_as(GoogleCloudOptions)
-    assert (cloud.project, cloud.region, cloud.job_name) == ("my-project", "us-central1",
-                                                             "c4-en-2019-18")
+    assert (cloud.project, cloud.region) == ("my-project", "us-central1")
+    assert cloud.temp_location == "gs://my-bucket/tmp"
     assert options.view_as(WorkerOptions).machine_type == "n2-standard-4"
+    assert options.view_as(WorkerOptions).max_num_workers == 500
     assert options.view_as(SetupOptions).save_main_session is False
+    assert options.get_all_options()["runner"] == "DataflowRunner"
 
 
 def test_webtextlike_preset_reads_the_papers_twelve_dumps():
@@ -126,13 +141,16 @@ def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():
      "webtextlike needs --webtext_urls"),
     (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--webtext_urls", "gs://my-bucket/u"],
      "--webtext_urls only applies to --variant webtextlike"),
-    (["--variant", "realnewslike", "--dump", "CC-MAIN-2019-18"],
-     "realnewslike needs --realnews_domains"),
+    (["--variant", "webtextlike", "--dump", "CC-MAIN-2019-18",
+      "--webtext_urls", "/home/me/RS_2019-01.gz"], "cloud workers cannot read"),
     (["--variant", "realnewslike", "--dump", "CC-MAIN-2019-18",
-      "--realnews_domains", "/home/me/domains.json"], "cloud workers cannot read"),
+      "--realnews_domains", "/no/such/domains.json"], "no such file"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18",
+      "--realnews_domains", "gs://my-bucket/domains.json"],
+     "--realnews_domains only applies to --variant realnewslike"),
     (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--max_num_workers", "0"],
      "must be at least 1"),
-    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--common_crawl_base", "ftp://cc/"],
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--cc_base_url", "ftp://cc/"],
      "expected https://, s3:// or gs://"),
 ])
 def test_dataflow_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
