@@ -11,6 +11,7 @@ import json
 from typing import Iterable, List
 
 import apache_beam as beam
+from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
@@ -44,7 +45,7 @@ class _WriteShardFn(beam.DoFn):
         index, pages = keyed
         pages: List[Page] = [page for page in pages if page is not None]
         path = FileSystems.join(self._directory, shard_name(self._split, index, self._num_shards))
-        with FileSystems.create(path) as sink:
+        with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
             sink.write(encode_shard(pages))
         Metrics.counter("c4.write", f"pages.written:{self._split}").inc(len(pages))
         yield path

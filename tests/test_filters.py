@@ -1,0 +1,172 @@
+"""URL normalisation, splits, language, bad words, domain lists, WET reading on dirty input."""
+import gzip
+import io
+import json
+
+import pytest
+
+from pipelines import badwords, domains, language, urls, wet
+from pipelines.files import InputError, expand, read_all
+from pipelines.page import Page
+
+
+@pytest.mark.parametrize("raw, normalized", [
+    ("https://www.example.com/a/b/", "example.com/a/b"),
+    ("http://Example.COM/Path?utm_source=feed&x=1", "example.com/Path"),
+    ("https://example.com/story?ref=twitter", "example.com/story"),
+    ("https://example.com/story?feed=rss", "example.com/story"),
+    ("https://example.com/search?q=1", "example.com/search?q=1"),
+])
+def test_normalize_url(raw, normalized):
+    assert urls.normalize_url(raw) == normalized
+
+
+def page(url="https://a.com/x", timestamp="2019-04-20T00:00:00Z", text="t"):
+    return Page(url, urls.normalize_url(url), timestamp, "text/plain", len(text), text)
+
+
+def test_newest_page_wins_regardless_of_order():
+    old, new = page(timestamp="2019-04-18T00:00:00Z"), page(timestamp="2019-04-25T00:00:00Z")
+    assert urls.newest_page(old, new) == urls.newest_page(new, old) == new
+    tie_a, tie_b = page(url="http://a.com/x"), page(url="https://a.com/x")
+    assert urls.newest_page(tie_a, tie_b) == urls.newest_page(tie_b, tie_a)
+
+
+def test_split_is_stable_and_about_one_in_a_thousand():
+    splits = [urls.split_of(f"site{i}.com/page") for i in range(100_000)]
+    assert splits == [urls.split_of(f"site{i}.com/page") for i in range(100_000)]
+    assert 50 <= splits.count("validation") <= 150
+
+
+def test_language_detection_is_deterministic_and_thresholded(shared_data):
+    factory = language.new_detector_factory()
+    english = (shared_data / "text/de/tatoeba.deu-eng.eng").read_text().splitlines()[:40]
+    german = (shared_data / "text/de/tatoeba.deu-eng.deu").read_text().splitlines()[:40]
+    config = language.LanguageConfig()
+    detected = language.detect_language(" ".join(english), factory)
+    assert detected[0] == "en" and detected == language.detect_language(" ".join(english), factory)
+    assert language.language_drop_reason(detected, config) is None
+    assert language.language_drop_reason(
+        language.detect_language(" ".join(german), factory), config) == "other_language"
+    assert language.language_drop_reason(("en", 0.5), config) == "low_probability"
+    assert language.language_drop_reason(language.detect_language("1234 !!", factory),
+                                         config) == "undetectable"
+
+
+def test_badwords_whole_word_case_insensitive(shared_data):
+    terms = badwords.parse_badwords((shared_data / "badwords/en").read_bytes(), "en")
+    pattern = badwords.compile_badwords(terms)
+    assert badwords.contains_badword("Nothing to see, just a SCUNTHORPE United match.", pattern) is False
+    assert badwords.contains_badword("He watched 2 Girls 1 Cup yesterday.", pattern)
+    assert badwords.contains_badword("What an ORGASM.", pattern)
+    assert not badwords.contains_badword("Analysis of class assignments.", pattern)
+
+
+def test_malformed_badwords_list():
+    with pytest.raises(ValueError, match="not UTF-8"):
+        badwords.parse_badwords(b"\xff\xfe\x00bad", "list")
+    with pytest.raises(ValueError, match="no terms"):
+        badwords.parse_badwords(b"\n  \n", "list")
+
+
+def test_realnews_domains(shared_data):
+    path = shared_data / "realnews/domain_to_allowed_subdomains.json"
+    allowed = domains.parse_realnews_domains(path.read_bytes(), str(path))
+    extractor = domains.offline_domain_extractor()
+    assert domains.is_realnews_url("https://www.nytimes.com/2019/story.html", allowed, extractor)
+    assert domains.is_realnews_url("https://www.bbc.co.uk/news/x", allowed, extractor)
+    assert domains.is_realnews_url("http://news.gather.com/article", allowed, extractor)
+    assert not domains.is_realnews_url("http://recipes.gather.com/article", allowed, extractor)
+    assert not domains.is_realnews_url("https://example.org/news", allowed, extractor)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"[1, 2]", "non-empty JSON object"),
+    (b"{not json", "not valid JSON"),
+    (b'{"a.com": 3}', "must be true, false or a list"),
+])
+def test_malformed_realnews_list(content, message):
+    with pytest.raises(ValueError, match=message):
+        domains.parse_realnews_domains(content, "domains.json")
+
+
+def test_webtext_url_lines():
+    assert domains.webtext_url_of_line("https://www.a.com/x/") == "a.com/x"
+    assert domains.webtext_url_of_line('{"u": "http://a.com/y", "k": 7}') == "a.com/y"
+    assert domains.webtext_url_of_line('{"u": "http://a.com/y", "k": 2}') is None
+    assert domains.webtext_url_of_line(
+        '{"url": "http://a.com/z", "score": 5, "is_self": false}') == "a.com/z"
+    assert domains.webtext_url_of_line('{"url": "http://reddit.com/r", "score": 9, "is_self": true}') is None
+    assert domains.webtext_url_of_line("{broken json") is None
+    assert domains.webtext_url_of_line("") is None
+
+
+def test_missing_files_give_clear_errors(tmp_path):
+    with pytest.raises(InputError, match="no file matches"):
+        expand(str(tmp_path / "nothing*.wet.gz"))
+    with pytest.raises(InputError, match="cannot"):
+        read_all(str(tmp_path / "missing.txt"))
+
+
+def _member(record: bytes) -> bytes:
+    return gzip.compress(record, mtime=0)
+
+
+def _record(url: str, body: bytes, date: str = "2019-04-20T00:00:00Z", length=None) -> bytes:
+    headers = ["WARC/1.0", "WARC-Type: conversion"]
+    if url:
+        headers.append(f"WARC-Target-URI: {url}")
+    if date:
+        headers.append(f"WARC-Date: {date}")
+    headers += ["Content-Type: text/plain", f"Content-Length: {len(body) if length is None else length}"]
+    return ("\r\n".join(headers) + "\r\n\r\n").encode() + body + b"\r\n\r\n"
+
+
+def _read(data: bytes, max_bytes: int = 1000):
+    return list(wet.read_wet(lambda: io.BufferedReader(io.BytesIO(data)), max_bytes))
+
+
+def _outcomes(items):
+    return [item.url if isinstance(item, Page) else item.reason for item in items]
+
+
+def test_dirty_records_are_skipped_and_counted():
+    data = b"".join(_member(r) for r in [
+        _record("http://a.com/1", b"Good page one."),
+        _record("", b"No url."),
+        _record("http://a.com/2", b"No date.", date=""),
+        _record("http://a.com/3", b"\xff\xfe invalid utf-8"),
+        _record("http://a.com/4", b"   \n  "),
+        _record("http://a.com/5", b"x" * 1001),
+        _record("http://a.com/6", b"Good page six."),
+    ])
+    assert _outcomes(_read(data)) == [
+        "http://a.com/1", "missing_url", "missing_date", "invalid_utf8", "empty_page",
+        "oversized_record", "http://a.com/6"]
+
+
+def test_corrupt_member_skips_one_record_only():
+    members = [_member(_record(f"http://a.com/{i}", f"Page {i} text.".encode())) for i in range(5)]
+    broken = bytearray(members[2])
+    broken[len(broken) // 2] ^= 0xFF
+    broken[len(broken) // 2 + 1] ^= 0xFF
+    data = b"".join(members[:2]) + bytes(broken) + b"".join(members[3:])
+    assert _outcomes(_read(data)) == [
+        "http://a.com/0", "http://a.com/1", "corrupt_record", "http://a.com/3", "http://a.com/4"]
+
+
+def test_truncated_file_keeps_every_complete_record():
+    members = [_member(_record(f"http://a.com/{i}", f"Page {i} text.".encode())) for i in range(3)]
+    data = b"".join(members)[:-len(members[-1]) // 2]
+    assert _outcomes(_read(data)) == ["http://a.com/0", "http://a.com/1", "corrupt_record"]
+
+
+def test_uncompressed_wet_with_a_broken_header(shared_data):
+    path = shared_data / "wet/eugeneware-warc/CC-MAIN-20140820021334-00006-ip-10-180-136-8.ec2.internal.warc.wet"
+    data = path.read_bytes()
+    assert len([i for i in _read(data, 10**6) if isinstance(i, Page)]) == 3
+    second = data.index(b"WARC/1.0", data.index(b"WARC-Type: conversion"))
+    broken = data[:second] + b"XXXX" + data[second + 4:]
+    outcomes = _outcomes(_read(broken, 10**6))
+    assert outcomes.count("corrupt_record") == 1
+    assert len([o for o in outcomes if o.startswith("http")]) == 2
