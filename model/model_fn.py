@@ -34,14 +34,14 @@ DECODER_ONLY_KEYS = ("decoder_target_tokens", "decoder_input_tokens", "decoder_s
 LOSS_LOG_NAME = "train_loss.jsonl"
 
 
-@gin.configurable
-def inverse_square_root(step: tf.Tensor, warmup_steps: int = 10000) -> tf.Tensor:
+@gin.configurable(module="lr")
+def inverse_sqrt(step: tf.Tensor, warmup_steps: int = 10000) -> tf.Tensor:
     """The pre-training schedule: 1 / sqrt(max(step, warmup_steps)), constant 0.01 at first."""
     step = tf.cast(step, tf.float32)
     return tf.math.rsqrt(tf.maximum(step, float(warmup_steps)))
 
 
-@gin.configurable
+@gin.configurable(module="lr")
 def constant(step: tf.Tensor, value: float = 0.001) -> tf.Tensor:
     """The fine-tuning schedule."""
     del step
@@ -77,7 +77,7 @@ class OptimizationConfig:
     """Adafactor (T5's settings: factored second moments, decay 0.8 power, clipping 1, no
     momentum, parameter-scaled updates) driven by a learning-rate schedule of the global step."""
 
-    learning_rate_schedule: Callable[[tf.Tensor], tf.Tensor] = inverse_square_root
+    learning_rate_schedule: Callable[[tf.Tensor], tf.Tensor] = inverse_sqrt
     # T5's auxiliary loss that keeps log(sum(exp(logits))) near zero.
     z_loss: float = 1e-4
 

@@ -80,6 +80,8 @@ class TrainConfig:
     intra_op_threads: int = 0
     inter_op_threads: int = 0
     init_checkpoint: Optional[str] = None
+    # Graph-level seed: the same initial weights (and dropout masks) in every run of a config.
+    random_seed: int = 0
 
 
 def family(model_config: ModelConfig) -> str:
@@ -133,6 +135,7 @@ def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
         cluster=cluster,
         model_dir=model_dir,
         session_config=session_config,
+        tf_random_seed=train_config.random_seed,
         # Checkpoints come from the model function's saver hook (it copies mesh slices first).
         save_checkpoints_steps=None,
         save_checkpoints_secs=None,
@@ -253,11 +256,14 @@ def decode(run: Run, texts: Sequence[str], inputs_length: int) -> List[str]:
 
 
 def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
-    gin.add_config_file_search_path(str(GIN_DIR))
-    for path in gin_files:
-        if not (pathlib.Path(path).is_file() or (GIN_DIR / path).is_file()):
-            raise FileNotFoundError(f"gin file {path} not found (nor under {GIN_DIR})")
-    gin.parse_config_files_and_bindings(gin_files, gin_params, finalize_config=False)
+    """Parses gin files (paths, or names relative to model/gin/) and bindings."""
+    paths = []
+    for name in gin_files:
+        path = pathlib.Path(name) if pathlib.Path(name).is_file() else GIN_DIR / name
+        if not path.is_file():
+            raise FileNotFoundError(f"gin file {name} not found (nor under {GIN_DIR})")
+        paths.append(str(path))
+    gin.parse_config_files_and_bindings(paths, gin_params, finalize_config=False)
 
 
 def configured_run(model_dir: str) -> Run:
