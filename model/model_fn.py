@@ -103,6 +103,19 @@ class NonFiniteLossError(RuntimeError):
     """Training stopped because the loss became NaN or infinite."""
 
 
+def non_finite_loss_error(loss: float, step: int, model_dir: str) -> NonFiniteLossError:
+    last = tf.train.latest_checkpoint(model_dir)
+    return NonFiniteLossError(
+        f"training loss is {loss} at step {step}: stopping. The last checkpoint is "
+        f"{last or 'none'}. Lower the learning rate or check the inputs, then resume.")
+
+
+def last_logged_step(model_dir: str) -> int:
+    log = pathlib.Path(model_dir) / LOSS_LOG_NAME
+    lines = log.read_text().splitlines() if log.is_file() else []
+    return json.loads(lines[-1])["step"] if lines else 0
+
+
 class LossMonitorHook(tf.train.SessionRunHook):
     """Checks every step's loss is finite (stops with a clear error otherwise) and appends
     {"step", "loss"} to `train_loss.jsonl` in the model directory, so curves can be compared
@@ -120,10 +133,7 @@ class LossMonitorHook(tf.train.SessionRunHook):
         loss = float(run_values.results["loss"])
         step = int(run_values.results["step"])
         if not math.isfinite(loss):
-            last = tf.train.latest_checkpoint(str(self._model_dir))
-            raise NonFiniteLossError(
-                f"training loss is {loss} at step {step}: stopping. The last checkpoint is "
-                f"{last or 'none'}. Lower the learning rate or check the inputs, then resume.")
+            raise non_finite_loss_error(loss, step, str(self._model_dir))
         with self._log_path.open("a") as log:
             log.write(json.dumps({"step": step, "loss": loss}) + "\n")
 

@@ -24,8 +24,8 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
 
 from model import inputs
 from model.architectures import Architecture, ModelConfig
-from model.model_fn import (MeshConfig, ModelFnSetup, OptimizationConfig, make_model_fn,
-                            strip_after_eos)
+from model.model_fn import (MeshConfig, ModelFnSetup, OptimizationConfig, last_logged_step,
+                            make_model_fn, non_finite_loss_error, strip_after_eos)
 from model.vocabulary import EOS_ID, Vocabulary
 
 GIN_DIR = pathlib.Path(__file__).resolve().parent / "gin"
@@ -204,9 +204,14 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
                                run.train_config, run.model_dir, vocab_size, batch_size)
     target = max_steps or run.train_config.train_steps
     if start_step < target:
-        estimator.train(lambda params: resumed_batches(examples(), params["batch_size"],
-                                                       start_step),
-                        max_steps=target)
+        try:
+            estimator.train(lambda params: resumed_batches(examples(), params["batch_size"],
+                                                           start_step),
+                            max_steps=target)
+        except tf.train.NanLossDuringTrainingError:
+            # Estimator's own NaN check runs before LossMonitorHook: give the same message.
+            raise non_finite_loss_error(
+                float("nan"), last_logged_step(run.model_dir) + 1, run.model_dir) from None
     return checkpoint_step(run.model_dir)
 
 
@@ -302,7 +307,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 pathlib.Path(args.output_file).write_text(out)
             else:
                 sys.stdout.write(out)
-    except (ValueError, FileNotFoundError, RuntimeError, gin.config.ConfigParserError) as error:
+    # Gin reports unknown names as ValueError/KeyError and malformed files as SyntaxError.
+    except (ValueError, KeyError, SyntaxError, FileNotFoundError, RuntimeError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     return 0
