@@ -10,7 +10,6 @@ same model encodes and decodes them in Python (sentencepiece) and inside tf.data
 from __future__ import annotations
 
 import dataclasses
-import functools
 import itertools
 import json
 import pathlib
@@ -18,6 +17,7 @@ from typing import Iterable, Iterator, Mapping, Sequence
 
 import sentencepiece as spm
 import tensorflow as tf
+import tensorflow_text
 from sentencepiece import sentencepiece_model_pb2
 
 PAD_ID = 0
@@ -96,6 +96,8 @@ class Vocabulary:
         self.model_proto = add_sentinels(path.read_bytes(), num_sentinels)
         self.token_ids = TokenIds(self.num_pieces + num_sentinels, num_sentinels)
         self._processor = spm.SentencePieceProcessor(model_proto=self.model_proto)
+        # Built eagerly: a tokenizer first built inside a tf.data map would belong to that graph.
+        self._tf_tokenizer = tensorflow_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
 
     @property
     def vocab_size(self) -> int:
@@ -110,11 +112,6 @@ class Vocabulary:
         if EOS_ID in ids:
             ids = ids[:ids.index(EOS_ID)]
         return self._processor.decode([i for i in ids if i != PAD_ID])
-
-    @functools.cached_property
-    def _tf_tokenizer(self):
-        import tensorflow_text  # Imported lazily: it registers ops, slow at import time.
-        return tensorflow_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
 
     def tf_encode(self, text: tf.Tensor) -> tf.Tensor | tf.RaggedTensor:
         """Graph op: a string scalar gives an int32 vector; a string vector a RaggedTensor."""
