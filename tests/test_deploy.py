@@ -328,3 +328,20 @@ def test_training_command_configures_the_real_trainer():
     assert training.tokens_per_batch == tpu.BATCH_SEQUENCES * tpu.SEQUENCE_LENGTH
     assert data.source == "tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"
     assert data.vocabulary == "gs://my-bucket/vocab/spm.model"
+
+
+def test_readme_mesh_table_is_what_the_launcher_computes():
+    readme = (REPO_ROOT / "deploy" / "README.md").read_text()
+    rows = [line.strip("|").split("|") for line in readme.splitlines()
+            if line.startswith("| v") and "`model:" in line]
+    assert len(rows) >= 5
+    for accelerator, devices, hosts, *cells in rows:
+        slice_ = tpu.accelerator_type(accelerator.strip())
+        assert (int(devices), int(hosts)) == (slice_.devices, slice_.hosts)
+        for size, cell in zip(tpu.MODEL_SIZES, cells):
+            try:
+                plan = tpu.mesh_plan(slice_, size)
+                expected = f"`{plan.mesh_shape}` ({plan.sequences_per_replica})"
+            except ValueError:
+                expected = "n/a"
+            assert cell.strip() == expected, (accelerator, size)
