@@ -1,6 +1,7 @@
 """The launchers' dry runs: commands built from arguments, bad arguments refused with a message."""
 import pathlib
 import shlex
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -345,3 +346,27 @@ def test_readme_mesh_table_is_what_the_launcher_computes():
             except ValueError:
                 expected = "n/a"
             assert cell.strip() == expected, (accelerator, size)
+
+
+def test_worker_image_copies_everything_its_install_needs(tmp_path):
+    """Rebuild the Dockerfile's COPY steps in a folder and run its setup.py there."""
+    dockerfile = (REPO_ROOT / "deploy" / "Dockerfile").read_text()
+    context = tmp_path / "image"
+    for line in dockerfile.splitlines():
+        if not line.startswith("COPY "):
+            continue
+        *sources, destination = line.split()[1:]
+        for source in sources:
+            source_path = REPO_ROOT / source
+            assert source_path.exists(), f"Dockerfile copies missing {source}"
+            target = context / destination / (source_path.name if destination.endswith("/")
+                                               else "")
+            if source_path.is_dir():
+                shutil.copytree(source_path, target, dirs_exist_ok=True)
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(source_path, target)
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=context, check=True,
+                   capture_output=True)
+    (requires,) = context.glob("*.egg-info/requires.txt")
+    assert requires.read_text().split() == requirements.pinned_requirements()
