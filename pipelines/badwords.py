@@ -1,6 +1,9 @@
 """The bad-words filter: any whole-word, case-insensitive match of a listed term drops the page."""
+import dataclasses
 import re
-from typing import Sequence
+from typing import FrozenSet, Sequence, Tuple
+
+_WORD = re.compile(r"\w+")
 
 
 def parse_badwords(content: bytes, source: str) -> list:
@@ -15,11 +18,37 @@ def parse_badwords(content: bytes, source: str) -> list:
     return terms
 
 
-def compile_badwords(terms: Sequence[str]) -> "re.Pattern":
+@dataclasses.dataclass(frozen=True)
+class BadwordsMatcher:
+    """One regular expression for all terms, tried only where a term can start.
+
+    Running a 400-way alternation at every word of every page is slow; the first word of each
+    term picks the few positions worth trying, which gives the same matches several times faster.
+    """
+    pattern: "re.Pattern"
+    first_words: FrozenSet[str]
+    terms_without_first_word: Tuple[str, ...]  # Terms that start with a symbol, such as an emoji.
+
+
+def compile_badwords(terms: Sequence[str]) -> BadwordsMatcher:
     # Longest first, so that a multi-word term wins over its first word in the alternation.
     alternatives = "|".join(re.escape(term) for term in sorted(terms, key=lambda t: (-len(t), t)))
-    return re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)")
+    first_words = set()
+    symbol_initial = []
+    for term in terms:
+        first = _WORD.match(term)
+        if first:
+            first_words.add(first.group())
+        else:
+            symbol_initial.append(term)
+    return BadwordsMatcher(re.compile(r"(?<!\w)(?:" + alternatives + r")(?!\w)"),
+                           frozenset(first_words), tuple(symbol_initial))
 
 
-def contains_badword(text: str, pattern: "re.Pattern") -> bool:
-    return pattern.search(text.lower()) is not None
+def contains_badword(text: str, matcher: BadwordsMatcher) -> bool:
+    lower = text.lower()
+    for word in _WORD.finditer(lower):
+        if word.group() in matcher.first_words and matcher.pattern.match(lower, word.start()):
+            return True
+    return (any(term in lower for term in matcher.terms_without_first_word)
+            and matcher.pattern.search(lower) is not None)

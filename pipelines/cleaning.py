@@ -56,7 +56,7 @@ def line_drop_reason(line: str, config: CleaningConfig) -> Optional[str]:
     words = line.split()
     if len(words) < config.min_words_per_line:
         return "too_few_words"
-    if max(len(word) for word in words) > config.max_word_length:
+    if len(max(words, key=len)) > config.max_word_length:
         return "word_too_long"
     lower = line.lower()
     if "javascript" in lower:

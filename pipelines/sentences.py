@@ -17,8 +17,16 @@ vs etc al approx ca cf viz fig figs vol vols no nos pp ed eds inc ltd co corp br
 jan feb mar apr jun jul aug sep sept oct nov dec
 """.split())
 
-_CANDIDATE_END = re.compile(
-    r"(?P<word>[^\s.!?]*)(?P<mark>[.!?]+)[\"'\u201d\u2019\u00bb)\]]*\s+(?=(?P<next>\S))")
+_CANDIDATE_END = re.compile(r"(?P<mark>[.!?]+)[\"'\u201d\u2019\u00bb)\]]*\s+(?=(?P<next>\S))")
+_WORD_BOUNDARY = frozenset(".!?")
+
+
+def _word_before(line: str, end: int) -> str:
+    """The run of characters before `end` up to white space or terminal punctuation."""
+    start = end
+    while start > 0 and not line[start - 1].isspace() and line[start - 1] not in _WORD_BOUNDARY:
+        start -= 1
+    return line[start:end]
 
 
 def _ends_sentence(word: str, mark: str, next_char: str) -> bool:
@@ -37,7 +45,8 @@ def split_sentences(line: str) -> List[str]:
     sentences = []
     start = 0
     for match in _CANDIDATE_END.finditer(line):
-        if _ends_sentence(match.group("word"), match.group("mark"), match.group("next")):
+        word = _word_before(line, match.start())
+        if _ends_sentence(word, match.group("mark"), match.group("next")):
             end = match.start("next")
             sentences.append(line[start:end].strip())
             start = end

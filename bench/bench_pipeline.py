@@ -1,0 +1,106 @@
+"""Throughput of each pipeline stage and of the whole job on the shared WET samples.
+
+    python bench/bench_pipeline.py [--repeats 3]
+
+Per stage: the pure function alone, one core, over every page that reaches that stage.
+End to end: `python -m pipelines.c4 --variant en` with the DirectRunner (one process), timed
+as a whole, with its peak memory. Also the bytes per page that the dedup shuffle moves.
+"""
+import argparse
+import glob
+import pathlib
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
+
+import apache_beam as beam  # noqa: E402
+
+from pipelines import badwords, cleaning, dedup, language, urls, wet  # noqa: E402
+from pipelines.files import open_raw  # noqa: E402
+from pipelines.page import Page  # noqa: E402
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+WET_GLOB = str(SHARED / "wet" / "*" / "*")
+
+
+def timed(function, repeats):
+    """Median seconds of `repeats` calls of function()."""
+    durations = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        function()
+        durations.append(time.perf_counter() - start)
+    return statistics.median(durations)
+
+
+def read_pages(paths):
+    return [item for path in paths
+            for item in wet.read_wet(lambda: open_raw(path), 760_000) if isinstance(item, Page)]
+
+
+def report(name, seconds, pages, megabytes):
+    print(f"{name:<28}{pages / seconds:>12,.0f} pages/s{megabytes / seconds:>10.2f} MB/s"
+          f"{seconds * 1000:>10.1f} ms")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    paths = sorted(glob.glob(WET_GLOB))
+    compressed_mb = sum(pathlib.Path(p).stat().st_size for p in paths) / 1e6
+    pages = read_pages(paths)
+    text_mb = sum(len(p.text.encode()) for p in pages) / 1e6
+    print(f"input: {len(paths)} WET files, {compressed_mb:.2f} MB compressed, {len(pages)} pages, "
+          f"{text_mb:.2f} MB of text\n")
+    print(f"{'stage (one core)':<28}{'pages/s':>20}{'text MB/s':>15}{'time':>10}")
+
+    report("read WET (gunzip+warcio)", timed(lambda: read_pages(paths), args.repeats),
+           len(pages), text_mb)
+    report("url normalisation", timed(lambda: [urls.normalize_url(p.url) for p in pages],
+                                      args.repeats), len(pages), text_mb)
+    config = cleaning.PUBLIC_C4_CLEANING
+    report("cleaning heuristics", timed(lambda: [cleaning.clean_page(p.text, config)
+                                                 for p in pages], args.repeats), len(pages), text_mb)
+    cleaned = [r.text for r in (cleaning.clean_page(p.text, config) for p in pages) if r.text]
+    cleaned_mb = sum(len(t.encode()) for t in cleaned) / 1e6
+
+    def span_keys_of_all():
+        return [list(dedup.span_keys(dedup.units_of(t, "spans"), 3)) for t in cleaned]
+    report("dedup: span keys", timed(span_keys_of_all, args.repeats), len(cleaned), cleaned_mb)
+
+    factory = language.new_detector_factory()
+    report("langdetect", timed(lambda: [language.detect_language(t, factory) for t in cleaned],
+                               1), len(cleaned), cleaned_mb)
+    pattern = badwords.compile_badwords(
+        badwords.parse_badwords((SHARED / "badwords" / "en").read_bytes(), "en"))
+    report("bad words", timed(lambda: [badwords.contains_badword(t, pattern) for t in cleaned],
+                              args.repeats), len(cleaned), cleaned_mb)
+
+    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes])
+    shuffled = [len(coder.encode((key, dedup.encode_occurrence(b"\0" * 8, start))))
+                for keys in span_keys_of_all() for key, start in keys]
+    print(f"\ndedup shuffle: {sum(shuffled) / len(cleaned):,.0f} bytes per page "
+          f"({len(shuffled) / len(cleaned):.1f} spans of {statistics.mean(shuffled):.0f} bytes), "
+          f"against {cleaned_mb * 1e6 / len(cleaned):,.0f} bytes of text per page")
+
+    with tempfile.TemporaryDirectory() as output:
+        command = [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", WET_GLOB,
+                   "--output", output, "--badwords", str(SHARED / "badwords" / "en")]
+        start = time.perf_counter()
+        subprocess.run(command, check=True, capture_output=True,
+                       cwd=pathlib.Path(__file__).resolve().parents[1])
+        seconds = time.perf_counter() - start
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    print(f"\nend to end, variant en, DirectRunner, one process (includes ~5 s of start-up):")
+    report("whole job", seconds, len(pages), text_mb)
+    print(f"peak memory of the job: {peak_mb:,.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
