@@ -1,11 +1,12 @@
 # `make run` builds C4 `en` from the first WET file of CC-MAIN-2019-18 (needs the internet);
-# offline, pass local WET files: make run INPUT="path/to/*.warc.wet.gz".
+# offline, pass local files: make run INPUT="path/to/*.warc.wet.gz" BADWORDS=path/to/en
 # `make test` runs the whole test suite. Both create .venv from requirements.txt first.
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
 INPUT ?= https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz
 MAX_FILES ?= 1
+BADWORDS ?= https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words/25e679f03d96baa721cde20db9944649e8d0a844/en
 OUTPUT ?= out/$(VARIANT)
 
 $(VENV)/.installed: requirements.txt
@@ -18,7 +19,7 @@ $(VENV)/.installed: requirements.txt
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) --input $(INPUT) --max_files $(MAX_FILES) --output $(OUTPUT)
+	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) --input $(INPUT) --max_files $(MAX_FILES) --badwords $(BADWORDS) --output $(OUTPUT)
 
 test: install
 	$(VENV)/bin/python -m pytest -q tests

@@ -32,8 +32,9 @@ def open_raw(path: str) -> BinaryIO:
             return urllib.request.urlopen(path, timeout=60)
         except (urllib.error.URLError, OSError) as error:
             raise InputError(
-                f"cannot fetch {path}: {error}. Without internet access, download the file "
-                "elsewhere and pass its local path instead.") from None
+                f"cannot fetch {path}: {error}. Offline, pass local files instead: WET files "
+                "or a manifest with --input, the lists with --badwords, --realnews_domains "
+                "(with make: make run INPUT='path/*.warc.wet.gz' BADWORDS=path/en).") from None
     try:
         return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     except (OSError, IOError, ValueError) as error:
