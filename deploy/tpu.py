@@ -285,7 +285,9 @@ def _parser() -> argparse.ArgumentParser:
     # It is also model/gin/pretrain.gin's default; passing it keeps the printed command explicit.
     parser.add_argument("--train_steps", type=arguments.positive_int, default=524288)
     parser.add_argument("--preemptible", action="store_true")
-    parser.add_argument("--runtime_version", help=argparse.SUPPRESS)
+    parser.add_argument("--runtime_version",
+                        help="TPU software version (default: tpu-vm-tf-2.15.1-se, or "
+                             "tpu-vm-tf-2.15.1-pod-se for multi-host slices)")
     parser.add_argument("--stages", type=_stages, default=DEFAULT_STAGES,
                         help=f"comma-separated subset of {','.join(STAGES)} "
                              f"(default {','.join(DEFAULT_STAGES)})")

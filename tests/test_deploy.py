@@ -188,6 +188,7 @@ def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
     (source,) = (tmp_path / "unpacked").iterdir()
     for package in ("pipelines", "tfds_c4", "model"):
         assert (source / package / "__init__.py").is_file()
+    assert (source / "model" / "gin" / "pretrain.gin").is_file()
     # What a worker does with it: run setup.py from the unpacked sdist, away from this checkout.
     subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=source, check=True,
                    capture_output=True)
