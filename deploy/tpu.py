@@ -141,6 +141,9 @@ class TpuRun:
 
 REMOTE_SOURCE_ARCHIVE = "t5-c4-src.tar.gz"
 REMOTE_CHECKOUT = "t5-c4"
+# model.vocabulary.Vocabulary reads a local file: the train stage copies --vocabulary from gs://
+# to this path, relative to the checkout the trainer runs in.
+LOCAL_VOCABULARY = "vocabulary.model"
 
 
 def _gcloud_tpu(run: TpuRun, verb: str, *args: str) -> list[str]:
@@ -192,7 +195,7 @@ def train_argv(run: TpuRun) -> list[str]:
     source = f"tfds:{TFDS_BUILDER}/{run.variant}@{run.tfds_data_dir}"
     bindings = [
         f"DataConfig.source={_gin_string(source)}",
-        f"DataConfig.vocabulary={_gin_string(run.vocabulary)}",
+        f"DataConfig.vocabulary={_gin_string(LOCAL_VOCABULARY)}",
         f"MeshConfig.mesh_shape={_gin_string(plan.mesh_shape)}",
         f"MeshConfig.layout={_gin_string(plan.layout)}",
         "TrainConfig.use_tpu=True",
@@ -225,12 +228,13 @@ def _gin_string(value: str) -> str:
 
 
 def train_script(run: TpuRun) -> str:
-    """Starts training detached from the ssh session, logging next to the checkout."""
+    """Fetches the vocabulary, then starts training detached from the ssh session."""
     log = f"~/train-{run.tpu_name}.log"
     environment = "TPU_LOAD_LIBRARY=0 " if run.accelerator.hosts > 1 else ""
+    fetch_vocabulary = f"gcloud storage cp {_shell_word(run.vocabulary)} {LOCAL_VOCABULARY}"
     # Not shlex.join: the gin strings carry their own shell escaping (see _gin_string).
-    return (f"cd ~/{REMOTE_CHECKOUT} && {environment}nohup {' '.join(train_argv(run))} "
-            f"> {log} 2>&1 &")
+    return (f"cd ~/{REMOTE_CHECKOUT} && {fetch_vocabulary} && "
+            f"{environment}nohup {' '.join(train_argv(run))} > {log} 2>&1 &")
 
 
 def commands(run: TpuRun, stages: Sequence[str]) -> list[list[str]]:

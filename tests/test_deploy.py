@@ -226,6 +226,8 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     assert install[4] == "ssh" and "--worker=all" in install
     assert "tensorflow-text==2.15.0" in remote_script(install)
     assert train[4] == "ssh" and "--worker=0" in train
+    assert ("gcloud storage cp gs://my-bucket/vocab/spm.model vocabulary.model && "
+            in remote_script(train))
     trainer = shlex.split(remote_script(train).split("nohup ", 1)[1].split(" > ", 1)[0])
     assert trainer[:5] == ["python3", "-m", "model.train", "--mode", "pretrain"]
     assert option_values(trainer, "--model_dir") == ["gs://my-bucket/models/small-en"]
@@ -233,7 +235,7 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
                                                     "architectures/encoder_decoder.gin"]
     assert option_values(trainer, "--gin_param") == [
         'DataConfig.source="tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"',
-        'DataConfig.vocabulary="gs://my-bucket/vocab/spm.model"',
+        'DataConfig.vocabulary="vocabulary.model"',
         'MeshConfig.mesh_shape="model:1,batch:8"',
         f'MeshConfig.layout="{tpu.MESH_LAYOUT}"',
         "TrainConfig.use_tpu=True",
@@ -329,7 +331,7 @@ def test_training_command_configures_the_real_trainer():
     assert (training.use_tpu, training.tpu, training.train_steps) == (True, "t5-run", 1000)
     assert training.tokens_per_batch == tpu.BATCH_SEQUENCES * tpu.SEQUENCE_LENGTH
     assert data.source == "tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"
-    assert data.vocabulary == "gs://my-bucket/vocab/spm.model"
+    assert data.vocabulary == tpu.LOCAL_VOCABULARY
 
 
 def test_readme_mesh_table_is_what_the_launcher_computes():
