@@ -194,3 +194,31 @@ def test_user_errors_are_clear(shared_data, tmp_path, argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         c4.main(base + argv)
     assert message in str(exit_info.value)
+
+
+def _wet_file(path: pathlib.Path, records):
+    """A WET file of (url, date, text) conversion records, one gzip member each."""
+    with path.open("wb") as out:
+        for url, date, text in records:
+            body = text.encode()
+            head = (f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: {url}\r\n"
+                    f"WARC-Date: {date}\r\nContent-Type: text/plain\r\n"
+                    f"Content-Length: {len(body)}\r\n\r\n")
+            out.write(gzip.compress(head.encode() + body + b"\r\n\r\n", mtime=0))
+
+
+def test_url_dedup_keeps_the_newest_copy_across_files(shared_data, tmp_path, en_run):
+    _, splits, _ = en_run
+    texts = [record["text"] for record in splits["train"][:3]]
+    (tmp_path / "in").mkdir()
+    _wet_file(tmp_path / "in/a.warc.wet.gz", [
+        ("http://www.example.com/story/", "2019-04-18T10:00:00Z", texts[0]),
+        ("https://example.org/other", "2019-04-18T10:00:00Z", texts[2])])
+    _wet_file(tmp_path / "in/b.warc.wet.gz", [
+        ("https://example.com/story", "2019-04-25T10:00:00Z", texts[1]),
+        ("https://example.com/story?utm_source=feed", "2019-04-20T10:00:00Z", texts[2])])
+    stats = run_variant(shared_data, tmp_path / "out", "en.noclean", [str(tmp_path / "in/*")])
+    records = read_split(tmp_path / "out", "train") + read_split(tmp_path / "out", "validation")
+    assert stats["url_dedup"] == {"pages.passed": 2, "pages.dropped:older_duplicate": 2}
+    story = [r for r in records if normalize_url(r["url"]) == "example.com/story"]
+    assert [(r["url"], r["text"]) for r in story] == [("https://example.com/story", texts[1])]
