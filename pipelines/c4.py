@@ -18,7 +18,7 @@ from pipelines import files, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import VARIANTS, VariantConfig, variant
 from pipelines.output import WriteShards
-from pipelines.urls import split_of
+from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 
 COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
 DEFAULT_INPUT = COMMON_CRAWL_BASE_URL + "crawl-data/CC-MAIN-2019-18/wet.paths.gz"
@@ -32,37 +32,39 @@ DEFAULT_REALNEWS_DOMAINS = ("https://raw.githubusercontent.com/rowanz/grover/"
 _MANIFEST_SUFFIXES = (".paths.gz", ".paths")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+def parser() -> argparse.ArgumentParser:
+    options = argparse.ArgumentParser(
         prog="python -m pipelines.c4", description=__doc__,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    parser.add_argument("--variant", default="en", choices=sorted(VARIANTS),
-                        help="which C4 variant to build: " + "; ".join(
-                            f"{name}: {config.description}" for name, config in VARIANTS.items()))
-    parser.add_argument("--input", nargs="+", default=[DEFAULT_INPUT],
-                        help="WET files (.warc.wet.gz or .wet), globs, or Common Crawl manifests "
-                             "(wet.paths.gz); local, gs://, s3:// or https://")
-    parser.add_argument("--max_files", type=int, default=None,
-                        help="take only the first N WET files of the inputs (all if unset)")
-    parser.add_argument("--output", required=True, help="output folder (local or gs://)")
-    parser.add_argument("--badwords", default=DEFAULT_BADWORDS,
-                        help="bad-words list, one term per line (path or URL)")
-    parser.add_argument("--realnews_domains", default=DEFAULT_REALNEWS_DOMAINS,
-                        help="RealNews JSON of domain -> allowed subdomains (path or URL); "
-                             "realnewslike only")
-    parser.add_argument("--webtext_urls", nargs="+", default=[],
-                        help="OpenWebText URL lists (paths or globs; plain, .gz, .xz; one URL or "
-                             "one Reddit submission JSON per line); webtextlike only")
-    parser.add_argument("--cleaning", default="public_c4", choices=sorted(CLEANING_SETTINGS),
-                        help="cleaning thresholds: public_c4 = 5 words per line and 3 sentences "
-                             "per page; paper_text = 3 words per line and 5 sentences per page")
-    parser.add_argument("--train_shards", type=int, default=8, help="output files for train")
-    parser.add_argument("--validation_shards", type=int, default=1,
-                        help="output files for validation")
-    parser.add_argument("--cc_base_url", default=COMMON_CRAWL_BASE_URL,
-                        help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
-                             "or a gs:// mirror)")
-    return parser
+    options.add_argument("--variant", default="en", choices=sorted(VARIANTS),
+                         help="which C4 variant to build: " + "; ".join(
+                             f"{name}: {config.description}" for name, config in VARIANTS.items()))
+    options.add_argument("--input", nargs="+", default=[DEFAULT_INPUT],
+                         help="WET files (.warc.wet.gz or .wet), globs, or Common Crawl manifests "
+                              "(wet.paths.gz); local, gs://, s3:// or https://")
+    options.add_argument("--max_files", type=int, default=None,
+                         help="take only the first N WET files of the inputs (all if unset)")
+    options.add_argument("--output", required=True, help="output folder (local or gs://)")
+    options.add_argument("--badwords", default=DEFAULT_BADWORDS,
+                         help="bad-words list, one term per line (path or URL)")
+    options.add_argument("--realnews_domains", default=DEFAULT_REALNEWS_DOMAINS,
+                         help="RealNews JSON of domain -> allowed subdomains (path or URL); "
+                              "realnewslike only")
+    options.add_argument("--webtext_urls", nargs="+", default=[],
+                         help="OpenWebText URL lists (paths or globs; plain, .gz, .xz; one URL or "
+                              "one Reddit submission JSON per line); webtextlike only")
+    options.add_argument("--cleaning", default="public_c4", choices=sorted(CLEANING_SETTINGS),
+                         help="cleaning thresholds: public_c4 = 5 words per line and 3 sentences "
+                              "per page; paper_text = 3 words per line and 5 sentences per page")
+    options.add_argument("--train_shards", type=int, default=8, help="output files for train")
+    options.add_argument("--validation_shards", type=int, default=1,
+                         help="output files for validation")
+    options.add_argument("--validation_fraction", type=float, default=DEFAULT_VALIDATION_FRACTION,
+                         help="share of pages (by URL hash) in the validation split")
+    options.add_argument("--cc_base_url", default=COMMON_CRAWL_BASE_URL,
+                         help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
+                              "or a gs:// mirror)")
+    return options
 
 
 def _is_manifest(path: str) -> bool:
@@ -91,11 +93,18 @@ def configure(args: argparse.Namespace) -> VariantConfig:
     return config
 
 
+def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
+                  paths: Sequence[str]) -> beam.PCollection:
+    """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
+    return (pipeline
+            | "ReadWet" >> stages.ReadWetFiles(paths, max_record_bytes=4 * config.max_page_chars)
+            | "C4" >> stages.C4Pages(config, resources))
+
+
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                   paths: Sequence[str], output_dir: str, shards: dict) -> None:
-    pages = (pipeline
-             | "ReadWet" >> stages.ReadWetFiles(paths, max_record_bytes=4 * config.max_page_chars)
-             | "C4" >> stages.C4Pages(config, resources))
+                   paths: Sequence[str], output_dir: str, shards: dict,
+                   validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> None:
+    pages = variant_pages(pipeline, config, resources, paths)
     languages = config.language.languages
     for language in languages:
         directory = output_dir if len(languages) == 1 else FileSystems.join(output_dir, language)
@@ -107,18 +116,20 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
         for split, num_shards in shards.items():
             (pages_of_language
              | f"Split_{language}_{split}" >> beam.Filter(
-                 lambda page, wanted: split_of(page.normalized_url) == wanted, split)
+                 lambda page, wanted: split_of(page.normalized_url, validation_fraction) == wanted,
+                 split)
              | f"Write_{language}_{split}" >> WriteShards(directory, split, num_shards))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logging.getLogger("c4").setLevel(logging.INFO)
-    args, beam_args = _parser().parse_known_args(argv)
+    args, beam_args = parser().parse_known_args(argv)
     try:
         config = configure(args)
         if args.max_files is not None and args.max_files < 1:
             raise ValueError("--max_files must be >= 1")
+        split_of("", args.validation_fraction)  # Rejects a fraction outside [0, 1] early.
         paths = wet_paths(args.input, args.max_files, args.cc_base_url)
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
                                           args.webtext_urls)
@@ -127,7 +138,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
     shards = {"train": args.train_shards, "validation": args.validation_shards}
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
-    build_pipeline(pipeline, config, resources, paths, args.output, shards)
+    build_pipeline(pipeline, config, resources, paths, args.output, shards,
+                   args.validation_fraction)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.collect_counters(result)

@@ -41,9 +41,13 @@ def newest_page(a: Page, b: Page) -> Page:
     return max(a, b, key=lambda page: (page.timestamp, page.url, page.text))
 
 
-VALIDATION_BUCKETS = 1000  # 1 in 1000 pages (0.1%) goes to validation.
+DEFAULT_VALIDATION_FRACTION = 0.001  # The paper's 0.1%.
+_SPLIT_BUCKETS = 1_000_000
 
 
-def split_of(normalized_url: str) -> str:
-    """'validation' for 0.1% of URLs, chosen by a stable hash; 'train' for the rest."""
-    return "validation" if stable_hash(normalized_url) % VALIDATION_BUCKETS == 0 else "train"
+def split_of(normalized_url: str, validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> str:
+    """'validation' for a fraction of URLs chosen by a stable hash; 'train' for the rest."""
+    if not 0 <= validation_fraction <= 1:
+        raise ValueError(f"the validation fraction must be in [0, 1], not {validation_fraction}")
+    bucket = stable_hash(normalized_url) % _SPLIT_BUCKETS
+    return "validation" if bucket < validation_fraction * _SPLIT_BUCKETS else "train"

@@ -90,7 +90,7 @@ def test_dataflow_argv_is_what_the_pipeline_and_beam_understand():
     argv = dataflow_argv("--variant", "webtextlike", "--dump_preset", "webtextlike-paper",
                          "--max_files", "3", "--webtext_urls", "gs://my-bucket/urls/*.gz")
     # The pipeline's own options first; everything it does not know goes to Beam.
-    args, beam_args = c4._parser().parse_known_args(argv)
+    args, beam_args = c4.parser().parse_known_args(argv)
     assert args.variant == "webtextlike" and args.max_files == 3
     assert len(args.input) == 12 and args.webtext_urls == ["gs://my-bucket/urls/*.gz"]
     assert args.output == "gs://my-bucket/c4/" + dataflow.job_name(

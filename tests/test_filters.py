@@ -36,6 +36,11 @@ def test_split_is_stable_and_about_one_in_a_thousand():
     splits = [urls.split_of(f"site{i}.com/page") for i in range(100_000)]
     assert splits == [urls.split_of(f"site{i}.com/page") for i in range(100_000)]
     assert 50 <= splits.count("validation") <= 150
+    wider = [urls.split_of(f"site{i}.com/page", 0.1) for i in range(100_000)]
+    assert 9_000 <= wider.count("validation") <= 11_000
+    assert all(w == "validation" for s, w in zip(splits, wider) if s == "validation")
+    with pytest.raises(ValueError):
+        urls.split_of("a.com", 1.5)
 
 
 def test_language_detection_is_deterministic_and_thresholded(shared_data):

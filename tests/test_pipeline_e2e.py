@@ -22,7 +22,7 @@ def run_variant(shared_data, output: pathlib.Path, variant: str, inputs=None, ex
     argv = ["--variant", variant, "--input", *inputs, "--output", str(output),
             "--badwords", str(shared_data / "badwords/en"),
             "--realnews_domains", str(shared_data / "realnews/domain_to_allowed_subdomains.json"),
-            "--train_shards", "3", *extra]
+            "--train_shards", "3", "--validation_fraction", "0.05", *extra]
     return c4.main(argv)
 
 
@@ -106,12 +106,14 @@ def test_en_has_no_repeated_three_sentence_span(en_run):
     assert seen and max(seen.values()) == 1
 
 
-def test_en_no_page_in_both_splits(en_run):
+def test_en_splits_are_disjoint_and_sized(en_run):
     _, splits, _ = en_run
     train = {normalize_url(r["url"]) for r in splits["train"]}
     validation = {normalize_url(r["url"]) for r in splits["validation"]}
     assert not train & validation
-    assert len(train) == len(splits["train"])
+    assert len(train) == len(splits["train"]) and len(validation) == len(splits["validation"])
+    share = len(validation) / (len(train) + len(validation))
+    assert 0.02 < share < 0.09  # --validation_fraction 0.05
 
 
 def test_noclean_keeps_raw_text_of_english_pages(shared_data, tmp_path, en_run):
