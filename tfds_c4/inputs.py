@@ -1,0 +1,165 @@
+"""Where a `t5_c4` build takes its inputs from, and the clear error when one is missing.
+
+Each input comes from the first of:
+1. an explicit path in `BuildOptions` (Python: `tfds.builder("t5_c4/en", options=BuildOptions(...))`);
+2. the manual_dir (`tfds build --manual_dir DIR`, default `<data_dir>/downloads/manual`), laid
+   out as `MANUAL_LAYOUT` says. A manual_dir that exists and holds files means "offline":
+   nothing is downloaded, and an input missing there is an error;
+3. online: the pinned URL through the TFDS download manager, checked against `checksums.tsv`
+   (bad words, RealNews domains), or the Common Crawl manifest of each dump in `cc_dumps`.
+OpenWebText URL lists have no pinned public copy: webtextlike always needs them locally.
+"""
+import dataclasses
+from typing import Callable, List, Optional, Sequence
+
+from etils import epath
+
+from pipelines import c4, files
+from pipelines.config import VariantConfig
+from pipelines.urls import DEFAULT_VALIDATION_FRACTION
+
+MANUAL_WET_DIR = "wet"
+MANUAL_BADWORDS = "badwords/en"
+MANUAL_REALNEWS_DOMAINS = "realnews/domain_to_allowed_subdomains.json"
+MANUAL_WEBTEXT_DIR = "openwebtext_urls"
+MANUAL_LAYOUT = f"""\
+  {MANUAL_WET_DIR}/       WET files (*.warc.wet.gz, *.wet) or Common Crawl manifests (wet.paths.gz),
+                 searched recursively
+  {MANUAL_BADWORDS}   the LDNOOBW English list ({c4.DEFAULT_BADWORDS})
+  {MANUAL_REALNEWS_DOMAINS}
+                 realnewslike only ({c4.DEFAULT_REALNEWS_DOMAINS})
+  {MANUAL_WEBTEXT_DIR}/   webtextlike only: OpenWebText URL lists (plain, .gz, .xz), searched recursively
+"""
+_WET_SUFFIXES = (".wet", ".wet.gz", ".paths", ".paths.gz")
+
+# url -> local path of the downloaded, checksum-verified file (TFDS's `dl_manager.download`).
+Downloader = Callable[[str], str]
+
+
+class MissingInputError(Exception):
+    """An input the build needs is absent; the message says which file and where to put it."""
+
+
+@dataclasses.dataclass(frozen=True)
+class BuildOptions:
+    """Explicit inputs of one build (what is left unset comes from the manual_dir or the network)
+    and its validation share."""
+    wet_files: Sequence[str] = ()  # WET files, globs or manifests (local, gs://, https://).
+    max_wet_files: Optional[int] = None  # Only the first N WET files (all if None).
+    cc_dumps: Sequence[str] = ("CC-MAIN-2019-18",)  # Online, without wet_files: these dumps.
+    cc_base_url: str = c4.COMMON_CRAWL_BASE_URL  # Prefix of a manifest's relative paths.
+    badwords: Optional[str] = None
+    realnews_domains: Optional[str] = None
+    webtext_urls: Sequence[str] = ()  # Paths or globs.
+    # The paper's 0.1% by default. Larger only for samples too small to give validation a page;
+    # the value used is stored in info.metadata.
+    validation_fraction: float = DEFAULT_VALIDATION_FRACTION
+
+    def __post_init__(self):
+        if isinstance(self.wet_files, str) or isinstance(self.webtext_urls, str):
+            raise ValueError("wet_files and webtext_urls are lists of paths, not one string")
+        if self.max_wet_files is not None and self.max_wet_files < 1:
+            raise ValueError("max_wet_files must be >= 1")
+        if not 0 < self.validation_fraction < 1:
+            raise ValueError("validation_fraction must be in (0, 1): TFDS cannot write an empty "
+                             f"split, got {self.validation_fraction}")
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedInputs:
+    """Every input a variant needs, as paths or URLs the pipeline's readers open."""
+    wet_paths: Sequence[str]
+    badwords: Optional[str]
+    realnews_domains: Optional[str]
+    webtext_urls: Sequence[str]
+
+
+def manifest_url(dump: str, base_url: str) -> str:
+    return f"{base_url.rstrip('/')}/crawl-data/{dump}/wet.paths.gz"
+
+
+def _files_under(directory: epath.Path, suffixes: Optional[Sequence[str]] = None) -> List[str]:
+    if not directory.is_dir():
+        return []
+    return sorted(str(path) for path in directory.rglob("*")
+                  if path.is_file() and (suffixes is None or path.name.endswith(tuple(suffixes))))
+
+
+def _missing(what: str, manual_path: str, option: str, source: str) -> MissingInputError:
+    return MissingInputError(
+        f"{what} not found: put it at {manual_path} or pass BuildOptions({option}=...)"
+        f"{source}. Expected manual_dir layout:\n{MANUAL_LAYOUT}")
+
+
+def _download(what: str, url: str, download: Downloader, manual_path: str,
+              option: str) -> str:
+    try:
+        return str(download(url))
+    except Exception as error:  # The download manager raises many types (network, checksum).
+        raise MissingInputError(
+            f"could not download {what} from {url} ({type(error).__name__}: {error}). Offline, "
+            f"put it at {manual_path} and pass --manual_dir, or pass "
+            f"BuildOptions({option}=PATH).") from None
+
+
+def _one_file(what: str, explicit: Optional[str], manual_dir: Optional[epath.Path],
+              relative: str, url: str, option: str, download: Optional[Downloader]) -> str:
+    if explicit:
+        return explicit
+    manual_path = f"<manual_dir>/{relative}" if manual_dir is None else str(manual_dir / relative)
+    if manual_dir is not None:
+        if (manual_dir / relative).is_file():
+            return manual_path
+        raise _missing(what, manual_path, option, f" (its pinned source: {url})")
+    return _download(what, url, download, manual_path, option)
+
+
+def _wet_paths(inputs: BuildOptions, manual_dir: Optional[epath.Path]) -> List[str]:
+    if inputs.wet_files:
+        patterns = list(inputs.wet_files)
+    elif manual_dir is not None:
+        patterns = _files_under(manual_dir / MANUAL_WET_DIR, _WET_SUFFIXES)
+        if not patterns:
+            raise _missing("WET files", str(manual_dir / MANUAL_WET_DIR), "wet_files", "")
+    else:
+        # Manifests are read directly rather than through the download manager: Common Crawl
+        # publishes no checksums to pin, and the download manager's file names drop the
+        # `.paths.gz` suffix by which the pipeline recognises a manifest.
+        patterns = [manifest_url(dump, inputs.cc_base_url) for dump in inputs.cc_dumps]
+    try:
+        paths = c4.wet_paths(patterns, inputs.max_wet_files, inputs.cc_base_url)
+    except files.InputError as error:
+        raise MissingInputError(f"WET input unusable: {error}") from None
+    if not paths:
+        raise MissingInputError(f"no WET file listed in {patterns}")
+    return paths
+
+
+def _webtext_urls(inputs: BuildOptions, manual_dir: Optional[epath.Path]) -> List[str]:
+    if inputs.webtext_urls:
+        return list(inputs.webtext_urls)
+    manual_path = ("<manual_dir>/" if manual_dir is None else str(manual_dir) + "/") + \
+        MANUAL_WEBTEXT_DIR
+    found = _files_under(manual_dir / MANUAL_WEBTEXT_DIR) if manual_dir is not None else []
+    if not found:
+        raise _missing("OpenWebText URL lists", manual_path, "webtext_urls",
+                       " (they have no pinned download; see tfds_c4/README.md)")
+    return found
+
+
+def resolve(config: VariantConfig, inputs: BuildOptions, manual_dir: Optional[str],
+            download: Downloader) -> ResolvedInputs:
+    """The inputs `config` needs, or a MissingInputError; given a manual_dir, nothing downloads."""
+    manual = epath.Path(manual_dir) if manual_dir else None
+    fetch = None if manual is not None else download
+    badwords = realnews = None
+    if config.filter_badwords:
+        badwords = _one_file("the bad-words list", inputs.badwords, manual, MANUAL_BADWORDS,
+                             c4.DEFAULT_BADWORDS, "badwords", fetch)
+    if config.domain_filter == "realnews":
+        realnews = _one_file("the RealNews domains", inputs.realnews_domains, manual,
+                             MANUAL_REALNEWS_DOMAINS, c4.DEFAULT_REALNEWS_DOMAINS,
+                             "realnews_domains", fetch)
+    webtext = _webtext_urls(inputs, manual) if config.domain_filter == "webtext" else []
+    return ResolvedInputs(_wet_paths(inputs, manual), badwords, realnews, tuple(webtext))
+
