@@ -19,6 +19,7 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import apache_beam as beam  # noqa: E402
+from langdetect import detector_factory as langdetect_factory  # noqa: E402
 
 from pipelines import badwords, cleaning, dedup, language, urls, wet  # noqa: E402
 from pipelines.files import open_raw  # noqa: E402
@@ -74,9 +75,22 @@ def main():
         return [list(dedup.span_keys(dedup.units_of(t, "spans"), 3)) for t in cleaned]
     report("dedup: span keys", timed(span_keys_of_all, args.repeats), len(cleaned), cleaned_mb)
 
-    factory = language.new_detector_factory()
-    report("langdetect", timed(lambda: [language.detect_language(t, factory) for t in cleaned],
-                               1), len(cleaned), cleaned_mb)
+    factory = langdetect_factory.DetectorFactory()
+    factory.load_profile(langdetect_factory.PROFILES_DIRECTORY)
+    factory.seed = language.LANGDETECT_SEED
+
+    def reference_langdetect(text):
+        detector = factory.create()
+        detector.append(text)
+        try:
+            return detector.get_probabilities()
+        except langdetect_factory.LangDetectException:
+            return []
+    report("langdetect (the library)", timed(lambda: [reference_langdetect(t) for t in cleaned],
+                                             1), len(cleaned), cleaned_mb)
+    detector = language.LanguageDetector()
+    report("language (ours, same output)", timed(lambda: [detector.detect(t) for t in cleaned],
+                                                 args.repeats), len(cleaned), cleaned_mb)
     pattern = badwords.compile_badwords(
         badwords.parse_badwords((SHARED / "badwords" / "en").read_bytes(), "en"))
     report("bad words", timed(lambda: [badwords.contains_badword(t, pattern) for t in cleaned],

@@ -282,13 +282,13 @@ class _LanguageFn(beam.DoFn):
 
     def __init__(self, config: language.LanguageConfig):
         self._config = config
-        self._factory = None
+        self._detector = None
 
     def setup(self):
-        self._factory = language.new_detector_factory()
+        self._detector = language.LanguageDetector()
 
     def process(self, page: Page):
-        detected = language.detect_language(page.text, self._factory)
+        detected = self._detector.detect(page.text)
         reason = language.language_drop_reason(detected, self._config)
         if reason:
             _count("language", f"pages.dropped:{reason}")

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from pipelines import badwords, domains, language, urls, wet
+from pipelines import badwords, domains, urls, wet
 from pipelines.files import InputError, expand, read_all
 from pipelines.page import Page
 
@@ -41,21 +41,6 @@ def test_split_is_stable_and_about_one_in_a_thousand():
     assert all(w == "validation" for s, w in zip(splits, wider) if s == "validation")
     with pytest.raises(ValueError):
         urls.split_of("a.com", 1.5)
-
-
-def test_language_detection_is_deterministic_and_thresholded(shared_data):
-    factory = language.new_detector_factory()
-    english = (shared_data / "text/de/tatoeba.deu-eng.eng").read_text().splitlines()[:40]
-    german = (shared_data / "text/de/tatoeba.deu-eng.deu").read_text().splitlines()[:40]
-    config = language.LanguageConfig()
-    detected = language.detect_language(" ".join(english), factory)
-    assert detected[0] == "en" and detected == language.detect_language(" ".join(english), factory)
-    assert language.language_drop_reason(detected, config) is None
-    assert language.language_drop_reason(
-        language.detect_language(" ".join(german), factory), config) == "other_language"
-    assert language.language_drop_reason(("en", 0.5), config) == "low_probability"
-    assert language.language_drop_reason(language.detect_language("1234 !!", factory),
-                                         config) == "undetectable"
 
 
 def test_badwords_whole_word_case_insensitive(shared_data):
