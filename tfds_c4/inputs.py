@@ -1,7 +1,7 @@
 """Where a `t5_c4` build takes its inputs from, and the clear error when one is missing.
 
 Each input comes from the first of:
-1. an explicit path in `BuildOptions` (Python: `tfds.builder("t5_c4/en", options=BuildOptions(...))`);
+1. an explicit path in `BuildOptions` (Python: `tfds.builder("t5_c4/en", wet_files=[...], ...)`);
 2. the manual_dir (`tfds build --manual_dir DIR`, default `<data_dir>/downloads/manual`), laid
    out as `MANUAL_LAYOUT` says. A manual_dir that exists and holds files means "offline":
    nothing is downloaded, and an input missing there is an error;
@@ -79,15 +79,21 @@ def manifest_url(dump: str, base_url: str) -> str:
 
 
 def _files_under(directory: epath.Path, suffixes: Optional[Sequence[str]] = None) -> List[str]:
+    """Files in `directory` and its subfolders, sorted (epath refuses `**` globs, for GCS)."""
     if not directory.is_dir():
         return []
-    return sorted(str(path) for path in directory.rglob("*")
-                  if path.is_file() and (suffixes is None or path.name.endswith(tuple(suffixes))))
+    found: List[str] = []
+    for path in directory.iterdir():
+        if path.is_dir():
+            found.extend(_files_under(path, suffixes))
+        elif suffixes is None or path.name.endswith(tuple(suffixes)):
+            found.append(str(path))
+    return sorted(found)
 
 
 def _missing(what: str, manual_path: str, option: str, source: str) -> MissingInputError:
     return MissingInputError(
-        f"{what} not found: put it at {manual_path} or pass BuildOptions({option}=...)"
+        f"{what} not found: put it at {manual_path} or pass the builder keyword {option}=..."
         f"{source}. Expected manual_dir layout:\n{MANUAL_LAYOUT}")
 
 
@@ -99,7 +105,7 @@ def _download(what: str, url: str, download: Downloader, manual_path: str,
         raise MissingInputError(
             f"could not download {what} from {url} ({type(error).__name__}: {error}). Offline, "
             f"put it at {manual_path} and pass --manual_dir, or pass "
-            f"BuildOptions({option}=PATH).") from None
+            f"the builder keyword {option}=PATH.") from None
 
 
 def _one_file(what: str, explicit: Optional[str], manual_dir: Optional[epath.Path],

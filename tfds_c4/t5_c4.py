@@ -73,9 +73,12 @@ _MANUAL_INSTRUCTIONS = f"""\
 Offline, or to build from your own WET files, pass --manual_dir DIR (nothing is downloaded then)
 with this layout:
 {inputs_lib.MANUAL_LAYOUT}
-From Python, `tfds.builder("t5_c4/en", options=tfds_c4.BuildOptions(wet_files=[...], ...))` names
-the files directly.
+From Python, `tfds.builder("t5_c4/en", wet_files=[...], badwords=..., ...)` (any field of
+tfds_c4.BuildOptions) names the files directly.
 """
+
+
+_OPTION_NAMES = tuple(field.name for field in dataclasses.fields(BuildOptions))
 
 
 class EmptySplitError(Exception):
@@ -140,9 +143,14 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         """
         return epath.Path(__file__)
 
-    def __init__(self, *, options: Optional[BuildOptions] = None, **kwargs):
-        """`options`: input files and validation share of a build; unneeded to load one."""
-        self._options = options or BuildOptions()
+    def __init__(self, **kwargs):
+        """TFDS's arguments (data_dir, config, ...) and any field of BuildOptions by name.
+
+        Flat keywords, so that the `tfds build` command line can pass them in the dataset name:
+        `t5_c4/en/validation_fraction=0.05`. Loading a built dataset needs none of them.
+        """
+        self._options = BuildOptions(**{name: kwargs.pop(name) for name in _OPTION_NAMES
+                                        if name in kwargs})
         super().__init__(**kwargs)
 
     def _info(self) -> tfds.core.DatasetInfo:
@@ -189,7 +197,7 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                 "a split got no pages, and TFDS cannot write an empty split. Validation holds "
                 f"{self._options.validation_fraction:.2%} of pages (by URL hash): build from more "
                 "WET files (a full one keeps thousands of pages), or, for a sample, pass "
-                "BuildOptions(validation_fraction=...) larger. TFDS said: "
+                "a larger validation_fraction (builder keyword). TFDS said: "
                 f"{error}") from None
 
     def _process_pipeline_result(self, pipeline_result) -> None:
