@@ -286,7 +286,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--input_file", help="decode: one input text per line")
     parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
     args = parser.parse_args(argv)
-    tf.disable_eager_execution()
     try:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)

@@ -13,6 +13,7 @@ import dataclasses
 import itertools
 import json
 import pathlib
+import weakref
 from typing import Iterable, Iterator, Mapping, Sequence
 
 import sentencepiece as spm
@@ -96,8 +97,25 @@ class Vocabulary:
         self.model_proto = add_sentinels(path.read_bytes(), num_sentinels)
         self.token_ids = TokenIds(self.num_pieces + num_sentinels, num_sentinels)
         self._processor = spm.SentencePieceProcessor(model_proto=self.model_proto)
-        # Built eagerly: a tokenizer first built inside a tf.data map would belong to that graph.
-        self._tf_tokenizer = tensorflow_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
+        # The tokenizer's resource belongs to the context it is built in: one per outermost
+        # context (eager, or each graph such as an Estimator's), never one inside a tf.data map.
+        self._eager_tokenizer = None
+        self._graph_tokenizers = weakref.WeakKeyDictionary()
+
+    @property
+    def _tf_tokenizer(self) -> tensorflow_text.SentencepieceTokenizer:
+        with tf.init_scope():
+            if tf.executing_eagerly():
+                if self._eager_tokenizer is None:
+                    self._eager_tokenizer = self._new_tf_tokenizer()
+                return self._eager_tokenizer
+            graph = tf.compat.v1.get_default_graph()
+            if graph not in self._graph_tokenizers:
+                self._graph_tokenizers[graph] = self._new_tf_tokenizer()
+            return self._graph_tokenizers[graph]
+
+    def _new_tf_tokenizer(self) -> tensorflow_text.SentencepieceTokenizer:
+        return tensorflow_text.SentencepieceTokenizer(model=self.model_proto, out_type=tf.int32)
 
     @property
     def vocab_size(self) -> int:

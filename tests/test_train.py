@@ -44,7 +44,6 @@ def data_bindings(shared_data):
 
 
 def configure(model_dir, data_bindings, *extra, gin_files=("pretrain.gin",)) -> train.Run:
-    tf.disable_eager_execution()
     gin.clear_config()
     train.parse_gin(list(gin_files), TINY_BINDINGS + data_bindings + list(extra))
     return train.configured_run(str(model_dir))
