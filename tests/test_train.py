@@ -1,7 +1,8 @@
 """Training a tiny T5 end to end on CPU through TPUEstimator (use_tpu=False) and Mesh TensorFlow.
 
-Real text: C4 documents from the shared samples (JSON lines), a SentencePiece vocabulary trained on
-the shared text, span corruption, packing. Meshes: one device, and two devices (PlacementMeshImpl)
+Real text: `t5_c4/en` built by our TFDS builder from the shared WET file of 800 real C4 pages and
+read back with tfds.load, a SentencePiece vocabulary trained on the shared text, span corruption,
+packing. Meshes: one device, and two devices (PlacementMeshImpl)
 data parallel on `batch` and model parallel on `d_ff`/`heads`/`vocab`.
 """
 import json
@@ -16,6 +17,10 @@ import gin
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
+import tensorflow_datasets as tfds
+from apache_beam.options.pipeline_options import PipelineOptions
+
+import tfds_c4  # noqa: F401  (registers t5_c4)
 
 from model import train
 from model.model_fn import LOSS_LOG_NAME, NonFiniteLossError
@@ -35,12 +40,24 @@ TINY_BINDINGS = [
 
 
 @pytest.fixture(scope="module")
-def data_bindings(shared_data):
-    samples = shared_data / "c4_samples" / "olmo"
+def c4_data_dir(shared_data, tmp_path_factory) -> pathlib.Path:
+    """A TFDS data_dir holding t5_c4/en, built by the DirectRunner from real C4 pages."""
+    data_dir = tmp_path_factory.mktemp("tfds")
+    builder = tfds.builder(
+        "t5_c4/en", data_dir=str(data_dir),
+        wet_files=[str(shared_data / "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz")],
+        badwords=str(shared_data / "badwords/en"), validation_fraction=0.05)
+    builder.download_and_prepare(download_config=tfds.download.DownloadConfig(
+        beam_options=PipelineOptions(["--runner=DirectRunner"])))
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def data_bindings(shared_data, c4_data_dir):
     vocabulary = trained_vocabulary(shared_data)
+    # eval_source defaults to the validation split of the tfds: source.
     return [f"DataConfig.vocabulary = '{vocabulary.path}'",
-            f"DataConfig.source = '{samples}/c4-sample.0[12].json.gz'",
-            f"DataConfig.eval_source = '{samples}/c4-sample.03.json.gz'"]
+            f"DataConfig.source = 'tfds:t5_c4/en@{c4_data_dir}'"]
 
 
 def configure(model_dir, data_bindings, *extra, gin_files=("pretrain.gin",)) -> train.Run:
