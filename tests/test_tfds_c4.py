@@ -189,8 +189,7 @@ def _shard_bytes(data_dir: pathlib.Path, config: str):
 def test_tfds_build_command_line_writes_the_same_bytes(builds, manual_dir, tmp_path):
     """`tfds build` with our package, the manual_dir and Beam options, as tfds_c4/README.md says."""
     _, python_dir, _ = builds("en")
-    # `python -m tfds_c4.build` is `tfds build` without the mlcroissant import (see its doc).
-    command = [sys.executable, "-m", "tfds_c4.build",
+    command = [str(pathlib.Path(sys.executable).parent / "tfds"), "build",
                "--imports", "tfds_c4", f"t5_c4/en/validation_fraction={VALIDATION_FRACTION}",
                "--data_dir", str(tmp_path), "--manual_dir", str(manual_dir),
                "--beam_pipeline_options", "runner=DirectRunner"]
