@@ -130,13 +130,17 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         if args.max_files is not None and args.max_files < 1:
             raise ValueError("--max_files must be >= 1")
         split_of("", args.validation_fraction)  # Rejects a fraction outside [0, 1] early.
+        shards = {"train": args.train_shards, "validation": args.validation_shards}
+        if min(shards.values()) < 1:
+            raise ValueError("--train_shards and --validation_shards must be >= 1")
         paths = wet_paths(args.input, args.max_files, args.cc_base_url)
+        if not paths:
+            raise files.InputError(f"the inputs {args.input} name no WET file")
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
                                           args.webtext_urls)
     except (ValueError, files.InputError) as error:
         sys.exit(f"error: {error}")
     logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
-    shards = {"train": args.train_shards, "validation": args.validation_shards}
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     build_pipeline(pipeline, config, resources, paths, args.output, shards,
                    args.validation_fraction)

@@ -189,8 +189,10 @@ def test_corrupt_and_missing_inputs(shared_data, tmp_path):
     (["--input", "/nonexistent/*.wet.gz"], "no file matches"),
     (["--badwords", "/nonexistent/badwords.txt"], "cannot open /nonexistent/badwords.txt"),
     (["--variant", "webtextlike"], "needs OpenWebText URL lists"),
+    (["--train_shards", "0"], "must be >= 1"),
+    (["--validation_fraction", "2"], "validation fraction must be in [0, 1]"),
 ])
-def test_user_errors_are_clear(shared_data, tmp_path, argv, message, capsys):
+def test_user_errors_are_clear(shared_data, tmp_path, argv, message):
     base = ["--input", str(shared_data / ROUNDTRIP), "--output", str(tmp_path),
             "--badwords", str(shared_data / "badwords/en")]
     with pytest.raises(SystemExit) as exit_info:
@@ -224,3 +226,24 @@ def test_url_dedup_keeps_the_newest_copy_across_files(shared_data, tmp_path, en_
     assert stats["url_dedup"] == {"pages.passed": 2, "pages.dropped:older_duplicate": 2}
     story = [r for r in records if normalize_url(r["url"]) == "example.com/story"]
     assert [(r["url"], r["text"]) for r in story] == [("https://example.com/story", texts[1])]
+
+
+def test_empty_manifest_is_an_error(shared_data, tmp_path):
+    manifest = tmp_path / "wet.paths.gz"
+    manifest.write_bytes(gzip.compress(b""))
+    with pytest.raises(SystemExit) as exit_info:
+        c4.main(["--input", str(manifest), "--output", str(tmp_path / "out"),
+                 "--badwords", str(shared_data / "badwords/en")])
+    assert "name no WET file" in str(exit_info.value)
+
+
+def test_manifest_paths_are_prefixed_and_limited(tmp_path):
+    manifest = tmp_path / "wet.paths.gz"
+    manifest.write_bytes(gzip.compress(
+        b"crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz\n"
+        b"crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz\n"))
+    assert c4.wet_paths([str(manifest)], None, "gs://mirror/") == [
+        "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz",
+        "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz"]
+    assert c4.wet_paths([str(manifest)], 1, "https://data.commoncrawl.org/") == [
+        "https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz"]
