@@ -8,7 +8,11 @@ transformer arguments as:
     decoder_loss_weights -> loss weights             attention takes positions from the index)
 The Bitransformer derives its decoder inputs from the targets and segment ids itself (the same
 shift-right-within-segment as `decoder_input_tokens`). A prefix LM finds its bidirectional prefix
-from the `<inputs> EOS <targets> EOS` layout of each packed example (Mesh TF's `delimited_lm`).
+from the `<inputs> EOS <targets> EOS` layout of each packed example (Mesh TF's `delimited_lm`:
+positions with an even count of earlier EOS in the row, plus one), so it ignores
+`decoder_causal_attention` yet equals it while every example's inputs and targets end in EOS, as
+`objectives.append_eos_after_trim` makes them (tests/test_prefix_lm.py checks it on packed rows);
+an example without those EOS would misplace the prefix of every later segment in its row.
 PREDICT mode takes one feature, `inputs`: token ids ending in EOS, zero padded.
 """
 from __future__ import annotations
