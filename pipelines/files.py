@@ -2,6 +2,7 @@
 import bz2
 import gzip
 import lzma
+import os
 import urllib.error
 import urllib.request
 from typing import BinaryIO, List
@@ -70,4 +71,10 @@ def expand(pattern: str) -> List[str]:
     paths = sorted(metadata.path for metadata in matches)
     if not paths:
         raise InputError(f"no file matches {pattern}")
+    # Beam matches a local folder as if it were a file; reading it would fail on the workers and
+    # give an empty output, so the user hears it here.
+    folders = [path for path in paths if os.path.isdir(path)]
+    if folders:
+        raise InputError(f"{pattern} names the folder {folders[0]}: pass the files in it, "
+                         f"e.g. '{os.path.join(folders[0], '*.warc.wet.gz')}'")
     return paths

@@ -96,6 +96,9 @@ def test_missing_files_give_clear_errors(tmp_path):
         expand(str(tmp_path / "nothing*.wet.gz"))
     with pytest.raises(InputError, match="cannot"):
         read_all(str(tmp_path / "missing.txt"))
+    (tmp_path / "wet").mkdir()
+    with pytest.raises(InputError, match="names the folder .*wet: pass the files in it"):
+        expand(str(tmp_path / "wet"))
 
 
 def _member(record: bytes) -> bytes:
