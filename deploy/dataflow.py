@@ -1,7 +1,7 @@
 """Build a C4 variant on Google Cloud Dataflow.
 
-    python -m deploy.dataflow --variant en --project P --region us-central1 --bucket gs://B \
-        --dump CC-MAIN-2019-18 --dry-run
+    python -m deploy.dataflow --variant en --project my-project --region us-central1 \
+        --bucket gs://my-bucket --dump CC-MAIN-2019-18 --dry-run
 
 builds the exact `python -m pipelines.c4 ...` command with the Dataflow options, prints it with
 --dry-run, and otherwise runs it in this process (`pipelines.c4.main`), which submits the job.
@@ -163,7 +163,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--cc_base_url", default=DEFAULT_CC_BASE_URL,
                         help="https://data.commoncrawl.org/, s3://commoncrawl/ or a gs:// mirror")
     parser.add_argument("--max_files", type=arguments.positive_int,
-                        help="read only the first N WET files of each manifest (trial runs)")
+                        help="read only the first N WET files in all, in dump order (trial runs)")
     parser.add_argument("--machine_type", default="n2-standard-4", type=arguments.machine_type)
     parser.add_argument("--max_num_workers", default=500, type=arguments.positive_int)
     parser.add_argument("--disk_size_gb", default=50, type=arguments.positive_int)

@@ -295,6 +295,8 @@ def test_delete_stage_alone_only_deletes():
     (["--accelerator_type", "v5p-8", "--size", "small"], "not a TPU type this launcher supports"),
     (["--accelerator_type", "v3-12", "--size", "small"], "power of two from 8 to 2048"),
     (["--accelerator_type", "v3-8", "--size", "xl"], "invalid choice: 'xl'"),
+    (["--accelerator_type", "v3-8", "--size", "small", "--variant", "multilingual"],
+     "invalid choice: 'multilingual'"),
     (["--accelerator_type", "v3-2048", "--size", "base"], "cannot be laid out on v3-2048"),
     (["--accelerator_type", "v3-8", "--size", "small", "--stages", "create,launch"],
      "unknown stage(s) launch"),
@@ -305,6 +307,11 @@ def test_delete_stage_alone_only_deletes():
 ])
 def test_tpu_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
     assert message in refusal(capsys, tpu.parse_run, [*BASE_TPU_ARGS, *bad_args])
+
+
+def test_tpu_variants_are_the_tfds_configs():
+    from tfds_c4 import t5_c4  # imported here: the launcher's other tests need no TensorFlow
+    assert tpu.TFDS_VARIANTS == t5_c4.TFDS_VARIANTS
 
 
 def test_tpu_needs_a_bucket_or_both_directories(capsys):
