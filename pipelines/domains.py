@@ -1,6 +1,6 @@
 """The domain filters of the paper's Section 3.4: RealNews-like and WebText-like."""
 import json
-from typing import Dict, Iterator, Optional, Union
+from typing import Dict, Optional, Union
 
 import tldextract
 
@@ -67,10 +67,3 @@ def webtext_url_of_line(line: str) -> Optional[str]:
     if not isinstance(score, (int, float)) or score < _MIN_REDDIT_SCORE:
         return None
     return normalize_url(url)
-
-
-def webtext_urls_of_text(text: str) -> Iterator[str]:
-    for line in text.splitlines():
-        url = webtext_url_of_line(line)
-        if url:
-            yield url
