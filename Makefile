@@ -4,8 +4,10 @@
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
-INPUT ?= https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz
-MAX_FILES ?= 1
+DEFAULT_INPUT := https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz
+INPUT ?= $(DEFAULT_INPUT)
+# The default manifest lists 56,000 files: take the first. Inputs you name are read whole.
+MAX_FILES ?= $(if $(filter $(DEFAULT_INPUT),$(INPUT)),1,)
 BADWORDS ?= https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words/25e679f03d96baa721cde20db9944649e8d0a844/en
 OUTPUT ?= out/$(VARIANT)
 
@@ -19,7 +21,7 @@ $(VENV)/.installed: requirements.txt
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) --input $(INPUT) --max_files $(MAX_FILES) --badwords $(BADWORDS) --output $(OUTPUT)
+	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) --input $(INPUT) $(if $(MAX_FILES),--max_files $(MAX_FILES)) --badwords $(BADWORDS) --output $(OUTPUT)
 
 test: install
 	$(VENV)/bin/python -m pytest -q tests

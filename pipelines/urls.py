@@ -35,10 +35,11 @@ def stable_hash(text: str) -> int:
 def newest_page(a: Page, b: Page) -> Page:
     """Of two pages with the same normalized URL, the one URL dedup keeps: the newest.
 
-    Ties on the timestamp are broken by the URL and then the text, so the choice does not depend
-    on the order in which a runner presents the pages.
+    Ties on the timestamp are broken by every other field, so the choice does not depend on the
+    order in which a runner presents the pages.
     """
-    return max(a, b, key=lambda page: (page.timestamp, page.url, page.text))
+    return max(a, b, key=lambda page: (page.timestamp, page.url, page.text, page.content_type,
+                                       page.content_length))
 
 
 DEFAULT_VALIDATION_FRACTION = 0.001  # The paper's 0.1%.
