@@ -111,7 +111,7 @@ def main():
                        cwd=pathlib.Path(__file__).resolve().parents[1])
         seconds = time.perf_counter() - start
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(f"\nend to end, variant en, DirectRunner, one process (includes ~5 s of start-up):")
+    print("\nend to end, variant en, DirectRunner, one process (includes ~5 s of start-up):")
     report("whole job", seconds, len(pages), text_mb)
     print(f"peak memory of the job: {peak_mb:,.0f} MB")
 

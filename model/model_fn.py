@@ -29,7 +29,7 @@ import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
 from model.architectures import Architecture, Model, ModelConfig, build_model
-from model.mtf_compat import mtf, placement_mesh_impl, simd_mesh_impl, transformer
+from model.mtf_compat import mtf, placement_mesh_impl, simd_mesh_impl
 
 ENCODER_DECODER_KEYS = ("encoder_input_tokens", "encoder_segment_ids", "decoder_target_tokens",
                         "decoder_segment_ids", "decoder_loss_weights")

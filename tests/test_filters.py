@@ -1,7 +1,6 @@
 """URL normalisation, splits, language, bad words, domain lists, WET reading on dirty input."""
 import gzip
 import io
-import json
 
 import pytest
 

@@ -96,6 +96,8 @@ def test_training_is_deterministic(tmp_path, shared_data):
     second = train_vocabulary({"en": lines["en"], "de": lines["de"]}, settings, tmp_path / "b")
     # The model protos differ only in the recorded output prefix; the pieces must be identical.
     assert (tmp_path / "a.vocab").read_text() == (tmp_path / "b.vocab").read_text()
+    for line in lines["en"][:20] + lines["de"][:20]:
+        assert first.encode(line) == second.encode(line)
 
 
 def test_bad_inputs_give_clear_errors(tmp_path, capsys):
