@@ -1,4 +1,4 @@
-"""Installs the project's code (pipelines, tfds_c4, model) with its pinned dependencies.
+"""Installs the project's code (text, pipelines, tfds_c4, model) with its pinned dependencies.
 
 Dataflow runs `python setup.py sdist` on the launching machine (--setup_file) and pip-installs
 the result on every worker; deploy/Dockerfile and deploy/tpu.py install it the same way.
@@ -19,7 +19,7 @@ setuptools.setup(
     description="C4 corpus pipeline (Apache Beam) and T5 models (Mesh TensorFlow)",
     # 3.10: the TensorFlow 2.15 TPU VM images run Ubuntu 22.04's Python 3.10.
     python_requires=">=3.10",
-    packages=setuptools.find_packages(include=["pipelines", "pipelines.*", "tfds_c4",
+    packages=setuptools.find_packages(include=["text", "text.*", "pipelines", "pipelines.*", "tfds_c4",
                                                "tfds_c4.*", "model", "model.*"]),
     package_data={"model": ["gin/*.gin", "gin/**/*.gin"]},
     install_requires=pinned_requirements(),

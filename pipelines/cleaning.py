@@ -4,7 +4,7 @@ import dataclasses
 import re
 from typing import Counter, Optional
 
-from pipelines.sentences import split_sentences
+from text.sentences import split_sentences
 
 # A line survives only if it ends like a sentence: terminal punctuation or a closing quote.
 _END_MARKS = (".", "!", "?", "\"", "\u201d")

@@ -11,12 +11,12 @@ Keys and occurrences travel as fixed-size bytes: 8 bytes of key and 12 bytes of 
 (8 of page key, 4 of position), so the shuffle moves about 20 bytes per unit, not the text.
 """
 import dataclasses
-import hashlib
 from typing import Iterable, Iterator, List, Sequence, Set, Tuple
 
-from pipelines.sentences import split_sentences
+from text.hashing import DIGEST64_BYTES, digest64
+from text.sentences import split_sentences
 
-KEY_BYTES = 8
+KEY_BYTES = DIGEST64_BYTES
 _POSITION_BYTES = 4
 
 
@@ -54,12 +54,8 @@ def units_of(text: str, mode: str) -> List[Unit]:
     return units
 
 
-def _digest(text: str) -> bytes:
-    return hashlib.blake2b(text.encode("utf-8"), digest_size=KEY_BYTES).digest()
-
-
 def page_key(normalized_url: str) -> bytes:
-    return _digest(normalized_url)
+    return digest64(normalized_url)
 
 
 def encode_occurrence(key_of_page: bytes, position: int) -> bytes:
@@ -74,7 +70,7 @@ def span_keys(units: Sequence[Unit], span_units: int) -> Iterator[Tuple[bytes, i
     """(key, position of the window's first unit) for every window of `span_units` units."""
     normalized = [" ".join(unit.text.lower().split()) for unit in units]
     for start in range(len(units) - span_units + 1):
-        yield _digest("\n".join(normalized[start:start + span_units])), start
+        yield digest64("\n".join(normalized[start:start + span_units])), start
 
 
 def losing_occurrences(occurrences: Iterable[bytes]) -> Iterator[bytes]:

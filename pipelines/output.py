@@ -16,7 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
 
 from pipelines.page import Page
-from pipelines.urls import stable_hash
+from text.hashing import hash64
 
 
 def shard_name(split: str, index: int, num_shards: int) -> str:
@@ -67,7 +67,7 @@ class WriteShards(beam.PTransform):
         every_shard = (pages.pipeline
                        | "AllShards" >> beam.Create([(i, None) for i in range(num_shards)]))
         keyed = pages | "ShardByUrl" >> beam.Map(
-            lambda page: (stable_hash(page.normalized_url) % num_shards, page))
+            lambda page: (hash64(page.normalized_url) % num_shards, page))
         return ((keyed, every_shard)
                 | "Merge" >> beam.Flatten()
                 | "GroupShards" >> beam.GroupByKey()

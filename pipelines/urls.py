@@ -1,8 +1,8 @@
 """URL normalisation, URL dedup choice, and the train/validation split by URL hash."""
-import hashlib
 import re
 
 from pipelines.page import Page
+from text.hashing import hash64
 
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 # Everything from a query that starts with a tracking or feed parameter is dropped, as in the
@@ -27,11 +27,6 @@ def normalize_url(url: str) -> str:
     return url.rstrip("/")
 
 
-def stable_hash(text: str) -> int:
-    """A 64-bit hash that is the same on every machine, process and Python version."""
-    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "big")
-
-
 def newest_page(a: Page, b: Page) -> Page:
     """Of two pages with the same normalized URL, the one URL dedup keeps: the newest.
 
@@ -50,5 +45,5 @@ def split_of(normalized_url: str, validation_fraction: float = DEFAULT_VALIDATIO
     """'validation' for a fraction of URLs chosen by a stable hash; 'train' for the rest."""
     if not 0 <= validation_fraction <= 1:
         raise ValueError(f"the validation fraction must be in [0, 1], not {validation_fraction}")
-    bucket = stable_hash(normalized_url) % _SPLIT_BUCKETS
+    bucket = hash64(normalized_url) % _SPLIT_BUCKETS
     return "validation" if bucket < validation_fraction * _SPLIT_BUCKETS else "train"

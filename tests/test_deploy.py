@@ -186,7 +186,7 @@ def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
     with tarfile.open(tarball) as archive:
         archive.extractall(tmp_path / "unpacked", filter="data")
     (source,) = (tmp_path / "unpacked").iterdir()
-    for package in ("pipelines", "tfds_c4", "model"):
+    for package in ("text", "pipelines", "tfds_c4", "model"):
         assert (source / package / "__init__.py").is_file()
     assert (source / "model" / "gin" / "pretrain.gin").is_file()
     # What a worker does with it: run setup.py from the unpacked sdist, away from this checkout.

@@ -11,7 +11,7 @@ import pytest
 from pipelines import c4
 from pipelines.dedup import span_keys, units_of
 from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
-from pipelines.sentences import split_sentences
+from text.sentences import split_sentences
 from pipelines.urls import normalize_url
 
 ROUNDTRIP = "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz"

@@ -1,4 +1,4 @@
-from pipelines.sentences import split_sentences
+from text.sentences import split_sentences
 
 
 def test_splits_on_terminal_punctuation():
