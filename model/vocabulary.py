@@ -3,9 +3,13 @@
 Ids 0, 1 and 2 are pad, end-of-sequence and unknown (SentencePiece is trained with exactly these
 ids and no BOS). The 100 sentinels used by the span objectives are appended after the pieces in
 reverse order, as T5 does: `<extra_id_0>` is the last id of the vocabulary, `<extra_id_99>` the
-first id after the pieces. They are written into the model proto as user-defined pieces, so the
-same model encodes and decodes them in Python (sentencepiece) and inside tf.data
-(tensorflow_text), and "<extra_id_3>" in text is one token.
+first id after the pieces. They are written into the model proto as user-defined pieces
+`▁<extra_id_k>` (with the word-start mark, as seqio's vocabulary adds them), so the same model
+encodes and decodes them in Python (sentencepiece) and inside tf.data (tensorflow_text), and
+" <extra_id_3>" in text is one token, not a stray `▁` followed by the sentinel.
+
+The model's embedding has more rows than the vocabulary (padded to a multiple of 128): ids from
+`vocab_size` on can come out of a decoder and decode to UNK (as seqio does), not an error.
 """
 from __future__ import annotations
 
@@ -61,8 +65,16 @@ class TokenIds:
         return self.sentinel_id(0)
 
 
-def sentinel_piece(index: int) -> str:
+# SentencePiece's word-start mark: the text " <extra_id_0>" normalizes to "▁<extra_id_0>".
+WORD_START = "\u2581"
+
+
+def sentinel_text(index: int) -> str:
     return f"<extra_id_{index}>"
+
+
+def sentinel_piece(index: int) -> str:
+    return WORD_START + sentinel_text(index)
 
 
 def add_sentinels(model_proto: bytes, num_sentinels: int = NUM_SENTINELS) -> bytes:
@@ -125,19 +137,21 @@ class Vocabulary:
         return self._processor.encode(text)
 
     def decode(self, ids: Sequence[int]) -> str:
-        """Decodes up to the first EOS; padding is skipped."""
+        """Decodes up to the first EOS; padding is skipped, ids past the vocabulary are UNK."""
         ids = [int(i) for i in ids]
         if EOS_ID in ids:
             ids = ids[:ids.index(EOS_ID)]
-        return self._processor.decode([i for i in ids if i != PAD_ID])
+        return self._processor.decode([i if i < self.vocab_size else UNK_ID for i in ids if i != PAD_ID])
 
     def tf_encode(self, text: tf.Tensor) -> tf.Tensor | tf.RaggedTensor:
         """Graph op: a string scalar gives an int32 vector; a string vector a RaggedTensor."""
         return self._tf_tokenizer.tokenize(text)
 
     def tf_decode(self, ids: tf.Tensor) -> tf.Tensor:
-        """Graph op: int32 ids [..., length] to strings, up to the first EOS, padding skipped."""
+        """Graph op: int32 ids [..., length] to strings, up to the first EOS, padding skipped,
+        ids past the vocabulary decoded as UNK."""
         ids = tf.convert_to_tensor(ids, tf.int32)
+        ids = tf.where(ids < self.vocab_size, ids, UNK_ID)
         before_eos = tf.math.cumsum(tf.cast(tf.equal(ids, EOS_ID), tf.int32), axis=-1, exclusive=True) == 0
         keep = tf.logical_and(before_eos, tf.not_equal(ids, PAD_ID))
         if ids.shape.rank == 1:

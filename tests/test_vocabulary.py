@@ -54,6 +54,28 @@ def test_special_ids_and_sentinels_follow_t5(vocabulary):
     assert vocabulary.encode("\u2603")[-1] == UNK_ID  # a character absent from the sample
 
 
+def test_sentinels_are_word_start_pieces_as_in_seqio(vocabulary):
+    """" <extra_id_0>" is one piece `▁<extra_id_0>`: no stray `▁` token before it."""
+    sentinel = vocabulary.token_ids.sentinel_id(0)
+    assert vocabulary.encode("fox <extra_id_0>") == vocabulary.encode("fox") + [sentinel]
+    ids = vocabulary.encode("Thank you <extra_id_0> me to your party <extra_id_1> week.")
+    assert ids.count(sentinel) == 1 and vocabulary.token_ids.sentinel_id(1) in ids
+    assert vocabulary.tf_encode(tf.constant("fox <extra_id_0>")).numpy().tolist() == vocabulary.encode("fox <extra_id_0>")
+    assert vocabulary.decode(ids) == "Thank you <extra_id_0> me to your party <extra_id_1> week."
+
+
+def test_ids_past_the_vocabulary_decode_as_unk(vocabulary):
+    """The embedding is padded to a multiple of 128 rows: a model may emit those ids."""
+    ids = vocabulary.encode("Guten Morgen")
+    padded_rows = list(range(vocabulary.vocab_size, -(-vocabulary.vocab_size // 128) * 128))
+    assert padded_rows
+    expected = vocabulary.decode(ids + [UNK_ID] * len(padded_rows))
+    assert vocabulary.decode(ids + padded_rows) == expected
+    assert vocabulary.tf_decode(tf.constant(ids + padded_rows)).numpy().decode() == expected
+    batch = vocabulary.tf_decode(tf.constant([ids + padded_rows, ids + [UNK_ID] * len(padded_rows)]))
+    assert [t.decode() for t in batch.numpy()] == [expected, expected]
+
+
 def test_decode_stops_at_eos_and_skips_padding(vocabulary):
     ids = vocabulary.encode("Guten Morgen")
     assert vocabulary.decode(ids + [EOS_ID] + vocabulary.encode("junk") + [PAD_ID]) == "Guten Morgen"
