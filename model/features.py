@@ -27,7 +27,6 @@ from typing import Mapping
 
 import tensorflow as tf
 
-FAMILIES = ("encoder_decoder", "decoder_only", "prefix_lm")
 # Consecutive examples packed together. Larger windows do not pack tighter with greedy next-fit
 # (it only looks at the current row) but amortize the per-window overhead.
 PACKING_WINDOW = 256
@@ -38,6 +37,10 @@ ENCODER_DECODER_KEYS = ("encoder_input_tokens", "encoder_segment_ids", "encoder_
 DECODER_ONLY_KEYS = ("decoder_target_tokens", "decoder_input_tokens", "decoder_segment_ids",
                      "decoder_positions", "decoder_loss_weights")
 PREFIX_LM_KEYS = DECODER_ONLY_KEYS + ("decoder_causal_attention",)
+# The keys each converter writes: the contract with the model families (model/families/).
+FEATURE_KEYS = {"encoder_decoder": ENCODER_DECODER_KEYS, "decoder_only": DECODER_ONLY_KEYS,
+                "prefix_lm": PREFIX_LM_KEYS}
+FAMILIES = tuple(FEATURE_KEYS)
 
 
 # --------------------------------------------------------------------------------------------

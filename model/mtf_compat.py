@@ -12,6 +12,9 @@ if not hasattr(_tf_ops, "register_tensor_conversion_function"):
 
 import mesh_tensorflow as mtf  # noqa: E402  (must follow the alias above)
 from mesh_tensorflow import placement_mesh_impl, simd_mesh_impl  # noqa: E402
-from mesh_tensorflow.transformer import transformer, transformer_layers  # noqa: E402
+from mesh_tensorflow import utils as mtf_utils  # noqa: E402
+from mesh_tensorflow.transformer import (learning_rate_schedules, transformer,  # noqa: E402
+                                         transformer_layers)
 
-__all__ = ["mtf", "placement_mesh_impl", "simd_mesh_impl", "transformer", "transformer_layers"]
+__all__ = ["mtf", "mtf_utils", "placement_mesh_impl", "simd_mesh_impl", "learning_rate_schedules",
+           "transformer", "transformer_layers"]
