@@ -1,0 +1,55 @@
+"""The paper's downstream tasks as text to text: a registry of tasks and mixtures.
+
+    from model import tasks
+    task = tasks.get("glue_mnli")
+    pair = task.preprocess(example)        # {"inputs": "mnli hypothesis: ... premise: ...", "targets": "entailment"}
+    task.score(targets, predictions)       # {"accuracy": 84.2}
+    tasks.get_mixture("glue").rates("temperature", temperature=2)
+
+Plain Python; TensorFlow is imported only to read TFDS (`task.examples`) or to build a
+tf.data.Dataset (`model.tasks.tf_data`).
+"""
+from __future__ import annotations
+
+from model.tasks import cnn_dailymail, glue, squad, super_glue, wmt
+from model.tasks.base import LocalFormat, Task, TfdsSplit
+from model.tasks.mixtures import Mixing, Mixture
+
+_TASKS: dict[str, Task] = {task.name: task for family in (glue, super_glue, squad, cnn_dailymail, wmt)
+                           for task in family.TASKS}
+
+_GLUE = tuple(t for t in _TASKS.values() if t.name.startswith("glue_"))
+_SUPER_GLUE = tuple(t for t in _TASKS.values() if t.name.startswith("super_glue_") or t.name == "dpr")
+_MIXTURES: dict[str, Mixture] = {
+    "glue": Mixture("glue", _GLUE),
+    "super_glue": Mixture("super_glue", _SUPER_GLUE),
+    "all": Mixture("all", tuple(_TASKS.values())),
+}
+
+
+def names() -> list[str]:
+    """Every task name, in the registry's order (GLUE, SuperGLUE, DPR, SQuAD, CNN/DM, WMT)."""
+    return list(_TASKS)
+
+
+def get(name: str) -> Task:
+    try:
+        return _TASKS[name]
+    except KeyError:
+        raise KeyError(f"no task {name!r}; tasks: {', '.join(_TASKS)}"
+                       + (f" (and mixture {name!r}: use get_mixture)" if name in _MIXTURES else "")) from None
+
+
+def mixture_names() -> list[str]:
+    return list(_MIXTURES)
+
+
+def get_mixture(name: str) -> Mixture:
+    try:
+        return _MIXTURES[name]
+    except KeyError:
+        raise KeyError(f"no mixture {name!r}; mixtures: {', '.join(_MIXTURES)}") from None
+
+
+__all__ = ["LocalFormat", "Mixing", "Mixture", "Task", "TfdsSplit", "get", "get_mixture",
+           "mixture_names", "names"]

@@ -1,0 +1,36 @@
+"""`python -m model.tasks`: the tasks and mixtures, with their sources and metrics."""
+from __future__ import annotations
+
+from model import tasks
+
+
+def task_table() -> list[str]:
+    lines = ["| task | TFDS source (split: dataset:split) | local files | metrics | train examples |",
+             "|---|---|---|---|---|"]
+    for name in tasks.names():
+        task = tasks.get(name)
+        splits = "; ".join(f"{ours}: {theirs}" for ours, theirs in task.splits.items())
+        size = f"{task.num_train_examples:,}" + ("" if task.trained_on else " (never trained on)")
+        lines.append(f"| {name} | {splits} | {task.local_format.description} | "
+                     f"{', '.join(task.metric_names)} | {size} |")
+    return lines
+
+
+def mixture_table() -> list[str]:
+    lines = ["| mixture | tasks (examples-proportional rate) |", "|---|---|"]
+    for name in tasks.mixture_names():
+        mixture = tasks.get_mixture(name)
+        rates = mixture.rates()
+        members = ", ".join(f"{t.name} ({rates[t.name]:.3f})" if t.name in rates else f"{t.name} (eval only)"
+                            for t in mixture.tasks)
+        lines.append(f"| {name} | {members} |")
+    return lines
+
+
+def main() -> None:
+    print("\n".join(["## Tasks", "", *task_table(), "", "## Mixtures", "", *mixture_table(), "",
+                     "Mixing: examples_proportional (limit K), temperature (T, K = 2**21), equal."]))
+
+
+if __name__ == "__main__":
+    main()

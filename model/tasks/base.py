@@ -1,0 +1,94 @@
+"""What a task is: where its examples come from, how they become text pairs, how answers are scored.
+
+Plain Python over plain dicts: an example is the dict the task's TFDS dataset gives (strings, ints,
+floats, lists, nested dicts), whether it was read by TFDS or from the original release files.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+Example = Mapping[str, Any]
+TextPair = dict[str, str]  # {"inputs": ..., "targets": ...}
+
+
+@dataclasses.dataclass(frozen=True)
+class TfdsSplit:
+    """One split of a TFDS dataset, e.g. TfdsSplit("glue/mnli", "validation_matched")."""
+    dataset: str
+    split: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}:{self.split}"
+
+
+@dataclasses.dataclass(frozen=True)
+class LocalFormat:
+    """A reader for the original release files of a task: `read(*paths)` yields the TFDS dicts."""
+    description: str  # e.g. "GLUE TSV (train.tsv, dev.tsv)"
+    read: Callable[..., Iterator[dict]]
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """A downstream task of the paper, cast as text to text.
+
+    preprocess(example) -> {"inputs", "targets"}: the pair the model sees in evaluation (and, for
+      most tasks, in training).
+    training_pairs(example) -> list of pairs: what fine-tuning uses; empty for an example a task
+      does not train on (WSC's wrong referents), several for ReCoRD (one per answer).
+    reference(example): what `score` compares a prediction with; the target string unless the
+      metric needs more (all SQuAD/ReCoRD answers, the MultiRC question, the WSC label).
+    postprocess(text): a predicted string as the metric takes it (class id, float, answer); a
+      string that is no valid label gives a value that scores as wrong.
+    score(targets, predictions) -> {metric: percent}: targets are target strings or references.
+    """
+    name: str
+    splits: Mapping[str, TfdsSplit]  # our split name ("train", "validation", ...) -> TFDS split
+    local_format: LocalFormat
+    preprocess: Callable[[Example], TextPair]
+    postprocess: Callable[[str], Any]
+    metric_names: tuple[str, ...]
+    score_postprocessed: Callable[[Sequence[Any], Sequence[Any]], dict[str, float]]
+    num_train_examples: int  # the TFDS train split's size, for mixing rates
+    training_pairs_of: Callable[[Example], list[TextPair]] | None = None
+    reference_of: Callable[[Example], Any] | None = None
+    target_to_reference: Callable[[str], Any] | None = None
+    trained_on: bool = True  # False: evaluated only, as the paper never trains on WNLI
+    benchmark: str = ""  # "glue" or "super_glue": counts in that benchmark's average
+
+    def training_pairs(self, example: Example) -> list[TextPair]:
+        if self.training_pairs_of is not None:
+            return self.training_pairs_of(example)
+        return [self.preprocess(example)]
+
+    def reference(self, example: Example) -> Any:
+        if self.reference_of is not None:
+            return self.reference_of(example)
+        return self.postprocess(self.preprocess(example)["targets"])
+
+    def score(self, targets: Sequence[Any], predictions: Sequence[str]) -> dict[str, float]:
+        if len(targets) != len(predictions):
+            raise ValueError(f"{self.name}: {len(targets)} targets but {len(predictions)} predictions")
+        if not targets:
+            raise ValueError(f"{self.name}: nothing to score")
+        references = [self._as_reference(t) for t in targets]
+        return self.score_postprocessed(references, [self.postprocess(p) for p in predictions])
+
+    def _as_reference(self, target: Any) -> Any:
+        if not isinstance(target, str):
+            return target  # already a reference(example)
+        if self.target_to_reference is not None:
+            return self.target_to_reference(target)
+        return self.postprocess(target)
+
+    def examples(self, split: str, data_dir: str | None = None) -> Iterator[dict]:
+        """The raw examples of a split from TFDS (needs the prepared dataset or the internet)."""
+        from model.tasks import sources  # TFDS is imported only when TFDS is read
+        if split not in self.splits:
+            raise KeyError(f"{self.name} has no split {split!r}; it has {sorted(self.splits)}")
+        return sources.tfds_examples(self.splits[split], data_dir)
+
+    def local_examples(self, *paths: str) -> Iterator[dict]:
+        """The raw examples of original release files, as TFDS gives them."""
+        return self.local_format.read(*paths)

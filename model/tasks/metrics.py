@@ -1,0 +1,129 @@
+"""The T5 paper's evaluation metrics, in percent, through the well-kept packages.
+
+Every metric takes postprocessed targets and predictions (class ids, floats, answer lists, ...)
+and returns {metric name: value in percent}. Class-id metrics expect an invalid prediction to be
+the id INVALID (-1): it never equals a target, so it always counts as wrong.
+"""
+from __future__ import annotations
+
+import collections
+import re
+import string
+from statistics import fmean
+from typing import Hashable, Sequence
+
+import sacrebleu
+import scipy.stats
+import sklearn.metrics
+from rouge_score import rouge_scorer
+
+INVALID = -1  # the class id of a prediction that is no valid label
+
+
+def accuracy(targets: Sequence, predictions: Sequence) -> dict[str, float]:
+    return {"accuracy": 100 * sklearn.metrics.accuracy_score(targets, predictions)}
+
+
+def f1_with_invalid(targets: Sequence[int], predictions: Sequence[int]) -> dict[str, float]:
+    """Binary F1 of class 1; a prediction that is neither 0 nor 1 is flipped to the wrong class."""
+    repaired = [p if p in (0, 1) else 1 - t for t, p in zip(targets, predictions)]
+    return {"f1": 100 * sklearn.metrics.f1_score(list(targets), repaired)}
+
+
+def macro_f1(num_classes: int):
+    """Unweighted mean of the per-class F1 over classes 0..num_classes-1 (CB: 3 classes)."""
+    def metric(targets: Sequence[int], predictions: Sequence[int]) -> dict[str, float]:
+        value = sklearn.metrics.f1_score(list(targets), list(predictions),
+                                         labels=list(range(num_classes)), average="macro")
+        return {f"mean_{num_classes}class_f1": 100 * value}
+    return metric
+
+
+def matthews_corrcoef(targets: Sequence[int], predictions: Sequence[int]) -> dict[str, float]:
+    return {"matthews_corrcoef": 100 * sklearn.metrics.matthews_corrcoef(list(targets), list(predictions))}
+
+
+def pearson_spearman(targets: Sequence[float], predictions: Sequence[float]) -> dict[str, float]:
+    return {"pearson_corrcoef": 100 * scipy.stats.pearsonr(targets, predictions)[0],
+            "spearman_corrcoef": 100 * scipy.stats.spearmanr(targets, predictions)[0]}
+
+
+# --- SQuAD-style answers (SQuAD, ReCoRD) -------------------------------------------------------
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = frozenset(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """The official SQuAD v1.1 normalisation: lower case, no punctuation, no articles, single spaces."""
+    text = "".join(ch for ch in text.lower() if ch not in _PUNCTUATION)
+    return " ".join(_ARTICLES.sub(" ", text).split())
+
+
+def _token_f1(reference: str, prediction: str) -> float:
+    reference_tokens, prediction_tokens = reference.split(), prediction.split()
+    common = collections.Counter(reference_tokens) & collections.Counter(prediction_tokens)
+    overlap = sum(common.values())
+    if overlap == 0:
+        return 0.0
+    precision, recall = overlap / len(prediction_tokens), overlap / len(reference_tokens)
+    return 2 * precision * recall / (precision + recall)
+
+
+def squad(targets: Sequence[Sequence[str]], predictions: Sequence[str]) -> dict[str, float]:
+    """Exact match and token F1 of normalised answers, each the best over the example's references."""
+    exact, f1 = [], []
+    for references, prediction in zip(targets, predictions):
+        references = [normalize_answer(r) for r in references]
+        prediction = normalize_answer(prediction)
+        exact.append(max(float(r == prediction) for r in references))
+        f1.append(max(_token_f1(r, prediction) for r in references))
+    return {"em": 100 * fmean(exact), "f1": 100 * fmean(f1)}
+
+
+# --- MultiRC --------------------------------------------------------------------------------
+
+def multirc(groups: Sequence[Hashable], targets: Sequence[int],
+            predictions: Sequence[int]) -> dict[str, float]:
+    """F1 over all answer options (F1a) and the mean over questions of all-options-right (EM)."""
+    by_question: dict[Hashable, list[bool]] = collections.defaultdict(list)
+    for group, target, prediction in zip(groups, targets, predictions):
+        by_question[group].append(target == prediction)
+    exact_match = fmean(float(all(right)) for right in by_question.values())
+    return {"exact_match": 100 * exact_match, **f1_with_invalid(targets, predictions)}
+
+
+# --- generation ---------------------------------------------------------------------------------
+
+def bleu(targets: Sequence[str], predictions: Sequence[str]) -> dict[str, float]:
+    """Corpus SacreBLEU, cased, `intl` tokenisation, `exp` smoothing: the paper's BLEU."""
+    score = sacrebleu.corpus_bleu(list(predictions), [list(targets)], smooth_method="exp",
+                                  smooth_value=0.0, force=False, lowercase=False,
+                                  tokenize="intl", use_effective_order=False)
+    return {"bleu": score.score}
+
+
+ROUGE_KEYS = ("rouge1", "rouge2", "rougeLsum")
+
+
+def _sentence_per_line(summary: str) -> str:
+    # rougeLsum (the paper's ROUGE-L) takes sentences from lines; T5 splits at " . ".
+    return summary.replace(" . ", " .\n")
+
+
+def rouge(targets: Sequence[str], predictions: Sequence[str]) -> dict[str, float]:
+    """Mean ROUGE-1, ROUGE-2 and summary-level ROUGE-L F-measure, with rouge-score's stemmer-free
+    default tokenisation as T5 uses it. The mean, not T5's bootstrap median of means (which is
+    random and differs from the mean only in the bootstrap noise)."""
+    scorer = rouge_scorer.RougeScorer(list(ROUGE_KEYS))
+    scores = [scorer.score(target=_sentence_per_line(t), prediction=_sentence_per_line(p))
+              for t, p in zip(targets, predictions)]
+    return {key: 100 * fmean(s[key].fmeasure for s in scores) for key in ROUGE_KEYS}
+
+
+# --- benchmark averages ----------------------------------------------------------------------
+
+def benchmark_average(task_scores: dict[str, dict[str, float]]) -> float:
+    """The GLUE / SuperGLUE score as the paper computes it: the metrics of each task averaged, then
+    the tasks averaged. Pass MNLI matched and mismatched as one task with both accuracies."""
+    return fmean(fmean(scores.values()) for scores in task_scores.values())
