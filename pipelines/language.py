@@ -3,11 +3,14 @@
 langdetect spends most of its time in per-character Python method calls (n-gram extraction) and
 in a Python loop over its 55 languages for each sampled n-gram. `LanguageDetector` computes the
 same thing with the same profiles, the same random draws and the same floating-point operations
-in the same order (elementwise numpy, sequential sums), so it returns exactly what
-`langdetect.detector_factory.DetectorFactory(seed=0).create().get_probabilities()` returns;
-tests/test_language.py checks this on real pages, and bench/bench_pipeline.py measures the gain.
+in the same order (elementwise numpy, Python's sum), so it returns exactly what
+`langdetect.detector_factory.DetectorFactory(seed=0).create().get_probabilities()` returns with
+the profiles loaded in name order (the library's own order is os.listdir's, which differs between
+machines); tests/test_language.py checks this on real pages and on a seeded fuzz of mixed
+scripts, and bench/bench_pipeline.py measures the gain.
 """
 import dataclasses
+import pathlib
 import random
 import re
 from typing import Dict, List, Optional, Tuple
@@ -19,8 +22,10 @@ from langdetect.utils.ngram import NGram
 
 LANGDETECT_SEED = 0
 _LATIN_LETTERS = re.compile(r"[A-z]")  # langdetect's test: 'A' <= ch <= 'z'.
-# Characters from U+0300 up, but for the Latin Extended Additional block (U+1E00-U+1EFF).
-_NON_LATIN = re.compile("[\u0300-\u1dff\u1f00-\U0010ffff]")
+# langdetect means to exempt the Latin Extended Additional block (U+1E00-U+1EFF) here, but it
+# compares unicode_block()'s number with the block's name, which never matches: every character
+# from U+0300 up counts as non-Latin, and so it does here.
+_NON_LATIN = re.compile("[\u0300-\U0010ffff]")
 _SPACE_RUNS = re.compile(" {2,}")
 # langdetect's Detector defaults (instance attributes there, so not importable).
 _MAX_TEXT_LENGTH = 10000
@@ -34,14 +39,28 @@ class LanguageConfig:
     min_probability: float = 0.99
 
 
+def sorted_profiles_factory() -> detector_factory.DetectorFactory:
+    """langdetect's factory over its bundled profiles, languages in name order.
+
+    The library's load_profile numbers languages in os.listdir order, which varies between file
+    systems; the order changes the floating-point sums, so it is fixed here.
+    """
+    directory = pathlib.Path(detector_factory.PROFILES_DIRECTORY)
+    profiles = sorted(path for path in directory.iterdir()
+                      if path.is_file() and not path.name.startswith("."))
+    factory = detector_factory.DetectorFactory()
+    factory.load_json_profile([path.read_text(encoding="utf-8") for path in profiles])
+    return factory
+
+
 class LanguageDetector:
     """langdetect's Detector over its bundled profiles, with a fixed seed and vectorised maths."""
 
     def __init__(self, seed: int = LANGDETECT_SEED):
-        factory = detector_factory.DetectorFactory()
-        factory.load_profile(detector_factory.PROFILES_DIRECTORY)
+        factory = sorted_profiles_factory()
         self.languages: List[str] = list(factory.langlist)
         words = list(factory.word_lang_prob_map)
+        self._ngram_of_row: List[str] = words
         self._row_of_ngram: Dict[str, int] = {word: row for row, word in enumerate(words)}
         self._probabilities = np.array([factory.word_lang_prob_map[w] for w in words],
                                        dtype=np.float64)
@@ -109,6 +128,10 @@ class LanguageDetector:
                     rows.append(row)
         return tuple(rows)
 
+    def ngrams(self, text: str) -> List[str]:
+        """The n-grams of `text` that the random draws sample from, in langdetect's order."""
+        return [self._ngram_of_row[row] for row in self._ngram_rows(self._prepare(text))]
+
     def probabilities(self, text: str) -> List[Tuple[str, float]]:
         """(language, probability) above langdetect's 0.1 threshold, most probable first."""
         rows = self._ngram_rows(self._prepare(text))
@@ -126,7 +149,9 @@ class LanguageDetector:
             while True:
                 prob *= weight + table[draws.choice(rows)]
                 if iteration % 5 == 0:
-                    prob /= np.add.accumulate(prob)[-1]
+                    # Python's sum, as langdetect: it adds in order up to 3.11 and compensates
+                    # from 3.12 on, so this stays identical to the library on every version.
+                    prob /= sum(prob.tolist())
                     if prob.max() > Detector.CONV_THRESHOLD or iteration >= Detector.ITERATION_LIMIT:
                         break
                 iteration += 1
