@@ -16,9 +16,11 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import files, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
-from pipelines.config import VARIANTS, VariantConfig, variant
+from pipelines.config import DEFAULT_RULES, RULE_SETS, VARIANTS, VariantConfig, variant
 from pipelines.output import WriteShards
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
+from text.punkt import PunktDataMissing
+from text.splitters import SPLITTER_NAMES
 
 COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
 DEFAULT_INPUT = COMMON_CRAWL_BASE_URL + "crawl-data/CC-MAIN-2019-18/wet.paths.gz"
@@ -39,6 +41,17 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--variant", default="en", choices=sorted(VARIANTS),
                          help="which C4 variant to build: " + "; ".join(
                              f"{name}: {config.description}" for name, config in VARIANTS.items()))
+    options.add_argument("--rules", default=DEFAULT_RULES, choices=RULE_SETS,
+                         help="paper: this project's reading of the T5 paper (span dedup, ...); "
+                              "released: what the public code that made the released C4 "
+                              "(TFDS c4.py) does, page for page (en, en.noclean, realnewslike, "
+                              "webtextlike; en.linededup is en under these rules)")
+    options.add_argument("--splitter", default="ours", choices=SPLITTER_NAMES,
+                         help="sentence splitter: ours (rules, no data needed) or punkt (NLTK "
+                              "Punkt, the released C4's, from punkt_tab data)")
+    options.add_argument("--punkt_data", default=None,
+                         help="folder of the punkt_tab model (its english/ folder or an NLTK "
+                              "data folder); default: NLTK_DATA and NLTK's data folders")
     options.add_argument("--input", nargs="+", default=[DEFAULT_INPUT],
                          help="WET files (.warc.wet.gz or .wet), globs, or Common Crawl manifests "
                               "(wet.paths.gz); local, gs://, s3:// or https://")
@@ -87,9 +100,12 @@ def wet_paths(inputs: Sequence[str], max_files: Optional[int], base_url: str) ->
 
 
 def configure(args: argparse.Namespace) -> VariantConfig:
-    config = variant(args.variant)
-    if config.cleaning is not None:
+    config = variant(args.variant, args.rules, args.splitter)
+    if config.cleaning is not None and config.rules == "paper":
         config = dataclasses.replace(config, cleaning=CLEANING_SETTINGS[args.cleaning])
+    elif args.cleaning != "public_c4" and config.rules == "released":
+        raise ValueError("--cleaning applies to the paper rules only; the released rules have "
+                         "the public C4 thresholds")
     return config
 
 
@@ -116,7 +132,7 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
         for split, num_shards in shards.items():
             (pages_of_language
              | f"Split_{language}_{split}" >> beam.Filter(
-                 lambda page, wanted: split_of(page.normalized_url, validation_fraction) == wanted,
+                 lambda page, wanted: split_of(page.url, validation_fraction) == wanted,
                  split)
              | f"Write_{language}_{split}" >> WriteShards(directory, split, num_shards))
 
@@ -137,8 +153,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         if not paths:
             raise files.InputError(f"the inputs {args.input} name no WET file")
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
-                                          args.webtext_urls)
-    except (ValueError, files.InputError) as error:
+                                          args.webtext_urls, args.punkt_data)
+    except (ValueError, files.InputError, PunktDataMissing) as error:
         sys.exit(f"error: {error}")
     logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))

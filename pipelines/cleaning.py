@@ -5,6 +5,7 @@ import re
 from typing import Counter, Optional
 
 from text.sentences import split_sentences
+from text.splitters import Splitter
 
 # A line survives only if it ends like a sentence: terminal punctuation or a closing quote.
 _END_MARKS = (".", "!", "?", "\"", "\u201d")
@@ -66,11 +67,13 @@ def line_drop_reason(line: str, config: CleaningConfig) -> Optional[str]:
     return None
 
 
-def count_sentences(text: str) -> int:
-    return sum(len(split_sentences(line)) for line in text.split("\n"))
+def count_sentences(text: str, split: Splitter = split_sentences) -> int:
+    """The sentences of a page, counted line by line: they never cross a line break."""
+    return sum(len(split(line)) for line in text.split("\n"))
 
 
-def clean_page(text: str, config: CleaningConfig) -> CleaningResult:
+def clean_page(text: str, config: CleaningConfig,
+               split: Splitter = split_sentences) -> CleaningResult:
     """Applies the line rules, then the page rules, to the text of one page."""
     lower = text.lower()
     if "lorem ipsum" in lower:
@@ -91,6 +94,6 @@ def clean_page(text: str, config: CleaningConfig) -> CleaningResult:
             kept_lines.append(line)
 
     cleaned = "\n".join(kept_lines)
-    if count_sentences(cleaned) < config.min_sentences_per_page:
+    if count_sentences(cleaned, split) < config.min_sentences_per_page:
         return CleaningResult(None, "too_few_sentences", len(kept_lines), dropped)
     return CleaningResult(cleaned, None, len(kept_lines), dropped)

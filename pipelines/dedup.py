@@ -1,28 +1,38 @@
 """Dedup across the whole dataset, as pure functions over one page (the Beam wiring is in stages.py).
 
-A page is cut into units: sentences (the paper's rule, `spans` mode) or lines (the public TFDS C4
-code, `lines` mode). A key is the hash of a window of `span_units` consecutive units, normalised
-(lower case, white space collapsed); windows overlap and run across line breaks. Every key that
-occurs more than once anywhere in the dataset keeps one occurrence, the smallest by
-(page key, position), and every other occurrence has its units removed. The page key is a hash
-of the normalized URL, so the surviving copy does not depend on runner, bundling or input order.
+Two modes, one machinery. A page is cut into units: sentences (the paper's rule, `spans` mode)
+or lines (the released C4's rule, `lines` mode). A key is the hash of a window of `span_units`
+consecutive units; windows overlap and run across line breaks. Every key that occurs more than
+once anywhere in the dataset keeps one occurrence, the smallest by (page key, position), and every
+other occurrence has its units removed. The page key is a hash of the page's URL, so the surviving
+copy does not depend on runner, bundling or input order.
 
-Keys and occurrences travel as fixed-size bytes: 8 bytes of key and 12 bytes of occurrence
+- `spans`: units are the splitter's sentences of each line, a key is the 64-bit BLAKE2b of the
+  window's sentences lower-cased with white space collapsed, the page key the 64-bit BLAKE2b of
+  the normalized URL. Only pages that lost a unit are checked again (their sentences counted
+  line by line).
+- `lines` (the released C4, TFDS c4_utils.remove_duplicate_text): units are the page's lines,
+  windows of 1, a key is the MD5 of `line.strip().lower()`, the page key the MD5 of the raw URL,
+  so the surviving copy is the first in the page whose URL has the smallest MD5 hex digest and
+  repeats inside a page are removed too. Every page is checked again, its sentences counted by
+  the splitter over the joined text, as the released code does.
+
+Keys and occurrences travel as bytes: in `spans` mode 8 bytes of key and 12 bytes of occurrence
 (8 of page key, 4 of position), so the shuffle moves about 20 bytes per unit, not the text.
 """
 import dataclasses
-from typing import Iterable, Iterator, List, Sequence, Set, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
-from text.hashing import DIGEST64_BYTES, digest64
-from text.sentences import split_sentences
+from pipelines.cleaning import count_sentences
+from text.hashing import digest64, md5_digest
+from text.splitters import Splitter
 
-KEY_BYTES = DIGEST64_BYTES
 _POSITION_BYTES = 4
 
 
 @dataclasses.dataclass(frozen=True)
 class DedupConfig:
-    mode: str = "spans"  # "spans": the paper's three-sentence spans; "lines": public TFDS C4.
+    mode: str = "spans"  # "spans": the paper's three-sentence spans; "lines": the released C4's.
     span_units: int = 3
 
     def __post_init__(self):
@@ -33,7 +43,7 @@ class DedupConfig:
 
 
 PAPER_SPAN_DEDUP = DedupConfig(mode="spans", span_units=3)
-PUBLIC_C4_LINE_DEDUP = DedupConfig(mode="lines", span_units=1)
+RELEASED_LINE_DEDUP = DedupConfig(mode="lines", span_units=1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,20 +52,20 @@ class Unit:
     text: str
 
 
-def units_of(text: str, mode: str) -> List[Unit]:
-    """The units of a page's text in order: its sentences, or its non-blank lines."""
+def units_of(text: str, mode: str, split: Splitter) -> List[Unit]:
+    """The units of a page's text in order: its sentences, or its non-blank lines (stripped)."""
     units = []
     for line_index, line in enumerate(text.split("\n")):
         if mode == "lines":
             if line.strip():
                 units.append(Unit(line_index, line.strip()))
         else:
-            units.extend(Unit(line_index, sentence) for sentence in split_sentences(line))
+            units.extend(Unit(line_index, sentence) for sentence in split(line))
     return units
 
 
-def page_key(normalized_url: str) -> bytes:
-    return digest64(normalized_url)
+def page_key(url: str, normalized_url: str, mode: str) -> bytes:
+    return md5_digest(url) if mode == "lines" else digest64(normalized_url)
 
 
 def encode_occurrence(key_of_page: bytes, position: int) -> bytes:
@@ -63,14 +73,19 @@ def encode_occurrence(key_of_page: bytes, position: int) -> bytes:
 
 
 def decode_occurrence(occurrence: bytes) -> Tuple[bytes, int]:
-    return occurrence[:KEY_BYTES], int.from_bytes(occurrence[KEY_BYTES:], "big")
+    return occurrence[:-_POSITION_BYTES], int.from_bytes(occurrence[-_POSITION_BYTES:], "big")
 
 
-def span_keys(units: Sequence[Unit], span_units: int) -> Iterator[Tuple[bytes, int]]:
+def span_keys(units: Sequence[Unit], config: DedupConfig) -> Iterator[Tuple[bytes, int]]:
     """(key, position of the window's first unit) for every window of `span_units` units."""
-    normalized = [" ".join(unit.text.lower().split()) for unit in units]
-    for start in range(len(units) - span_units + 1):
-        yield digest64("\n".join(normalized[start:start + span_units])), start
+    if config.mode == "lines":
+        normalized = [unit.text.lower() for unit in units]
+        digest = md5_digest
+    else:
+        normalized = [" ".join(unit.text.lower().split()) for unit in units]
+        digest = digest64
+    for start in range(len(units) - config.span_units + 1):
+        yield digest("\n".join(normalized[start:start + config.span_units])), start
 
 
 def losing_occurrences(occurrences: Iterable[bytes]) -> Iterator[bytes]:
@@ -83,16 +98,17 @@ def losing_occurrences(occurrences: Iterable[bytes]) -> Iterator[bytes]:
     return (occurrence for occurrence in occurrences if occurrence != survivor)
 
 
-def remove_units(text: str, mode: str, span_units: int, removed_starts: Iterable[int]) -> str:
+def remove_units(text: str, config: DedupConfig, removed_starts: Iterable[int],
+                 split: Splitter) -> str:
     """The page text without the units of the losing windows that start at `removed_starts`.
 
     Lines that lose nothing are kept verbatim; a line that loses some of its sentences is
     rebuilt from the rest, joined by one space; a line that loses all of them disappears.
     """
-    units = units_of(text, mode)
+    units = units_of(text, config.mode, split)
     removed: Set[int] = set()
     for start in removed_starts:
-        removed.update(range(start, min(start + span_units, len(units))))
+        removed.update(range(start, min(start + config.span_units, len(units))))
     if not removed:
         return text
     lines = text.split("\n")
@@ -109,3 +125,19 @@ def remove_units(text: str, mode: str, span_units: int, removed_starts: Iterable
         elif line_index in kept_units_by_line:
             rebuilt.append(" ".join(kept_units_by_line[line_index]))
     return "\n".join(rebuilt)
+
+
+def needs_check(config: DedupConfig, lost_units: bool) -> bool:
+    """Whether a page must pass the sentence minimum again after dedup."""
+    return lost_units or config.mode == "lines"
+
+
+def drop_reason_after_dedup(text: str, config: DedupConfig, split: Splitter,
+                            min_sentences: int) -> Optional[str]:
+    """Why a page is dropped after dedup (nothing left, too few sentences), or None."""
+    if not text.strip():
+        return "empty_after_dedup"
+    sentences = len(split(text)) if config.mode == "lines" else count_sentences(text, split)
+    if sentences < min_sentences:
+        return "too_few_sentences_after_dedup"
+    return None

@@ -1,6 +1,6 @@
 """The domain filters of the paper's Section 3.4: RealNews-like and WebText-like."""
 import json
-from typing import Dict, Optional, Union
+from typing import Callable, Dict, Optional, Union
 
 import tldextract
 
@@ -45,8 +45,10 @@ def is_realnews_url(url: str, domains: Dict[str, AllowedSubdomains],
 _MIN_REDDIT_SCORE = 3  # WebText: outbound Reddit links with at least 3 karma.
 
 
-def webtext_url_of_line(line: str) -> Optional[str]:
+def webtext_url_of_line(line: str, normalize: Callable[[str], str] = normalize_url
+                        ) -> Optional[str]:
     """The normalized URL of one line of an OpenWebText URL list, or None to skip the line.
+    `normalize` is the rule set's URL normalization.
 
     Accepts plain lists (one URL per line), the `{"u": url, "k": karma}` lines of pre-filtered
     lists, and raw pushshift submissions (`url`, `score`, `is_self`), which are filtered here.
@@ -55,7 +57,7 @@ def webtext_url_of_line(line: str) -> Optional[str]:
     if not line:
         return None
     if not line.startswith("{"):
-        return normalize_url(line) if "." in line else None
+        return normalize(line) if "." in line else None
     try:
         submission = json.loads(line)
     except json.JSONDecodeError:
@@ -66,4 +68,4 @@ def webtext_url_of_line(line: str) -> Optional[str]:
     score = submission.get("k", submission.get("score", _MIN_REDDIT_SCORE))
     if not isinstance(score, (int, float)) or score < _MIN_REDDIT_SCORE:
         return None
-    return normalize_url(url)
+    return normalize(url)

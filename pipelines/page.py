@@ -1,5 +1,6 @@
 """The page record passed between the pipeline's stages."""
 import dataclasses
+from typing import Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -15,6 +16,9 @@ class Page:
     content_length: int
     text: str
     language: str = ""
+    # (index of the WET file in the input list, index of the page in that file): "first seen"
+    # for the released rules' URL dedup, the same on every runner. Not written out.
+    input_position: Tuple[int, int] = (0, 0)
 
     def to_json_record(self) -> dict:
         """The fields written to the output files, in a fixed order."""

@@ -10,9 +10,11 @@ from typing import Dict, List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from pipelines import badwords, cleaning, dedup, domains, files, language, urls, wet
+from pipelines import badwords, cleaning, dedup, domains, files, language, released, urls, wet
 from pipelines.config import VariantConfig
 from pipelines.page import Page
+from text.sentences import split_sentences
+from text.splitters import Splitter, load_splitter
 
 _PROGRESS_EVERY = 1000
 _LOG = logging.getLogger("c4")
@@ -28,12 +30,15 @@ class Resources:
     badword_terms: Sequence[str] = ()
     realnews_domains: Optional[Dict[str, domains.AllowedSubdomains]] = None
     webtext_url_files: Sequence[str] = ()
+    splitter: Splitter = split_sentences  # The sentence splitter config.splitter names, loaded.
 
 
 def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
                    realnews_domains_path: Optional[str] = None,
-                   webtext_url_patterns: Sequence[str] = ()) -> Resources:
-    """Reads what `config` needs; a ValueError or files.InputError says what is missing or wrong."""
+                   webtext_url_patterns: Sequence[str] = (),
+                   punkt_data: Optional[str] = None) -> Resources:
+    """Reads what `config` needs; a ValueError, files.InputError or text.punkt.PunktDataMissing
+    says what is missing or wrong."""
     terms: Sequence[str] = ()
     if config.filter_badwords:
         if not badwords_path:
@@ -51,7 +56,7 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
             raise ValueError(f"variant {config.name} needs OpenWebText URL lists (--webtext_urls)")
         for pattern in webtext_url_patterns:
             url_files.extend(files.expand(pattern))
-    return Resources(terms, realnews, tuple(url_files))
+    return Resources(terms, realnews, tuple(url_files), load_splitter(config.splitter, punkt_data))
 
 
 class _ReadWetFileFn(beam.DoFn):
@@ -59,13 +64,15 @@ class _ReadWetFileFn(beam.DoFn):
     def __init__(self, max_record_bytes: int):
         self._max_record_bytes = max_record_bytes
 
-    def process(self, path: str):
+    def process(self, indexed_path):
+        file_index, path = indexed_path
         pages = 0
         try:
             for item in wet.read_wet(lambda: files.open_raw(path), self._max_record_bytes):
                 if isinstance(item, wet.Skipped):
                     _count("read", f"records.skipped:{item.reason}")
                     continue
+                item = dataclasses.replace(item, input_position=(file_index, pages))
                 pages += 1
                 _count("read", "pages.passed")
                 if pages % _PROGRESS_EVERY == 0:
@@ -89,9 +96,19 @@ class ReadWetFiles(beam.PTransform):
 
     def expand(self, pipeline):
         return (pipeline
-                | "ListFiles" >> beam.Create(self._paths)
+                | "ListFiles" >> beam.Create(list(enumerate(self._paths)))
                 | "SpreadFiles" >> beam.Reshuffle()
                 | "ReadRecords" >> beam.ParDo(_ReadWetFileFn(self._max_record_bytes)))
+
+
+def _as_released_page(page: Page):
+    """The page as the released C4 read it: its WET text and released normalized URL."""
+    text = released.wet_text(page.text)
+    if not text:
+        _count("released_text", "pages.dropped:no_content")
+        return
+    _count("released_text", "pages.passed")
+    yield dataclasses.replace(page, text=text, normalized_url=urls.released_normalize_url(page.url))
 
 
 def _within_length(page: Page, max_chars: int) -> bool:
@@ -103,20 +120,26 @@ def _within_length(page: Page, max_chars: int) -> bool:
 
 
 class _NewestPageFn(beam.CombineFn):
-    """Keeps the newest page of a normalized URL, and how many pages had that URL."""
+    """Keeps the newest page of a normalized URL, and how many pages had that URL.
+
+    `choose` picks one of two pages: urls.newest_page (paper rules) or
+    urls.first_seen_newest_page (released rules)."""
+
+    def __init__(self, choose):
+        self._choose = choose
 
     def create_accumulator(self):
         return None, 0
 
     def add_input(self, accumulator, page):
         best, count = accumulator
-        return (page if best is None else urls.newest_page(best, page)), count + 1
+        return (page if best is None else self._choose(best, page)), count + 1
 
     def merge_accumulators(self, accumulators):
         best, total = None, 0
         for page, count in accumulators:
             if page is not None:
-                best = page if best is None else urls.newest_page(best, page)
+                best = page if best is None else self._choose(best, page)
             total += count
         return best, total
 
@@ -134,31 +157,41 @@ def _count_url_duplicates(keyed):
 
 class DedupUrls(beam.PTransform):
 
+    def __init__(self, rules: str):
+        super().__init__()
+        self._choose = urls.first_seen_newest_page if rules == "released" else urls.newest_page
+
     def expand(self, pages):
         return (pages
                 | "KeyByUrl" >> beam.Map(lambda page: (page.normalized_url, page))
-                | "KeepNewest" >> beam.CombinePerKey(_NewestPageFn())
+                | "KeepNewest" >> beam.CombinePerKey(_NewestPageFn(self._choose))
                 | "CountDuplicates" >> beam.Map(_count_url_duplicates))
 
 
 class _RealNewsFilterFn(beam.DoFn):
 
-    def __init__(self, allowed: Dict[str, domains.AllowedSubdomains]):
+    def __init__(self, allowed: Dict[str, domains.AllowedSubdomains], rules: str):
         self._allowed = allowed
+        self._rules = rules
         self._extractor = None
 
     def setup(self):
         self._extractor = domains.offline_domain_extractor()
 
+    def _is_realnews(self, page: Page) -> bool:
+        if self._rules == "released":
+            return released.is_realnews_url(page.normalized_url, self._allowed, self._extractor)
+        return domains.is_realnews_url(page.url, self._allowed, self._extractor)
+
     def process(self, page: Page):
-        if domains.is_realnews_url(page.url, self._allowed, self._extractor):
+        if self._is_realnews(page):
             _count("domains", "pages.passed")
             yield page
         else:
             _count("domains", "pages.dropped:not_realnews_domain")
 
 
-def _webtext_urls_of_file(path: str):
+def _webtext_urls_of_file(path: str, rules: str):
     try:
         text = files.read_all(path).decode("utf-8", errors="replace")
     except files.InputError as error:
@@ -167,7 +200,7 @@ def _webtext_urls_of_file(path: str):
         return
     _count("domains", "url_lists.read")
     for line in text.splitlines():
-        url = domains.webtext_url_of_line(line)
+        url = domains.webtext_url_of_line(line, _normalizer_of(rules))
         if url is None:
             if line.strip():
                 _count("domains", "url_lines.skipped")
@@ -188,6 +221,10 @@ def _keep_listed_pages(joined):
         yield page
 
 
+def _normalizer_of(rules: str):
+    return urls.released_normalize_url if rules == "released" else urls.normalize_url
+
+
 class FilterDomains(beam.PTransform):
 
     def __init__(self, config: VariantConfig, resources: Resources):
@@ -198,10 +235,10 @@ class FilterDomains(beam.PTransform):
     def expand(self, pages):
         if self._config.domain_filter == "realnews":
             return pages | "RealNewsDomains" >> beam.ParDo(
-                _RealNewsFilterFn(self._resources.realnews_domains))
+                _RealNewsFilterFn(self._resources.realnews_domains, self._config.rules))
         listed = (pages.pipeline
                   | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
-                  | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file))
+                  | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file, self._config.rules))
         keyed = pages | "KeyPagesByUrl" >> beam.Map(lambda page: (page.normalized_url, page))
         return ({"pages": keyed, "listed": listed}
                 | "JoinUrlLists" >> beam.CoGroupByKey()
@@ -210,11 +247,13 @@ class FilterDomains(beam.PTransform):
 
 class _CleanFn(beam.DoFn):
 
-    def __init__(self, config: cleaning.CleaningConfig):
+    def __init__(self, config: cleaning.CleaningConfig, rules: str, split: Splitter):
         self._config = config
+        self._clean_page = released.clean_page if rules == "released" else cleaning.clean_page
+        self._split = split
 
     def process(self, page: Page):
-        result = cleaning.clean_page(page.text, self._config)
+        result = self._clean_page(page.text, self._config, self._split)
         for reason, count in sorted(result.lines_dropped.items()):
             _count("clean", f"lines.dropped:{reason}", count)
         _count("clean", "lines.passed", result.lines_kept)
@@ -225,10 +264,14 @@ class _CleanFn(beam.DoFn):
         yield dataclasses.replace(page, text=result.text)
 
 
-def _span_occurrences(page: Page, config: dedup.DedupConfig):
-    key_of_page = dedup.page_key(page.normalized_url)
-    units = dedup.units_of(page.text, config.mode)
-    for key, start in dedup.span_keys(units, config.span_units):
+def _page_key(page: Page, config: dedup.DedupConfig) -> bytes:
+    return dedup.page_key(page.url, page.normalized_url, config.mode)
+
+
+def _span_occurrences(page: Page, config: dedup.DedupConfig, split: Splitter):
+    key_of_page = _page_key(page, config)
+    units = dedup.units_of(page.text, config.mode, split)
+    for key, start in dedup.span_keys(units, config):
         yield key, dedup.encode_occurrence(key_of_page, start)
 
 
@@ -241,46 +284,50 @@ def _losers_of_key(keyed):
 
 class _ApplyRemovalsFn(beam.DoFn):
 
-    def __init__(self, config: dedup.DedupConfig, min_sentences: int):
+    def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter):
         self._config = config
         self._min_sentences = min_sentences
+        self._split = split
 
     def process(self, joined):
         _, grouped = joined
         removed_starts = sorted(grouped["removals"])
         for page in grouped["pages"]:
-            if not removed_starts:
+            if not dedup.needs_check(self._config, bool(removed_starts)):
                 # Most pages lose nothing, and passed the sentence minimum when they were cleaned.
                 _count("dedup", "pages.passed")
                 yield page
                 continue
-            text = dedup.remove_units(
-                page.text, self._config.mode, self._config.span_units, removed_starts)
-            if not text.strip() or cleaning.count_sentences(text) < self._min_sentences:
-                _count("dedup", "pages.dropped:too_few_sentences_after_dedup")
+            text = dedup.remove_units(page.text, self._config, removed_starts, self._split)
+            reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
+                                                   self._min_sentences)
+            if reason:
+                _count("dedup", f"pages.dropped:{reason}")
                 continue
-            _count("dedup", "pages.passed:shortened")
+            _count("dedup", "pages.passed:shortened" if text != page.text else "pages.passed")
             yield dataclasses.replace(page, text=text)
 
 
 class DedupText(beam.PTransform):
     """Keeps one occurrence of every repeated span (or line) across the whole dataset."""
 
-    def __init__(self, config: dedup.DedupConfig, min_sentences: int):
+    def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter):
         super().__init__()
         self._config = config
         self._min_sentences = min_sentences
+        self._split = split
 
     def expand(self, pages):
         removals = (pages
-                    | "EmitSpans" >> beam.FlatMap(_span_occurrences, self._config)
+                    | "EmitSpans" >> beam.FlatMap(_span_occurrences, self._config, self._split)
                     | "GroupSpans" >> beam.GroupByKey()
                     | "PickLosers" >> beam.FlatMap(_losers_of_key))
         keyed_pages = pages | "KeyByPage" >> beam.Map(
-            lambda page: (dedup.page_key(page.normalized_url), page))
+            lambda page, config: (_page_key(page, config), page), self._config)
         return ({"pages": keyed_pages, "removals": removals}
                 | "JoinRemovals" >> beam.CoGroupByKey()
-                | "RemoveSpans" >> beam.ParDo(_ApplyRemovalsFn(self._config, self._min_sentences)))
+                | "RemoveSpans" >> beam.ParDo(
+                    _ApplyRemovalsFn(self._config, self._min_sentences, self._split)))
 
 
 class _LanguageFn(beam.DoFn):
@@ -320,7 +367,10 @@ class _BadwordsFn(beam.DoFn):
 
 
 class C4Pages(beam.PTransform):
-    """Raw WET pages -> the pages of a C4 variant, through the stages in the public C4 order."""
+    """Raw WET pages -> the pages of a C4 variant, through the stages in the public C4 order.
+
+    (The released code filters RealNews domains before URL dedup; the filter depends on the
+    normalized URL alone, which is also the dedup key, so the order gives the same pages.)"""
 
     def __init__(self, config: VariantConfig, resources: Resources):
         super().__init__()
@@ -329,15 +379,19 @@ class C4Pages(beam.PTransform):
 
     def expand(self, pages):
         config = self._config
+        if config.rules == "released":
+            pages = pages | "ReleasedText" >> beam.FlatMap(_as_released_page)
         pages = (pages
                  | "PageLength" >> beam.Filter(_within_length, config.max_page_chars)
-                 | "UrlDedup" >> DedupUrls())
+                 | "UrlDedup" >> DedupUrls(config.rules))
         if config.domain_filter:
             pages = pages | "Domains" >> FilterDomains(config, self._resources)
         if config.cleaning:
-            pages = pages | "Clean" >> beam.ParDo(_CleanFn(config.cleaning))
+            pages = pages | "Clean" >> beam.ParDo(
+                _CleanFn(config.cleaning, config.rules, self._resources.splitter))
         if config.dedup:
-            pages = pages | "Dedup" >> DedupText(config.dedup, config.min_sentences_after_dedup)
+            pages = pages | "Dedup" >> DedupText(config.dedup, config.min_sentences_after_dedup,
+                                                 self._resources.splitter)
         pages = pages | "Language" >> beam.ParDo(_LanguageFn(config.language))
         if config.filter_badwords:
             pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(self._resources.badword_terms))

@@ -26,3 +26,8 @@ def md5_hex(text: str) -> str:
 def md5_int(text: str) -> int:
     """`md5_hex` read as a 128-bit integer (the validation split is `md5_int(url) % 1000`)."""
     return int(md5_hex(text), 16)
+
+
+def md5_digest(text: str) -> bytes:
+    """The 16 bytes of `md5_hex`; they sort as the hex digests do."""
+    return hashlib.md5(text.encode("utf-8")).digest()

@@ -96,7 +96,7 @@ def _example_of(page: Page, split: str):
 
 
 def _in_split(page: Page, split: str, validation_fraction: float) -> bool:
-    return split_of(page.normalized_url, validation_fraction) == split
+    return split_of(page.url, validation_fraction) == split
 
 
 @beam.ptransform_fn
