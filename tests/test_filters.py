@@ -15,6 +15,9 @@ from pipelines.page import Page
     ("https://example.com/story?ref=twitter", "example.com/story"),
     ("https://example.com/story?feed=rss", "example.com/story"),
     ("https://example.com/search?q=1", "example.com/search?q=1"),
+    # No path: the query and the fragment keep their case, only the host is lower-cased.
+    ("https://WWW.Example.com?ID=AbC", "example.com?ID=AbC"),
+    ("https://Example.com#Top", "example.com#Top"),
 ])
 def test_normalize_url(raw, normalized):
     assert urls.normalize_url(raw) == normalized
