@@ -79,8 +79,9 @@ class _ReadWetFileFn(beam.DoFn):
                     _LOG.info("%s: %d pages read", path, pages)
                 yield item
         except files.InputError as error:
-            _LOG.error("skipping input file: %s", error)
-            _count("read", "files.skipped:unreadable")
+            reason = "not_wet" if isinstance(error, wet.NotWetFile) else "unreadable"
+            _LOG.warning("skipping input file %s: %s", path, error)
+            _count("read", f"files.skipped:{reason}")
             return
         _count("read", "files.read")
         _LOG.info("%s: done, %d pages", path, pages)

@@ -13,12 +13,14 @@ from typing import BinaryIO, Callable, Iterator, Optional, Union
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
+from pipelines.files import InputError
 from pipelines.page import Page
 from pipelines.urls import normalize_url
 
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _WARC_MAGIC = b"WARC/1."
 _SCAN_BLOCK = 1 << 20
+_HEAD_BYTES = 4096  # Enough for a gzip header and the WARC magic after it.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,20 +145,53 @@ def _next_marker(stream: BinaryIO, start: int, marker: bytes) -> Optional[int]:
         position += len(block)
 
 
-def _starts_with(stream: BinaryIO, magic: bytes) -> bool:
+class NotWetFile(InputError):
+    """A file that is neither gzip nor WARC: it is skipped as a whole, not record by record."""
+
+
+def _head(stream: BinaryIO) -> bytes:
+    """The first bytes of the stream (fewer for a short file or stream), leaving it at the start."""
     if stream.seekable():
-        head = stream.read(len(magic))
+        head = stream.read(_HEAD_BYTES)
         stream.seek(0)
-        return head == magic
-    return stream.peek(len(magic))[:len(magic)] == magic
+        return head
+    return stream.peek(_HEAD_BYTES)[:_HEAD_BYTES]
+
+
+def _check_is_warc(head: bytes, compressed: bool) -> None:
+    """Raises NotWetFile unless the content starts as a WARC file does.
+
+    warcio reads anything: without this, a text file named .warc.wet.gz would count as dozens of
+    non-conversion records. A first gzip member that is corrupt is left to the resynchronising
+    reader, which skips it and counts a corrupt record.
+    """
+    if compressed:
+        try:
+            content = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(head, _HEAD_BYTES)
+        except zlib.error:
+            return
+        if not content and len(head) == _HEAD_BYTES:
+            return  # The first member's header is longer than the head: nothing to judge.
+    else:
+        content = head
+    if not head:
+        raise NotWetFile("empty file, not a WET file")
+    if not content.lstrip().startswith(_WARC_MAGIC):
+        kind = "gzip, but not of WARC records" if compressed else "neither gzip nor WARC"
+        raise NotWetFile(f"{kind} (it starts with {content[:40]!r}), not a WET file")
 
 
 def read_wet(open_raw: Callable[[], BinaryIO], max_record_bytes: int
              ) -> Iterator[Union[Page, Skipped]]:
-    """Every conversion record of a WET file as a Page; everything else as Skipped(reason)."""
+    """Every conversion record of a WET file as a Page; everything else as Skipped(reason).
+
+    Raises NotWetFile, before yielding anything, for a file that is neither gzip nor WARC.
+    """
     raw = open_raw()
     try:
-        compressed = _starts_with(raw, _GZIP_MAGIC)
+        head = _head(raw)
+        compressed = head.startswith(_GZIP_MAGIC)
+        _check_is_warc(head, compressed)
         start = 0
         while start is not None:
             if start:

@@ -156,6 +156,16 @@ def test_truncated_file_keeps_every_complete_record():
     assert _outcomes(_read(data)) == ["http://a.com/0", "http://a.com/1", "corrupt_record"]
 
 
+@pytest.mark.parametrize("data", [
+    b"this is not a gzip file" * 100,  # Was read as 50 non-conversion records.
+    gzip.compress(b"this is a gzip file of text, not of WARC records\n" * 100),
+    b"",
+])
+def test_a_file_that_is_not_wet_is_rejected_whole(data):
+    with pytest.raises(wet.NotWetFile):
+        _read(data)
+
+
 def test_uncompressed_wet_with_a_broken_header(shared_data):
     path = shared_data / "wet/eugeneware-warc/CC-MAIN-20140820021334-00006-ip-10-180-136-8.ec2.internal.warc.wet"
     data = path.read_bytes()

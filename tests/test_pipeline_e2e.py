@@ -168,7 +168,7 @@ def test_multilingual_writes_a_folder_per_language(shared_data, tmp_path):
     assert stats["language"]["pages.passed:fr"] > 0
 
 
-def test_corrupt_and_missing_inputs(shared_data, tmp_path):
+def test_corrupt_and_missing_inputs(shared_data, tmp_path, caplog):
     source = (shared_data / "wet/realistic/CC-MAIN-2019-30-part-1.warc.wet.gz").read_bytes()
     corrupt = bytearray(source)
     middle = len(corrupt) // 2
@@ -177,9 +177,14 @@ def test_corrupt_and_missing_inputs(shared_data, tmp_path):
     (tmp_path / "in/corrupt.warc.wet.gz").write_bytes(bytes(corrupt))
     (tmp_path / "in/truncated.warc.wet.gz").write_bytes(source[:len(source) // 3])
     shutil.copy(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz", tmp_path / "in")
+    (tmp_path / "in/text.warc.wet.gz").write_bytes(b"this is not a gzip file" * 100)
     stats = run_variant(shared_data, tmp_path / "out", "en.noclean", [str(tmp_path / "in/*")])
     read = stats["read"]
     assert read["files.read"] == 3
+    assert read["files.skipped:not_wet"] == 1
+    assert "records.skipped:not_conversion" not in read
+    assert any("text.warc.wet.gz" in record.getMessage() and record.levelname == "WARNING"
+               for record in caplog.records)
     assert read["records.skipped:corrupt_record"] == 2
     # Of 250 records, the corrupt copy loses one (5 are empty pages), the truncated one the rest.
     assert 244 + 1 <= read["pages.passed"] <= 244 + 1 + 90
