@@ -11,10 +11,13 @@ MAX_FILES ?= $(if $(filter $(DEFAULT_INPUT),$(INPUT)),1,)
 BADWORDS ?= https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words/25e679f03d96baa721cde20db9944649e8d0a844/en
 OUTPUT ?= out/$(VARIANT)
 
-$(VENV)/.installed: requirements.txt
+# The project itself is installed in editable mode (its dependencies are the pinned ones above),
+# so `tfds build --imports tfds_c4` and `import pipelines` work from any folder, no PYTHONPATH.
+$(VENV)/.installed: requirements.txt setup.py
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
 	$(VENV)/bin/pip install -q -r requirements.txt
+	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
 .PHONY: install run test bench

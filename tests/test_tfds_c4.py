@@ -193,7 +193,8 @@ def test_tfds_build_command_line_writes_the_same_bytes(builds, manual_dir, tmp_p
                "--imports", "tfds_c4", f"t5_c4/en/validation_fraction={VALIDATION_FRACTION}",
                "--data_dir", str(tmp_path), "--manual_dir", str(manual_dir),
                "--beam_pipeline_options", "runner=DirectRunner"]
-    env = dict(os.environ, PYTHONPATH=str(REPO))
+    # As documented: after `make install`, from the project root, with no PYTHONPATH.
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
     finished = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True,
                               timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
