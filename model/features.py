@@ -11,8 +11,8 @@ the contract with the trainer:
                    decoder_positions, decoder_loss_weights
   prefix_lm:       the decoder_only keys + decoder_causal_attention
 
-Decoder families read one stream, inputs followed by targets, of length
-sum(sequence_lengths.values()). decoder_only learns the whole stream; prefix_lm learns the targets
+Decoder families read one stream, inputs followed by targets, of the summed lengths of the
+features the examples have (targets alone for plain language modelling). decoder_only learns the whole stream; prefix_lm learns the targets
 only and gives the prefix full attention (see `_decoder_stream`).
 
 Packing puts several examples in a row, greedily in order (a new row starts when the next example
@@ -164,7 +164,9 @@ def convert_features(dataset: tf.data.Dataset, family: str, sequence_lengths: Ma
 
         return rows.map(to_features)
 
-    stream_length = sum(int(sequence_lengths[k]) for k in ("inputs", "targets") if k in sequence_lengths)
+    # The stream holds the features the examples have: targets alone for plain language modelling
+    # (whatever inputs length the configuration also carries), inputs + targets otherwise.
+    stream_length = sum(int(sequence_lengths[k]) for k in ("inputs", "targets") if k in dataset.element_spec)
     streams = ("targets", "loss", "prefix") if family == "prefix_lm" else ("targets", "loss")
     lengths = {k: stream_length for k in streams}
     loss_on_inputs = family == "decoder_only"

@@ -2,13 +2,16 @@
 
 Every objective maps token examples {"targets": int32 [n]} (a chunk of a tokenized document) to
 {"inputs", "targets"} (or only "targets" for plain language modelling), before EOS is appended.
-Randomness is stateless: example i of a dataset draws from the seed (base_seed, i), so the same
-seed and the same input give the same outputs, whatever the order tf.data runs the maps in.
+Randomness is stateless: example i of epoch e draws from the seed (base_seed + e * 2^32, i), so
+the same seed and the same input give the same outputs, whatever the order tf.data runs the maps
+in, and every pass over the data draws fresh noise.
 
 Sentinel convention (as T5): the k-th corrupted span (k = 0, 1, ...) becomes `<extra_id_k>` in
 the inputs; the targets list each span after its sentinel, and end with one more sentinel when
 text follows the last span (Table 3: "Thank you <X> me to your party <Y> week." ->
-"<X> for inviting <Y> last <Z>").
+"<X> for inviting <Y> last <Z>"). There are 100 sentinels: a chunk with more corrupted spans
+(about 2 chunks in a whole baseline run at 15% i.i.d. noise over 511 tokens) has its spans past the budget merged into
+the last one, the text between them included, so inputs and targets still rebuild the chunk.
 """
 from __future__ import annotations
 
@@ -96,20 +99,33 @@ def _span_starts(mask: tf.Tensor) -> tf.Tensor:
     return tf.logical_and(mask, tf.logical_not(previous))
 
 
-def _sentinel_ids(span_number: tf.Tensor, token_ids: TokenIds) -> tf.Tensor:
-    """`<extra_id_k>` for span number k + 1 (cumulative count of span starts); checked in range."""
-    check = tf.debugging.assert_less_equal(
-        tf.reduce_max(tf.concat([[0], span_number], axis=0)), token_ids.num_sentinels,
-        message=f"more corrupted spans than the {token_ids.num_sentinels} sentinels")
-    with tf.control_dependencies([check]):
-        return token_ids.vocab_size - span_number
+def merge_spans_past_budget(mask: tf.Tensor, num_sentinels: int) -> tf.Tensor:
+    """The mask with at most as many spans as sentinels: from the start of the last span the
+    budget allows to the last corrupted token, every token becomes noise (one span).
+
+    The budget is `num_sentinels` spans, one less when text follows the last span (its targets
+    end with one more sentinel). The merged span's target holds the kept text between the spans
+    too, so inputs and targets still rebuild the chunk exactly; an assertion instead would stop
+    training (and every resumed run) on one rare example.
+    """
+    size = tf.size(mask)
+    span_number = tf.cumsum(tf.cast(_span_starts(mask), tf.int32))
+    text_after_last_span = tf.logical_and(size > 0, tf.logical_not(mask[-1:]))
+    budget = num_sentinels - tf.cast(tf.reduce_any(text_after_last_span), tf.int32)
+    positions = tf.range(size)
+    last_noise = tf.reduce_max(tf.concat([[-1], tf.boolean_mask(positions, mask)], axis=0))
+    return tf.logical_or(mask, tf.logical_and(span_number >= budget, positions <= last_noise))
 
 
 def spans_to_sentinels(tokens: tf.Tensor, mask: tf.Tensor, token_ids: TokenIds) -> Example:
-    """Each run of masked tokens -> one unique sentinel in the inputs; the runs become targets."""
+    """Each run of masked tokens -> one unique sentinel in the inputs; the runs become targets.
+
+    `<extra_id_k>` for span k + 1 is id vocab_size - (k + 1); spans past the sentinel budget are
+    merged first (see `merge_spans_past_budget`)."""
+    mask = merge_spans_past_budget(mask, token_ids.num_sentinels)
     starts = _span_starts(mask)
     span_number = tf.cumsum(tf.cast(starts, tf.int32))
-    sentinels = _sentinel_ids(span_number, token_ids)
+    sentinels = token_ids.vocab_size - span_number
     inputs = tf.boolean_mask(tf.where(starts, sentinels, tokens),
                              tf.logical_or(tf.logical_not(mask), starts))
     # Targets interleave [sentinel, token] pairs, keeping the sentinel only at span starts.
@@ -117,7 +133,7 @@ def spans_to_sentinels(tokens: tf.Tensor, mask: tf.Tensor, token_ids: TokenIds) 
     keep = tf.reshape(tf.stack([starts, mask], axis=1), [-1])
     targets = tf.boolean_mask(pairs, keep)
     text_after_last_span = tf.logical_and(tf.size(mask) > 0, tf.logical_not(mask[-1]))
-    final = _sentinel_ids(span_number[-1:] + 1, token_ids)
+    final = token_ids.vocab_size - (span_number[-1:] + 1)
     targets = tf.cond(text_after_last_span, lambda: tf.concat([targets, final], 0), lambda: targets)
     return {"inputs": inputs, "targets": targets}
 
@@ -227,9 +243,16 @@ def _inputs_chunk(lengths, config):
     return lengths["inputs"] - 1
 
 
-def _full_text_target_chunk(lengths, config):
-    """Objectives whose targets are the whole chunk: it must fit both inputs and targets."""
-    return min(lengths["inputs"], lengths["targets"]) - 1
+def _full_text_chunk(lengths, config):
+    """Objectives whose inputs and targets each hold (up to) the whole chunk: bert, mass,
+    deshuffle, prefix_lm. A targets length below the inputs length would silently shorten every
+    chunk to it (113 tokens at 512/114), so it is an error."""
+    if lengths["targets"] < lengths["inputs"]:
+        raise ValueError(f"this objective's targets are the whole chunk: a targets length of "
+                         f"{lengths['targets']} would cut chunks of {lengths['inputs']} input tokens "
+                         f"to {lengths['targets'] - 1}; give targets at least the inputs length "
+                         f"(see model/gin/objectives/)")
+    return lengths["inputs"] - 1
 
 
 def _span_chunk(lengths, config):
@@ -241,11 +264,6 @@ def _span_chunk(lengths, config):
     return chunk
 
 
-def _prefix_chunk(lengths, config):
-    """Short enough that the split can be made with both parts fitting (see `prefix_lm`)."""
-    return min(lengths["inputs"], lengths["targets"]) - 1
-
-
 def _targets_chunk(lengths, config):
     return lengths["targets"] - 1
 
@@ -254,10 +272,10 @@ OBJECTIVES: dict[str, Objective] = {o.name: o for o in [
     Objective("iid_noise_sentinels", iid_noise_sentinels, _inputs_chunk),
     Objective("span_corruption", span_corruption, _span_chunk),
     Objective("iid_drop", iid_drop, _inputs_chunk),
-    Objective("bert", bert, _full_text_target_chunk),
-    Objective("mass", mass, _full_text_target_chunk),
-    Objective("prefix_lm", prefix_lm, _prefix_chunk),
-    Objective("deshuffle", deshuffle, _full_text_target_chunk),
+    Objective("bert", bert, _full_text_chunk),
+    Objective("mass", mass, _full_text_chunk),
+    Objective("prefix_lm", prefix_lm, _full_text_chunk),
+    Objective("deshuffle", deshuffle, _full_text_chunk),
     Objective("lm", lm, _targets_chunk),
 ]}
 
@@ -297,20 +315,23 @@ def append_eos_after_trim(example: Example, sequence_lengths: Mapping[str, int])
     return out
 
 
-def example_seed(base_seed: int, index: tf.Tensor) -> tf.Tensor:
-    """The stateless seed of example `index`: (base_seed, index)."""
-    return tf.stack([tf.constant(base_seed, tf.int64), tf.cast(index, tf.int64)])
+def example_seed(base_seed: int, index: tf.Tensor, epoch: tf.Tensor | int = 0) -> tf.Tensor:
+    """The stateless seed of example `index` in pass `epoch` over the data:
+    (base_seed + epoch * 2^32, index). Epoch 0 is (base_seed, index); base seeds below 2^32 and
+    distinct epochs never share a seed."""
+    epoch_word = tf.bitwise.left_shift(tf.cast(epoch, tf.int64), tf.constant(32, tf.int64))
+    return tf.stack([tf.constant(base_seed, tf.int64) + epoch_word, tf.cast(index, tf.int64)])
 
 
 def apply_objective(dataset: tf.data.Dataset, name: str, sequence_lengths: Mapping[str, int],
                     token_ids: TokenIds, seed: int, config: ObjectiveConfig = ObjectiveConfig(),
-                    num_parallel_calls: int | None = None) -> tf.data.Dataset:
+                    num_parallel_calls: int | None = None, epoch: tf.Tensor | int = 0) -> tf.data.Dataset:
     """Token documents {"targets"} -> split into chunks -> objective -> EOS appended, trimmed."""
     objective = get_objective(name)
     dataset = split_tokens(dataset, objective.chunk_length(sequence_lengths, config))
 
     def corrupt(index, example):
-        features = objective.fn(example["targets"], example_seed(seed, index), config, token_ids)
+        features = objective.fn(example["targets"], example_seed(seed, index, epoch), config, token_ids)
         return append_eos_after_trim(features, sequence_lengths)
 
     # Outputs depend on the example index only, so parallel maps stay reproducible in order.

@@ -61,6 +61,10 @@ def test_prefix_lm_and_decoder_only_by_hand():
                     "decoder_segment_ids": [1, 1, 1, 2, 2, 2, 0],
                     "decoder_positions": [0, 1, 2, 0, 1, 2, 0],
                     "decoder_loss_weights": [1, 1, 1, 1, 1, 1, 0]}
+    # Plain language modelling has no inputs: an inputs length in the configuration is not used.
+    [lm] = rows(features.convert_features(examples_dataset([{"targets": [3, 4, 1]}] * 2), "decoder_only",
+                                          {"inputs": 5, "targets": 7}))
+    assert lm == only
 
 
 def test_without_packing_one_example_per_row_and_long_ones_trimmed():

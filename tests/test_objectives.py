@@ -4,9 +4,11 @@ import collections
 import numpy as np
 import pytest
 import tensorflow as tf
+from warcio.archiveiterator import ArchiveIterator
 
 from model import objectives
 from model.inputs import jsonl_text_dataset, tokenize
+from model.gin_files import literal_bindings
 from model.vocabulary import EOS_ID, TokenIds
 from tests.trained_vocab import trained_vocabulary
 
@@ -105,11 +107,50 @@ def test_span_corruption_lengths_match_t5():
         run("span_corruption", 0, lengths={"inputs": 512, "targets": 64}, config=objectives.ObjectiveConfig())
 
 
-def test_more_spans_than_sentinels_is_an_error():
-    tokens = list(range(10, 20)) * 40
-    with pytest.raises(tf.errors.InvalidArgumentError, match="more corrupted spans than"):
-        run("iid_noise_sentinels", 0, tokens=tokens, lengths={"inputs": 512, "targets": 512},
-            config=objectives.ObjectiveConfig(noise_density=0.5))
+@pytest.mark.parametrize("ends_with_noise", [True, False])
+def test_spans_past_the_sentinel_budget_merge_and_rebuild_the_text(ends_with_noise):
+    """150 one-token spans: the first ones keep their own sentinels, the rest merge into the last
+    one (with the text between them), and inputs + targets still rebuild every token."""
+    tokens = [3 + i % 27 for i in range(300 + (0 if ends_with_noise else 1))]  # below the sentinels
+    mask = [i % 2 == 1 for i in range(len(tokens))]
+    out = objectives.spans_to_sentinels(tf.constant(tokens), tf.constant(mask), TINY)
+    inputs, targets = out["inputs"].numpy().tolist(), out["targets"].numpy().tolist()
+    sentinels = [t for t in inputs + targets if t >= TINY.first_sentinel_id]
+    assert len(set(sentinels)) == TINY.num_sentinels  # every sentinel used, none invented
+    budget = TINY.num_sentinels - (0 if ends_with_noise else 1)
+    assert inputs[:2 * (budget - 1)] == [t for i in range(budget - 1) for t in (tokens[2 * i], TINY.sentinel_id(i))]
+    assert merge_spans(inputs, targets, TINY) == tokens
+
+
+def test_many_spans_do_not_stop_an_objective():
+    tokens = [3 + i % 27 for i in range(500)]
+    [example] = run("iid_noise_sentinels", 0, tokens=tokens, lengths={"inputs": 512, "targets": 512},
+                    config=objectives.ObjectiveConfig(noise_density=0.5))
+    example = strip_eos(example)
+    assert merge_spans(example["inputs"], example["targets"], TINY) == tokens
+
+
+def test_each_epoch_draws_fresh_noise():
+    tokens = [3 + i % 27 for i in range(100)]
+    config = objectives.ObjectiveConfig()
+
+    def corrupt(epoch):
+        dataset = tf.data.Dataset.from_tensors({"targets": tf.constant(tokens, tf.int32)})
+        out = objectives.apply_objective(dataset, "span_corruption", {"inputs": 128, "targets": 64}, TINY,
+                                         seed=5, config=config, epoch=epoch)
+        return [{k: v.tolist() for k, v in ex.items()} for ex in out.as_numpy_iterator()]
+
+    assert corrupt(0) == run("span_corruption", 5, tokens=tokens, lengths={"inputs": 128, "targets": 64},
+                             config=config)
+    assert corrupt(1) == corrupt(1)
+    assert len({str(corrupt(epoch)) for epoch in range(4)}) == 4
+
+
+@pytest.mark.parametrize("name", ["bert", "mass", "deshuffle", "prefix_lm"])
+def test_full_text_objectives_refuse_targets_shorter_than_inputs(name):
+    """At T5's span corruption lengths (512/114) they would silently take 113-token chunks."""
+    with pytest.raises(ValueError, match="would cut chunks of 512 input tokens to 113"):
+        objectives.get_objective(name).chunk_length({"inputs": 512, "targets": 114}, objectives.ObjectiveConfig())
 
 
 def test_bad_names_and_parameters_are_rejected():
@@ -239,3 +280,49 @@ def test_same_seed_same_outputs_other_seed_other_outputs(documents, vocabulary):
     other, _ = outputs_and_chunks(documents, vocabulary, "span_corruption", SPAN_LENGTHS, seed=4)
     assert first == again
     assert first != other
+
+
+# --------------------------------------------------------------------------------------------
+# The default sequence lengths of each objective (model/gin/objectives/) on real C4 pages.
+
+FULL_TEXT = {"bert", "mass", "deshuffle", "prefix_lm"}
+
+
+@pytest.fixture(scope="module")
+def c4_pages(shared_data, vocabulary):
+    """The 840 real C4 pages of the samples (800 in the round-trip WET file, 40 JSON lines)."""
+    texts = [t.decode() for t in jsonl_text_dataset(str(shared_data / "c4_samples/olmo/*.json*.gz")).as_numpy_iterator()]
+    with open(shared_data / "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz", "rb") as stream:
+        texts += [r.content_stream().read().decode() for r in ArchiveIterator(stream) if r.rec_type == "conversion"]
+    assert len(texts) == 840
+    return tokenize(tf.data.Dataset.from_tensor_slices(texts), vocabulary).cache()
+
+
+def gin_lengths(name):
+    bindings = literal_bindings(f"objectives/{name}.gin")
+    assert bindings["DataConfig.objective"] == name
+    return {key: bindings[f"DataConfig.{key}_length"] for key in ("inputs", "targets")
+            if f"DataConfig.{key}_length" in bindings}
+
+
+@pytest.mark.parametrize("name", sorted(objectives.OBJECTIVES))
+def test_default_lengths_cut_no_target_and_fill_the_chunks(c4_pages, vocabulary, name):
+    lengths = gin_lengths(name)
+    objective = objectives.get_objective(name)
+    config = objectives.ObjectiveConfig()
+    chunk_length = objective.chunk_length(lengths, config)
+    chunks = objectives.split_tokens(c4_pages, chunk_length)
+    # The objective's own outputs, before append_eos_after_trim could cut them.
+    raw = chunks.enumerate().map(lambda i, ex: {"chunk": ex["targets"], **objective.fn(
+        ex["targets"], objectives.example_seed(11, i), config, vocabulary.token_ids)})
+    full = 0
+    for example in raw.as_numpy_iterator():
+        chunk = example.pop("chunk").tolist()
+        for key, tokens in example.items():
+            assert len(tokens) + 1 <= lengths[key], (name, key, len(tokens))  # + EOS
+        full += len(chunk) == chunk_length
+        if name in FULL_TEXT | {"lm"}:
+            assert sum(len(t) for t in example.values()) == len(chunk) * (1 if name in ("prefix_lm", "lm") else 2)
+    assert full > 300  # many chunks are whole, so the tails of the distributions are exercised
+    expected_chunk = {"span_corruption": 568, "lm": 511}.get(name, 511)
+    assert chunk_length == expected_chunk
