@@ -271,8 +271,10 @@ def parallel_reader(source_language: str, target_language: str) -> Callable[...,
                 yield {lang: row["translation"][lang] for lang in (source_language, target_language)}
             return
         source_path, target_path = paths
-        with open(source_path, encoding="utf-8") as src, open(target_path, encoding="utf-8") as tgt:
-            sources, targets = src.read().splitlines(), tgt.read().splitlines()
+        # Lines end at "\n" only: str.splitlines would also split at U+2028 and friends inside a line.
+        with open(source_path, encoding="utf-8", newline="\n") as src, \
+                open(target_path, encoding="utf-8", newline="\n") as tgt:
+            sources, targets = list(src), list(tgt)
         if len(sources) != len(targets):
             raise ValueError(f"{source_path} has {len(sources)} lines, {target_path} {len(targets)}")
         for source, target in zip(sources, targets):
