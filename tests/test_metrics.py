@@ -1,0 +1,97 @@
+"""The paper's metrics against values computed by hand (and the paper's own averages)."""
+import pytest
+
+from model.tasks import metrics
+
+
+def test_accuracy_counts_an_invalid_prediction_wrong():
+    assert metrics.accuracy([0, 1, 1, 0], [0, 1, 0, metrics.INVALID]) == {"accuracy": 50.0}
+
+
+def test_f1_flips_invalid_predictions_to_the_wrong_class():
+    # predictions 1, (invalid, target 1 -> 0), 0, 1: TP 1, FP 1, FN 1 -> P = R = 1/2 -> F1 1/2
+    assert metrics.f1_with_invalid([1, 1, 0, 0], [1, -1, 0, 1]) == {"f1": pytest.approx(50.0)}
+    # an invalid prediction on a negative becomes a false positive: TP 1, FP 1 -> P 1/2, R 1 -> 2/3
+    assert metrics.f1_with_invalid([1, 0], [1, 7]) == {"f1": pytest.approx(200 / 3)}
+
+
+def test_macro_f1_over_three_classes():
+    # class 0: P 1, R 1/2 -> 2/3; class 1: P 1/2, R 1 -> 2/3; class 2: 0 -> mean 4/9
+    result = metrics.macro_f1(3)([0, 1, 2, 0], [0, 1, 1, -1])
+    assert result == {"mean_3class_f1": pytest.approx(400 / 9)}
+
+
+def test_matthews_correlation():
+    # TP 1, TN 2, FP 0, FN 1: (1*2 - 0*1) / sqrt((1+0)(1+1)(2+0)(2+1))
+    assert metrics.matthews_corrcoef([1, 1, 0, 0], [1, 0, 0, 0]) == {
+        "matthews_corrcoef": pytest.approx(100 * 2 / 12 ** 0.5)}
+
+
+def test_pearson_and_spearman():
+    # x = 1,2,3, y = 1,2,4: cov 3, |dx| sqrt(2), |dy| sqrt(42)/3 -> 9 / sqrt(84); ranks agree -> 1
+    assert metrics.pearson_spearman([1.0, 2.0, 3.0], [1.0, 2.0, 4.0]) == {
+        "pearson_corrcoef": pytest.approx(900 / 84 ** 0.5), "spearman_corrcoef": pytest.approx(100.0)}
+
+
+def test_squad_normalisation():
+    assert metrics.normalize_answer("The  U.S. Army!") == "us army"
+    assert metrics.normalize_answer("an apple and a pear") == "apple and pear"
+
+
+def test_squad_exact_match_and_f1_take_the_best_reference():
+    # 1: "cat!" -> "cat" equals "The Cat" normalised: EM 1, F1 1.
+    # 2: "red ball game" vs "big red ball": 2 common, P 2/3, R 2/3 -> F1 2/3; vs "a toy": 0.
+    result = metrics.squad([["The Cat", "a dog"], ["a toy", "big red ball"]], ["cat!", "red ball game"])
+    assert result == {"em": pytest.approx(50.0), "f1": pytest.approx(100 * (1 + 2 / 3) / 2)}
+
+
+def test_multirc_exact_match_per_question_and_f1_over_answers():
+    # question a: both right; question b: one invalid -> EM 1/2.
+    # F1 over 1,0,1,1 vs 1,0,1,(invalid -> 0): TP 2, FP 0, FN 1 -> P 1, R 2/3 -> 0.8
+    result = metrics.multirc(["a", "a", "b", "b"], [1, 0, 1, 1], [1, 0, 1, -1])
+    assert result == {"exact_match": pytest.approx(50.0), "f1": pytest.approx(80.0)}
+
+
+def test_bleu_by_hand():
+    # "the cat sat on the mat" vs "the cat sat on a mat": precisions 5/6, 3/5, 2/4, 1/3; same length.
+    result = metrics.bleu(["the cat sat on a mat"], ["the cat sat on the mat"])
+    assert result == {"bleu": pytest.approx(100 * (5 / 6 * 3 / 5 * 2 / 4 * 1 / 3) ** 0.25)}
+
+
+def test_bleu_smooths_a_zero_count_with_exp():
+    # "a b c d" vs "a b c e": 3/4, 2/3, 1/2 and no 4-gram match, which exp smoothing counts as
+    # 1 / (2^1 * 1) -> (3/4 * 2/3 * 1/2 * 1/2) ** (1/4)
+    assert metrics.bleu(["a b c e"], ["a b c d"]) == {"bleu": pytest.approx(100 * (1 / 8) ** 0.25)}
+
+
+def test_bleu_tokenises_unicode_punctuation_intl():
+    # intl splits « and » off words ("13a" would not), so these agree token for token.
+    assert metrics.bleu(["« Bonjour » dit le monde"], ["«Bonjour» dit le monde"]) == {"bleu": pytest.approx(100.0)}
+
+
+def test_rouge_f_measures_by_hand():
+    # "the cat ran" vs "the cat sat": unigrams 2/3, bigrams 1/2, longest common subsequence 2/3
+    result = metrics.rouge(["the cat sat"], ["the cat ran"])
+    assert result == {"rouge1": pytest.approx(200 / 3), "rouge2": pytest.approx(50.0),
+                      "rougeLsum": pytest.approx(200 / 3)}
+
+
+def test_rouge_l_is_summary_level_over_sentences():
+    # Sentences "a b ." and "c d ." on their own lines: the union LCS over the reference sentences
+    # matches all 4 words of the reversed-order prediction (ROUGE-L of the joined texts would not).
+    result = metrics.rouge(["a b . c d ."], ["c d . a b ."])
+    assert result["rougeLsum"] == pytest.approx(100.0)
+    assert result["rouge1"] == pytest.approx(100.0)
+
+
+def test_benchmark_averages_are_the_papers():
+    """The baseline's validation scores of the paper's Table 14 give its GLUE 83.28 and SuperGLUE
+    71.36: multi-metric tasks averaged first, MNLI-m and -mm as one task, WNLI left out."""
+    glue = {"cola": {"mcc": 53.84}, "sst2": {"acc": 92.68}, "mrpc": {"f1": 92.07, "acc": 88.92},
+            "stsb": {"pearson": 88.02, "spearman": 87.94}, "qqp": {"f1": 88.67, "acc": 91.56},
+            "mnli": {"m": 84.24, "mm": 84.57}, "qnli": {"acc": 90.48}, "rte": {"acc": 76.28}}
+    assert metrics.benchmark_average(glue) == pytest.approx(83.28, abs=0.005)
+    super_glue = {"boolq": {"acc": 76.62}, "cb": {"f1": 91.22, "acc": 91.96}, "copa": {"acc": 66.20},
+                  "multirc": {"f1a": 66.13, "em": 25.78}, "record": {"f1": 69.05, "em": 68.16},
+                  "rte": {"acc": 75.34}, "wic": {"acc": 68.04}, "wsc": {"acc": 78.56}}
+    assert metrics.benchmark_average(super_glue) == pytest.approx(71.36, abs=0.005)
