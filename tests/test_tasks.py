@@ -537,3 +537,27 @@ def test_tf_dataset_of_text_pairs(task_data):
     assert len(training) > len(examples)
     evaluation = list(tf_data.dataset(task, examples, training=False).as_numpy_iterator())
     assert len(evaluation) == len(examples)
+
+
+@pytest.mark.parametrize("name,split", [("glue_mnli", "validation_mismatched"), ("glue_stsb", "train"),
+                                        ("super_glue_multirc", "validation"), ("super_glue_record", "validation"),
+                                        ("squad", "validation"), ("wmt_en_fr", "validation"), ("dpr", "train")])
+def test_tfds_examples_are_plain_python_that_preprocess_takes(name, split):
+    """TFDS (mocked from the builders' feature specs: no data, no network) gives plain dicts."""
+    import tensorflow_datasets as tfds
+    task = tasks.get(name)
+    with tfds.testing.mock_data(num_examples=2, policy=tfds.testing.MockPolicy.USE_CODE):
+        examples = list(task.examples(split))
+    assert len(examples) == 2
+
+    def plain(value):
+        if isinstance(value, dict):
+            return all(isinstance(k, str) and plain(v) for k, v in value.items())
+        if isinstance(value, list):
+            return all(plain(v) for v in value)
+        return type(value) in (str, int, float, bool)
+    assert all(plain(e) for e in examples)
+    pair = task.preprocess(examples[0])
+    assert set(pair) == {"inputs", "targets"} and all(isinstance(v, str) for v in pair.values())
+    with pytest.raises(KeyError, match="no split"):
+        task.examples("no_such_split")
