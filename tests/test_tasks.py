@@ -561,3 +561,19 @@ def test_tfds_examples_are_plain_python_that_preprocess_takes(name, split):
     assert set(pair) == {"inputs", "targets"} and all(isinstance(v, str) for v in pair.values())
     with pytest.raises(KeyError, match="no split"):
         task.examples("no_such_split")
+
+
+def test_benchmark_average_over_the_registry_tasks():
+    """The paper's Table 14 baseline through the registry: GLUE 83.28 (WNLI left out)."""
+    glue = {"glue_cola": {"mcc": 53.84}, "glue_sst2": {"acc": 92.68}, "glue_mrpc": {"f1": 92.07, "acc": 88.92},
+            "glue_stsb": {"p": 88.02, "s": 87.94}, "glue_qqp": {"f1": 88.67, "acc": 91.56},
+            "glue_mnli": {"matched": 84.24, "mismatched": 84.57}, "glue_qnli": {"acc": 90.48},
+            "glue_rte": {"acc": 76.28}, "glue_wnli": {"acc": 0.0}}
+    assert tasks.benchmark_average("glue", glue) == pytest.approx(83.28, abs=0.005)
+    del glue["glue_rte"]
+    with pytest.raises(ValueError, match="glue_rte"):
+        tasks.benchmark_average("glue", glue)
+    with pytest.raises(ValueError, match="super_glue_wsc"):
+        tasks.benchmark_average("super_glue", {"super_glue_boolq": {"acc": 1.0}})
+    with pytest.raises(KeyError):
+        tasks.benchmark_average("squad", {})

@@ -11,7 +11,9 @@ tf.data.Dataset (`model.tasks.tf_data`).
 """
 from __future__ import annotations
 
-from model.tasks import cnn_dailymail, glue, squad, super_glue, wmt
+from typing import Mapping
+
+from model.tasks import cnn_dailymail, glue, metrics, squad, super_glue, wmt
 from model.tasks.base import LocalFormat, Task, TfdsSplit
 from model.tasks.mixtures import Mixing, Mixture
 
@@ -51,5 +53,18 @@ def get_mixture(name: str) -> Mixture:
         raise KeyError(f"no mixture {name!r}; mixtures: {', '.join(_MIXTURES)}") from None
 
 
-__all__ = ["LocalFormat", "Mixing", "Mixture", "Task", "TfdsSplit", "get", "get_mixture",
-           "mixture_names", "names"]
+def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]]) -> float:
+    """The GLUE or SuperGLUE score as the paper computes it from {task name: its scores}: each
+    task's metrics averaged, then the tasks (GLUE without WNLI; SuperGLUE without DPR). For
+    glue_mnli give both accuracies, e.g. {"matched": 84.2, "mismatched": 84.6}."""
+    members = [task.name for task in _TASKS.values() if task.benchmark == benchmark]
+    if not members:
+        raise KeyError(f"no benchmark {benchmark!r}; benchmarks: glue, super_glue")
+    missing = [name for name in members if name not in scores]
+    if missing:
+        raise ValueError(f"the {benchmark} average needs every task's scores; missing {missing}")
+    return metrics.benchmark_average({name: dict(scores[name]) for name in members})
+
+
+__all__ = ["LocalFormat", "Mixing", "Mixture", "Task", "TfdsSplit", "benchmark_average", "get",
+           "get_mixture", "mixture_names", "names"]

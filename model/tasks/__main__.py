@@ -21,7 +21,7 @@ def mixture_table() -> list[str]:
     for name in tasks.mixture_names():
         mixture = tasks.get_mixture(name)
         rates = mixture.rates()
-        members = ", ".join(f"{t.name} ({rates[t.name]:.3f})" if t.name in rates else f"{t.name} (eval only)"
+        members = ", ".join(f"{t.name} ({rates[t.name]:.4f})" if t.name in rates else f"{t.name} (eval only)"
                             for t in mixture.tasks)
         lines.append(f"| {name} | {members} |")
     return lines

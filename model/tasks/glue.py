@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable, Mapping, Sequence
+from typing import Callable, Mapping
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class GlueConfig:
     num_train_examples: int  # glue/<config> train split (T5's GLUE mixing weights)
     validation_splits: Mapping[str, str] = dataclasses.field(default_factory=lambda: {"validation": "validation"})
     headerless_columns: Mapping[str, int] | None = None
+    local_files: str = "train.tsv, dev.tsv, test.tsv"
 
 
 _TWO_SENTENCES = {"sentence1": "sentence1", "sentence2": "sentence2"}
@@ -38,11 +39,14 @@ _F1_ACCURACY = ("f1", "accuracy")
 CONFIGS = (
     GlueConfig("cola", "cola", {"sentence": "sentence"}, "is_acceptable", ("unacceptable", "acceptable"),
                metrics.matthews_corrcoef, ("matthews_corrcoef",), 8_551,
-               headerless_columns={"sentence": 3, "is_acceptable": 1}),
+               headerless_columns={"sentence": 3, "is_acceptable": 1},
+               local_files="train.tsv, dev.tsv (or in_domain_dev.tsv), test.tsv"),
     GlueConfig("sst2", "sst2", {"sentence": "sentence"}, "label", ("negative", "positive"),
                metrics.accuracy, ("accuracy",), 67_349),
     GlueConfig("mrpc", "mrpc", {"sentence1": "#1 String", "sentence2": "#2 String"}, "Quality",
-               ("not_equivalent", "equivalent"), None, _F1_ACCURACY, 3_668),
+               ("not_equivalent", "equivalent"), None, _F1_ACCURACY, 3_668,
+               # idx: the row in the file read (TFDS numbers rows of msr_paraphrase_train.txt).
+               local_files="msr_paraphrase_train.txt, msr_paraphrase_test.txt, GLUE's MRPC dev.tsv"),
     GlueConfig("stsb", "stsb", _TWO_SENTENCES, "score", None, metrics.pearson_spearman,
                ("pearson_corrcoef", "spearman_corrcoef"), 5_749),
     GlueConfig("qqp", "qqp", {"question1": "question1", "question2": "question2"}, "is_duplicate",
@@ -50,7 +54,8 @@ CONFIGS = (
     GlueConfig("mnli", "mnli", {"premise": "sentence1", "hypothesis": "sentence2"}, "gold_label",
                ("entailment", "neutral", "contradiction"), metrics.accuracy, ("accuracy",), 392_702,
                validation_splits={"validation_matched": "validation_matched",
-                                  "validation_mismatched": "validation_mismatched"}),
+                                  "validation_mismatched": "validation_mismatched"},
+               local_files="train.tsv, dev_matched.tsv, dev_mismatched.tsv, test_*.tsv"),
     GlueConfig("qnli", "qnli", {"question": "question", "sentence": "sentence"}, "label",
                ("entailment", "not_entailment"), metrics.accuracy, ("accuracy",), 104_743),
     GlueConfig("rte", "rte", _TWO_SENTENCES, "label", ("entailment", "not_entailment"),
@@ -94,8 +99,7 @@ def _task(config: GlueConfig) -> Task:
     return Task(
         name=f"glue_{config.config}",
         splits=splits,
-        local_format=LocalFormat("GLUE TSV (train.tsv, dev*.tsv, test*.tsv; MRPC: msr_paraphrase_*.txt)",
-                                 read),
+        local_format=LocalFormat(f"GLUE TSV ({config.local_files})", read),
         preprocess=functools.partial(_preprocess, config),
         postprocess=postprocess,
         metric_names=config.metric_names,
