@@ -21,7 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from model import inputs  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
-from model.model_fn import MeshConfig, OptimizationConfig  # noqa: E402
+from model.mesh import MeshConfig  # noqa: E402
+from model.model_fn import OptimizationConfig  # noqa: E402
 from model.train import TrainConfig, make_estimator  # noqa: E402
 
 INPUTS, TARGETS, BATCH, VOCAB = 128, 32, 16, 32128

@@ -13,7 +13,15 @@ its gin defaults:
   shared by all its self-attention layers (`relative_attention_type="bias_shared"`); encoder-decoder
   attention has none; no absolute position embedding;
 - output logits from the input embedding matrix (tied), scaled by d_model**-0.5, with one embedding
-  shared by encoder and decoder; vocabulary padded to a multiple of 128 (32100 -> 32128).
+  shared by encoder and decoder; vocabulary padded to a multiple of 128 (32100 -> 32128);
+- variable names as in T5's released checkpoints, which mtf's `make_layer_stack` gives the layers
+  of T5's gin configs: `block_NNN/layer_NNN` in the order of the block (encoder: self-attention,
+  feed-forward; decoder: self-attention, encoder-decoder attention, feed-forward), so that
+  `encoder/block_000/layer_000/SelfAttention/q`, `decoder/block_000/layer_001/EncDecAttention/k`,
+  `encoder/block_000/layer_001/layer_norm/scale`, `encoder/final_layer_norm/scale` and
+  `shared/embedding` load from those checkpoints. The shared encoder-decoder (no released
+  checkpoint) numbers its encoder layers as the decoder's (feed-forward at layer_002), so the
+  two stacks share self-attention and feed-forward weights by name.
 """
 from __future__ import annotations
 
@@ -50,6 +58,7 @@ class Architecture(str, enum.Enum):
 class ModelConfig:
     """Sizes and architecture. `num_layers` is per stack (T5-Base: 12 encoder + 12 decoder)."""
 
+    # Validated by model.families.family_for, which owns the map of architectures to families.
     architecture: str = Architecture.ENCODER_DECODER.value
     d_model: int = 768
     d_ff: int = 3072
@@ -58,11 +67,10 @@ class ModelConfig:
     num_layers: int = 12
     dropout_rate: float = 0.1
     relative_attention_num_buckets: int = 32
+    # T5's auxiliary loss that keeps log(sum(exp(logits))) near zero (training objective only).
+    z_loss: float = 1e-4
 
     def __post_init__(self) -> None:
-        valid = [a.value for a in Architecture]
-        if self.architecture not in valid:
-            raise ValueError(f"unknown architecture {self.architecture!r}; choose one of {valid}")
         for name in ("d_model", "d_ff", "num_heads", "d_kv", "num_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
@@ -105,25 +113,30 @@ def _feed_forward(config: ModelConfig, name: str) -> transformer_layers.DenseRel
     return layer
 
 
-def _layer_stack(config: ModelConfig, num_layers: int, with_enc_dec_attention: bool
-                 ) -> transformer.LayerStack:
-    """A pre-norm residual stack. Layer names are the same in encoder and decoder stacks, so that
-    stacks built under one variable scope share their self-attention and feed-forward weights."""
+def _layer_stack(config: ModelConfig, num_layers: int, with_enc_dec_attention: bool,
+                 decoder_numbering: bool = False) -> transformer.LayerStack:
+    """A pre-norm residual stack named as T5's checkpoints (`block_NNN/layer_NNN`).
+
+    `decoder_numbering` numbers a stack without encoder-decoder attention as the decoder's
+    blocks (feed-forward at layer_002), so that two stacks built under one variable scope share
+    their self-attention and feed-forward weights."""
+    ffn_index = 2 if with_enc_dec_attention or decoder_numbering else 1
     layers = []
     for block in range(num_layers):
-        layers.append(_self_attention(config, f"block_{block:03d}/self_attention"))
+        layers.append(_self_attention(config, f"block_{block:03d}/layer_000"))
         if with_enc_dec_attention:
-            layers.append(_enc_dec_attention(config, f"block_{block:03d}/enc_dec_attention"))
-        layers.append(_feed_forward(config, f"block_{block:03d}/dense_relu_dense"))
+            layers.append(_enc_dec_attention(config, f"block_{block:03d}/layer_001"))
+        layers.append(_feed_forward(config, f"block_{block:03d}/layer_{ffn_index:03d}"))
     return transformer.LayerStack(
         layers, dropout_rate=config.dropout_rate, norm_epsilon=LAYER_NORM_EPSILON)
 
 
 def _unitransformer(config: ModelConfig, vocab_size: int, num_layers: int, name: str, *,
                     has_output: bool, autoregressive: bool, with_enc_dec_attention: bool,
-                    input_full_attention: bool = False) -> transformer.Unitransformer:
+                    input_full_attention: bool = False, decoder_numbering: bool = False
+                    ) -> transformer.Unitransformer:
     return transformer.Unitransformer(
-        layer_stack=_layer_stack(config, num_layers, with_enc_dec_attention),
+        layer_stack=_layer_stack(config, num_layers, with_enc_dec_attention, decoder_numbering),
         d_model=config.d_model,
         input_vocab_size=vocab_size,
         output_vocab_size=vocab_size if has_output else None,
@@ -131,7 +144,7 @@ def _unitransformer(config: ModelConfig, vocab_size: int, num_layers: int, name:
         max_length=None,
         shared_embedding_and_softmax_weights=True,
         label_smoothing=0.0,
-        # The loss (with its z-loss) is computed by model_fn from the logits and the loss weights.
+        # The loss (with its z-loss) comes from model/losses.py, with the features' loss weights.
         z_loss=0.0,
         name=name,
         vocab_divisor=VOCAB_DIVISOR,
@@ -154,7 +167,8 @@ def build_model(config: ModelConfig, vocab_size: int) -> Model:
         shared = kind is Architecture.ENCODER_DECODER_SHARED
         encoder = _unitransformer(
             config, vocab_size, layers, "encoder_decoder" if shared else "encoder",
-            has_output=False, autoregressive=False, with_enc_dec_attention=False)
+            has_output=False, autoregressive=False, with_enc_dec_attention=False,
+            decoder_numbering=shared)
         decoder = _unitransformer(
             config, vocab_size, layers, "encoder_decoder" if shared else "decoder",
             has_output=True, autoregressive=True, with_enc_dec_attention=True)

@@ -10,33 +10,60 @@ with the same model function (model/model_fn.py).
 """
 from __future__ import annotations
 
-import argparse
-import dataclasses
-import json
-import pathlib
+import os
 import sys
-from typing import Callable, Dict, List, Optional, Sequence
 
-import gin
-import numpy as np
-import tensorflow.compat.v1 as tf
-from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
+VERBOSITY_FLAG = "--verbosity"
 
-from model import inputs
-from model.architectures import Architecture, ModelConfig
-from model.model_fn import (MeshConfig, ModelFnSetup, OptimizationConfig, last_logged_step,
-                            make_model_fn, non_finite_loss_error, strip_after_eos)
-from model.vocabulary import EOS_ID, Vocabulary
+
+def quiet_libraries(verbosity: int) -> None:
+    """Keeps TensorFlow's start-up and deprecation messages off stderr unless `verbosity` asks:
+    0 errors only, 1 also library warnings, 2 also library info. Must run before TensorFlow is
+    imported for its C++ log level to apply."""
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = {0: "3", 1: "1"}.get(verbosity, "0")
+    import logging
+    import warnings
+    level = {0: logging.ERROR, 1: logging.WARNING}.get(verbosity, logging.INFO)
+    logging.getLogger("tensorflow").setLevel(level)
+    logging.getLogger("absl").setLevel(level)
+    if verbosity == 0:
+        warnings.simplefilter("ignore")
+
+
+def _verbosity(argv) -> int:
+    for i, word in enumerate(argv):
+        if word == VERBOSITY_FLAG and i + 1 < len(argv) and argv[i + 1].isdigit():
+            return int(argv[i + 1])
+        if word.startswith(VERBOSITY_FLAG + "=") and word.split("=", 1)[1].isdigit():
+            return int(word.split("=", 1)[1])
+    return 0
+
+
+if __name__ == "__main__":
+    quiet_libraries(_verbosity(sys.argv[1:]))
+
+import argparse  # noqa: E402  (after the log levels above)
+import dataclasses  # noqa: E402
+import json  # noqa: E402
+import pathlib  # noqa: E402
+from typing import Callable, Dict, List, Optional, Sequence, Tuple  # noqa: E402
+
+import gin  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
+from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
+from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator  # noqa: E402
+
+from model import families, hooks, inputs, warm_start  # noqa: E402
+from model.architectures import ModelConfig  # noqa: E402
+from model.decoding import strip_after_eos  # noqa: E402
+from model.mesh import MeshConfig  # noqa: E402
+from model.model_fn import (ModelFnSetup, OptimizationConfig, PrecisionConfig,  # noqa: E402
+                            make_model_fn)
+from model.vocabulary import EOS_ID, Vocabulary  # noqa: E402
 
 GIN_DIR = pathlib.Path(__file__).resolve().parent / "gin"
 MODES = ("pretrain", "finetune", "eval", "decode")
-FAMILY_OF = {
-    Architecture.ENCODER_DECODER: "encoder_decoder",
-    Architecture.ENCODER_DECODER_SHARED: "encoder_decoder",
-    Architecture.ENCODER_DECODER_HALF_LAYERS: "encoder_decoder",
-    Architecture.DECODER_ONLY_LM: "decoder_only",
-    Architecture.PREFIX_LM: "prefix_lm",
-}
 
 Examples = Callable[[], tf.data.Dataset]
 
@@ -64,7 +91,10 @@ class DataConfig:
 @gin.configurable
 @dataclasses.dataclass(frozen=True)
 class TrainConfig:
-    """Steps, batch and checkpointing. The batch is given in tokens, as in the paper (2^16)."""
+    """Steps, batch and checkpointing. The batch is given in tokens, as in the paper (2^16).
+
+    `train_steps` counts this run's steps: from 0 when pre-training, from the warm-start
+    checkpoint's step when fine-tuning (the global step continues, as in T5)."""
 
     tokens_per_batch: int = 65536
     train_steps: int = 524288
@@ -80,12 +110,10 @@ class TrainConfig:
     intra_op_threads: int = 0
     inter_op_threads: int = 0
     init_checkpoint: Optional[str] = None
+    # Regular expressions of variables that warm start may leave freshly initialised.
+    warm_start_fresh: Tuple[str, ...] = ()
     # Graph-level seed: the same initial weights (and dropout masks) in every run of a config.
     random_seed: int = 0
-
-
-def family(model_config: ModelConfig) -> str:
-    return FAMILY_OF[model_config.kind]
 
 
 def checkpoint_step(model_dir: str) -> int:
@@ -114,24 +142,19 @@ def resumed_batches(examples: tf.data.Dataset, batch_size: int, start_step: int
     return examples.repeat().batch(batch_size, drop_remainder=True).skip(start_step)
 
 
-def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
-                   optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
-                   vocab_size: int, batch_size: int) -> tpu_estimator.TPUEstimator:
-    setup = ModelFnSetup(
-        model_config=model_config, mesh_config=mesh_config, optimization=optimization,
-        vocab_size=vocab_size, model_dir=model_dir,
-        save_checkpoints_steps=train_config.save_checkpoints_steps,
-        keep_checkpoint_max=train_config.keep_checkpoint_max,
-        decode_length=train_config.decode_length, use_tpu=train_config.use_tpu,
-        init_checkpoint=train_config.init_checkpoint)
+def run_config(train_config: TrainConfig, model_dir: str, cluster=None) -> tpu_config.RunConfig:
+    """TPUEstimator's RunConfig, as T5's `utils.get_estimator` makes it on TPU: one core per
+    replica (Mesh TensorFlow's SIMD lowering needs the model replicated on every core, each
+    receiving the whole batch: BROADCAST), and TensorFlow's meta-optimizer off (slow start-up,
+    little gain on TPU)."""
     session_config = tf.ConfigProto(
         intra_op_parallelism_threads=train_config.intra_op_threads,
         inter_op_parallelism_threads=train_config.inter_op_threads,
         allow_soft_placement=True)
-    cluster = None
     if train_config.use_tpu:
-        cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
-    run_config = tpu_config.RunConfig(
+        session_config.graph_options.rewrite_options.disable_meta_optimizer = (
+            rewriter_config_pb2.RewriterConfig.ON)
+    return tpu_config.RunConfig(
         cluster=cluster,
         model_dir=model_dir,
         session_config=session_config,
@@ -143,11 +166,28 @@ def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
         log_step_count_steps=None,
         tpu_config=tpu_config.TPUConfig(
             iterations_per_loop=train_config.iterations_per_loop,
-            num_cores_per_replica=mesh_config.shape.size if train_config.use_tpu else None,
+            num_cores_per_replica=1,
             per_host_input_for_training=tpu_config.InputPipelineConfig.BROADCAST))
+
+
+def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
+                   optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
+                   vocab_size: int, batch_size: int,
+                   precision: PrecisionConfig = PrecisionConfig()) -> tpu_estimator.TPUEstimator:
+    setup = ModelFnSetup(
+        model_config=model_config, mesh_config=mesh_config, optimization=optimization,
+        vocab_size=vocab_size, model_dir=model_dir,
+        save_checkpoints_steps=train_config.save_checkpoints_steps,
+        keep_checkpoint_max=train_config.keep_checkpoint_max,
+        decode_length=train_config.decode_length, use_tpu=train_config.use_tpu,
+        precision=precision, init_checkpoint=train_config.init_checkpoint,
+        warm_start_fresh=tuple(train_config.warm_start_fresh))
+    cluster = None
+    if train_config.use_tpu:
+        cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
     return tpu_estimator.TPUEstimator(
-        model_fn=make_model_fn(setup), config=run_config, use_tpu=train_config.use_tpu,
-        train_batch_size=batch_size, eval_batch_size=batch_size,
+        model_fn=make_model_fn(setup), config=run_config(train_config, model_dir, cluster),
+        use_tpu=train_config.use_tpu, train_batch_size=batch_size, eval_batch_size=batch_size,
         predict_batch_size=batch_size)
 
 
@@ -161,6 +201,11 @@ class Run:
     data_config: DataConfig
     train_config: TrainConfig
     model_dir: str
+    precision: PrecisionConfig = PrecisionConfig()
+
+    @property
+    def feature_converter(self) -> str:
+        return families.family_class(self.model_config.architecture).converter
 
     @property
     def vocabulary(self) -> Vocabulary:
@@ -184,35 +229,54 @@ class Run:
             raise ValueError("DataConfig.eval_source is needed when the source is not tfds:")
         return inputs.pretraining_dataset(
             text, self.vocabulary, self.data_config.objective,
-            self.data_config.sequence_lengths, family(self.model_config),
+            self.data_config.sequence_lengths, self.feature_converter,
             seed=self.data_config.seed, pack=True)
 
     def estimator(self, batch_size: int) -> tpu_estimator.TPUEstimator:
         return make_estimator(self.model_config, self.mesh_config, self.optimization,
                               self.train_config, self.model_dir,
-                              self.vocabulary.vocab_size, batch_size)
+                              self.vocabulary.vocab_size, batch_size, self.precision)
+
+
+def first_step(train_config: TrainConfig) -> int:
+    """The global step a run starts from: the warm-start checkpoint's, else 0."""
+    if train_config.init_checkpoint:
+        return warm_start.checkpoint_step(train_config.init_checkpoint)
+    return 0
 
 
 def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
-    """Trains to `max_steps` (default TrainConfig.train_steps), resuming from the newest
-    checkpoint with the same data position. Returns the final global step."""
+    """Trains `max_steps` steps (default TrainConfig.train_steps) past the first step (0, or the
+    warm-start checkpoint's), resuming from the newest checkpoint with the same data position.
+    Returns the final global step. The operative gin config is written once the model is built."""
     pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
-    (pathlib.Path(run.model_dir) / "operative_config.gin").write_text(gin.operative_config_str())
-    start_step = checkpoint_step(run.model_dir)
+    base_step = first_step(run.train_config)
+    start_step = checkpoint_step(run.model_dir) or base_step
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
     estimator = make_estimator(run.model_config, run.mesh_config, run.optimization,
-                               run.train_config, run.model_dir, vocab_size, batch_size)
-    target = max_steps or run.train_config.train_steps
+                               run.train_config, run.model_dir, vocab_size, batch_size,
+                               run.precision)
+    target = base_step + (max_steps or run.train_config.train_steps)
     if start_step < target:
+        progress(f"training {run.model_config.architecture} in {run.model_dir}: "
+                 f"step {start_step} -> {target}, {batch_size} sequences per batch")
         try:
             estimator.train(lambda params: resumed_batches(examples(), params["batch_size"],
-                                                           start_step),
+                                                           start_step - base_step),
                             max_steps=target)
+        except tf.errors.InvalidArgumentError as error:
+            if hooks.is_non_finite_loss(error):
+                raise hooks.error_for_failed_step(run.model_dir) from None
+            raise
         except tf.train.NanLossDuringTrainingError:
-            # Estimator's own NaN check runs before LossMonitorHook: give the same message.
-            raise non_finite_loss_error(
-                float("nan"), last_logged_step(run.model_dir) + 1, run.model_dir) from None
+            # Estimator's own NaN check, should it see the loss first: the same message.
+            raise hooks.error_for_failed_step(run.model_dir) from None
     return checkpoint_step(run.model_dir)
+
+
+def progress(message: str) -> None:
+    """A progress line for the person at the terminal (stderr; results go to stdout)."""
+    print(message, file=sys.stderr, flush=True)
 
 
 def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:
@@ -222,7 +286,9 @@ def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:
     batch_size = min(run.train_config.eval_batch_size, max(1, run.train_config.tokens_per_batch
                                                             // feature_length(examples())))
     estimator = make_estimator(run.model_config, run.mesh_config, run.optimization,
-                               run.train_config, run.model_dir, vocab_size, batch_size)
+                               run.train_config, run.model_dir, vocab_size, batch_size,
+                               run.precision)
+    progress(f"evaluating {tf.train.latest_checkpoint(run.model_dir)}")
     results = estimator.evaluate(
         lambda params: examples().batch(params["batch_size"], drop_remainder=True),
         steps=run.train_config.eval_steps, name="validation")
@@ -273,8 +339,10 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
 
 def configured_run(model_dir: str) -> Run:
     """The run that the parsed gin bindings describe (gin fills the dataclass fields)."""
-    return Run(ModelConfig(), MeshConfig(), OptimizationConfig(), DataConfig(), TrainConfig(),
-               model_dir)
+    run = Run(ModelConfig(), MeshConfig(), OptimizationConfig(), DataConfig(), TrainConfig(),
+              model_dir, PrecisionConfig())
+    families.family_class(run.model_config.architecture)  # an unknown architecture fails here
+    return run
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -285,7 +353,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--gin_param", action="append", default=[])
     parser.add_argument("--input_file", help="decode: one input text per line")
     parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
+    parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2),
+                        help="library messages on stderr: 0 errors only (default), 1 also "
+                             "warnings, 2 also TensorFlow's info log")
     args = parser.parse_args(argv)
+    quiet_libraries(args.verbosity)
     try:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)

@@ -1,12 +1,15 @@
 """The five architectures: T5's layer details and the published parameter counts.
 
 Counts come from the variable shapes of an mtf graph that is never lowered or initialised."""
+import functools
+
 import gin
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.architectures import ModelConfig, build_model, count_parameters
-from model.mtf_compat import mtf
+from model import families
+from model.architectures import LAYER_NORM_EPSILON, ModelConfig, build_model, count_parameters
+from model.mtf_compat import mtf, transformer, transformer_layers
 from model.train import GIN_DIR
 
 T5_VOCAB_SIZE = 32100  # 32000 SentencePiece pieces + 100 sentinels, padded to 32128 in the model
@@ -31,16 +34,19 @@ def size_config(size: str, architecture: str = "encoder_decoder") -> ModelConfig
     return config
 
 
-def variables(config: ModelConfig, vocab_size: int = 200) -> dict:
-    """{name: shape as a list} of the trainable variables of `config`."""
+def model_variables(model) -> dict:
+    """{name: shape as a list} of the trainable variables of an mtf transformer model."""
     with tf.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
         tokens = mtf.ones(mesh, mtf.Shape([mtf.Dimension("batch", 2),
                                            mtf.Dimension("length", 6)]), tf.int32)
-        build_model(config, vocab_size).call_simple(
-            inputs=tokens, targets=tokens, compute_loss=False, mode="eval")
+        model.call_simple(inputs=tokens, targets=tokens, compute_loss=False, mode="eval")
         return {v.name: v.outputs[0].shape.to_integer_list for v in graph.trainable_variables}
+
+
+def variables(config: ModelConfig, vocab_size: int = 200) -> dict:
+    return model_variables(build_model(config, vocab_size))
 
 
 @pytest.mark.parametrize("size", sorted(PUBLISHED_PARAMETERS))
@@ -75,11 +81,11 @@ def test_t5_layer_details():
     # Relative position biases: one [heads, 32 buckets] table per stack, shared across layers;
     # none for encoder-decoder attention.
     relative = sorted(n for n in names if "relative_attention_bias" in n)
-    assert relative == ["decoder/block_000/self_attention/SelfAttention/relative_attention_bias",
-                        "encoder/block_000/self_attention/SelfAttention/relative_attention_bias"]
+    assert relative == ["decoder/block_000/layer_000/SelfAttention/relative_attention_bias",
+                        "encoder/block_000/layer_000/SelfAttention/relative_attention_bias"]
     assert all(names[n] == [2, 32] for n in relative)
     # ReLU feed-forward: wi [d_model, d_ff] and wo [d_ff, d_model], kernels only.
-    ffn = sorted(n for n in names if "dense_relu_dense" in n and "norm" not in n)
+    ffn = sorted(n for n in names if "DenseReluDense" in n)
     assert [names[n] for n in ffn] == [[16, 24], [24, 16]] * 4
 
 
@@ -99,15 +105,55 @@ def test_architectures_share_and_halve_parameters_as_the_paper_says():
     assert shared > lm  # the shared stack also holds the decoder's encoder-decoder attention
 
 
+def t5_reference_model(config: ModelConfig, vocab_size: int) -> transformer.Bitransformer:
+    """T5's encoder-decoder as its gin configs build it through mtf's `make_layer_stack` (which
+    names the layers of the released checkpoints), with legacy-mode layer stacks (`layer_norm`,
+    `final_layer_norm`) and shared relative attention biases, as those checkpoints have."""
+    attention = {"num_heads": config.num_heads, "key_value_size": config.d_kv}
+    self_attention = dict(attention, relative_attention_type="bias_shared")
+    layer_stack = functools.partial(transformer.LayerStack, dropout_rate=0.0,
+                                    norm_epsilon=LAYER_NORM_EPSILON)
+    feed_forward = [transformer_layers.DenseReluDense, {"hidden_size": config.d_ff}]
+
+    def stack(name, layers):
+        return transformer.Unitransformer(
+            layer_stack=transformer.make_layer_stack(layers, layer_stack, config.num_layers),
+            d_model=config.d_model, input_vocab_size=vocab_size,
+            output_vocab_size=vocab_size if name == "decoder" else None,
+            autoregressive=name == "decoder", max_length=None, name=name,
+            positional_embedding=False, shared_embedding_and_softmax_weights=True)
+
+    encoder = stack("encoder", [[transformer_layers.SelfAttention, self_attention],
+                                feed_forward])
+    decoder = stack("decoder", [[transformer_layers.SelfAttention, self_attention],
+                                [transformer_layers.EncDecAttention, attention], feed_forward])
+    return transformer.Bitransformer(encoder, decoder, shared_embedding=True)
+
+
+def test_variables_are_named_as_t5_checkpoints():
+    ours = variables(TINY)
+    assert ours == model_variables(t5_reference_model(TINY, 200))
+    # Names of the released T5 checkpoints.
+    for name in ("encoder/block_000/layer_000/SelfAttention/q",
+                 "decoder/block_000/layer_001/EncDecAttention/k",
+                 "decoder/block_001/layer_002/DenseReluDense/wo/kernel",
+                 "encoder/block_001/layer_001/layer_norm/scale",
+                 "encoder/final_layer_norm/scale", "shared/embedding"):
+        assert name in ours
+
+
 def test_shared_encoder_decoder_reuses_encoder_weights():
-    names = variables(ModelConfig(architecture="encoder_decoder_shared", d_model=16, d_ff=24,
-                                  num_heads=2, d_kv=4, num_layers=2))
-    assert not any(n.startswith(("encoder/", "decoder/")) for n in names)
-    assert any("enc_dec_attention" in n for n in names)
+    shared = variables(ModelConfig(architecture="encoder_decoder_shared", d_model=16, d_ff=24,
+                                   num_heads=2, d_kv=4, num_layers=2))
+    assert not any(n.startswith(("encoder/", "decoder/")) for n in shared)
+    # One stack's weights: the decoder's (its encoder-decoder attention included), no more.
+    decoder = {n: v for n, v in variables(TINY).items() if n.startswith("decoder/")}
+    assert sorted(shared) == sorted(["shared/embedding"] + [
+        n.replace("decoder/", "encoder_decoder/", 1) for n in decoder])
 
 
 def test_bad_configuration_is_a_clear_error():
     with pytest.raises(ValueError, match="unknown architecture 'transformer_xl'"):
-        ModelConfig(architecture="transformer_xl")
+        families.family_class("transformer_xl")
     with pytest.raises(ValueError, match="num_heads must be positive"):
         ModelConfig(num_heads=0)

@@ -325,7 +325,7 @@ def test_training_command_configures_the_real_trainer():
     """The gin files and bindings the TPU host receives parse into the trainer's configs."""
     import gin
     from model import train
-    from model.model_fn import MeshConfig
+    from model.mesh import MeshConfig
     (command,) = tpu_commands("--accelerator_type", "v3-32", "--size", "base",
                               "--train_steps", "1000", "--stages", "train")
     words = shlex.split(remote_script(command).split("nohup ", 1)[1].split(" > ", 1)[0])

@@ -11,10 +11,11 @@ import pytest
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from model import features, objectives
-from model.architectures import ModelConfig, build_model
-from model.model_fn import DECODER_ONLY_KEYS, MeshConfig, _import_features, _logits
-from model.mtf_compat import mtf, placement_mesh_impl
+from model import families, features, objectives
+from model.architectures import ModelConfig
+from model.mesh import MeshConfig, cpu_mesh_impl
+from model.model_fn import import_features
+from model.mtf_compat import mtf
 
 VOCAB_SIZE = 64
 LENGTHS = {"inputs": 8, "targets": 6}  # one 14-token stream per row
@@ -46,7 +47,7 @@ def expected_visibility(segment_ids: np.ndarray, prefix: np.ndarray) -> np.ndarr
 
 
 def model_logits(feats: dict) -> np.ndarray:
-    """Teacher-forced logits of a tiny, randomly initialised prefix LM via model_fn's path."""
+    """Teacher-forced logits of a tiny, randomly initialised prefix LM via its family."""
     with tf.Graph().as_default():
         tf.set_random_seed(0)
         graph = mtf.Graph()
@@ -54,11 +55,11 @@ def model_logits(feats: dict) -> np.ndarray:
         config = ModelConfig(architecture="prefix_lm", d_model=16, d_ff=32, num_heads=2, d_kv=8,
                              num_layers=2, dropout_rate=0.0)
         tensors = {k: tf.constant(v) for k, v in feats.items()}
-        logits = _logits(build_model(config, VOCAB_SIZE), config.kind,
-                         _import_features(tensors, list(feats), mesh), tf.estimator.ModeKeys.EVAL)
-        mesh_config = MeshConfig()
-        lowering = mtf.Lowering(graph, {mesh: placement_mesh_impl.PlacementMeshImpl(
-            mesh_config.shape, mesh_config.layout_rules, [""])})
+        family = families.family_for(config, VOCAB_SIZE)
+        logits = family.logits(family.build(training=False),
+                               import_features(tensors, list(feats), mesh),
+                               tf.estimator.ModeKeys.EVAL)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
         output = lowering.export_to_tf_tensor(logits)
         # One thread, as the trainer tests use: TF keeps the first session's CPU thread pools for
         # the whole process, and more threads make the later training losses nondeterministic.
@@ -90,8 +91,7 @@ def test_packed_rows_have_several_segments_with_different_prefixes():
 @pytest.mark.parametrize("row_index", [0, 1])
 def test_prefix_lm_attends_fully_within_each_packed_prefix_and_causally_after(row_index):
     rows = packed_rows(EXAMPLES)
-    row = {k: v[row_index] for k, v in rows.items() if k in DECODER_ONLY_KEYS + (
-        "decoder_causal_attention",)}
+    row = {k: v[row_index] for k, v in rows.items() if k in features.PREFIX_LM_KEYS}
     expected = expected_visibility(row["decoder_segment_ids"], row["decoder_causal_attention"])
     real = row["decoder_segment_ids"] > 0  # padding outputs carry no loss and are not checked
     np.testing.assert_array_equal(measured_dependence(row)[real], expected[real])

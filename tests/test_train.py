@@ -23,7 +23,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 import tfds_c4  # noqa: F401  (registers t5_c4)
 
 from model import train
-from model.model_fn import LOSS_LOG_NAME, NonFiniteLossError
+from model.hooks import LOSS_LOG_NAME, NonFiniteLossError
 from tests.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -125,7 +125,10 @@ def synthetic_examples(num: int = 32, seed: int = 0):
     decoder = np.concatenate([encoder[:, 6::-1], np.ones((num, 1), np.int32)], 1)
     features = {
         "encoder_input_tokens": encoder, "encoder_segment_ids": np.ones_like(encoder),
+        "encoder_positions": np.tile(np.arange(16, dtype=np.int32), (num, 1)),
         "decoder_target_tokens": decoder, "decoder_segment_ids": np.ones_like(decoder),
+        "decoder_input_tokens": np.pad(decoder[:, :-1], [(0, 0), (1, 0)]),
+        "decoder_positions": np.tile(np.arange(8, dtype=np.int32), (num, 1)),
         "decoder_loss_weights": np.ones_like(decoder),
     }
     return lambda: tf.data.Dataset.from_tensor_slices(features)

@@ -1,0 +1,100 @@
+"""The interface every model family implements; `model/model_fn.py` talks only to it.
+
+A family is one kind of model with its feature contract: which feature converter of
+`model/features.py` makes its inputs (and so which feature keys it receives), how its Mesh
+TensorFlow model is built, and what it returns for a batch: losses (with any auxiliary terms),
+evaluation metrics and predictions. A run creates one family object from its config
+(`families.family_for(config)`); the model function calls `build`, then `losses` (TRAIN, EVAL) or
+`predict` (PREDICT), and takes the optimizer and the warm-start exceptions from it.
+
+A family that needs extra features (NSP labels, segment types, structure indices) adds a feature
+converter for them and names it in `converter`; one with extra losses (NSP, classification heads)
+adds them to `Losses.objective` and reports them in `Losses.metrics`; one with heads that a
+pre-trained checkpoint does not have lists them in `fresh_on_warm_start`; one with its own
+optimizer overrides `optimizer`.
+"""
+from __future__ import annotations
+
+import abc
+import dataclasses
+from typing import Any, ClassVar, Dict, Mapping, Tuple
+
+import tensorflow as tf2
+
+from model import features
+from model.losses import Losses
+from model.mtf_compat import mtf
+
+
+class ModelFamily(abc.ABC):
+    """One model family, configured for one run."""
+
+    # The family's name and the feature converter (a name known to model/features.py) that
+    # turns task examples {"inputs", "targets"} into its features.
+    name: ClassVar[str]
+    converter: ClassVar[str]
+    # The ModelConfig.architecture values this family builds.
+    architectures: ClassVar[Tuple[str, ...]]
+    # Regular expressions of variable names that warm start may leave freshly initialised
+    # (new heads); every other variable must come from the checkpoint.
+    fresh_on_warm_start: ClassVar[Tuple[str, ...]] = ()
+
+    def __init__(self, config: Any, vocab_size: int,
+                 variable_dtype: mtf.VariableDType = mtf.VariableDType()):
+        self.config = config
+        self.vocab_size = vocab_size
+        self.variable_dtype = variable_dtype
+
+    @property
+    def feature_keys(self) -> Tuple[str, ...]:
+        """The features the model reads: every key of its converter's output."""
+        return features.FEATURE_KEYS[self.converter]
+
+    def convert_features(self, dataset: tf2.data.Dataset, sequence_lengths: Mapping[str, int],
+                         pack: bool = True) -> tf2.data.Dataset:
+        """Task examples -> this family's features."""
+        return features.convert_features(dataset, self.converter, sequence_lengths, pack=pack)
+
+    @abc.abstractmethod
+    def build(self, training: bool) -> Any:
+        """The Mesh TensorFlow model (dropout only when `training`)."""
+
+    @abc.abstractmethod
+    def losses(self, model: Any, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
+        """Losses and metrics for a batch of `feature_keys` ([batch, length] int32 each)."""
+
+    @abc.abstractmethod
+    def predict(self, model: Any, inputs: mtf.Tensor, decode_length: int) -> mtf.Tensor:
+        """[batch, decode_length] predicted ids for `inputs` (ids ending in EOS, zero padded)."""
+
+    def optimizer(self, learning_rate: Any) -> mtf.optimize.Optimizer:
+        """T5's optimizer: Adafactor with mtf's defaults (factored second moments, decay
+        1 - (step + 1)^-0.8, update clipping 1, no momentum, parameter-scaled updates)."""
+        return mtf.optimize.AdafactorOptimizer(learning_rate=learning_rate)
+
+
+@dataclasses.dataclass(frozen=True)
+class Registry:
+    """The one map from architecture names to families."""
+
+    families: Tuple[type, ...]
+
+    def __post_init__(self) -> None:
+        seen: Dict[str, str] = {}
+        for family in self.families:
+            for architecture in family.architectures:
+                if architecture in seen:
+                    raise ValueError(f"architecture {architecture!r} is claimed by families "
+                                     f"{seen[architecture]} and {family.name}")
+                seen[architecture] = family.name
+
+    @property
+    def architectures(self) -> Dict[str, type]:
+        return {a: family for family in self.families for a in family.architectures}
+
+    def family_class(self, architecture: str) -> type:
+        known = self.architectures
+        if architecture not in known:
+            raise ValueError(f"unknown architecture {architecture!r}; choose one of "
+                             f"{sorted(known)}")
+        return known[architecture]

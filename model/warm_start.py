@@ -1,0 +1,82 @@
+"""Warm start (fine-tuning): every variable of the new run comes from a checkpoint, or fails.
+
+As T5 (`mesh_tensorflow.transformer.utils`, `tf.train.init_from_checkpoint` on the master
+variables, outside the TPU rewrite) with two differences:
+- a variable that the checkpoint lacks is an error naming them all (T5 logs them and leaves them
+  randomly initialised), unless it matches one of the family's or the run's `fresh` patterns
+  (new heads); shapes and dtypes must match too (released T5 checkpoints store bfloat16: set
+  `PrecisionConfig.master_dtype = 'bfloat16'` to load them);
+- the global step is restored with the rest, as T5 does: the run continues from the
+  checkpoint's step (a fine-tuning run of N steps trains to step checkpoint + N). Restarting at
+  step 0 would make Adafactor's second-moment decay 1 - (step + 1)^-0.8 zero at the first step,
+  overwriting the warm-started optimizer slots with one batch's gradients.
+Names are T5's (model/architectures.py), so the released Mesh TF checkpoints load as they are.
+"""
+from __future__ import annotations
+
+import re
+from typing import Dict, List, Mapping, Sequence, Tuple
+
+import tensorflow.compat.v1 as tf
+
+VariableSpec = Tuple[Tuple[int, ...], str]  # shape, dtype name
+
+
+class WarmStartError(ValueError):
+    """The checkpoint cannot initialise this model."""
+
+
+def restore_plan(model: Mapping[str, VariableSpec], checkpoint: Mapping[str, VariableSpec],
+                 fresh: Sequence[str] = ()) -> List[str]:
+    """The model variables to read from the checkpoint; raises WarmStartError when one the model
+    needs is missing (and matches no `fresh` pattern) or has another shape or dtype."""
+    patterns = [re.compile(p) for p in fresh]
+    missing = sorted(name for name in model if name not in checkpoint
+                     and not any(p.fullmatch(name) for p in patterns))
+    if missing:
+        shown = "\n  ".join(missing[:50]) + ("\n  ..." if len(missing) > 50 else "")
+        raise WarmStartError(
+            f"the warm-start checkpoint lacks {len(missing)} variable(s) of this model:\n  "
+            f"{shown}\nCheck the architecture and size, or list variables that may start fresh.")
+    mismatched = [f"{name}: model {model[name]}, checkpoint {checkpoint[name]}"
+                  for name in sorted(model) if name in checkpoint
+                  and model[name] != checkpoint[name]]
+    if mismatched:
+        raise WarmStartError("warm-start variables differ in shape or dtype (shape, dtype):\n  "
+                             + "\n  ".join(mismatched))
+    return sorted(name for name in model if name in checkpoint)
+
+
+def checkpoint_path(init_checkpoint: str) -> str:
+    """A checkpoint path, or a directory's newest checkpoint."""
+    path = tf.train.latest_checkpoint(init_checkpoint) or init_checkpoint
+    if not tf.io.gfile.exists(path + ".index"):
+        raise WarmStartError(f"no checkpoint at {init_checkpoint!r} (TrainConfig.init_checkpoint)")
+    return path
+
+
+def checkpoint_variables(path: str) -> Dict[str, VariableSpec]:
+    reader = tf.train.load_checkpoint(path)
+    dtypes = reader.get_variable_to_dtype_map()
+    return {name: (tuple(shape), dtypes[name].base_dtype.name)
+            for name, shape in reader.get_variable_to_shape_map().items()}
+
+
+def graph_variables() -> Dict[str, VariableSpec]:
+    """The global (checkpointed) variables of the default graph: masters, slots, global step."""
+    return {v.op.name: (tuple(v.shape.as_list()), v.dtype.base_dtype.name)
+            for v in tf.global_variables()}
+
+
+def warm_start(init_checkpoint: str, fresh: Sequence[str] = ()) -> List[str]:
+    """Sets the initial values of the graph's variables from `init_checkpoint` (a path or a
+    directory, its newest checkpoint). Returns the names restored."""
+    path = checkpoint_path(init_checkpoint)
+    names = restore_plan(graph_variables(), checkpoint_variables(path), fresh)
+    tf.train.init_from_checkpoint(path, {name: name for name in names})
+    return names
+
+
+def checkpoint_step(init_checkpoint: str) -> int:
+    """The global step stored in a checkpoint (a path or a directory)."""
+    return int(tf.train.load_variable(checkpoint_path(init_checkpoint), tf.GraphKeys.GLOBAL_STEP))
