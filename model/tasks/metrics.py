@@ -27,14 +27,16 @@ def accuracy(targets: Sequence, predictions: Sequence) -> dict[str, float]:
 def f1_with_invalid(targets: Sequence[int], predictions: Sequence[int]) -> dict[str, float]:
     """Binary F1 of class 1; a prediction that is neither 0 nor 1 is flipped to the wrong class."""
     repaired = [p if p in (0, 1) else 1 - t for t, p in zip(targets, predictions)]
-    return {"f1": 100 * sklearn.metrics.f1_score(list(targets), repaired)}
+    # zero_division=0: sklearn's value when no pair is positive, without its warning.
+    return {"f1": 100 * sklearn.metrics.f1_score(list(targets), repaired, zero_division=0.0)}
 
 
 def macro_f1(num_classes: int):
     """Unweighted mean of the per-class F1 over classes 0..num_classes-1 (CB: 3 classes)."""
     def metric(targets: Sequence[int], predictions: Sequence[int]) -> dict[str, float]:
         value = sklearn.metrics.f1_score(list(targets), list(predictions),
-                                         labels=list(range(num_classes)), average="macro")
+                                         labels=list(range(num_classes)), average="macro",
+                                         zero_division=0.0)
         return {f"mean_{num_classes}class_f1": 100 * value}
     return metric
 
