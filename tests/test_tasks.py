@@ -577,3 +577,20 @@ def test_benchmark_average_over_the_registry_tasks():
         tasks.benchmark_average("super_glue", {"super_glue_boolq": {"acc": 1.0}})
     with pytest.raises(KeyError):
         tasks.benchmark_average("squad", {})
+
+
+def test_unlabelled_superglue_lines_get_label_minus_one(task_data, tmp_path):
+    import json
+    rows = [json.loads(line) for line in (task_data / "superglue_cb/val.jsonl").read_text().splitlines()[:2]]
+    multirc = json.loads((task_data / "superglue_multirc/train.jsonl").read_text().splitlines()[0])
+    for row in rows:
+        del row["label"]
+    for question in multirc["passage"]["questions"]:
+        for answer in question["answers"]:
+            del answer["label"]
+    (tmp_path / "cb.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "multirc.jsonl").write_text(json.dumps(multirc) + "\n")
+    cb = list(tasks.get("super_glue_cb").local_examples(str(tmp_path / "cb.jsonl")))
+    options = list(tasks.get("super_glue_multirc").local_examples(str(tmp_path / "multirc.jsonl")))
+    assert [e["label"] for e in cb] == [-1, -1] and {e["label"] for e in options} == {-1}
+    assert tasks.get("super_glue_cb").preprocess(cb[0])["targets"] == "<unk>"
