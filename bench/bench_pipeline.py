@@ -24,6 +24,7 @@ from langdetect import detector_factory as langdetect_factory  # noqa: E402
 from pipelines import badwords, cleaning, dedup, language, urls, wet  # noqa: E402
 from pipelines.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
+from text.sentences import split_sentences  # noqa: E402
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 WET_GLOB = str(SHARED / "wet" / "*" / "*")
@@ -72,7 +73,8 @@ def main():
     cleaned_mb = sum(len(t.encode()) for t in cleaned) / 1e6
 
     def span_keys_of_all():
-        return [list(dedup.span_keys(dedup.units_of(t, "spans"), 3)) for t in cleaned]
+        return [list(dedup.span_keys(dedup.units_of(t, "spans", split_sentences),
+                                     dedup.PAPER_SPAN_DEDUP)) for t in cleaned]
     report("dedup: span keys", timed(span_keys_of_all, args.repeats), len(cleaned), cleaned_mb)
 
     factory = langdetect_factory.DetectorFactory()

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from pipelines import c4
-from pipelines.dedup import span_keys, units_of
+from pipelines.dedup import PAPER_SPAN_DEDUP, span_keys, units_of
 from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
 from text.sentences import split_sentences
 from pipelines.urls import normalize_url
@@ -102,7 +102,8 @@ def test_en_has_no_repeated_three_sentence_span(en_run):
     _, splits, _ = en_run
     seen = collections.Counter()
     for record in splits["train"] + splits["validation"]:
-        seen.update(key for key, _ in span_keys(units_of(record["text"], "spans"), 3))
+        seen.update(key for key, _ in span_keys(units_of(record["text"], "spans", split_sentences),
+                                                PAPER_SPAN_DEDUP))
     assert seen and max(seen.values()) == 1
 
 

@@ -1,0 +1,172 @@
+"""The released rule set's pure functions, each against the TFDS c4_utils function it reproduces
+(the oracle), on inputs chosen to hit the places where the released code differs from ours."""
+import dataclasses
+import gzip
+import random
+
+import pytest
+import tldextract
+from tensorflow_datasets.text import c4_utils
+
+from pipelines import badwords, domains, released, urls
+from pipelines.cleaning import PUBLIC_C4_CLEANING
+from pipelines.config import variant
+from pipelines.page import Page
+from text.sentences import split_sentences
+
+
+@pytest.fixture
+def tfds_splits_like_ours(monkeypatch):
+    monkeypatch.setattr(c4_utils, "_get_sentences", split_sentences)
+
+
+def _wet_record(url, body: bytes) -> bytes:
+    header = (f"WARC/1.0\r\nWARC-Type: conversion\r\nWARC-Target-URI: {url}\r\n"
+              f"WARC-Date: 2019-04-20T10:00:00Z\r\nContent-Type: text/plain\r\n"
+              f"Content-Length: {len(body)}\r\n\r\n").encode()
+    return gzip.compress(header + body + b"\r\n\r\n")
+
+
+BODIES = [
+    "  First line here.  \n\n\nWARC-ish line dropped\nContent-Type: dropped too\n"
+    "CONTENT-Length: and this\ncontent-type: kept (lower case)\nLast\tline.\t",
+    "Old Mac line one.\rOld Mac line two.\r\nWindows line.\r\nTab\x0bstays in the line.",
+    "Only\u2028one WET line (U+2028 is no line break there).\n\u00a0Non-breaking space strip.\u00a0",
+]
+
+
+def test_wet_text_is_the_text_tfds_reads(tmp_path):
+    path = tmp_path / "sample.warc.wet.gz"
+    path.write_bytes(b"".join(_wet_record(f"http://a.com/{i}", body.encode())
+                              for i, body in enumerate(BODIES)))
+    tfds_pages = list(c4_utils.split_wet_file(str(path)))
+    assert [page.text for page in tfds_pages] == [released.wet_text(body) for body in BODIES]
+    assert released.wet_text("WARC\nContent-\n \n") == ""
+
+
+URLS = [
+    "https://www.Example.com/a/", "http://WWW.example.com/a", "HTTPS://example.com/a",
+    "https://example.com/r?u=http://www.other.com/x", "https://a.com/x?utm_source=t&y=1",
+    "https://a.com/x?y=1&utm_source=t", "https://a.com/?ref=x/", "ftp://www.a.com/f//",
+    "https://www.www.a.com", "https://a.com/x?feedback=1", "https://a.com///",
+]
+
+
+@pytest.mark.parametrize("url", URLS)
+def test_released_normalize_url_is_tfds(url):
+    assert urls.released_normalize_url(url) == c4_utils.normalize_url(url)
+
+
+def test_split_is_the_released_c4_split_and_extends_it():
+    in_validation = c4_utils.get_hashed_url_filter_fn(lambda value: value % 1000 == 0)
+    generator = random.Random(0)
+    sample = [f"https://site{generator.randrange(10**9)}.com/p{i}" for i in range(20_000)]
+    sample += URLS
+    for url in sample:
+        tfds_page = c4_utils.PageFeatures(normalized_url=c4_utils.normalize_url(url))
+        assert (urls.split_of(url) == "validation") == in_validation(tfds_page), url
+    wider = [url for url in sample if urls.split_of(url, 0.05) == "validation"]
+    assert 0.04 < len(wider) / len(sample) < 0.06
+    assert {url for url in sample if urls.split_of(url) == "validation"} <= set(wider)
+    assert all(urls.split_of(url, 1.0) == "validation" for url in URLS)
+    assert all(urls.split_of(url, 0.0) == "train" for url in URLS)
+
+
+def _page(timestamp, position, text="t"):
+    url = "https://a.com/x"
+    return Page(url, urls.released_normalize_url(url), timestamp, "text/plain", 1, text,
+                input_position=position)
+
+
+def test_url_ties_go_to_the_first_page_seen_on_any_runner():
+    pages = [_page("2019-04-20T00:00:00Z", (1, 5), "b"), _page("2019-04-20T00:00:00Z", (0, 9), "a"),
+             _page("2019-04-19T00:00:00Z", (0, 0), "old"), _page("2019-04-20T00:00:00Z", (1, 2), "c")]
+    in_input_order = sorted(pages, key=lambda page: page.input_position)
+    expected = c4_utils.select_newest_page(in_input_order)  # TFDS, fed in input order.
+    for order in (pages, pages[::-1], in_input_order):
+        chosen = order[0]
+        for page in order[1:]:
+            chosen = urls.first_seen_newest_page(chosen, page)
+        assert chosen.text == expected.text == "a"
+
+
+PAGES = [
+    "A line with a citation at the end.[1]\nAnother [Edit] line with five words.[edit]\n"
+    "Third line here, also long enough!",
+    # "{" on a line that fails the line rules does not drop the page, nor does "lorem ipsum".
+    "No end mark { here at all\nlorem ipsum dolor sit amet\nOne two three four five.\n"
+    "Six seven eight nine ten. Eleven twelve.",
+    "This javascript line has a { bracket.\nOne two three four five. Six seven eight nine.\n"
+    "More words on this line here.",
+    "This line has a { bracket and five words.\nOne two three four five.",
+    "Lorem ipsum dolor sit amet, consectetur.\nOne two three four five.",
+    "Closing quote is an end mark\u201d\nStraight \"quote\" ends this one too\"\n"
+    "A line that trails off with five...\nWord " + "x" * 1001 + " long.[2]\n"
+    "He said so. She did too. They all did.",
+    "Lines\x0bsplit by\x0cstr.splitlines, not by split.\u2028A line read with our privacy "
+    "policy here.\nOne two three four five six. Seven eight nine ten. Eleven twelve.",
+    " [1] Citation first leaves a space here. Another one. And a third one.",
+]
+
+
+@pytest.mark.parametrize("text", PAGES)
+def test_clean_page_is_tfds(text, tfds_splits_like_ours):
+    tfds = list(c4_utils.get_clean_page_fn()(c4_utils.PageFeatures(text=text),
+                                            counter_inc_fn=lambda *_: None))
+    ours = released.clean_page(text, PUBLIC_C4_CLEANING, split_sentences)
+    assert ours.text == (tfds[0].text if tfds else None)
+
+
+BADWORD_TEXTS = ["An ASS here.", "class assignment", "b!tch", "the 2 girls 1 cup video",
+                 "x_ass_y", "_ass", "ass_", "über-ass!", "🖕", "a🖕b", "ASSES", "sex\u00adual",
+                 "KINKY", "\u212aINKY", "two  girls", "s&m club", "s & m"]
+
+
+def test_badwords_have_the_tfds_regex_semantics(shared_data):
+    content = (shared_data / "badwords/en").read_bytes()
+    with open(shared_data / "badwords/en", encoding="utf-8") as lines:
+        tfds_terms = {line.strip() for line in lines}
+    keep = c4_utils.get_badwords_filter_fn({"en": tfds_terms}, filter_fraction=1.0)
+    matcher = badwords.compile_badwords(badwords.parse_badwords(content, "en"))
+    for text in BADWORD_TEXTS:
+        tfds_drops = not keep(c4_utils.PageFeatures(text=text, language="en"))
+        assert badwords.contains_badword(text, matcher) == tfds_drops, text
+
+
+def test_realnews_test_is_tfds(shared_data, monkeypatch):
+    path = shared_data / "realnews/domain_to_allowed_subdomains.json"
+    allowed = domains.parse_realnews_domains(path.read_bytes(), str(path))
+    extractor = domains.offline_domain_extractor()
+    monkeypatch.setattr(tldextract, "extract", extractor)
+    listed = [domain for domain, value in allowed.items() if isinstance(value, list)][:5]
+    anywhere = [domain for domain, value in allowed.items() if value is True][:5]
+    candidates = []
+    for domain in listed + anywhere:
+        subdomains = allowed[domain] if isinstance(allowed[domain], list) else []
+        for host in [domain, f"www.{domain}", f"news.{domain}", domain.upper(),
+                     *(f"{sub}.{domain}" for sub in subdomains[:2])]:
+            candidates += [f"https://{host}/story", f"http://www.{host}/a?ref=x"]
+    candidates.append("https://not-a-news-site.example/x")
+    for url in candidates:
+        normalized = urls.released_normalize_url(url)
+        tfds_keeps = c4_utils.is_realnews_domain(
+            c4_utils.PageFeatures(normalized_url=c4_utils.normalize_url(url)), allowed)
+        assert released.is_realnews_url(normalized, allowed, extractor) == tfds_keeps, url
+    assert any(released.is_realnews_url(urls.released_normalize_url(url), allowed, extractor)
+               for url in candidates)
+
+
+def test_variants_under_the_released_rules():
+    alias = variant("en.linededup")
+    assert dataclasses.replace(alias, name="en", description="") == dataclasses.replace(
+        variant("en", "released"), description="")
+    en = variant("en", "released")
+    assert en.rules == "released" and en.dedup.mode == "lines" and en.cleaning
+    noclean = variant("en.noclean", "released")
+    assert noclean.cleaning is None and noclean.dedup is None and not noclean.filter_badwords
+    assert variant("en").rules == "paper" and variant("en").dedup.mode == "spans"
+    assert variant("en", splitter="punkt").splitter == "punkt"
+    with pytest.raises(ValueError, match="no released rule set"):
+        variant("multilingual", "released")
+    with pytest.raises(ValueError, match="unknown rule set"):
+        variant("en", "tfds")
