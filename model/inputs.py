@@ -9,6 +9,7 @@ Text sources (all give a tf.data.Dataset of string scalars, in a fixed order):
 """
 from __future__ import annotations
 
+import dataclasses
 import glob as globlib
 import gzip
 import json
@@ -18,10 +19,14 @@ from typing import Iterator, Mapping
 import tensorflow as tf
 
 from model import features, objectives
+from model.input_position import InputPosition
 from model.vocabulary import Vocabulary
 
 TOKENIZE_BATCH = 64  # texts tokenized per op call: amortizes the per-call overhead of tf-text
 JSON_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json")
+# Passes over the data a training stream offers: in effect without end.
+MAX_EPOCHS = 2 ** 31
+Document = dict[str, tf.Tensor]
 
 
 def _files(pattern: str) -> list[str]:
@@ -31,39 +36,74 @@ def _files(pattern: str) -> list[str]:
     return files
 
 
-def _json_texts(files: list[str]) -> Iterator[str]:
-    for path in files:
+def _json_documents(files: list[str], first_shard: int, first_document: int) -> Iterator[tuple[int, int, str]]:
+    """(file number, document number in the file, text) from document `first_document` of file
+    `first_shard` on; the documents skipped are counted, not parsed."""
+    for shard in range(first_shard, len(files)):
+        path = files[shard]
+        skip = first_document if shard == first_shard else 0
+        document = 0
         opener = gzip.open if path.endswith(".gz") else open
         with opener(path, "rt", encoding="utf-8") as lines:
             for number, line in enumerate(lines, 1):
                 if not line.strip():
                     continue
-                try:
-                    yield json.loads(line)["text"]
-                except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise ValueError(f"{path}:{number}: not a JSON object with a \"text\" field ({error})") from None
+                if document >= skip:
+                    try:
+                        text = json.loads(line)["text"]
+                    except (json.JSONDecodeError, KeyError, TypeError) as error:
+                        raise ValueError(f"{path}:{number}: not a JSON object with a \"text\" field ({error})") from None
+                    yield shard, document, text
+                document += 1
+
+
+def _as_documents(shard, document, text) -> Document:
+    return {"shard": tf.cast(shard, tf.int64), "document": tf.cast(document, tf.int64), "text": text}
+
+
+def jsonl_documents(pattern: str, shard: int = 0, document: int = 0) -> tf.data.Dataset:
+    """The "text" field of every line of the matching JSON-lines files (sorted by name); a shard
+    is a file."""
+    files = _files(pattern)
+    return tf.data.Dataset.from_generator(
+        lambda: _json_documents(files, shard, document),
+        output_signature=(tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.int64), tf.TensorSpec([], tf.string))
+    ).map(_as_documents)
 
 
 def jsonl_text_dataset(pattern: str) -> tf.data.Dataset:
-    """The "text" field of every line of the matching JSON-lines files (sorted by name)."""
+    return jsonl_documents(pattern).map(lambda document: document["text"])
+
+
+def plain_text_documents(pattern: str, shard: int = 0, document: int = 0) -> tf.data.Dataset:
+    """Non-empty lines of plain text files, only the sentence text of CoNLL-U files; a shard is
+    a file. Lines before `document` in the first file are read and dropped (one file at most)."""
     files = _files(pattern)
-    return tf.data.Dataset.from_generator(lambda: _json_texts(files),
-                                          output_signature=tf.TensorSpec([], tf.string))
+    conllu = all(f.endswith(".conllu") for f in files)
+    prefix = "# text = "
+
+    def file_documents(number):
+        lines = tf.data.TextLineDataset(tf.gather(tf.constant(files), number))
+        if conllu:
+            lines = lines.filter(lambda line: tf.strings.regex_full_match(line, f"{prefix}.*"))
+            lines = lines.map(lambda line: tf.strings.substr(line, len(prefix), -1))
+        lines = lines.filter(lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
+        return lines.enumerate().map(lambda index, line: _as_documents(number, index, line))
+
+    documents = tf.data.Dataset.range(shard, len(files)).flat_map(file_documents)
+    if document:
+        documents = documents.skip(document)
+    return documents
 
 
 def plain_text_dataset(pattern: str) -> tf.data.Dataset:
-    """Non-empty lines of plain text files; only the sentence text of CoNLL-U files."""
-    files = _files(pattern)
-    lines = tf.data.TextLineDataset(files)
-    if all(f.endswith(".conllu") for f in files):
-        prefix = "# text = "
-        lines = lines.filter(lambda line: tf.strings.regex_full_match(line, f"{prefix}.*"))
-        lines = lines.map(lambda line: tf.strings.substr(line, len(prefix), -1))
-    return lines.filter(lambda line: tf.strings.length(tf.strings.strip(line)) > 0)
+    return plain_text_documents(pattern).map(lambda document: document["text"])
 
 
-def tfds_text_dataset(name: str, split: str = "train", data_dir: str | None = None) -> tf.data.Dataset:
-    """The "text" feature of a prepared TFDS dataset, in file order."""
+def tfds_documents(name: str, split: str = "train", data_dir: str | None = None,
+                   document: int = 0) -> tf.data.Dataset:
+    """The "text" feature of a prepared TFDS dataset, in file order, from example `document` on
+    (TFDS reads only the shards from there); one shard."""
     import tensorflow_datasets as tfds
 
     if name.split("/")[0] == "t5_c4":
@@ -72,33 +112,55 @@ def tfds_text_dataset(name: str, split: str = "train", data_dir: str | None = No
         except ImportError as error:
             raise RuntimeError(f"{name} needs the tfds_c4 package (the t5_c4 builder): {error}") from None
     try:
-        dataset = tfds.load(name, split=split, data_dir=data_dir, shuffle_files=False)
+        dataset = tfds.load(name, split=f"{split}[{document}:]" if document else split,
+                            data_dir=data_dir, shuffle_files=False)
     except (tfds.core.registered.DatasetNotFoundError, AssertionError, FileNotFoundError) as error:
         raise RuntimeError(f"cannot load TFDS dataset {name!r} (split {split}, data_dir {data_dir}): "
                            f"{str(error).splitlines()[0]}") from None
-    return dataset.map(lambda example: example["text"])
+    return dataset.enumerate(start=document).map(lambda index, example: _as_documents(0, index, example["text"]))
+
+
+def tfds_text_dataset(name: str, split: str = "train", data_dir: str | None = None) -> tf.data.Dataset:
+    return tfds_documents(name, split, data_dir).map(lambda document: document["text"])
+
+
+def documents_from_source(source: str, shard: int = 0, document: int = 0) -> tf.data.Dataset:
+    """{"shard", "document", "text"} of a source spec (see the module docstring), one pass, from
+    document `document` of shard `shard` on. Starting late costs a seek within one shard."""
+    if source.startswith("tfds:"):
+        name, _, data_dir = source[len("tfds:"):].partition("@")
+        if shard:
+            raise ValueError(f"a TFDS source has one shard, not {shard}")
+        return tfds_documents(name, "train", data_dir or None, document)
+    if pathlib.Path(source).is_dir():
+        return jsonl_documents(str(pathlib.Path(source) / "*.jsonl.gz"), shard, document)
+    json_files = [f.endswith(JSON_SUFFIXES) for f in _files(source)]
+    if all(json_files):
+        return jsonl_documents(source, shard, document)
+    if any(json_files):
+        raise ValueError(f"{source!r} matches both JSON-lines and plain text files; give them apart")
+    return plain_text_documents(source, shard, document)
 
 
 def text_dataset_from_source(source: str) -> tf.data.Dataset:
     """A text dataset from a source spec (see the module docstring)."""
-    if source.startswith("tfds:"):
-        name, _, data_dir = source[len("tfds:"):].partition("@")
-        return tfds_text_dataset(name, "train", data_dir or None)
-    if pathlib.Path(source).is_dir():
-        return jsonl_text_dataset(str(pathlib.Path(source) / "*.jsonl.gz"))
-    json_files = [f.endswith(JSON_SUFFIXES) for f in _files(source)]
-    if all(json_files):
-        return jsonl_text_dataset(source)
-    if any(json_files):
-        raise ValueError(f"{source!r} matches both JSON-lines and plain text files; give them apart")
-    return plain_text_dataset(source)
+    return documents_from_source(source).map(lambda document: document["text"])
 
 
 def tokenize(text_dataset: tf.data.Dataset, vocabulary: Vocabulary) -> tf.data.Dataset:
     """Strings -> {"targets": int32 tokens}, tokenized in batches inside the graph (tf-text)."""
-    return (text_dataset.batch(TOKENIZE_BATCH)
-            .map(lambda texts: {"targets": vocabulary.tf_encode(texts)})
-            .unbatch())
+    return tokenize_documents(text_dataset.map(lambda text: {"text": text}), vocabulary)
+
+
+def tokenize_documents(documents: tf.data.Dataset, vocabulary: Vocabulary) -> tf.data.Dataset:
+    """{"text", ...} -> {"targets": int32 tokens, ...}: the other features are kept."""
+
+    def encode(batch):
+        encoded = {key: value for key, value in batch.items() if key != "text"}
+        encoded["targets"] = vocabulary.tf_encode(batch["text"])
+        return encoded
+
+    return documents.batch(TOKENIZE_BATCH).map(encode).unbatch()
 
 
 def pretraining_dataset(text_dataset: tf.data.Dataset, vocabulary: Vocabulary, objective: str,
@@ -109,3 +171,63 @@ def pretraining_dataset(text_dataset: tf.data.Dataset, vocabulary: Vocabulary, o
     examples = objectives.apply_objective(tokens, objective, sequence_lengths, vocabulary.token_ids,
                                           seed, config)
     return features.convert_features(examples, family, sequence_lengths, pack=pack)
+
+
+@dataclasses.dataclass(frozen=True)
+class PretrainingStream:
+    """The training stream of `pretraining_dataset` over a source, epoch after epoch, that can
+    start at any recorded `InputPosition` for the cost of one packing window.
+
+    Epoch 0 gives exactly the rows of `pretraining_dataset` over the source; every later epoch
+    reads the source again with fresh noise (the epoch is folded into the objective's seed).
+    Packing windows restart with each epoch, so a window never mixes epochs.
+    """
+
+    source: str
+    vocabulary: Vocabulary
+    objective: str
+    sequence_lengths: Mapping[str, int]
+    family: str
+    seed: int
+    pack: bool = True
+    config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
+
+    def identity(self) -> dict:
+        """What determines the stream, as JSON values: a position is only valid for the same."""
+        return {"source": self.source, "vocabulary": str(self.vocabulary.path),
+                "vocab_size": self.vocabulary.vocab_size, "objective": self.objective,
+                "sequence_lengths": dict(self.sequence_lengths), "family": self.family,
+                "seed": self.seed, "pack": self.pack, "packing_window": features.PACKING_WINDOW,
+                "objective_config": dataclasses.asdict(self.config)}
+
+    def rows(self, start: InputPosition = InputPosition()) -> tf.data.Dataset:
+        """(model features, position of the row) pairs from `start` on, without end."""
+        later_epochs = tf.data.Dataset.range(start.epoch + 1, MAX_EPOCHS).flat_map(
+            lambda epoch: self._epoch_rows(epoch, InputPosition()))
+        return self._epoch_rows(tf.constant(start.epoch, tf.int64), start).skip(start.row).concatenate(later_epochs)
+
+    def _epoch_rows(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
+        documents = documents_from_source(self.source, start.shard, start.document)
+        chunks = objectives.split_tokens(tokenize_documents(documents, self.vocabulary),
+                                         objectives.chunk_length(self.objective, self.sequence_lengths, self.config))
+        # The first document's chunks before the start were consumed before it.
+        chunks = chunks.skip(start.chunk).enumerate(start=start.example)
+        corrupt = objectives.corruption(self.objective, self.sequence_lengths, self.vocabulary.token_ids,
+                                        self.seed, self.config)
+
+        def example(index, chunk):
+            position = {"epoch": epoch, "shard": chunk["shard"], "document": chunk["document"],
+                        "chunk": chunk["chunk"], "example": index}
+            return corrupt(chunk["targets"], index, epoch), position
+
+        window = features.PACKING_WINDOW if self.pack else 1
+
+        def window_rows(window_examples, positions):
+            first = {key: value[0] for key, value in positions.items()}
+            packed = features.convert_features(tf.data.Dataset.from_tensor_slices(window_examples),
+                                               self.family, self.sequence_lengths, pack=self.pack)
+            return packed.enumerate().map(lambda row, features_: (features_, {**first, "row": row}))
+
+        # Windows of the same examples as pack_examples makes from the epoch's start, as long as
+        # every start is a window's first example (positions record only those).
+        return chunks.map(example).ragged_batch(window).flat_map(window_rows)

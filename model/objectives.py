@@ -290,17 +290,22 @@ def get_objective(name: str) -> Objective:
 # Dataset-level preprocessing around the objectives.
 
 def split_tokens(dataset: tf.data.Dataset, chunk_length: int) -> tf.data.Dataset:
-    """{"targets": tokens} documents -> chunks of at most `chunk_length` tokens (T5 split_tokens);
-    empty documents vanish."""
+    """{"targets": tokens, ...} documents -> chunks of at most `chunk_length` tokens (T5
+    split_tokens), each with its number "chunk" in the document; the other (scalar) features of
+    a document are copied to each of its chunks. Empty documents vanish."""
     if chunk_length < 1:
         raise ValueError(f"chunk_length must be positive, got {chunk_length}")
 
-    def to_chunks(example: Example) -> tf.RaggedTensor:
+    def to_chunks(example: Example) -> Example:
         tokens = example["targets"]
         length = tf.size(tokens)
         full, rest = length // chunk_length, length % chunk_length
         row_lengths = tf.concat([tf.fill([full], chunk_length), tf.reshape(rest, [1])[:tf.minimum(rest, 1)]], 0)
-        return {"targets": tf.RaggedTensor.from_row_lengths(tokens, row_lengths)}
+        num_chunks = tf.size(row_lengths)
+        chunks = {key: tf.fill([num_chunks], value) for key, value in example.items() if key != "targets"}
+        chunks["targets"] = tf.RaggedTensor.from_row_lengths(tokens, row_lengths)
+        chunks["chunk"] = tf.range(num_chunks, dtype=tf.int64)
+        return chunks
 
     return dataset.map(to_chunks).unbatch()
 
@@ -323,17 +328,32 @@ def example_seed(base_seed: int, index: tf.Tensor, epoch: tf.Tensor | int = 0) -
     return tf.stack([tf.constant(base_seed, tf.int64) + epoch_word, tf.cast(index, tf.int64)])
 
 
+def corruption(name: str, sequence_lengths: Mapping[str, int], token_ids: TokenIds, seed: int,
+               config: ObjectiveConfig = ObjectiveConfig()
+               ) -> Callable[[tf.Tensor, tf.Tensor, tf.Tensor | int], Example]:
+    """(chunk tokens, example index, epoch) -> the objective's features, EOS appended, trimmed.
+    The noise depends on (seed, epoch, index) only (see `example_seed`)."""
+    objective = get_objective(name)
+
+    def corrupt(tokens: tf.Tensor, index: tf.Tensor, epoch: tf.Tensor | int = 0) -> Example:
+        features = objective.fn(tokens, example_seed(seed, index, epoch), config, token_ids)
+        return append_eos_after_trim(features, sequence_lengths)
+
+    return corrupt
+
+
+def chunk_length(name: str, sequence_lengths: Mapping[str, int], config: ObjectiveConfig = ObjectiveConfig()) -> int:
+    return get_objective(name).chunk_length(sequence_lengths, config)
+
+
 def apply_objective(dataset: tf.data.Dataset, name: str, sequence_lengths: Mapping[str, int],
                     token_ids: TokenIds, seed: int, config: ObjectiveConfig = ObjectiveConfig(),
                     num_parallel_calls: int | None = None, epoch: tf.Tensor | int = 0) -> tf.data.Dataset:
-    """Token documents {"targets"} -> split into chunks -> objective -> EOS appended, trimmed."""
-    objective = get_objective(name)
-    dataset = split_tokens(dataset, objective.chunk_length(sequence_lengths, config))
-
-    def corrupt(index, example):
-        features = objective.fn(example["targets"], example_seed(seed, index, epoch), config, token_ids)
-        return append_eos_after_trim(features, sequence_lengths)
-
+    """Token documents {"targets"} -> split into chunks -> objective -> EOS appended, trimmed.
+    Chunk i of the dataset is example i (its seed)."""
+    dataset = split_tokens(dataset, chunk_length(name, sequence_lengths, config))
+    corrupt = corruption(name, sequence_lengths, token_ids, seed, config)
     # Outputs depend on the example index only, so parallel maps stay reproducible in order.
-    return dataset.enumerate().map(corrupt, num_parallel_calls=num_parallel_calls,
+    return dataset.enumerate().map(lambda index, example: corrupt(example["targets"], index, epoch),
+                                   num_parallel_calls=num_parallel_calls,
                                    deterministic=True if num_parallel_calls else None)

@@ -1,11 +1,13 @@
 """Text sources of the input pipeline: formats read and clear errors on bad input."""
 import gzip
 import json
+import logging
 
 import pytest
 import tensorflow as tf
 
-from model import inputs
+from model import features, input_position, inputs
+from tests.trained_vocab import trained_vocabulary
 
 
 def test_jsonl_and_conllu_sources(tmp_path, shared_data):
@@ -30,3 +32,76 @@ def test_bad_sources_give_clear_errors(tmp_path):
         inputs.text_dataset_from_source(str(tmp_path / "missing*.txt"))
     with pytest.raises(RuntimeError, match="cannot load TFDS dataset"):
         inputs.text_dataset_from_source(f"tfds:no_such_dataset_here@{tmp_path}")
+
+
+# --------------------------------------------------------------------------------------------
+# The training stream and resuming it at a recorded position.
+
+LENGTHS = {"inputs": 64, "targets": 16}
+BATCH = 8
+
+
+@pytest.fixture(scope="module")
+def vocabulary(shared_data):
+    return trained_vocabulary(shared_data)
+
+
+def stream(source, vocabulary, **overrides):
+    settings = dict(source=source, vocabulary=vocabulary, objective="span_corruption",
+                    sequence_lengths=LENGTHS, family="encoder_decoder", seed=3) | overrides
+    return inputs.PretrainingStream(**settings)
+
+
+def as_lists(batch):
+    return {key: value.tolist() for key, value in batch.items()}
+
+
+def batches(training, model_dir, start_step, count, record_every=7):
+    dataset = input_position.resumed_batches(training.rows, training.identity(), BATCH, start_step,
+                                             str(model_dir), record_every)
+    return [as_lists(b) for b in dataset.take(count).as_numpy_iterator()]
+
+
+def test_first_epoch_is_the_pretraining_dataset(shared_data, vocabulary):
+    source = str(shared_data / "c4_samples/olmo/*.json*.gz")
+    training = stream(source, vocabulary)
+    expected = [as_lists(r) for r in inputs.pretraining_dataset(
+        inputs.text_dataset_from_source(source), vocabulary, "span_corruption", LENGTHS, "encoder_decoder",
+        seed=3).as_numpy_iterator()]
+    rows = [(as_lists(f), p) for f, p in training.rows().take(len(expected) + 1).as_numpy_iterator()]
+    assert len(expected) > 2 * features.PACKING_WINDOW  # several windows per epoch
+    assert [f for f, _ in rows[:len(expected)]] == expected
+    assert {int(p["epoch"]) for _, p in rows[:len(expected)]} == {0} and rows[-1][1]["epoch"] == 1
+
+
+@pytest.mark.parametrize("source", ["c4_samples/olmo/*.json*.gz", "text/ro/*.conllu"])
+def test_resumed_stream_sees_the_batches_of_an_uninterrupted_run(shared_data, vocabulary, tmp_path, source):
+    """Resume at recorded steps (mid-window, mid-document, later shards, later epochs) and at an
+    unrecorded one: the same batches as one run; each epoch draws fresh noise."""
+    training = stream(str(shared_data / source), vocabulary)
+    rows_per_epoch = sum(1 for _ in inputs.pretraining_dataset(
+        inputs.text_dataset_from_source(str(shared_data / source)), vocabulary, "span_corruption", LENGTHS,
+        "encoder_decoder", seed=3))
+    total = 2 * rows_per_epoch // BATCH + 20  # into the third epoch
+    uninterrupted = batches(training, tmp_path, 0, total)
+    records = sorted((tmp_path / input_position.RECORD_DIR).glob("step-*.json"))
+    assert len(records) == total // 7
+    positions = [json.loads(r.read_text())["position"] for r in records]
+    assert {p["epoch"] for p in positions} == {0, 1, 2} and len({p["shard"] for p in positions}) > 1
+    assert any(p["chunk"] > 0 for p in positions) and any(p["row"] > 1 for p in positions)
+    for step in (7, 7 * (total // 14), 7 * (total // 7), 7 * (total // 7) - 3):
+        count = min(5, total - step)
+        assert batches(training, tmp_path, step, count) == uninterrupted[step:step + count], step
+    # The same chunks in the first and second epochs, with other noise.
+    epoch_batches = rows_per_epoch // BATCH
+    assert uninterrupted[0]["encoder_input_tokens"] != uninterrupted[epoch_batches + 1]["encoder_input_tokens"]
+
+
+def test_a_record_of_another_stream_is_not_used(shared_data, vocabulary, tmp_path, caplog):
+    source = str(shared_data / "c4_samples/olmo/*.json*.gz")
+    uninterrupted = batches(stream(source, vocabulary), tmp_path, 0, 16)
+    other_seed = stream(source, vocabulary, seed=4)
+    other = batches(other_seed, tmp_path / "other", 0, 16)
+    with caplog.at_level(logging.WARNING):
+        assert batches(other_seed, tmp_path, 14, 2) == other[14:16]
+    assert "for another input stream" in caplog.text and uninterrupted[14:16] != other[14:16]
