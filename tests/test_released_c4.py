@@ -97,11 +97,12 @@ def tfds_c4(wet_paths, config, badwords_path, realnews_path, webtext_urls):
             for page in pages}
 
 
-def ours(output: pathlib.Path, config, wet_paths, badwords_path, realnews_path, webtext_lists):
+def ours(output: pathlib.Path, config, wet_paths, badwords_path, realnews_path, webtext_lists,
+         extra=()):
     c4.main(["--rules", "released", "--variant", config, "--input", *map(str, wet_paths),
              "--output", str(output), "--badwords", str(badwords_path),
              "--realnews_domains", str(realnews_path), "--train_shards", "2",
-             *(["--webtext_urls", *map(str, webtext_lists)] if webtext_lists else [])])
+             *(["--webtext_urls", *map(str, webtext_lists)] if webtext_lists else []), *extra])
     pages = {}
     for split in ("train", "validation"):
         for shard in sorted(output.glob(f"{split}-*.jsonl.gz")):
