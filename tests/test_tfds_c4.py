@@ -182,7 +182,7 @@ def test_realnewslike_and_webtextlike_drop_by_domain(builds):
 
 
 def _shard_bytes(data_dir: pathlib.Path, config: str):
-    version_dir = data_dir / "t5_c4" / config / "1.0.0"
+    version_dir = data_dir / "t5_c4" / config / str(tfds_c4.T5C4.VERSION)
     return {path.name: path.read_bytes() for path in sorted(version_dir.glob("*.tfrecord*"))}
 
 

@@ -6,7 +6,9 @@ need no data files and run in one regular-expression pass per line. A sentence e
 or `?` (possibly repeated, possibly followed by closing quotes or brackets) followed by white
 space, except where the period most likely ends an abbreviation: a known abbreviation (`Dr.`,
 `e.g.`, `etc.`), a single letter (initials such as `J. R. R.` and acronyms such as `U.S.`), or a
-period followed by a lower-case word. Sentences never cross line breaks.
+period followed by a lower-case word. A line break is white space to the rules: the paper rules
+give the splitter one line at a time, so their sentences never cross line breaks; the released
+rules, as the public code does with Punkt, also give it a whole page once (after dedup).
 """
 import re
 from typing import List
@@ -41,7 +43,7 @@ def _ends_sentence(word: str, mark: str, next_char: str) -> bool:
 
 
 def split_sentences(line: str) -> List[str]:
-    """The sentences of one line of text, stripped, in order; [] for a blank line."""
+    """The sentences of a line (or any text), stripped, in order; [] for blank text."""
     sentences = []
     start = 0
     for match in _CANDIDATE_END.finditer(line):

@@ -15,7 +15,7 @@ from typing import Callable, List, Optional, Sequence
 from etils import epath
 
 from pipelines import c4, files
-from pipelines.config import VariantConfig
+from pipelines.config import DEFAULT_RULES, VariantConfig
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION
 
 MANUAL_WET_DIR = "wet"
@@ -54,6 +54,9 @@ class BuildOptions:
     # The paper's 0.1% by default. Larger only for samples too small to give validation a page;
     # the value used is stored in info.metadata.
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
+    rules: str = DEFAULT_RULES  # "paper" or "released" (pipelines/config.py); en.linededup: released.
+    splitter: str = "ours"  # Sentence splitter: "ours" or "punkt" (punkt_tab data, below).
+    punkt_data: Optional[str] = None  # The punkt_tab model's folder; default: NLTK_DATA.
 
     def __post_init__(self):
         if isinstance(self.wet_files, str) or isinstance(self.webtext_urls, str):

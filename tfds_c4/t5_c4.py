@@ -19,6 +19,7 @@ from pipelines.page import Page
 from pipelines.urls import split_of
 from tfds_c4 import inputs as inputs_lib
 from tfds_c4.inputs import BuildOptions, MissingInputError
+from text.punkt import PunktDataMissing
 
 SPLITS = ("train", "validation")
 STATISTICS_KEY = "statistics"
@@ -46,10 +47,11 @@ _DATASET_DESCRIPTION = (
 
 _COMMON = (
     " Input: the WET files of Common Crawl dump CC-MAIN-2019-18 by default (the dump of the "
-    "released C4), or any WET files given. Validation is 0.1% of pages chosen by a blake2b hash "
-    "of the normalized URL (the public TFDS `c4` uses another hash, so its validation pages "
-    "differ). Cleaning thresholds are those of the public C4 code (5 words per line, 3 "
-    "sentences per page; the paper's text says 3 and 5). Bad words: the LDNOOBW English list "
+    "released C4), or any WET files given. Validation is the released C4's: the pages whose "
+    "URL, normalized as the public TFDS `c4` does, has an MD5 that is 0 modulo 1000 (0.1%), so "
+    "released C4 validation pages are never in train. The builder keyword rules=released "
+    "reproduces the public TFDS `c4` code page for page. Cleaning thresholds are those of the "
+    "public C4 code (5 words per line, 3 sentences per page; the paper's text says 3 and 5). Bad words: the LDNOOBW English list "
     "at commit 25e679f, a hard filter (no page with a listed term is kept).")
 
 # How each variant differs from the paper and from the public TFDS `c4` configs.
@@ -59,7 +61,8 @@ _DIFFERENCES = {
           "for the released C4).",
     "en.noclean": " Like the public TFDS `c4/en.noclean`, except that the language filter is "
                   "langdetect at p >= 0.99 as for `en`.",
-    "en.linededup": " The closest to the released C4 (public TFDS `c4/en` 2.x).",
+    "en.linededup": " The released C4 (public TFDS `c4/en` 3.x), page for page: line dedup "
+                    "and every other rule of the public code.",
     "realnewslike": " Like the public TFDS `c4/realnewslike`: the RealNews domain list of "
                     "Grover at commit 38f7184, applied before cleaning; span dedup as in `en`.",
     "webtextlike": " Like the public TFDS `c4/webtextlike`: the OpenWebText URL lists must be "
@@ -121,8 +124,13 @@ def _existing_manual_dir(dl_manager: tfds.download.DownloadManager) -> Optional[
 class T5C4(tfds.core.GeneratorBasedBuilder):
     """C4 variants of the T5 paper, built from Common Crawl with the pipelines/ Beam job."""
 
-    VERSION = tfds.core.Version("1.0.0")
+    VERSION = tfds.core.Version("1.1.0")
     RELEASE_NOTES = {
+        "1.1.0": "Validation split changed to the released C4's (MD5 of the TFDS-normalized URL, "
+                 "0 modulo 1000), so released C4 validation pages are never in train; builder "
+                 "keywords rules=paper|released (released: the public TFDS c4 rules, page for "
+                 "page), splitter=ours|punkt and punkt_data; en.linededup is now en under the "
+                 "released rules.",
         "1.0.0": "First release: en, en.noclean, en.linededup, realnewslike, webtextlike from "
                  "the pipelines/ stages (span dedup for en), pipeline counters in "
                  "info.metadata['statistics'].",
@@ -170,13 +178,14 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
 
     def _split_generators(self, dl_manager: tfds.download.DownloadManager,
                           pipeline: beam.Pipeline) -> Dict[str, beam.PCollection]:
-        config = variant(self.builder_config.name)
+        config = variant(self.builder_config.name, self._options.rules, self._options.splitter)
         resolved = inputs_lib.resolve(config, self._options, _existing_manual_dir(dl_manager),
                                       dl_manager.download)
         try:
             resources = stages.load_resources(config, resolved.badwords,
-                                              resolved.realnews_domains, resolved.webtext_urls)
-        except (ValueError, files.InputError) as error:
+                                              resolved.realnews_domains, resolved.webtext_urls,
+                                              self._options.punkt_data)
+        except (ValueError, files.InputError, PunktDataMissing) as error:
             raise MissingInputError(str(error)) from None
         pages = c4.variant_pages(pipeline, config, resources, resolved.wet_paths)
         self.info.metadata[VALIDATION_FRACTION_KEY] = self._options.validation_fraction
