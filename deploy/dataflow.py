@@ -17,25 +17,22 @@ import sys
 from typing import Optional, Sequence
 
 from deploy import arguments
+from pipelines import common_crawl
 from pipelines.config import VARIANTS as VARIANT_CONFIGS
 
 VARIANTS = tuple(VARIANT_CONFIGS)
 
 # The paper's WebText-like corpus read the 12 monthly dumps from August 2018 to July 2019.
 DUMP_PRESETS = {
-    "c4-paper": ("CC-MAIN-2019-18",),
-    "webtextlike-paper": (
-        "CC-MAIN-2018-34", "CC-MAIN-2018-39", "CC-MAIN-2018-43", "CC-MAIN-2018-47",
-        "CC-MAIN-2018-51", "CC-MAIN-2019-04", "CC-MAIN-2019-09", "CC-MAIN-2019-13",
-        "CC-MAIN-2019-18", "CC-MAIN-2019-22", "CC-MAIN-2019-26", "CC-MAIN-2019-30",
-    ),
+    "c4-paper": (common_crawl.C4_DUMP,),
+    "webtextlike-paper": common_crawl.WEBTEXTLIKE_DUMPS,
 }
 DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 
 # Where Common Crawl manifests and WET files are read from. HTTPS needs no credentials;
 # s3://commoncrawl/ needs AWS credentials on every worker; a gs:// mirror in the job's region
 # is fastest and cheapest.
-DEFAULT_CC_BASE_URL = "https://data.commoncrawl.org/"
+DEFAULT_CC_BASE_URL = common_crawl.BASE_URL
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
@@ -89,15 +86,10 @@ def job_name(variant: str, dumps: Sequence[str], max_files: Optional[int]) -> st
     return name if max_files is None else f"{name}-first{max_files}"
 
 
-def manifest_url(cc_base_url: str, dump: str) -> str:
-    """The wet.paths.gz list of one dump's WET files."""
-    return f"{cc_base_url.rstrip('/')}/crawl-data/{dump}/wet.paths.gz"
-
-
 def pipeline_argv(job: DataflowJob) -> list[str]:
     """The argv of `python -m pipelines.c4` for this job, Dataflow options included."""
     argv = ["--variant", job.variant, "--input"]
-    argv += [manifest_url(job.cc_base_url, dump) for dump in job.dumps]
+    argv += [common_crawl.manifest_url(dump, job.cc_base_url) for dump in job.dumps]
     # The manifests list paths relative to the crawl's root: read the WET files from there too.
     argv += ["--cc_base_url", job.cc_base_url]
     if job.max_files is not None:

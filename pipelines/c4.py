@@ -14,7 +14,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import files, stages, stats
+from pipelines import common_crawl, files, lists, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import DEFAULT_RULES, RULE_SETS, VARIANTS, VariantConfig, variant
 from pipelines.output import WriteShards
@@ -22,15 +22,6 @@ from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from text.punkt import PunktDataMissing
 from text.splitters import SPLITTER_NAMES
 
-COMMON_CRAWL_BASE_URL = "https://data.commoncrawl.org/"
-DEFAULT_INPUT = COMMON_CRAWL_BASE_URL + "crawl-data/CC-MAIN-2019-18/wet.paths.gz"
-# The lists the public C4 used, pinned to the commits TFDS pins.
-DEFAULT_BADWORDS = ("https://raw.githubusercontent.com/LDNOOBW/"
-                    "List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words/"
-                    "25e679f03d96baa721cde20db9944649e8d0a844/en")
-DEFAULT_REALNEWS_DOMAINS = ("https://raw.githubusercontent.com/rowanz/grover/"
-                            "38f7184bd87237ae2d3bc330b99f1e2e246f6d51/realnews/"
-                            "domain_to_allowed_subdomains.json")
 _MANIFEST_SUFFIXES = (".paths.gz", ".paths")
 
 
@@ -52,16 +43,23 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--punkt_data", default=None,
                          help="folder of the punkt_tab model (its english/ folder or an NLTK "
                               "data folder); default: NLTK_DATA and NLTK's data folders")
-    options.add_argument("--input", nargs="+", default=[DEFAULT_INPUT],
+    options.add_argument("--input", nargs="+", default=None,
                          help="WET files (.warc.wet.gz or .wet), globs, or Common Crawl manifests "
-                              "(wet.paths.gz); local, gs://, s3:// or https://")
+                              "(wet.paths.gz); local, gs://, s3:// or https://. Default: the "
+                              f"manifest of {common_crawl.C4_DUMP} (the released C4's dump) "
+                              "under --cc_base_url; for webtextlike the manifests of the 12 "
+                              "dumps of the paper and the public builder, "
+                              f"{common_crawl.WEBTEXTLIKE_DUMPS[0]} (August 2018) to "
+                              f"{common_crawl.WEBTEXTLIKE_DUMPS[-1]} (July 2019)")
     options.add_argument("--max_files", type=int, default=None,
                          help="take only the first N WET files of the inputs (all if unset)")
     options.add_argument("--output", required=True, help="output folder (local or gs://)")
-    options.add_argument("--badwords", default=DEFAULT_BADWORDS,
-                         help="bad-words list, one term per line (path or URL)")
-    options.add_argument("--realnews_domains", default=DEFAULT_REALNEWS_DOMAINS,
-                         help="RealNews JSON of domain -> allowed subdomains (path or URL); "
+    options.add_argument("--badwords", default=lists.LDNOOBW_EN.url,
+                         help="bad-words list, one term per line (path or URL; the default URL "
+                              "is checked against its pinned sha256)")
+    options.add_argument("--realnews_domains", default=lists.REALNEWS_DOMAINS.url,
+                         help="RealNews JSON of domain -> allowed subdomains (path or URL; the "
+                              "default URL is checked against its pinned sha256); "
                               "realnewslike only")
     options.add_argument("--webtext_urls", nargs="+", default=[],
                          help="OpenWebText URL lists (paths or globs; plain, .gz, .xz; one URL or "
@@ -74,7 +72,7 @@ def parser() -> argparse.ArgumentParser:
                          help="output files for validation")
     options.add_argument("--validation_fraction", type=float, default=DEFAULT_VALIDATION_FRACTION,
                          help="share of pages (by URL hash) in the validation split")
-    options.add_argument("--cc_base_url", default=COMMON_CRAWL_BASE_URL,
+    options.add_argument("--cc_base_url", default=common_crawl.BASE_URL,
                          help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
                               "or a gs:// mirror)")
     return options
@@ -149,9 +147,11 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         shards = {"train": args.train_shards, "validation": args.validation_shards}
         if min(shards.values()) < 1:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
-        paths = wet_paths(args.input, args.max_files, args.cc_base_url)
+        inputs = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
+                                for dump in common_crawl.default_dumps(config.domain_filter)]
+        paths = wet_paths(inputs, args.max_files, args.cc_base_url)
         if not paths:
-            raise files.InputError(f"the inputs {args.input} name no WET file")
+            raise files.InputError(f"the inputs {inputs} name no WET file")
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
                                           args.webtext_urls, args.punkt_data)
     except (ValueError, files.InputError, PunktDataMissing) as error:

@@ -1,6 +1,7 @@
 """Opening inputs wherever they are: local paths, any Beam filesystem (gs://, s3://), https://."""
 import bz2
 import gzip
+import io
 import lzma
 import os
 import urllib.error
@@ -53,11 +54,28 @@ def open_decompressed(path: str) -> BinaryIO:
 
 def read_all(path: str) -> bytes:
     """The whole decompressed content of a small file (a word list, a domain list)."""
+    return decompress(path, read_stored(path))
+
+
+def read_stored(path: str) -> bytes:
+    """The whole content of a small file as stored (not decompressed): what a checksum covers."""
     try:
-        with open_decompressed(path) as stream:
+        with open_raw(path) as stream:
             return stream.read()
-    except (OSError, EOFError, lzma.LZMAError) as error:
+    except OSError as error:
         raise InputError(f"cannot read {path}: {error}") from None
+
+
+def decompress(path: str, stored: bytes) -> bytes:
+    """The content of a file from its stored bytes, decompressed by the name's extension."""
+    for extension, decompressor in _DECOMPRESSORS.items():
+        if path.endswith(extension):
+            try:
+                with decompressor(io.BytesIO(stored)) as stream:
+                    return stream.read()
+            except (OSError, EOFError, lzma.LZMAError) as error:
+                raise InputError(f"cannot read {path}: {error}") from None
+    return stored
 
 
 def expand(pattern: str) -> List[str]:

@@ -10,7 +10,8 @@ from typing import Dict, List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 
-from pipelines import badwords, cleaning, dedup, domains, files, language, released, urls, wet
+from pipelines import (badwords, cleaning, dedup, domains, files, language, lists, released,
+                       urls, wet)
 from pipelines.config import VariantConfig
 from pipelines.page import Page
 from text.sentences import split_sentences
@@ -31,6 +32,8 @@ class Resources:
     realnews_domains: Optional[Dict[str, domains.AllowedSubdomains]] = None
     webtext_url_files: Sequence[str] = ()
     splitter: Splitter = split_sentences  # The sentence splitter config.splitter names, loaded.
+    # Path or URL of every list read -> sha256 of its stored bytes, for run_config.json.
+    list_sha256: Dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
@@ -38,25 +41,29 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
                    webtext_url_patterns: Sequence[str] = (),
                    punkt_data: Optional[str] = None) -> Resources:
     """Reads what `config` needs; a ValueError, files.InputError or text.punkt.PunktDataMissing
-    says what is missing or wrong."""
+    says what is missing or wrong. A list from a pinned URL must match its pin (lists.py)."""
+    digests: Dict[str, str] = {}
     terms: Sequence[str] = ()
     if config.filter_badwords:
         if not badwords_path:
             raise ValueError(f"variant {config.name} needs a bad-words list (--badwords)")
-        terms = badwords.parse_badwords(files.read_all(badwords_path), badwords_path)
+        content, digests[badwords_path] = lists.read_list(badwords_path)
+        terms = badwords.parse_badwords(content, badwords_path)
     realnews = None
     if config.domain_filter == "realnews":
         if not realnews_domains_path:
             raise ValueError(f"variant {config.name} needs the RealNews domains (--realnews_domains)")
-        realnews = domains.parse_realnews_domains(
-            files.read_all(realnews_domains_path), realnews_domains_path)
+        content, digests[realnews_domains_path] = lists.read_list(realnews_domains_path)
+        realnews = domains.parse_realnews_domains(content, realnews_domains_path)
     url_files: List[str] = []
     if config.domain_filter == "webtext":
         if not webtext_url_patterns:
             raise ValueError(f"variant {config.name} needs OpenWebText URL lists (--webtext_urls)")
         for pattern in webtext_url_patterns:
             url_files.extend(files.expand(pattern))
-    return Resources(terms, realnews, tuple(url_files), load_splitter(config.splitter, punkt_data))
+        digests.update((path, lists.file_sha256(path)) for path in url_files)
+    return Resources(terms, realnews, tuple(url_files), load_splitter(config.splitter, punkt_data),
+                     digests)
 
 
 class _ReadWetFileFn(beam.DoFn):

@@ -5,8 +5,9 @@ Each input comes from the first of:
 2. the manual_dir (`tfds build --manual_dir DIR`, default `<data_dir>/downloads/manual`), laid
    out as `MANUAL_LAYOUT` says. A manual_dir that exists and holds files means "offline":
    nothing is downloaded, and an input missing there is an error;
-3. online: the pinned URL through the TFDS download manager, checked against `checksums.tsv`
-   (bad words, RealNews domains), or the Common Crawl manifest of each dump in `cc_dumps`.
+3. online: the pinned URL through the TFDS download manager, checked against its pinned
+   checksum (pipelines/lists.py: bad words, RealNews domains), or the Common Crawl manifest of
+   each dump in `cc_dumps` (by default the variant's dumps, pipelines/common_crawl.py).
 OpenWebText URL lists have no pinned public copy: webtextlike always needs them locally.
 """
 import dataclasses
@@ -14,7 +15,7 @@ from typing import Callable, List, Optional, Sequence
 
 from etils import epath
 
-from pipelines import c4, files
+from pipelines import c4, common_crawl, files, lists
 from pipelines.config import DEFAULT_RULES, VariantConfig
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION
 
@@ -25,9 +26,9 @@ MANUAL_WEBTEXT_DIR = "openwebtext_urls"
 MANUAL_LAYOUT = f"""\
   {MANUAL_WET_DIR}/       WET files (*.warc.wet.gz, *.wet) or Common Crawl manifests (wet.paths.gz),
                  searched recursively
-  {MANUAL_BADWORDS}   the LDNOOBW English list ({c4.DEFAULT_BADWORDS})
+  {MANUAL_BADWORDS}   the LDNOOBW English list ({lists.LDNOOBW_EN.url})
   {MANUAL_REALNEWS_DOMAINS}
-                 realnewslike only ({c4.DEFAULT_REALNEWS_DOMAINS})
+                 realnewslike only ({lists.REALNEWS_DOMAINS.url})
   {MANUAL_WEBTEXT_DIR}/   webtextlike only: OpenWebText URL lists (plain, .gz, .xz), searched recursively
 """
 _WET_SUFFIXES = (".wet", ".wet.gz", ".paths", ".paths.gz")
@@ -46,8 +47,10 @@ class BuildOptions:
     and its validation share."""
     wet_files: Sequence[str] = ()  # WET files, globs or manifests (local, gs://, https://).
     max_wet_files: Optional[int] = None  # Only the first N WET files (all if None).
-    cc_dumps: Sequence[str] = ("CC-MAIN-2019-18",)  # Online, without wet_files: these dumps.
-    cc_base_url: str = c4.COMMON_CRAWL_BASE_URL  # Prefix of a manifest's relative paths.
+    # Online, without wet_files: these dumps; if empty, the variant's (common_crawl.default_dumps:
+    # the 12 dumps of Aug 2018 - Jul 2019 for webtextlike, CC-MAIN-2019-18 for the others).
+    cc_dumps: Sequence[str] = ()
+    cc_base_url: str = common_crawl.BASE_URL  # Prefix of a manifest's relative paths.
     badwords: Optional[str] = None
     realnews_domains: Optional[str] = None
     webtext_urls: Sequence[str] = ()  # Paths or globs.
@@ -75,10 +78,6 @@ class ResolvedInputs:
     badwords: Optional[str]
     realnews_domains: Optional[str]
     webtext_urls: Sequence[str]
-
-
-def manifest_url(dump: str, base_url: str) -> str:
-    return f"{base_url.rstrip('/')}/crawl-data/{dump}/wet.paths.gz"
 
 
 def _files_under(directory: epath.Path, suffixes: Optional[Sequence[str]] = None) -> List[str]:
@@ -123,7 +122,8 @@ def _one_file(what: str, explicit: Optional[str], manual_dir: Optional[epath.Pat
     return _download(what, url, download, manual_path, option)
 
 
-def _wet_paths(inputs: BuildOptions, manual_dir: Optional[epath.Path]) -> List[str]:
+def _wet_paths(inputs: BuildOptions, manual_dir: Optional[epath.Path],
+               config: VariantConfig) -> List[str]:
     if inputs.wet_files:
         patterns = list(inputs.wet_files)
     elif manual_dir is not None:
@@ -134,7 +134,8 @@ def _wet_paths(inputs: BuildOptions, manual_dir: Optional[epath.Path]) -> List[s
         # Manifests are read directly rather than through the download manager: Common Crawl
         # publishes no checksums to pin, and the download manager's file names drop the
         # `.paths.gz` suffix by which the pipeline recognises a manifest.
-        patterns = [manifest_url(dump, inputs.cc_base_url) for dump in inputs.cc_dumps]
+        dumps = inputs.cc_dumps or common_crawl.default_dumps(config.domain_filter)
+        patterns = [common_crawl.manifest_url(dump, inputs.cc_base_url) for dump in dumps]
     try:
         paths = c4.wet_paths(patterns, inputs.max_wet_files, inputs.cc_base_url)
     except files.InputError as error:
@@ -164,11 +165,11 @@ def resolve(config: VariantConfig, inputs: BuildOptions, manual_dir: Optional[st
     badwords = realnews = None
     if config.filter_badwords:
         badwords = _one_file("the bad-words list", inputs.badwords, manual, MANUAL_BADWORDS,
-                             c4.DEFAULT_BADWORDS, "badwords", fetch)
+                             lists.LDNOOBW_EN.url, "badwords", fetch)
     if config.domain_filter == "realnews":
         realnews = _one_file("the RealNews domains", inputs.realnews_domains, manual,
-                             MANUAL_REALNEWS_DOMAINS, c4.DEFAULT_REALNEWS_DOMAINS,
+                             MANUAL_REALNEWS_DOMAINS, lists.REALNEWS_DOMAINS.url,
                              "realnews_domains", fetch)
     webtext = _webtext_urls(inputs, manual) if config.domain_filter == "webtext" else []
-    return ResolvedInputs(_wet_paths(inputs, manual), badwords, realnews, tuple(webtext))
+    return ResolvedInputs(_wet_paths(inputs, manual, config), badwords, realnews, tuple(webtext))
 

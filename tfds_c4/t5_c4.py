@@ -13,7 +13,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 from apache_beam.metrics import Metrics
 
-from pipelines import c4, files, stages, stats
+from pipelines import c4, common_crawl, files, lists, stages, stats
 from pipelines.config import VARIANTS, VariantConfig, variant
 from pipelines.page import Page
 from pipelines.urls import split_of
@@ -65,7 +65,9 @@ _DIFFERENCES = {
                     "and every other rule of the public code.",
     "realnewslike": " Like the public TFDS `c4/realnewslike`: the RealNews domain list of "
                     "Grover at commit 38f7184, applied before cleaning; span dedup as in `en`.",
-    "webtextlike": " Like the public TFDS `c4/webtextlike`: the OpenWebText URL lists must be "
+    "webtextlike": " Like the public TFDS `c4/webtextlike`: by default the 12 dumps "
+                   f"{common_crawl.WEBTEXTLIKE_DUMPS[0]} to {common_crawl.WEBTEXTLIKE_DUMPS[-1]} "
+                   "(August 2018 to July 2019); the OpenWebText URL lists must be "
                    "given locally (no pinned public copy); span dedup as in `en`.",
 }
 # `multilingual` is not a config: it is the vocabulary's training mixture (de, fr, ro written to
@@ -144,12 +146,20 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
     @tfds.core.utils.classproperty
     @classmethod
     def code_path(cls) -> epath.Path:
-        """This file; TFDS finds checksums.tsv beside it.
+        """This file (TFDS derives the dataset's location from it).
 
         TFDS 4.9.10 derives it through `importlib_resources`, a package it does not depend on
         (ModuleNotFoundError on Python 3.11 for any builder in a package outside TFDS).
         """
         return epath.Path(__file__)
+
+    @tfds.core.utils.classproperty
+    @classmethod
+    def url_infos(cls) -> Dict[str, tfds.core.download.checksums.UrlInfo]:
+        """The pinned lists' sizes and checksums, from their one owner (pipelines/lists.py)."""
+        return {pinned.url: tfds.core.download.checksums.UrlInfo(
+                    size=tfds.core.utils.Size(pinned.size), checksum=pinned.sha256, filename=pinned.url.split("/")[-1])
+                for pinned in lists.PINNED_LISTS.values()}
 
     def __init__(self, **kwargs):
         """TFDS's arguments (data_dir, config, ...) and any field of BuildOptions by name.
