@@ -12,7 +12,7 @@ from pipelines import c4
 from pipelines.dedup import PAPER_SPAN_DEDUP, span_keys, units_of
 from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
 from text.sentences import split_sentences
-from pipelines.urls import normalize_url
+from pipelines.urls import normalize_url, split_of
 
 ROUNDTRIP = "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz"
 
@@ -107,14 +107,20 @@ def test_en_has_no_repeated_three_sentence_span(en_run):
     assert seen and max(seen.values()) == 1
 
 
-def test_en_splits_are_disjoint_and_sized(en_run):
+def test_en_splits_are_disjoint_and_the_released_split(en_run, shared_data):
     _, splits, _ = en_run
     train = {normalize_url(r["url"]) for r in splits["train"]}
     validation = {normalize_url(r["url"]) for r in splits["validation"]}
     assert not train & validation
     assert len(train) == len(splits["train"]) and len(validation) == len(splits["validation"])
-    share = len(validation) / (len(train) + len(validation))
-    assert 0.02 < share < 0.09  # --validation_fraction 0.05
+    for split, records in splits.items():
+        assert all(split_of(record["url"], 0.05) == split for record in records)
+    # The roundtrip pages are released C4 validation pages: all of them stay in validation.
+    with gzip.open(shared_data / ROUNDTRIP, "rb") as wet_file:
+        roundtrip = {line.split(b":", 1)[1].strip().decode() for line in wet_file
+                     if line.startswith(b"WARC-Target-URI:")}
+    validation_urls = {record["url"] for record in splits["validation"]}
+    assert len(roundtrip & validation_urls) >= 790 and not roundtrip & {r["url"] for r in splits["train"]}
 
 
 def test_noclean_keeps_raw_text_of_english_pages(shared_data, tmp_path, en_run):

@@ -14,6 +14,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfds_c4
 from pipelines import c4
+from pipelines.domains import offline_domain_extractor
 from pipelines.urls import normalize_url
 from tfds_c4.t5_c4 import TFDS_VARIANTS
 
@@ -36,14 +37,15 @@ def _link(target: pathlib.Path, link: pathlib.Path):
     link.symlink_to(target)
 
 
+def _urls_of(wet_path: pathlib.Path) -> list:
+    with gzip.open(wet_path, "rb") as wet_file:
+        return [line.split(b":", 1)[1].strip().decode() for line in wet_file
+                if line.startswith(b"WARC-Target-URI:")]
+
+
 def _webtext_list(wet_path: pathlib.Path) -> str:
     """The URLs of one sample WET file, spelled as Reddit links often are (http://www., /)."""
-    urls = []
-    with gzip.open(wet_path, "rb") as wet_file:
-        for line in wet_file:
-            if line.startswith(b"WARC-Target-URI:"):
-                urls.append(line.split(b":", 1)[1].strip().decode())
-    return "\n".join("http://www." + normalize_url(url) + "/" for url in urls) + "\n"
+    return "\n".join("http://www." + normalize_url(url) + "/" for url in _urls_of(wet_path)) + "\n"
 
 
 def wet_inputs(config: str, shared_data: pathlib.Path, manual: pathlib.Path):
@@ -61,8 +63,15 @@ def manual_dir(shared_data, tmp_path_factory) -> pathlib.Path:
     for relative in SAMPLE_WET:
         _link(shared_data / relative, directory / "wet" / pathlib.Path(relative).name)
     _link(shared_data / "badwords/en", directory / "badwords/en")
-    _link(shared_data / "realnews/domain_to_allowed_subdomains.json",
-          directory / "realnews/domain_to_allowed_subdomains.json")
+    # The samples' RealNews pages are all released C4 validation pages, so they never reach
+    # train: the list also names the domains of every fifth CC-MAIN-2019-30 sample page.
+    realnews = json.loads((shared_data / "realnews/domain_to_allowed_subdomains.json").read_text())
+    extractor = offline_domain_extractor()
+    for url in _urls_of(shared_data / SAMPLE_WET[0])[::5]:
+        parts = extractor(url)
+        realnews[f"{parts.domain}.{parts.suffix}"] = True
+    (directory / "realnews").mkdir()
+    (directory / "realnews/domain_to_allowed_subdomains.json").write_text(json.dumps(realnews))
     url_list = directory / "openwebtext_urls/sample.txt"
     url_list.parent.mkdir()
     url_list.write_text(_webtext_list(shared_data / SAMPLE_WET[0]))
