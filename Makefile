@@ -4,11 +4,12 @@
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
-DEFAULT_INPUT := https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/wet.paths.gz
-INPUT ?= $(DEFAULT_INPUT)
-# The default manifest lists 56,000 files: take the first. Inputs you name are read whole.
-MAX_FILES ?= $(if $(filter $(DEFAULT_INPUT),$(INPUT)),1,)
-BADWORDS ?= https://raw.githubusercontent.com/LDNOOBW/List-of-Dirty-Naughty-Obscene-and-Otherwise-Bad-Words/25e679f03d96baa721cde20db9944649e8d0a844/en
+# Unset INPUT and BADWORDS: the pipeline's defaults (the variant's Common Crawl dumps, the pinned
+# bad-words list; pipelines/common_crawl.py and pipelines/lists.py own them).
+INPUT ?=
+# The default manifests list 56,000 files per dump: take the first. Inputs you name are read whole.
+MAX_FILES ?= $(if $(INPUT),,1)
+BADWORDS ?=
 OUTPUT ?= out/$(VARIANT)
 
 # The project itself is installed in editable mode (its dependencies are the pinned ones above),
@@ -24,7 +25,7 @@ $(VENV)/.installed: requirements.txt setup.py
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) --input $(INPUT) $(if $(MAX_FILES),--max_files $(MAX_FILES)) --badwords $(BADWORDS) --output $(OUTPUT)
+	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) --output $(OUTPUT)
 
 test: install
 	$(VENV)/bin/python -m pytest -q tests
