@@ -16,9 +16,10 @@ class Page:
     content_length: int
     text: str
     language: str = ""
-    # (index of the WET file in the input list, index of the page in that file): "first seen"
-    # for the released rules' URL dedup, the same on every runner. Not written out.
-    input_position: Tuple[int, int] = (0, 0)
+    # (index of the WET file in the input list, index of the record in that file[, index of the
+    # page in the record under the released rules]): "first seen" for the released rules' URL
+    # dedup, the same on every runner. Not written out.
+    input_position: Tuple[int, ...] = (0, 0)
 
     def to_json_record(self) -> dict:
         """The fields written to the output files, in a fixed order."""

@@ -8,26 +8,72 @@ mode, and the language and bad-words stages are the same under both rule sets.
 tests/test_released_c4.py runs the TFDS code itself as the oracle.
 """
 import collections
+import dataclasses
 import re
-from typing import Counter, Dict, List
+from typing import Counter, Dict, Iterator, List, Optional
 
 import tldextract
 
 from pipelines.cleaning import CleaningConfig, CleaningResult
 from pipelines.domains import AllowedSubdomains
+from pipelines.page import Page
+from pipelines.urls import released_normalize_url
 from text.splitters import Splitter
 
-# TFDS reads a WET file line by line in text mode, where `\r\n`, `\r` and `\n` all end a line, and
-# leaves out of the page text every line that starts like a WARC header.
+# TFDS reads a WET file line by line in text mode, where `\r\n`, `\r` and `\n` all end a line. It
+# knows no record boundaries: a line `WARC/1.0` starts a new page, header lines set the page's
+# fields wherever they are (in the body too), and every line that starts like a WARC header is
+# left out of the text.
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_PAGE_DELIMITER = "WARC/1.0"
 _HEADER_PREFIXES = ("WARC", "CONTENT-", "Content-")
+_FIELD_OF_HEADER = {"WARC-Target-URI:": "url", "WARC-Date:": "timestamp",
+                    "Content-Type:": "content_type", "Content-Length:": "content_length"}
 
 
-def wet_text(body: str) -> str:
-    """The text of a WET conversion record as the released C4 saw it: lines stripped, blank
-    lines and lines that start with `WARC`, `Content-` or `CONTENT-` left out."""
-    lines = (line.strip() for line in _LINE_BREAK.split(body))
-    return "\n".join(line for line in lines if line and not line.startswith(_HEADER_PREFIXES))
+def _as_read_by_tfds(fields: Dict[str, str], lines: List[str]) -> Optional[Page]:
+    if not (fields["url"] and lines and fields["timestamp"]):  # TFDS's `_validate_features`.
+        return None
+    content_length = fields["content_length"]
+    return Page(url=fields["url"], normalized_url=released_normalize_url(fields["url"]),
+                timestamp=fields["timestamp"], content_type=fields["content_type"],
+                content_length=int(content_length) if content_length.isdigit() else 0,
+                text="\n".join(lines))
+
+
+def wet_pages(page: Page) -> Iterator[Page]:
+    """The pages the released C4 read from the WET record of `page` (whose text is the record's
+    body): one, with the body's lines stripped and blank lines and lines that start with `WARC`,
+    `Content-` or `CONTENT-` left out, and its released normalized URL; none if no text is left.
+    A body line `WARC/1.0` ends the page there and starts a new one with no fields, which only a
+    `WARC-Target-URI:` and a `WARC-Date:` line further down the body can make a page; header
+    lines in the body set the fields they name (a Content-Length that is missing or not a number
+    becomes 0: ours is a number). Pages from one record keep its input position, with the page's index in
+    the record added.
+    """
+    fields = {"url": page.url, "timestamp": page.timestamp, "content_type": page.content_type,
+              "content_length": str(page.content_length)}
+    lines: List[str] = []
+    part = 0
+    for line in _LINE_BREAK.split(page.text):
+        line = line.strip()
+        if not line:
+            continue
+        if line == _PAGE_DELIMITER:
+            found = _as_read_by_tfds(fields, lines)
+            if found:
+                yield dataclasses.replace(found, input_position=page.input_position + (part,))
+                part += 1
+            fields = dict.fromkeys(fields, "")
+            lines = []
+        for prefix, field in _FIELD_OF_HEADER.items():
+            if line.startswith(prefix):
+                fields[field] = line[len(prefix):].strip()
+        if not line.startswith(_HEADER_PREFIXES):
+            lines.append(line)
+    found = _as_read_by_tfds(fields, lines)
+    if found:
+        yield dataclasses.replace(found, input_position=page.input_position + (part,))
 
 
 # Case-sensitive, unlike the paper rules' citation pattern: `[Edit]` stays.

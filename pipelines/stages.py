@@ -109,14 +109,16 @@ class ReadWetFiles(beam.PTransform):
                 | "ReadRecords" >> beam.ParDo(_ReadWetFileFn(self._max_record_bytes)))
 
 
-def _as_released_page(page: Page):
-    """The page as the released C4 read it: its WET text and released normalized URL."""
-    text = released.wet_text(page.text)
-    if not text:
+def _as_released_pages(page: Page):
+    """The page(s) the released C4 read from a WET record (released.wet_pages)."""
+    found = 0
+    for found, released_page in enumerate(released.wet_pages(page), start=1):
+        _count("released_text", "pages.passed")
+        yield released_page
+    if not found:
         _count("released_text", "pages.dropped:no_content")
-        return
-    _count("released_text", "pages.passed")
-    yield dataclasses.replace(page, text=text, normalized_url=urls.released_normalize_url(page.url))
+    elif found > 1:
+        _count("released_text", "pages.added:page_delimiter_in_text", found - 1)
 
 
 def _within_length(page: Page, max_chars: int) -> bool:
@@ -388,7 +390,7 @@ class C4Pages(beam.PTransform):
     def expand(self, pages):
         config = self._config
         if config.rules == "released":
-            pages = pages | "ReleasedText" >> beam.FlatMap(_as_released_page)
+            pages = pages | "ReleasedText" >> beam.FlatMap(_as_released_pages)
         pages = (pages
                  | "PageLength" >> beam.Filter(_within_length, config.max_page_chars)
                  | "UrlDedup" >> DedupUrls(config.rules))

@@ -60,10 +60,10 @@ def released_normalize_url(url: str) -> str:
 def first_seen_newest_page(a: Page, b: Page) -> Page:
     """Of two pages with the same normalized URL, the one the released rules keep: the newest,
     and of equally new ones the first seen, that is the one with the smaller input position
-    (position of its file in the input list, then of its record in the file), whatever order a
+    (position of its file in the input list, then of its page in the file), whatever order a
     runner presents them in."""
-    return max(a, b, key=lambda page: (page.timestamp, -page.input_position[0],
-                                       -page.input_position[1]))
+    return max(a, b, key=lambda page: (page.timestamp,
+                                       tuple(-index for index in page.input_position)))
 
 
 DEFAULT_VALIDATION_FRACTION = 0.001  # The paper's 0.1%.

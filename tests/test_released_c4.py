@@ -110,6 +110,7 @@ def ours(output: pathlib.Path, config, wet_paths, badwords_path, realnews_path, 
                 for line in records:
                     record = json.loads(line)
                     url = record.pop("url")
+                    record.pop("language_probability")  # Ours only: the released C4 has none.
                     pages[url] = dict(record, split=split,
                                       **{"content-length": str(record["content-length"])})
     return pages

@@ -28,20 +28,38 @@ def _wet_record(url, body: bytes) -> bytes:
 
 
 BODIES = [
-    "  First line here.  \n\n\nWARC-ish line dropped\nContent-Type: dropped too\n"
+    "  First line here.  \n\n\nWARC-ish line dropped\nContent-Type: text/html\n"
     "CONTENT-Length: and this\ncontent-type: kept (lower case)\nLast\tline.\t",
     "Old Mac line one.\rOld Mac line two.\r\nWindows line.\r\nTab\x0bstays in the line.",
     "Only\u2028one WET line (U+2028 is no line break there).\n\u00a0Non-breaking space strip.\u00a0",
+    "WARC\nContent-\n \n",  # Nothing left: no page.
+    # Header lines in a body set fields; `WARC/1.0` ends the page, and what follows is a page
+    # only if it names a URL and a date.
+    "A page that quotes a WARC file.\nWARC-Date: 2020-01-01T00:00:00Z\nContent-Length: 12\n"
+    "WARC/1.0\nWARC-Target-URI: http://quoted.example/x\nWARC-Date: 2018-01-01T00:00:00Z\n"
+    "Quoted text.\nWARC/1.0\nText of a page without a URL.",
 ]
 
 
-def test_wet_text_is_the_text_tfds_reads(tmp_path):
+def _fields(page):
+    return (page.url, page.normalized_url, page.timestamp, page.content_type,
+            str(page.content_length), page.text)
+
+
+def test_wet_pages_are_the_pages_tfds_reads(tmp_path):
     path = tmp_path / "sample.warc.wet.gz"
     path.write_bytes(b"".join(_wet_record(f"http://a.com/{i}", body.encode())
                               for i, body in enumerate(BODIES)))
-    tfds_pages = list(c4_utils.split_wet_file(str(path)))
-    assert [page.text for page in tfds_pages] == [released.wet_text(body) for body in BODIES]
-    assert released.wet_text("WARC\nContent-\n \n") == ""
+    # Our content-length is a number: where TFDS has none (''), ours is 0.
+    tfds_pages = [_fields(dataclasses.replace(page, content_length=page.content_length or "0"))
+                  for page in c4_utils.split_wet_file(str(path))]
+    ours = []
+    for index, body in enumerate(BODIES):
+        record = Page(f"http://a.com/{index}", "", "2019-04-20T10:00:00Z", "text/plain",
+                      len(body.encode()), body, input_position=(0, index))
+        ours += [_fields(page) for page in released.wet_pages(record)]
+    assert ours == tfds_pages
+    assert len(ours) == len(BODIES)  # One record gave no page, one gave two.
 
 
 URLS = [
