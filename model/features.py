@@ -23,7 +23,8 @@ scatter per feature).
 """
 from __future__ import annotations
 
-from typing import Mapping
+import dataclasses
+from typing import Callable, Mapping
 
 import tensorflow as tf
 
@@ -88,16 +89,8 @@ def _pack_window(window: Mapping[str, tf.RaggedTensor], lengths: Mapping[str, in
     return packed
 
 
-def pack_examples(dataset: tf.data.Dataset, lengths: Mapping[str, int], window: int = PACKING_WINDOW) -> tf.data.Dataset:
-    """Trims each feature to its length and packs; window=1 gives one example per row (padding)."""
-
-    def trim(example):
-        return {k: tf.cast(example[k][:lengths[k]], tf.int32) for k in lengths}
-
-    return (dataset.map(trim)
-            .ragged_batch(window)
-            .map(lambda w: _pack_window(w, lengths))
-            .unbatch())
+def _trim(example, lengths: Mapping[str, int]) -> dict[str, tf.Tensor]:
+    return {k: tf.cast(example[k][:lengths[k]], tf.int32) for k in lengths}
 
 
 # --------------------------------------------------------------------------------------------
@@ -139,15 +132,21 @@ def _check_lengths(family: str, sequence_lengths: Mapping[str, int], element_spe
         raise ValueError(f"sequence lengths must be positive: {dict(sequence_lengths)}")
 
 
-def convert_features(dataset: tf.data.Dataset, family: str, sequence_lengths: Mapping[str, int],
-                     pack: bool = True, window: int = PACKING_WINDOW) -> tf.data.Dataset:
-    """Task examples -> model features for `family` (see the module docstring)."""
-    _check_lengths(family, sequence_lengths, dataset.element_spec)
-    window = window if pack else 1
+@dataclasses.dataclass(frozen=True)
+class WindowConverter:
+    """Feature conversion in two steps, for pipelines that handle the windows themselves:
+    `prepare` maps one task example to the streams to pack (trimmed), and `convert` maps a
+    ragged batch of prepared examples (one packing window) to a batch of model feature rows."""
 
+    prepare: Callable[[Mapping[str, tf.Tensor]], dict[str, tf.Tensor]]
+    convert: Callable[[Mapping[str, tf.RaggedTensor]], dict[str, tf.Tensor]]
+
+
+def window_converter(family: str, sequence_lengths: Mapping[str, int], element_spec) -> WindowConverter:
+    """The converter of `family` for examples of `element_spec` (see the module docstring)."""
+    _check_lengths(family, sequence_lengths, element_spec)
     if family == "encoder_decoder":
         lengths = {"inputs": sequence_lengths["inputs"], "targets": sequence_lengths["targets"]}
-        rows = pack_examples(dataset.map(lambda ex: {k: ex[k] for k in lengths}), lengths, window)
 
         def to_features(row):
             return {
@@ -162,27 +161,38 @@ def convert_features(dataset: tf.data.Dataset, family: str, sequence_lengths: Ma
                 "decoder_loss_weights": tf.cast(row["targets_segment_ids"] > 0, tf.int32),
             }
 
-        return rows.map(to_features)
+        prepare = lambda example: _trim(example, lengths)
+    else:
+        # The stream holds the features the examples have: targets alone for plain language
+        # modelling (whatever inputs length the configuration also carries), inputs + targets
+        # otherwise.
+        stream_length = sum(int(sequence_lengths[k]) for k in ("inputs", "targets") if k in element_spec)
+        streams = ("targets", "loss", "prefix") if family == "prefix_lm" else ("targets", "loss")
+        lengths = {k: stream_length for k in streams}
+        loss_on_inputs = family == "decoder_only"
 
-    # The stream holds the features the examples have: targets alone for plain language modelling
-    # (whatever inputs length the configuration also carries), inputs + targets otherwise.
-    stream_length = sum(int(sequence_lengths[k]) for k in ("inputs", "targets") if k in dataset.element_spec)
-    streams = ("targets", "loss", "prefix") if family == "prefix_lm" else ("targets", "loss")
-    lengths = {k: stream_length for k in streams}
-    loss_on_inputs = family == "decoder_only"
-    rows = pack_examples(dataset.map(lambda ex: _decoder_stream(ex, loss_on_inputs)), lengths, window)
+        def to_features(row):
+            features = {
+                "decoder_target_tokens": row["targets"],
+                "decoder_input_tokens": shift_right(row["targets"], row["targets_positions"],
+                                                    row["targets_segment_ids"]),
+                "decoder_segment_ids": row["targets_segment_ids"],
+                "decoder_positions": row["targets_positions"],
+                "decoder_loss_weights": row["loss"],
+            }
+            if family == "prefix_lm":
+                features["decoder_causal_attention"] = row["prefix"]
+            return features
 
-    def to_decoder_features(row):
-        features = {
-            "decoder_target_tokens": row["targets"],
-            "decoder_input_tokens": shift_right(row["targets"], row["targets_positions"],
-                                                row["targets_segment_ids"]),
-            "decoder_segment_ids": row["targets_segment_ids"],
-            "decoder_positions": row["targets_positions"],
-            "decoder_loss_weights": row["loss"],
-        }
-        if family == "prefix_lm":
-            features["decoder_causal_attention"] = row["prefix"]
-        return features
+        prepare = lambda example: _trim(_decoder_stream(example, loss_on_inputs), lengths)
+    return WindowConverter(prepare=prepare, convert=lambda window: to_features(_pack_window(window, lengths)))
 
-    return rows.map(to_decoder_features)
+
+def convert_features(dataset: tf.data.Dataset, family: str, sequence_lengths: Mapping[str, int],
+                     pack: bool = True, window: int = PACKING_WINDOW) -> tf.data.Dataset:
+    """Task examples -> model features for `family` (see the module docstring)."""
+    converter = window_converter(family, sequence_lengths, dataset.element_spec)
+    return (dataset.map(converter.prepare)
+            .ragged_batch(window if pack else 1)
+            .map(converter.convert)
+            .unbatch())

@@ -220,14 +220,18 @@ class PretrainingStream:
                         "chunk": chunk["chunk"], "example": index}
             return corrupt(chunk["targets"], index, epoch), position
 
-        window = features.PACKING_WINDOW if self.pack else 1
+        examples = chunks.map(example)
+        converter = features.window_converter(self.family, self.sequence_lengths, examples.element_spec[0])
 
         def window_rows(window_examples, positions):
-            first = {key: value[0] for key, value in positions.items()}
-            packed = features.convert_features(tf.data.Dataset.from_tensor_slices(window_examples),
-                                               self.family, self.sequence_lengths, pack=self.pack)
-            return packed.enumerate().map(lambda row, features_: (features_, {**first, "row": row}))
+            rows = converter.convert(window_examples)
+            num_rows = tf.shape(rows["decoder_target_tokens"], out_type=tf.int64)[0]
+            first = {key: tf.fill([num_rows], value[0]) for key, value in positions.items()}
+            return rows, {**first, "row": tf.range(num_rows)}
 
-        # Windows of the same examples as pack_examples makes from the epoch's start, as long as
-        # every start is a window's first example (positions record only those).
-        return chunks.map(example).ragged_batch(window).flat_map(window_rows)
+        # The windows of convert_features over the epoch, as long as every start is the first
+        # example of a window (positions record only those).
+        return (examples.map(lambda features_, position: (converter.prepare(features_), position))
+                .ragged_batch(features.PACKING_WINDOW if self.pack else 1)
+                .map(window_rows)
+                .unbatch())

@@ -74,7 +74,7 @@ def test_first_epoch_is_the_pretraining_dataset(shared_data, vocabulary):
     assert {int(p["epoch"]) for _, p in rows[:len(expected)]} == {0} and rows[-1][1]["epoch"] == 1
 
 
-@pytest.mark.parametrize("source", ["c4_samples/olmo/*.json*.gz", "text/ro/*.conllu"])
+@pytest.mark.parametrize("source", ["c4_samples/olmo/*.json*.gz", "text/*/tatoeba.*-eng.eng"])
 def test_resumed_stream_sees_the_batches_of_an_uninterrupted_run(shared_data, vocabulary, tmp_path, source):
     """Resume at recorded steps (mid-window, mid-document, later shards, later epochs) and at an
     unrecorded one: the same batches as one run; each epoch draws fresh noise."""
@@ -88,7 +88,8 @@ def test_resumed_stream_sees_the_batches_of_an_uninterrupted_run(shared_data, vo
     assert len(records) == total // 7
     positions = [json.loads(r.read_text())["position"] for r in records]
     assert {p["epoch"] for p in positions} == {0, 1, 2} and len({p["shard"] for p in positions}) > 1
-    assert any(p["chunk"] > 0 for p in positions) and any(p["row"] > 1 for p in positions)
+    assert any(p["row"] > 1 for p in positions)
+    assert any(p["chunk"] > 0 for p in positions) == ("olmo" in source)  # C4 pages span several chunks
     for step in (7, 7 * (total // 14), 7 * (total // 7), 7 * (total // 7) - 3):
         count = min(5, total - step)
         assert batches(training, tmp_path, step, count) == uninterrupted[step:step + count], step

@@ -109,10 +109,10 @@ def ours(output: pathlib.Path, config, wet_paths, badwords_path, realnews_path, 
             with gzip.open(shard, "rt", encoding="utf-8") as records:
                 for line in records:
                     record = json.loads(line)
-                    url = record.pop("url")
-                    record.pop("language_probability")  # Ours only: the released C4 has none.
-                    pages[url] = dict(record, split=split,
-                                      **{"content-length": str(record["content-length"])})
+                    pages[record["url"]] = {  # The fields TFDS writes (ours has more).
+                        "text": record["text"], "timestamp": record["timestamp"],
+                        "content-type": record["content-type"],
+                        "content-length": str(record["content-length"]), "split": split}
     return pages
 
 
