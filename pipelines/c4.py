@@ -14,7 +14,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import common_crawl, files, lists, stages, stats
+from pipelines import common_crawl, files, funnel, lists, provenance, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import DEFAULT_RULES, RULE_SETS, VARIANTS, VariantConfig, variant
 from pipelines.output import WriteShards
@@ -164,8 +164,13 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     result.wait_until_finish()
     counters = stats.collect_counters(result)
     stats_path = stats.write_stats(counters, config.name, args.output)
+    provenance.write_run_config(provenance.run_config(
+        config, paths, args.validation_fraction, shards, resources.list_sha256), args.output)
+    funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
+                        f"{len(paths):,} WET files", args.output)
     print(stats.format_table(counters))
-    print(f"statistics written to {stats_path}")
+    print(f"statistics written to {stats_path}, with {provenance.RUN_CONFIG_FILE} and "
+          f"{funnel.FUNNEL_FILE} beside it")
     return counters
 
 

@@ -356,7 +356,7 @@ class _LanguageFn(beam.DoFn):
             _count("language", f"pages.dropped:{reason}")
             return
         _count("language", f"pages.passed:{detected[0]}")
-        yield dataclasses.replace(page, language=detected[0])
+        yield dataclasses.replace(page, language=detected[0], language_probability=detected[1])
 
 
 class _BadwordsFn(beam.DoFn):

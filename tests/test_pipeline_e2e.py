@@ -1,16 +1,22 @@
 """Every variant end to end on the real WET samples, with the DirectRunner."""
 import collections
+import dataclasses
+import glob
 import gzip
+import hashlib
 import json
 import pathlib
 import re
 import shutil
+import xml.etree.ElementTree as ElementTree
 
 import pytest
 
 from pipelines import c4
+from pipelines.config import variant
 from pipelines.dedup import PAPER_SPAN_DEDUP, span_keys, units_of
 from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
+from pipelines.language import LanguageConfig, LanguageDetector
 from text.sentences import split_sentences
 from pipelines.urls import normalize_url, split_of
 
@@ -48,10 +54,12 @@ def en_run(shared_data, tmp_path_factory):
 def test_en_output_files_and_fields(en_run):
     _, splits, output = en_run
     names = sorted(path.name for path in output.iterdir())
-    assert names == ["stats.json", "train-00000-of-00003.jsonl.gz", "train-00001-of-00003.jsonl.gz",
-                     "train-00002-of-00003.jsonl.gz", "validation-00000-of-00001.jsonl.gz"]
+    assert names == ["funnel.svg", "run_config.json", "stats.json", "train-00000-of-00003.jsonl.gz",
+                     "train-00001-of-00003.jsonl.gz", "train-00002-of-00003.jsonl.gz",
+                     "validation-00000-of-00001.jsonl.gz"]
     record = splits["train"][0]
-    assert list(record) == ["text", "url", "timestamp", "content-type", "content-length"]
+    assert list(record) == ["text", "url", "timestamp", "content-type", "content-length",
+                            "language_probability"]
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["timestamp"])
 
 
@@ -71,6 +79,34 @@ def test_en_counters_add_up(en_run):
     assert stats["language"]["pages.passed:en"] + language_dropped == language_in
     written = stats["write"]["pages.written:train"] + stats["write"]["pages.written:validation"]
     assert written == stats["badwords"]["pages.passed"] == sum(map(len, splits.values()))
+
+
+def test_en_run_config_and_funnel_say_what_was_run(en_run, shared_data):
+    stats, _, output = en_run
+    run_config = json.loads((output / "run_config.json").read_text())
+    assert run_config["config"] == json.loads(json.dumps(dataclasses.asdict(variant("en"))))
+    assert run_config["validation_fraction"] == 0.05
+    paths = sorted(glob.glob(str(shared_data / "wet/*/*")))
+    assert run_config["inputs"]["files"] == len(paths) == 5
+    assert run_config["inputs"]["sha256"] == hashlib.sha256(
+        "".join(path + "\n" for path in paths).encode()).hexdigest()
+    badwords_path = str(shared_data / "badwords/en")
+    assert run_config["lists_sha256"] == {
+        badwords_path: hashlib.sha256(pathlib.Path(badwords_path).read_bytes()).hexdigest()}
+    svg = ElementTree.parse(output / "funnel.svg").getroot()
+    bars = {group.get("data-stage"): int(group.get("data-kept"))
+            for group in svg.iter("{http://www.w3.org/2000/svg}g")}
+    assert bars["read"] == stats["read"]["pages.passed"]
+    assert bars["badwords"] == stats["badwords"]["pages.passed"]
+    assert list(bars) == [stage for stage in stats if stage in bars]
+
+
+def test_en_records_the_language_probability_of_each_page(en_run):
+    _, splits, _ = en_run
+    detector = LanguageDetector()
+    for record in splits["train"][:20]:
+        assert detector.detect(record["text"]) == ("en", record["language_probability"])
+        assert record["language_probability"] >= LanguageConfig().min_probability
 
 
 def test_en_keeps_the_real_c4_pages(en_run, shared_data):

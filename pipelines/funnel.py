@@ -1,0 +1,111 @@
+"""`funnel.svg`: the run's counters as a picture, pages kept per stage and why the rest went.
+
+One bar per stage that counts pages, in pipeline order: its green part is the pages the stage
+passed on, its red part the pages it dropped, both to one scale (the largest stage input), and
+under it the drop reasons with their counts (and, for `read`, the records and files it skipped;
+where a stage counts its kept pages by kind, such as the split or the language, those counts).
+Hand-written SVG, so any browser opens it and no plotting library is needed.
+"""
+import dataclasses
+from typing import Dict, List
+from xml.sax.saxutils import escape, quoteattr
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.stats import Stats
+
+FUNNEL_FILE = "funnel.svg"
+_KEPT_PREFIXES = ("pages.passed", "pages.written")
+_DROPPED_PREFIX = "pages.dropped:"
+_SKIPPED_PREFIXES = ("records.skipped:", "files.skipped:")
+_LABEL_WIDTH = 110
+_BAR_WIDTH = 520
+_BAR_HEIGHT = 26
+_LINE_HEIGHT = 14
+_TOP = 44
+_WIDTH = _LABEL_WIDTH + _BAR_WIDTH + 220
+_REASON_CHARS_PER_LINE = 110  # At 11 px, about the width right of the stage labels.
+
+
+@dataclasses.dataclass(frozen=True)
+class FunnelRow:
+    stage: str
+    kept: int
+    dropped: Dict[str, int]  # Reason -> pages.
+    skipped: Dict[str, int]  # "records.skipped:<reason>" or "files.skipped:<reason>" -> count.
+    kept_parts: Dict[str, int]  # Kept pages by kind ("pages.written:train", "pages.passed:en").
+
+
+def funnel_rows(stats: Stats) -> List[FunnelRow]:
+    """The stages that count pages, in the order of `stats`."""
+    rows = []
+    for stage, counters in stats.items():
+        kept = sum(value for name, value in counters.items() if name.startswith(_KEPT_PREFIXES))
+        dropped = {name[len(_DROPPED_PREFIX):]: value for name, value in counters.items()
+                   if name.startswith(_DROPPED_PREFIX)}
+        if not kept and not dropped:
+            continue
+        skipped = {name: value for name, value in counters.items()
+                   if name.startswith(_SKIPPED_PREFIXES)}
+        kept_parts = {name: value for name, value in counters.items()
+                      if name.startswith(_KEPT_PREFIXES) and ":" in name}
+        rows.append(FunnelRow(stage, kept, dropped, skipped, kept_parts))
+    return rows
+
+
+def _reason_lines(row: FunnelRow) -> List[str]:
+    """The drop reasons (largest first) and skip counts, wrapped to the picture's width."""
+    parts = [f"{reason} {count:,}" for reason, count in
+             sorted(row.dropped.items(), key=lambda item: (-item[1], item[0]))]
+    parts += [f"{name} {count:,}" for name, count in sorted(row.skipped.items())]
+    parts += [f"{name} {count:,}" for name, count in sorted(row.kept_parts.items())]
+    lines: List[str] = []
+    for part in parts:
+        if lines and len(lines[-1]) + 3 + len(part) <= _REASON_CHARS_PER_LINE:
+            lines[-1] += " · " + part
+        else:
+            lines.append(part)
+    return lines
+
+
+def funnel_svg(stats: Stats, title: str) -> str:
+    rows = funnel_rows(stats)
+    scale = max([row.kept + sum(row.dropped.values()) for row in rows] + [1])
+    reason_lines = [_reason_lines(row) for row in rows]
+    height = _TOP + sum(_BAR_HEIGHT + _LINE_HEIGHT * len(lines) + 8 for lines in reason_lines)
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{_WIDTH}" height="{height}" '
+           f'viewBox="0 0 {_WIDTH} {height}" font-family="sans-serif" font-size="13">',
+           '<rect width="100%" height="100%" fill="white"/>',
+           f'<text x="10" y="22" font-size="16" font-weight="bold">{escape(title)}</text>',
+           f'<text x="{_LABEL_WIDTH}" y="38" font-size="11" fill="#555">'
+           'pages kept (green) and dropped (red) per stage</text>']
+    y = _TOP
+    for row, lines in zip(rows, reason_lines):
+        dropped = sum(row.dropped.values())
+        kept_width = _BAR_WIDTH * row.kept / scale
+        dropped_width = _BAR_WIDTH * dropped / scale
+        out.append(f'<g class="stage" data-stage={quoteattr(row.stage)} '
+                   f'data-kept="{row.kept}" data-dropped="{dropped}">')
+        out.append(f'<text x="10" y="{y + 15}">{escape(row.stage)}</text>')
+        out.append(f'<rect class="kept" x="{_LABEL_WIDTH}" y="{y + 2}" width="{kept_width:.1f}" '
+                   f'height="18" fill="#4c9a2a"><title>{row.kept:,} kept</title></rect>')
+        out.append(f'<rect class="dropped" x="{_LABEL_WIDTH + kept_width:.1f}" y="{y + 2}" '
+                   f'width="{dropped_width:.1f}" height="18" fill="#d9534f">'
+                   f'<title>{dropped:,} dropped</title></rect>')
+        summary = f"{row.kept:,} kept" + (f", {dropped:,} dropped" if dropped else "")
+        out.append(f'<text x="{_LABEL_WIDTH + kept_width + dropped_width + 6:.1f}" '
+                   f'y="{y + 15}">{escape(summary)}</text>')
+        for number, line in enumerate(lines):
+            out.append(f'<text x="{_LABEL_WIDTH}" y="{y + _BAR_HEIGHT + 6 + number * _LINE_HEIGHT}"'
+                       f' font-size="11" fill="#555">{escape(line)}</text>')
+        out.append('</g>')
+        y += _BAR_HEIGHT + _LINE_HEIGHT * len(lines) + 8
+    out.append('</svg>')
+    return "\n".join(out) + "\n"
+
+
+def write_funnel(stats: Stats, title: str, output_dir: str) -> str:
+    path = FileSystems.join(output_dir, FUNNEL_FILE)
+    with FileSystems.create(path) as sink:
+        sink.write(funnel_svg(stats, title).encode("utf-8"))
+    return path

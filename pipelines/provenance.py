@@ -1,0 +1,61 @@
+"""`run_config.json`: what a run was built from, written beside `stats.json`.
+
+The resolved variant is serialised generically (dataclasses.asdict), so a field added to
+VariantConfig or to the configs inside it appears here by itself. The input list is recorded as
+its count, first and last path and a sha256 digest (of the paths joined by newlines, each
+followed by one), which tells whether two runs read the same files in the same order without
+writing 56,000 paths; each external list is recorded with the sha256 of its stored bytes.
+"""
+import dataclasses
+import hashlib
+import importlib.metadata
+import json
+import platform
+from typing import Any, Dict, Mapping, Sequence
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.config import VariantConfig
+
+RUN_CONFIG_FILE = "run_config.json"
+# The packages whose version changes what a run outputs (the language profiles, the parser of
+# WET records, the runner).
+_VERSIONED_PACKAGES = ("apache-beam", "langdetect", "warcio", "tldextract", "nltk")
+
+
+def input_digest(paths: Sequence[str]) -> str:
+    return hashlib.sha256("".join(path + "\n" for path in paths).encode("utf-8")).hexdigest()
+
+
+def _json_default(value: Any):
+    """JSON for what dataclasses.asdict leaves as is: sets in sorted order, anything else as text."""
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    return repr(value)
+
+
+def run_config(config: VariantConfig, paths: Sequence[str], validation_fraction: float,
+               shards: Mapping[str, int], list_sha256: Mapping[str, str]) -> Dict[str, Any]:
+    versions = {}
+    for package in _VERSIONED_PACKAGES:
+        try:
+            versions[package] = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            versions[package] = None
+    return {
+        "variant": config.name,
+        "config": dataclasses.asdict(config),
+        "validation_fraction": validation_fraction,
+        "shards": dict(shards),
+        "inputs": {"files": len(paths), "first": paths[0] if paths else None,
+                   "last": paths[-1] if paths else None, "sha256": input_digest(paths)},
+        "lists_sha256": dict(sorted(list_sha256.items())),
+        "versions": {"python": platform.python_version(), **versions},
+    }
+
+
+def write_run_config(record: Mapping[str, Any], output_dir: str) -> str:
+    path = FileSystems.join(output_dir, RUN_CONFIG_FILE)
+    with FileSystems.create(path) as sink:
+        sink.write(json.dumps(record, indent=2, default=_json_default).encode("utf-8"))
+    return path

@@ -1,0 +1,51 @@
+"""funnel.svg: valid SVG with one bar per stage that counts pages, drawn from the counters."""
+import xml.etree.ElementTree as ElementTree
+
+from pipelines import funnel
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+STATS = {
+    "read": {"files.read": 2, "files.skipped:not_wet": 1, "pages.passed": 1000,
+             "records.skipped:empty_page": 7},
+    "url_dedup": {"pages.dropped:older_duplicate": 40, "pages.passed": 960},
+    "clean": {"lines.dropped:too_few_words": 5000, "lines.passed": 9000,
+              "pages.dropped:curly_bracket & <more>": 60, "pages.dropped:too_few_sentences": 300,
+              "pages.passed": 600},
+    "dedup": {"pages.passed": 500, "pages.passed:shortened": 90,
+              "pages.dropped:too_few_sentences_after_dedup": 10},
+    "language": {"pages.dropped:other_language": 80, "pages.passed:en": 510},
+    "write": {"pages.written:train": 505, "pages.written:validation": 5},
+}
+
+
+def _stages(svg: str):
+    root = ElementTree.fromstring(svg)  # Valid XML, or this raises.
+    assert root.tag == SVG + "svg"
+    return root.findall(f"{SVG}g[@class='stage']")
+
+
+def test_one_bar_per_stage_with_the_counters_numbers():
+    stages = _stages(funnel.funnel_svg(STATS, "C4 en"))
+    assert [group.get("data-stage") for group in stages] == list(STATS)
+    expected_kept = [1000, 960, 600, 590, 510, 510]
+    expected_dropped = [0, 40, 360, 10, 80, 0]
+    assert [int(group.get("data-kept")) for group in stages] == expected_kept
+    assert [int(group.get("data-dropped")) for group in stages] == expected_dropped
+    for group, kept, dropped in zip(stages, expected_kept, expected_dropped):
+        bars = {rect.get("class"): float(rect.get("width")) for rect in group.iter(SVG + "rect")}
+        assert set(bars) == {"kept", "dropped"}
+        # Widths to one scale: the largest stage input (read: 1,000 pages) is the full bar.
+        assert abs(bars["kept"] / (bars["kept"] + bars["dropped"]) - kept / (kept + dropped)) < 1e-3
+        text = " ".join(element.text for element in group.iter(SVG + "text"))
+        assert f"{kept:,} kept" in text
+    widths = [float(group.find(f"{SVG}rect[@class='kept']").get("width")) for group in stages]
+    assert abs(widths[1] / widths[0] - 960 / 1000) < 1e-3
+    clean_text = " ".join(element.text for element in stages[2].iter(SVG + "text"))
+    assert "too_few_sentences 300" in clean_text and "curly_bracket & <more> 60" in clean_text
+    assert "files.skipped:not_wet 1" in " ".join(e.text for e in stages[0].iter(SVG + "text"))
+    assert "pages.written:validation 5" in " ".join(e.text for e in stages[-1].iter(SVG + "text"))
+
+
+def test_stages_without_page_counters_have_no_bar():
+    assert _stages(funnel.funnel_svg({"domains": {"url_lists.read": 3}}, "C4")) == []
