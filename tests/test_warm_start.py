@@ -1,0 +1,120 @@
+"""Warm start from a checkpoint in the naming of T5's released Mesh TF checkpoints.
+
+The checkpoint is written with plain TensorFlow variables, named and shaped as mtf's own
+`make_layer_stack` T5 model and mtf's Adafactor name them (weights, optimizer slots, global
+step), holding random values; our trainer must load every one of them, continue the global step
+and fail, naming them, on variables the checkpoint lacks."""
+import gin
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from model import train
+from model.hooks import logged_losses
+from model.mesh import MeshConfig, cpu_mesh_impl
+from model.mtf_compat import mtf
+from model.warm_start import WarmStartError, restore_plan
+from tests.test_architectures import t5_reference_model
+from tests.test_train import TINY_BINDINGS, synthetic_examples
+
+VOCAB_SIZE = 200
+CHECKPOINT_STEP = 1000
+
+
+def reference_variables(config) -> dict:
+    """{name: (shape, dtype)} of the TF variables of mtf's T5 trained with mtf's Adafactor."""
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        tokens = mtf.ones(mesh, mtf.Shape([mtf.Dimension("batch", 2),
+                                           mtf.Dimension("length", 6)]), tf.int32)
+        _, loss = t5_reference_model(config, VOCAB_SIZE).call_simple(
+            inputs=tokens, targets=tokens, compute_loss=True, mode="train")
+        variables = graph.trainable_variables
+        gradients = mtf.gradients([loss], [v.outputs[0] for v in variables])
+        updates = mtf.optimize.AdafactorOptimizer(learning_rate=0.01).apply_grads(
+            gradients, variables)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        for op in updates:
+            lowering.lowered_operation(op)
+        return {v.op.name: (v.shape.as_list(), v.dtype.base_dtype)
+                for v in tf.global_variables()}
+
+
+def write_checkpoint(path, variables: dict, seed: int = 0) -> dict:
+    """Random values under the given names; returns them."""
+    rng = np.random.RandomState(seed)
+    values = {}
+    with tf.Graph().as_default():
+        tf_variables = []
+        for name, (shape, dtype) in sorted(variables.items()):
+            if name == tf.GraphKeys.GLOBAL_STEP:
+                value = np.int64(CHECKPOINT_STEP)
+            else:
+                value = rng.uniform(0.1, 1.0, size=shape).astype(dtype.as_numpy_dtype)
+            values[name] = value
+            tf_variables.append(tf.Variable(value, name=name))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            tf.train.Saver(tf_variables).save(session, str(path))
+    return values
+
+
+def configure(model_dir, init_checkpoint, *extra) -> train.Run:
+    gin.clear_config()
+    train.parse_gin(["finetune.gin"], TINY_BINDINGS + [
+        "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 128",
+        # Learning rate 0: Adafactor leaves the weights as they were loaded.
+        "lr.constant.value = 0.0",
+        f"TrainConfig.init_checkpoint = '{init_checkpoint}'", *extra])
+    return train.configured_run(str(model_dir))
+
+
+@pytest.fixture(scope="module")
+def t5_checkpoint(tmp_path_factory):
+    gin.clear_config()
+    train.parse_gin([], TINY_BINDINGS)
+    config = train.configured_run("unused").model_config
+    variables = reference_variables(config)
+    path = tmp_path_factory.mktemp("t5") / "model.ckpt-1000"
+    return path, variables, write_checkpoint(path, variables)
+
+
+def test_t5_named_checkpoint_loads_and_the_step_continues(tmp_path, t5_checkpoint):
+    path, variables, values = t5_checkpoint
+    assert "encoder/block_000/layer_000/SelfAttention/q" in variables
+    assert "decoder/block_000/layer_001/EncDecAttention/k_slot_v" in variables  # Adafactor
+    run = configure(tmp_path, path)
+    assert train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=2) == CHECKPOINT_STEP + 2
+    logged = [entry["step"] for entry in logged_losses(str(tmp_path))]
+    assert logged == [CHECKPOINT_STEP + 1, CHECKPOINT_STEP + 2]
+    trained = tf.train.latest_checkpoint(str(tmp_path))
+    for name, value in values.items():
+        if "_slot_" not in name and name != tf.GraphKeys.GLOBAL_STEP:
+            np.testing.assert_allclose(tf.train.load_variable(trained, name), value, rtol=1e-6,
+                                       err_msg=name)
+
+
+def test_variables_missing_from_the_checkpoint_are_an_error(tmp_path, t5_checkpoint):
+    _, variables, _ = t5_checkpoint
+    lacking = {n: v for n, v in variables.items()
+               if not n.startswith("decoder/block_001/layer_002/")}
+    path = tmp_path / "partial" / "model.ckpt-1000"
+    write_checkpoint(path, lacking)
+    run = configure(tmp_path / "run", path)
+    with pytest.raises(WarmStartError, match="decoder/block_001/layer_002/DenseReluDense/wi/kernel"):
+        train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1)
+    # Variables a run declares fresh (a new head, say) may be missing.
+    run = configure(tmp_path / "fresh", path,
+                    "TrainConfig.warm_start_fresh = ('decoder/block_001/layer_002/.*',)")
+    assert train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1) == CHECKPOINT_STEP + 1
+
+
+def test_restore_plan_checks_names_shapes_and_dtypes():
+    model = {"a": ((2, 3), "float32"), "b": ((4,), "float32"), "head/w": ((4,), "float32")}
+    checkpoint = {"a": ((2, 3), "float32"), "b": ((4,), "float32"), "unused": ((1,), "float32")}
+    assert restore_plan(model, checkpoint, fresh=["head/.*"]) == ["a", "b"]
+    with pytest.raises(WarmStartError, match=r"lacks 1 variable\(s\) of this model:\n  head/w"):
+        restore_plan(model, checkpoint)
+    with pytest.raises(WarmStartError, match="b: model .*float32.*checkpoint .*bfloat16"):
+        restore_plan(model, dict(checkpoint, b=((4,), "bfloat16"), **{"head/w": ((4,), "float32")}))
