@@ -77,8 +77,7 @@ def main():
                                      dedup.PAPER_SPAN_DEDUP)) for t in cleaned]
     report("dedup: span keys", timed(span_keys_of_all, args.repeats), len(cleaned), cleaned_mb)
 
-    factory = langdetect_factory.DetectorFactory()
-    factory.load_profile(langdetect_factory.PROFILES_DIRECTORY)
+    factory = language.sorted_profiles_factory()  # The library, languages in our order.
     factory.seed = language.LANGDETECT_SEED
 
     def reference_langdetect(text):
