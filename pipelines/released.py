@@ -48,8 +48,8 @@ def wet_pages(page: Page) -> Iterator[Page]:
     A body line `WARC/1.0` ends the page there and starts a new one with no fields, which only a
     `WARC-Target-URI:` and a `WARC-Date:` line further down the body can make a page; header
     lines in the body set the fields they name (a Content-Length that is missing or not a number
-    becomes 0: ours is a number). Pages from one record keep its input position, with the page's index in
-    the record added.
+    becomes 0: ours is a number). Pages from one record keep its input position, with the
+    page's index in the record added.
     """
     fields = {"url": page.url, "timestamp": page.timestamp, "content_type": page.content_type,
               "content_length": str(page.content_length)}

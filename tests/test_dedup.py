@@ -31,7 +31,8 @@ SHARED = "Alpha is first. Beta is second. Gamma is third."
 
 def test_units_are_sentences_across_lines():
     units = units_of("A one. B two.\nC three.", "spans", split_sentences)
-    assert [(u.line_index, u.text) for u in units] == [(0, "A one."), (0, "B two."), (1, "C three.")]
+    assert [(u.line_index, u.text) for u in units] == [
+        (0, "A one."), (0, "B two."), (1, "C three.")]
 
 
 def test_windows_overlap_and_cross_lines():

@@ -47,7 +47,8 @@ def _tfds_dedup(pages, min_num_sentences):
     owner = {}
     for page in pages:
         for line_hash, url in c4_utils._emit_url_to_lines(page):
-            if line_hash not in owner or c4_utils._hash_text(url) < c4_utils._hash_text(owner[line_hash]):
+            if line_hash not in owner or (
+                    c4_utils._hash_text(url) < c4_utils._hash_text(owner[line_hash])):
                 owner[line_hash] = url
     lines_of_url = collections.defaultdict(list)
     for line_hash, url in owner.items():

@@ -31,7 +31,8 @@ BODIES = [
     "  First line here.  \n\n\nWARC-ish line dropped\nContent-Type: text/html\n"
     "CONTENT-Length: and this\ncontent-type: kept (lower case)\nLast\tline.\t",
     "Old Mac line one.\rOld Mac line two.\r\nWindows line.\r\nTab\x0bstays in the line.",
-    "Only\u2028one WET line (U+2028 is no line break there).\n\u00a0Non-breaking space strip.\u00a0",
+    "Only\u2028one WET line (U+2028 is no line break there).\n"
+    "\u00a0Non-breaking space strip.\u00a0",
     "WARC\nContent-\n \n",  # Nothing left: no page.
     # Header lines in a body set fields; `WARC/1.0` ends the page, and what follows is a page
     # only if it names a URL and a date.
@@ -97,8 +98,10 @@ def _page(timestamp, position, text="t"):
 
 
 def test_url_ties_go_to_the_first_page_seen_on_any_runner():
-    pages = [_page("2019-04-20T00:00:00Z", (1, 5), "b"), _page("2019-04-20T00:00:00Z", (0, 9), "a"),
-             _page("2019-04-19T00:00:00Z", (0, 0), "old"), _page("2019-04-20T00:00:00Z", (1, 2), "c")]
+    pages = [_page("2019-04-20T00:00:00Z", (1, 5), "b"),
+             _page("2019-04-20T00:00:00Z", (0, 9), "a"),
+             _page("2019-04-19T00:00:00Z", (0, 0), "old"),
+             _page("2019-04-20T00:00:00Z", (1, 2), "c")]
     in_input_order = sorted(pages, key=lambda page: page.input_position)
     expected = c4_utils.select_newest_page(in_input_order)  # TFDS, fed in input order.
     for order in (pages, pages[::-1], in_input_order):

@@ -82,6 +82,7 @@ def _read_params(model_dir: str) -> PunktParameters:
 
 
 def load_punkt(data_path: Optional[str] = None, language: str = "english") -> PunktSplitter:
-    """The Punkt splitter of `language` from `data_path` (or NLTK_DATA); PunktDataMissing if absent."""
+    """The Punkt splitter of `language` from `data_path` (or NLTK_DATA); PunktDataMissing if
+    there is no model."""
     model_dir = _model_dir(data_path, language)
     return PunktSplitter(PunktSentenceTokenizer(_read_params(model_dir)), model_dir)

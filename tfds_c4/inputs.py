@@ -57,7 +57,7 @@ class BuildOptions:
     # The paper's 0.1% by default. Larger only for samples too small to give validation a page;
     # the value used is stored in info.metadata.
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
-    rules: str = DEFAULT_RULES  # "paper" or "released" (pipelines/config.py); en.linededup: released.
+    rules: str = DEFAULT_RULES  # "paper" or "released" (pipelines/config.py).
     splitter: str = "ours"  # Sentence splitter: "ours" or "punkt" (punkt_tab data, below).
     punkt_data: Optional[str] = None  # The punkt_tab model's folder; default: NLTK_DATA.
 
