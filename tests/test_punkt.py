@@ -85,3 +85,19 @@ def test_released_rules_with_punkt_equal_tfds_with_punkt(trained, shared_data, t
                extra=("--splitter", "punkt", "--punkt_data", str(root)))
     assert len(expected) >= 50
     assert got == expected
+
+
+def test_paper_rules_count_punkt_sentences(trained, shared_data, tmp_path):
+    root, params = trained
+    tokenizer = PunktSentenceTokenizer(params)
+    c4.main(["--variant", "en", "--splitter", "punkt", "--punkt_data", str(root),
+             "--input", str(shared_data / "wet/realistic/CC-MAIN-2019-30-part-0.warc.wet.gz"),
+             "--output", str(tmp_path), "--badwords", str(shared_data / BADWORDS),
+             "--train_shards", "1"])
+    with gzip.open(tmp_path / "train-00000-of-00001.jsonl.gz", "rt", encoding="utf-8") as lines:
+        texts = [json.loads(line)["text"] for line in lines]
+    assert len(texts) >= 50
+    assert all(sum(len(tokenizer.tokenize(line)) for line in text.split("\n")) >= 3
+               for text in texts)
+    run_config = json.loads((tmp_path / "run_config.json").read_text())
+    assert "punkt" in json.dumps(run_config)
