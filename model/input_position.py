@@ -21,7 +21,7 @@ import dataclasses
 import json
 import logging
 import re
-from typing import Callable, Mapping, Optional
+from typing import Callable, Mapping, Protocol
 
 import tensorflow as tf
 
@@ -82,33 +82,49 @@ def read_start(model_dir: str, step: int, identity: Mapping) -> tuple[int, Input
     return 0, InputPosition()
 
 
-def resumed_batches(rows: Callable[[InputPosition], tf.data.Dataset], identity: Mapping, batch_size: int,
-                    start_step: int, model_dir: str, record_every: int, last_step: Optional[int] = None
-                    ) -> tf.data.Dataset:
-    """Batches of model features for steps start_step + 1, start_step + 2, ...
+class ResumableExamples(Protocol):
+    """Training examples that can start at a position (model.inputs.PretrainingStream)."""
 
-    `rows(position)` gives (features, position) pairs from a position on (see
-    PretrainingStream.rows); `identity` describes that stream. The position after the batch of
-    every step that is a multiple of `record_every`, and of `last_step`, is recorded."""
-    identity = {**identity, "batch_size": batch_size}
+    def __call__(self) -> tf.data.Dataset:
+        """One pass of the model features (what a batch size is computed from)."""
+
+    def rows(self, start: InputPosition) -> tf.data.Dataset:
+        """(model features, position) pairs from `start` on, without end."""
+
+    def identity(self) -> dict:
+        """What determines the stream, as JSON values."""
+
+
+def training_batches(examples: ResumableExamples | Callable[[], tf.data.Dataset], batch_size: int,
+                     start_step: int, model_dir: str, is_checkpoint_step: Callable[[int], bool]
+                     ) -> tf.data.Dataset:
+    """Batches of model features for steps start_step + 1, start_step + 2, ... (steps of this
+    stream, counted from its first batch).
+
+    Resumable examples start at the newest position recorded at or before `start_step` and
+    record the position after the batch of every step for which `is_checkpoint_step` holds.
+    Other examples (a plain dataset function) are repeated, batched, and the first `start_step`
+    batches regenerated and skipped."""
+    if not hasattr(examples, "rows"):
+        return examples().repeat().batch(batch_size, drop_remainder=True).skip(start_step)
+    identity = {**examples.identity(), "batch_size": batch_size}
     recorded_step, position = read_start(model_dir, start_step, identity)
     if start_step - recorded_step:
         logging.warning("no input position recorded for step %d: regenerating and skipping %d batches "
                         "from step %d", start_step, start_step - recorded_step, recorded_step)
-    batches = rows(position).batch(batch_size, drop_remainder=True).skip(start_step - recorded_step)
+    batches = examples.rows(position).batch(batch_size, drop_remainder=True).skip(start_step - recorded_step)
 
-    def record(step, last_row):
-        if step % record_every == 0 or step == last_step:
-            position = InputPosition(**{key: int(value) for key, value in last_row.items()})
-            write_record(model_dir, int(step), dataclasses.replace(position, row=position.row + 1), identity)
-        return step
+    def record(step: int, last_row: Mapping[str, int]) -> None:
+        if is_checkpoint_step(step):
+            next_row = InputPosition(**last_row)
+            write_record(model_dir, step, dataclasses.replace(next_row, row=next_row.row + 1), identity)
 
     def features_only(step, batch):
         batch_features, positions = batch
-        last_row = {key: value[-1] for key, value in positions.items()}
-        keys = sorted(last_row)
-        done = tf.py_function(lambda step, *values: record(int(step), dict(zip(keys, values))),
-                              [step] + [last_row[key] for key in keys], tf.int64)
+        keys = sorted(positions)
+        done = tf.py_function(
+            lambda step, *values: record(int(step), {k: int(v) for k, v in zip(keys, values)}) or step,
+            [step] + [positions[key][-1] for key in keys], tf.int64)
         with tf.control_dependencies([done]):
             return {key: tf.identity(value) for key, value in batch_features.items()}
 

@@ -192,6 +192,11 @@ class PretrainingStream:
     pack: bool = True
     config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
 
+    def __call__(self) -> tf.data.Dataset:
+        """The model features of one pass (epoch 0), without positions."""
+        return pretraining_dataset(text_dataset_from_source(self.source), self.vocabulary, self.objective,
+                                   self.sequence_lengths, self.family, self.seed, self.pack, self.config)
+
     def identity(self) -> dict:
         """What determines the stream, as JSON values: a position is only valid for the same."""
         return {"source": self.source, "vocabulary": str(self.vocabulary.path),

@@ -54,7 +54,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator  # noqa: E402
 
-from model import families, hooks, inputs, warm_start  # noqa: E402
+from model import families, hooks, input_position, inputs, warm_start  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
 from model.decoding import strip_after_eos  # noqa: E402
 from model.mesh import MeshConfig  # noqa: E402
@@ -133,13 +133,6 @@ def batch_size_for(train_config: TrainConfig, length: int) -> int:
         raise ValueError(f"tokens_per_batch {train_config.tokens_per_batch} is less than one "
                          f"sequence of {length} tokens")
     return batch
-
-
-def resumed_batches(examples: tf.data.Dataset, batch_size: int, start_step: int
-                    ) -> tf.data.Dataset:
-    """The training stream from step `start_step` on: the deterministic example order is batched
-    and the batches already consumed are skipped, so a resumed run sees what it would have seen."""
-    return examples.repeat().batch(batch_size, drop_remainder=True).skip(start_step)
 
 
 def run_config(train_config: TrainConfig, model_dir: str, cluster=None) -> tpu_config.RunConfig:
@@ -232,6 +225,14 @@ class Run:
             self.data_config.sequence_lengths, self.feature_converter,
             seed=self.data_config.seed, pack=True)
 
+    def training_examples(self) -> inputs.PretrainingStream:
+        """The training text's examples, epoch after epoch, resumable at a recorded position."""
+        if not self.data_config.source:
+            raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        return inputs.PretrainingStream(
+            self.data_config.source, self.vocabulary, self.data_config.objective,
+            self.data_config.sequence_lengths, self.feature_converter, seed=self.data_config.seed)
+
     def estimator(self, batch_size: int) -> tpu_estimator.TPUEstimator:
         return make_estimator(self.model_config, self.mesh_config, self.optimization,
                               self.train_config, self.model_dir,
@@ -261,9 +262,12 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
         progress(f"training {run.model_config.architecture} in {run.model_dir}: "
                  f"step {start_step} -> {target}, {batch_size} sequences per batch")
         try:
-            estimator.train(lambda params: resumed_batches(examples(), params["batch_size"],
-                                                           start_step - base_step),
-                            max_steps=target)
+            # The input resumes at the position recorded with the checkpoint (model/input_position.py).
+            every = run.train_config.save_checkpoints_steps
+            is_checkpoint_step = lambda step: (base_step + step) % every == 0 or base_step + step == target
+            estimator.train(lambda params: input_position.training_batches(
+                examples, params["batch_size"], start_step - base_step, run.model_dir, is_checkpoint_step),
+                max_steps=target)
         except tf.errors.InvalidArgumentError as error:
             if hooks.is_non_finite_loss(error):
                 raise hooks.error_for_failed_step(run.model_dir) from None
@@ -363,7 +367,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
         run = configured_run(args.model_dir)
         if args.mode in ("pretrain", "finetune"):
-            step = train(run, lambda: run.examples("train"), run.vocabulary.vocab_size)
+            step = train(run, run.training_examples(), run.vocabulary.vocab_size)
             print(json.dumps({"step": step}))
         elif args.mode == "eval":
             print(json.dumps(evaluate(run, lambda: run.examples("validation"),

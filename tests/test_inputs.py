@@ -57,8 +57,8 @@ def as_lists(batch):
 
 
 def batches(training, model_dir, start_step, count, record_every=7):
-    dataset = input_position.resumed_batches(training.rows, training.identity(), BATCH, start_step,
-                                             str(model_dir), record_every)
+    dataset = input_position.training_batches(training, BATCH, start_step, str(model_dir),
+                                              lambda step: step % record_every == 0)
     return [as_lists(b) for b in dataset.take(count).as_numpy_iterator()]
 
 
@@ -68,6 +68,7 @@ def test_first_epoch_is_the_pretraining_dataset(shared_data, vocabulary):
     expected = [as_lists(r) for r in inputs.pretraining_dataset(
         inputs.text_dataset_from_source(source), vocabulary, "span_corruption", LENGTHS, "encoder_decoder",
         seed=3).as_numpy_iterator()]
+    assert [as_lists(r) for r in training().as_numpy_iterator()] == expected
     rows = [(as_lists(f), p) for f, p in training.rows().take(len(expected) + 1).as_numpy_iterator()]
     assert len(expected) > 2 * features.PACKING_WINDOW  # several windows per epoch
     assert [f for f, _ in rows[:len(expected)]] == expected
@@ -79,9 +80,7 @@ def test_resumed_stream_sees_the_batches_of_an_uninterrupted_run(shared_data, vo
     """Resume at recorded steps (mid-window, mid-document, later shards, later epochs) and at an
     unrecorded one: the same batches as one run; each epoch draws fresh noise."""
     training = stream(str(shared_data / source), vocabulary)
-    rows_per_epoch = sum(1 for _ in inputs.pretraining_dataset(
-        inputs.text_dataset_from_source(str(shared_data / source)), vocabulary, "span_corruption", LENGTHS,
-        "encoder_decoder", seed=3))
+    rows_per_epoch = sum(1 for _ in training())
     total = 2 * rows_per_epoch // BATCH + 20  # into the third epoch
     uninterrupted = batches(training, tmp_path, 0, total)
     records = sorted((tmp_path / input_position.RECORD_DIR).glob("step-*.json"))

@@ -67,7 +67,7 @@ def configure(model_dir, data_bindings, *extra, gin_files=("pretrain.gin",)) -> 
 
 
 def run_train(run: train.Run, max_steps: int) -> int:
-    return train.train(run, lambda: run.examples("train"), run.vocabulary.vocab_size, max_steps)
+    return train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps)
 
 
 def logged_losses(model_dir) -> dict:
@@ -173,7 +173,10 @@ def test_killed_run_resumes_on_the_same_loss_curve(tmp_path, data_bindings):
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    assert train.checkpoint_step(str(killed_dir)) in (4, 8)
+    killed_at = train.checkpoint_step(str(killed_dir))
+    assert killed_at in (4, 8)
+    # The input position of the checkpoint is recorded: the resumed run seeks there, skips nothing.
+    assert (killed_dir / "input_positions" / f"step-{killed_at:09d}.json").is_file()
 
     resumed = configure(killed_dir, data_bindings, *common)
     assert run_train(resumed, 10) == 10
