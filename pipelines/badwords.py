@@ -6,13 +6,16 @@ from typing import FrozenSet, Sequence, Tuple
 _WORD = re.compile(r"\w+")
 
 
-def parse_badwords(content: bytes, source: str) -> list:
-    """The terms of a word list file (UTF-8, one term per line)."""
+def parse_badwords(content: bytes, source: str, lower_case: bool = True) -> list:
+    """The terms of a word list file (UTF-8, one term per line), lower-cased unless `lower_case`
+    is False: the released C4 kept terms as written, so one with a capital never matched its
+    lower-cased text."""
     try:
         text = content.decode("utf-8")
     except UnicodeDecodeError as error:
         raise ValueError(f"bad-words list {source} is not UTF-8 text: {error}") from None
-    terms = sorted({line.strip().lower() for line in text.splitlines() if line.strip()})
+    terms = sorted({line.strip().lower() if lower_case else line.strip()
+                    for line in text.splitlines() if line.strip()})
     if not terms:
         raise ValueError(f"bad-words list {source} holds no terms")
     return terms

@@ -48,7 +48,8 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
         if not badwords_path:
             raise ValueError(f"variant {config.name} needs a bad-words list (--badwords)")
         content, digests[badwords_path] = lists.read_list(badwords_path)
-        terms = badwords.parse_badwords(content, badwords_path)
+        terms = badwords.parse_badwords(content, badwords_path,
+                                        lower_case=config.rules == "paper")
     realnews = None
     if config.domain_filter == "realnews":
         if not realnews_domains_path:

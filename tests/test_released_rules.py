@@ -152,6 +152,12 @@ def test_badwords_have_the_tfds_regex_semantics(shared_data):
     for text in BADWORD_TEXTS:
         tfds_drops = not keep(c4_utils.PageFeatures(text=text, language="en"))
         assert badwords.contains_badword(text, matcher) == tfds_drops, text
+    # A term written with a capital never matched in the released C4 (the text is lower-cased).
+    listed = badwords.parse_badwords(b"Kinky\nass\n", "list", lower_case=False)
+    tfds_keep = c4_utils.get_badwords_filter_fn({"en": {"Kinky", "ass"}}, filter_fraction=1.0)
+    for text in ("kinky", "KINKY", "Kinky", "ass"):
+        assert badwords.contains_badword(text, badwords.compile_badwords(listed)) == (
+            not tfds_keep(c4_utils.PageFeatures(text=text, language="en"))), text
 
 
 def test_realnews_test_is_tfds(shared_data, monkeypatch):
