@@ -66,9 +66,18 @@ def physical_shape(topology_mesh_shape: Sequence[int]) -> List[int]:
     return shape
 
 
+def _use_mtf_flag_defaults() -> None:
+    """mtf reads two absl flags (logical cores per chip, 2; fold_xy, False) that no one parses
+    here: absl would parse sys.argv on first access and fail on our own options."""
+    flags = simd_mesh_impl.FLAGS
+    if not flags.is_parsed():
+        flags.mark_as_parsed()
+
+
 def logical_to_physical(config: MeshConfig, topology_mesh_shape: Sequence[int],
                         device_assignment: Any = None) -> List[int]:
     """For each logical mesh slice (lexicographic), the physical core it runs on."""
+    _use_mtf_flag_defaults()
     cores = physical_shape(topology_mesh_shape)
     if mtf.list_product(cores) != config.shape.size:
         raise ValueError(
