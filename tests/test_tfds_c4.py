@@ -8,6 +8,7 @@ import pathlib
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import tensorflow_datasets as tfds
 from apache_beam.options.pipeline_options import PipelineOptions
@@ -92,7 +93,7 @@ def build(config: str, data_dir: pathlib.Path, manual: pathlib.Path, **options):
 def loaded_pages(config: str, data_dir: pathlib.Path):
     """{split: [record]} read back through tfds.load."""
     splits = tfds.load(f"t5_c4/{config}", data_dir=str(data_dir), split=list(SPLITS))
-    return {split: [{name: value.decode() if isinstance(value, bytes) else int(value)
+    return {split: [{name: value.decode() if isinstance(value, bytes) else value.item()
                      for name, value in example.items()}
                     for example in tfds.as_numpy(dataset)]
             for split, dataset in zip(SPLITS, splits)}
@@ -169,7 +170,10 @@ def test_loaded_examples_have_every_feature(builds):
     loaded = loaded_pages("en.noclean", data_dir)
     by_url = {record["url"]: record for record in expected_records["train"]}
     for record in loaded["train"]:
-        assert record == by_url[record["url"]]  # text, url, timestamp, content-type, -length
+        expected = dict(by_url[record["url"]])  # text, url, timestamp, content-type, -length,
+        # and the language probability, which TFDS stores as float32.
+        expected["language_probability"] = float(np.float32(expected["language_probability"]))
+        assert record == expected
     assert all(record["content-length"] == len(record["text"].encode()) for record in
                loaded["train"])
 

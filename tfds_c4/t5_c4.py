@@ -132,7 +132,7 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                  "0 modulo 1000), so released C4 validation pages are never in train; builder "
                  "keywords rules=paper|released (released: the public TFDS c4 rules, page for "
                  "page), splitter=ours|punkt and punkt_data; en.linededup is now en under the "
-                 "released rules. New feature language_probability (langdetect's probability "
+                 "released rules. New feature language_probability (float32, langdetect's probability "
                  "of the page's language). webtextlike reads the 12 dumps CC-MAIN-2018-34 to "
                  "CC-MAIN-2019-30 by default.",
         "1.0.0": "First release: en, en.noclean, en.linededup, realnewslike, webtextlike from "
@@ -181,7 +181,8 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                 "timestamp": tfds.features.Text(),
                 "content-type": tfds.features.Text(),
                 "content-length": np.int64,
-                "language_probability": np.float64,
+                # float32: a tf.train.Example holds no wider float.
+                "language_probability": np.float32,
             }),
             description=_DATASET_DESCRIPTION,
             homepage="https://arxiv.org/abs/1910.10683",
