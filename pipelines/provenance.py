@@ -28,7 +28,7 @@ def input_digest(paths: Sequence[str]) -> str:
 
 
 def _json_default(value: Any):
-    """JSON for what dataclasses.asdict leaves as is: sets in sorted order, anything else as text."""
+    """JSON for what asdict leaves as is: sets in sorted order, anything else as text."""
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=repr)
     return repr(value)

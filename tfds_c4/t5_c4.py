@@ -132,9 +132,9 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                  "0 modulo 1000), so released C4 validation pages are never in train; builder "
                  "keywords rules=paper|released (released: the public TFDS c4 rules, page for "
                  "page), splitter=ours|punkt and punkt_data; en.linededup is now en under the "
-                 "released rules. New feature language_probability (float32, langdetect's probability "
-                 "of the page's language). webtextlike reads the 12 dumps CC-MAIN-2018-34 to "
-                 "CC-MAIN-2019-30 by default.",
+                 "released rules. New feature language_probability (float32, langdetect's "
+                 "probability of the page's language). webtextlike reads the 12 dumps "
+                 "CC-MAIN-2018-34 to CC-MAIN-2019-30 by default.",
         "1.0.0": "First release: en, en.noclean, en.linededup, realnewslike, webtextlike from "
                  "the pipelines/ stages (span dedup for en), pipeline counters in "
                  "info.metadata['statistics'].",
