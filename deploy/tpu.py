@@ -18,40 +18,54 @@ import sys
 from typing import Optional, Sequence
 
 from deploy import arguments, requirements
-from deploy.dataflow import REPO_ROOT, VARIANTS
+from deploy.dataflow import REPO_ROOT
+from model.gin_files import GIN_DIR, literal_bindings
+from pipelines.config import TFDS_VARIANTS
 
-# The paper pre-trains with batches of 128 sequences of 512 tokens (2^16 tokens).
-BATCH_SEQUENCES = 128
-SEQUENCE_LENGTH = 512
 MESH_LAYOUT = "batch:batch,d_ff:model,heads:model,vocab:model"
 TENSORFLOW_VERSION = "2.15.1"  # Mesh TensorFlow 0.1.21 needs tf.estimator: TF <= 2.15.
 
-# The TFDS builder of tfds_c4/: its configs are the C4 variants but `multilingual` (the
-# vocabulary's de/fr/ro mixture, which only the standalone pipeline writes), so a pre-training
-# run on that name would fail on the TPU when it loads the data. Kept equal to
-# tfds_c4.t5_c4.TFDS_VARIANTS by a test; not imported, so a dry run needs no TFDS.
+# The TFDS builder of tfds_c4/; its configs are pipelines.config.TFDS_VARIANTS (imported from
+# there, so a dry run needs no TFDS).
 TFDS_BUILDER = "t5_c4"
-TFDS_VARIANTS = tuple(name for name in VARIANTS if name != "multilingual")
 STAGES = ("create", "install", "train", "delete")
 DEFAULT_STAGES = ("create", "install", "train")
 
+# Model sizes and the batch are model/gin's: sizes/NAME.gin and pretrain.gin, read here with
+# gin's parser (no TensorFlow). The trainer reads the same files on the TPU host.
+SIZES_DIR = GIN_DIR / "sizes"
+PRETRAIN_GIN = "pretrain.gin"
+# Model parallelism the T5 authors used on 8-core TPUs (v2-8/v3-8) for the sizes that need it:
+# below it the weights, gradients and activations of one replica do not fit one core's memory.
+# Sizes not listed fit one core.
+MIN_MODEL_PARALLELISM = {"base": 2, "large": 8, "3B": 8, "11B": 8}
 
-@dataclasses.dataclass(frozen=True)
-class ModelSize:
-    """What the mesh plan needs to know about one of the paper's model sizes."""
-    num_heads: int
-    # Model parallelism the T5 authors used for these sizes on 8-core TPUs (v2-8/v3-8): below it
-    # the weights, gradients and activations of one replica do not fit one core's memory.
-    min_model_parallelism: int
+
+def _approximate_parameters(bindings: dict) -> int:
+    """Attention and feed-forward weights of the encoder and decoder stacks: only to order sizes."""
+    d_model, layers = bindings["ModelConfig.d_model"], bindings["ModelConfig.num_layers"]
+    attention = 4 * d_model * bindings["ModelConfig.num_heads"] * bindings["ModelConfig.d_kv"]
+    return layers * (attention + 2 * d_model * bindings["ModelConfig.d_ff"])
 
 
-MODEL_SIZES = {
-    "small": ModelSize(num_heads=8, min_model_parallelism=1),
-    "base": ModelSize(num_heads=12, min_model_parallelism=2),
-    "large": ModelSize(num_heads=16, min_model_parallelism=8),
-    "3B": ModelSize(num_heads=32, min_model_parallelism=8),
-    "11B": ModelSize(num_heads=128, min_model_parallelism=8),
-}
+def _size_bindings() -> dict[str, dict]:
+    return {path.stem: literal_bindings(path) for path in SIZES_DIR.glob("*.gin")}
+
+
+SIZE_BINDINGS = _size_bindings()
+# Smallest first, as the README's mesh table.
+MODEL_SIZES = tuple(sorted(SIZE_BINDINGS, key=lambda size: _approximate_parameters(SIZE_BINDINGS[size])))
+
+
+def num_heads(size: str) -> int:
+    return SIZE_BINDINGS[size]["ModelConfig.num_heads"]
+
+
+def batch_sequences() -> int:
+    """Sequences per batch of pre-training: the paper's 2^16 tokens in 512-token inputs (128)."""
+    pretrain = literal_bindings(PRETRAIN_GIN)
+    return pretrain["TrainConfig.tokens_per_batch"] // pretrain["DataConfig.inputs_length"]
+
 
 # Largest slice of each generation; sizes are powers of two from 8 up.
 MAX_SLICE = {"v2": 512, "v3": 2048, "v4": 4096}
@@ -107,17 +121,17 @@ def mesh_plan(accelerator: Accelerator, size: str) -> MeshPlan:
     Heads, d_ff and the vocabulary are split over the `model` dimension, so it must divide the
     number of heads (d_ff and the padded vocabulary are multiples of 128 for every size).
     """
-    model_size = MODEL_SIZES[size]
-    model = max(model_size.min_model_parallelism, accelerator.devices // BATCH_SEQUENCES)
-    if model > accelerator.devices or model_size.num_heads % model:
+    sequences, heads = batch_sequences(), num_heads(size)
+    model = max(MIN_MODEL_PARALLELISM.get(size, 1), accelerator.devices // sequences)
+    if model > accelerator.devices or heads % model:
         raise ValueError(
             f"T5 {size} cannot be laid out on {accelerator.name}: it needs model parallelism "
-            f"{model}, which must divide {model_size.num_heads} heads and be at most "
+            f"{model}, which must divide {heads} heads and be at most "
             f"{accelerator.devices} devices")
     batch = accelerator.devices // model
     return MeshPlan(mesh_shape=f"model:{model},batch:{batch}", layout=MESH_LAYOUT,
                     model_parallelism=model, data_parallelism=batch,
-                    sequences_per_replica=BATCH_SEQUENCES // batch)
+                    sequences_per_replica=sequences // batch)
 
 
 @dataclasses.dataclass(frozen=True)

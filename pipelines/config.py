@@ -88,6 +88,10 @@ VARIANTS: Dict[str, VariantConfig] = {
             language=LanguageConfig(languages=("de", "fr", "ro")), filter_badwords=False),
     )
 }
+# The variants published as TFDS configs (tfds_c4) and pre-trained on (deploy.tpu): all but
+# `multilingual`, the vocabulary's training mixture (de, fr, ro in one folder per language),
+# which model/ reads from the pipeline's own output.
+TFDS_VARIANTS = tuple(name for name in VARIANTS if name != "multilingual")
 _RELEASED_VARIANTS = ("en", "en.noclean", RELEASED_EN_ALIAS, "realnewslike", "webtextlike")
 
 

@@ -272,8 +272,8 @@ def test_mesh_plan_covers_every_device_and_splits_the_papers_batch(accelerator, 
     slice_ = tpu.accelerator_type(accelerator)
     plan = tpu.mesh_plan(slice_, size)
     assert plan.model_parallelism * plan.data_parallelism == slice_.devices
-    assert plan.data_parallelism * plan.sequences_per_replica == tpu.BATCH_SEQUENCES
-    assert tpu.MODEL_SIZES[size].num_heads % plan.model_parallelism == 0
+    assert plan.data_parallelism * plan.sequences_per_replica == 128  # the paper's batch
+    assert tpu.num_heads(size) % plan.model_parallelism == 0
     assert plan.mesh_shape == f"model:{plan.model_parallelism},batch:{plan.data_parallelism}"
 
 
@@ -309,11 +309,6 @@ def test_tpu_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
     assert message in refusal(capsys, tpu.parse_run, [*BASE_TPU_ARGS, *bad_args])
 
 
-def test_tpu_variants_are_the_tfds_configs():
-    from tfds_c4 import t5_c4  # imported here: the launcher's other tests need no TensorFlow
-    assert tpu.TFDS_VARIANTS == t5_c4.TFDS_VARIANTS
-
-
 def test_tpu_needs_a_bucket_or_both_directories(capsys):
     argv = ["--project", "my-project", "--zone", "europe-west4-a", "--tpu_name", "t5-run",
             "--accelerator_type", "v3-8", "--size", "small", "--model_dir", "gs://my-bucket/m",
@@ -325,6 +320,7 @@ def test_training_command_configures_the_real_trainer():
     """The gin files and bindings the TPU host receives parse into the trainer's configs."""
     import gin
     from model import train
+    from model.architectures import ModelConfig
     from model.mesh import MeshConfig
     (command,) = tpu_commands("--accelerator_type", "v3-32", "--size", "base",
                               "--train_steps", "1000", "--stages", "train")
@@ -336,20 +332,25 @@ def test_training_command_configures_the_real_trainer():
         gin.clear_config()
     assert mesh.mesh_shape == "model:2,batch:16" and mesh.layout == tpu.MESH_LAYOUT
     assert (training.use_tpu, training.tpu, training.train_steps) == (True, "t5-run", 1000)
-    assert training.tokens_per_batch == tpu.BATCH_SEQUENCES * tpu.SEQUENCE_LENGTH
+    # The launcher's plan and the trainer read the same size and batch from model/gin.
+    assert ModelConfig().num_heads == tpu.num_heads("base") == 12
+    assert training.tokens_per_batch // data.inputs_length == tpu.batch_sequences() == 128
     assert data.source == "tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"
     assert data.vocabulary == tpu.LOCAL_VOCABULARY
 
 
 def test_readme_mesh_table_is_what_the_launcher_computes():
     readme = (REPO_ROOT / "deploy" / "README.md").read_text()
+    [header] = [line for line in readme.splitlines() if line.startswith("| TPU | devices | hosts |")]
+    sizes = [cell.strip() for cell in header.strip("|").split("|")[3:]]
+    assert set(sizes) <= set(tpu.MODEL_SIZES) and "base" in sizes
     rows = [line.strip("|").split("|") for line in readme.splitlines()
             if line.startswith("| v") and "`model:" in line]
     assert len(rows) >= 5
     for accelerator, devices, hosts, *cells in rows:
         slice_ = tpu.accelerator_type(accelerator.strip())
         assert (int(devices), int(hosts)) == (slice_.devices, slice_.hosts)
-        for size, cell in zip(tpu.MODEL_SIZES, cells):
+        for size, cell in zip(sizes, cells):
             try:
                 plan = tpu.mesh_plan(slice_, size)
                 expected = f"`{plan.mesh_shape}` ({plan.sequences_per_replica})"

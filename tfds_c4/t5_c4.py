@@ -14,7 +14,7 @@ from etils import epath
 from apache_beam.metrics import Metrics
 
 from pipelines import c4, common_crawl, files, lists, stages, stats
-from pipelines.config import VARIANTS, VariantConfig, variant
+from pipelines.config import TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.page import Page
 from pipelines.urls import split_of
 from tfds_c4 import inputs as inputs_lib
@@ -70,9 +70,6 @@ _DIFFERENCES = {
                    "(August 2018 to July 2019); the OpenWebText URL lists must be "
                    "given locally (no pinned public copy); span dedup as in `en`.",
 }
-# `multilingual` is not a config: it is the vocabulary's training mixture (de, fr, ro written to
-# one folder per language), read by model/ from the pipeline's own output, not a consumer dataset.
-TFDS_VARIANTS = tuple(_DIFFERENCES)
 
 _MANUAL_INSTRUCTIONS = f"""\
 Offline, or to build from your own WET files, pass --manual_dir DIR (nothing is downloaded then)
