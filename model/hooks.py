@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import sys
 from typing import List
 
 import gin.tf
@@ -52,21 +53,25 @@ def error_for_failed_step(model_dir: str) -> NonFiniteLossError:
     return non_finite_loss_error(last["loss"], last["step"], model_dir)
 
 
-def append_loss(model_dir: str, step: np.ndarray, loss: np.ndarray) -> np.int64:
+def append_loss(model_dir: str, progress_steps: int, step: np.ndarray, loss: np.ndarray
+                ) -> np.int64:
+    """Logs the step's loss; every `progress_steps` also tells the person at the terminal."""
     with (pathlib.Path(model_dir) / LOSS_LOG_NAME).open("a") as log:
         log.write(json.dumps({"step": int(step), "loss": float(loss)}) + "\n")
+    if int(step) % progress_steps == 0:
+        print(f"step {int(step)}: loss {float(loss):.4f}", file=sys.stderr, flush=True)
     return np.int64(step)
 
 
 def training_host_call(model_dir: str, step: tf.Tensor, loss: tf.Tensor,
-                       learning_rate: tf.Tensor):
+                       learning_rate: tf.Tensor, progress_steps: int):
     """(host_fn, tensors) for TPUEstimatorSpec.host_call: log, summarise, then check the loss
     (after logging it, so the failing step is in the log; the step's checkpoint is never
     written, as the check fails the step)."""
 
     def host_fn(step, loss, learning_rate):
         step, loss, learning_rate = step[0], loss[0], learning_rate[0]
-        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, s, l),
+        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, progress_steps, s, l),
                                    [step, loss], tf.int64, stateful=True)
         with tf.compat.v2.summary.create_file_writer(model_dir).as_default():
             with tf.compat.v2.summary.record_if(True):

@@ -191,8 +191,9 @@ def make_model_fn(setup: ModelFnSetup):
         train_op = tf.group([lowering.lowered_operation(op) for op in update_ops] + [increment])
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=tf_loss, train_op=train_op,
+            # Progress on stderr at each checkpoint.
             host_call=hooks.training_host_call(setup.model_dir, this_step, tf_loss,
-                                               learning_rate),
+                                               learning_rate, setup.save_checkpoints_steps),
             scaffold_fn=_training_scaffold_fn(setup, family),
             training_hooks=hooks.training_hooks(lowering, setup.model_dir,
                                                 setup.save_checkpoints_steps))

@@ -108,10 +108,10 @@ def test_bfloat16_activations_build(tmp_path):
 
 
 @pytest.mark.parametrize("loss", [2.5, float("nan"), float("inf")])
-def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, loss):
+def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, capsys, loss):
     with tf.Graph().as_default():
         host_fn, tensors = hooks.training_host_call(
-            str(tmp_path), tf.constant(7), tf.constant(loss), tf.constant(0.01))
+            str(tmp_path), tf.constant(7), tf.constant(loss), tf.constant(0.01), 7)
         ops = host_fn(*tensors)
         with tf.Session() as session:
             # What TPUEstimator's host-call hook runs first.
@@ -125,5 +125,6 @@ def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, loss
     (entry,) = map(json.loads, (tmp_path / hooks.LOSS_LOG_NAME).read_text().splitlines())
     assert entry["step"] == 7
     assert entry["loss"] == loss or (np.isnan(loss) and np.isnan(entry["loss"]))
+    assert f"step 7: loss {loss:.4f}" in capsys.readouterr().err  # progress at step 7
     message = str(hooks.error_for_failed_step(str(tmp_path)))
     assert f"training loss is {loss} at step 7" in message
