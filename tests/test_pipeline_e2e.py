@@ -165,6 +165,7 @@ def test_noclean_keeps_raw_text_of_english_pages(shared_data, tmp_path, en_run):
     records = read_split(tmp_path, "train") + read_split(tmp_path, "validation")
     assert len(records) == stats["language"]["pages.passed:en"] == 800
     assert all(record["content-length"] == len(record["text"].encode()) for record in records)
+    assert not read_split(tmp_path, "train")  # Released C4 validation pages, all of them.
 
 
 def test_linededup_leaves_no_repeated_line(shared_data, tmp_path):
@@ -184,6 +185,8 @@ def test_realnewslike_keeps_only_news_domains(shared_data, tmp_path):
     records = read_split(tmp_path, "train") + read_split(tmp_path, "validation")
     assert records and all(is_realnews_url(r["url"], allowed, extractor) for r in records)
     assert stats["domains"]["pages.dropped:not_realnews_domain"] > 10 * len(records)
+    # The samples' RealNews pages are released C4 validation pages: none may be in train.
+    assert not read_split(tmp_path, "train")
 
 
 def test_webtextlike_joins_url_lists(shared_data, tmp_path, en_run):
