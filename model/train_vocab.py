@@ -4,8 +4,10 @@
       --source en=tfds:t5_c4/en@DATA_DIR --source de=out/de --source fr=out/fr --source ro=out/ro \
       --weights en=10,de=1,fr=1,ro=1
 
-Writes PREFIX.model, PREFIX.vocab and PREFIX.json (the settings and how many lines each source
-gave). Source forms are those of `model.inputs.text_dataset_from_source`; a language may be given
+Writes PREFIX.model, PREFIX.vocab and PREFIX.json (the settings, how many lines each source gave
+and how many it put in the sample). A source with fewer lines than its share gives what it has and
+a warning says how far the mixture falls short; --repeat_short_sources repeats its lines up to its
+share instead. Source forms are those of `model.inputs.text_dataset_from_source`; a language may be given
 several --source flags, read one after the other.
 """
 from __future__ import annotations
@@ -13,10 +15,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import sys
+import warnings
 from typing import Iterator, Sequence
 
 from model.inputs import text_dataset_from_source
-from model.vocabulary import VocabularySettings, train_vocabulary
+from model.vocabulary import MixtureShortfallWarning, VocabularySettings, train_vocabulary
 
 
 def parse_pairs(text: str, flag: str) -> list[tuple[str, str]]:
@@ -57,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--character_coverage", type=float, default=VocabularySettings.character_coverage,
                         help="share of characters covered by pieces; the rarest others become unk")
     parser.add_argument("--weights", default="en=10,de=1,fr=1,ro=1", help="mixture weights, LANG=W,...")
+    parser.add_argument("--repeat_short_sources", action="store_true",
+                        help="repeat the lines of a source shorter than its share up to that share "
+                             "(default: use what it has, and warn that the mixture falls short)")
     args = parser.parse_args(argv)
     try:
         weights = parse_weights(args.weights)
@@ -67,8 +73,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if unweighted:
             raise ValueError(f"sources without a weight: {sorted(unweighted)} (see --weights)")
         settings = VocabularySettings(size=args.size, sample_size=args.sample_size, weights=weights,
-                                      character_coverage=args.character_coverage)
-        vocabulary = train_vocabulary({name: source_texts(s) for name, s in specs.items()}, settings, args.output)
+                                      character_coverage=args.character_coverage,
+                                      repeat_short_sources=args.repeat_short_sources)
+        with warnings.catch_warnings(record=True) as caught_warnings:
+            warnings.simplefilter("always", MixtureShortfallWarning)
+            vocabulary = train_vocabulary({name: source_texts(s) for name, s in specs.items()}, settings,
+                                          args.output)
+        for caught in caught_warnings:
+            if issubclass(caught.category, MixtureShortfallWarning):
+                print(f"train_vocab: warning: {caught.message}", file=sys.stderr)
+            else:
+                warnings.showwarning(caught.message, caught.category, caught.filename, caught.lineno)
     except (ValueError, OSError, RuntimeError) as error:  # SentencePiece reports errors as OSError
         print(f"train_vocab: error: {error}", file=sys.stderr)
         return 2

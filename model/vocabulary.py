@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import pathlib
+import warnings
 import weakref
 from typing import Iterable, Iterator, Mapping, Sequence
 
@@ -170,6 +171,13 @@ class VocabularySettings:
     model_type: str = "unigram"
     character_coverage: float = 0.9999
     normalization_rule_name: str = "nmt_nfkc"
+    # A source with fewer lines than its share: repeat its lines (in order) up to the share, so
+    # the mixture keeps its weights; otherwise it gives what it has and a warning says so.
+    repeat_short_sources: bool = False
+
+
+class MixtureShortfallWarning(UserWarning):
+    """A source gave fewer lines than its weight asks for: the mixture is not the one requested."""
 
 
 def lines_per_source(settings: VocabularySettings) -> dict[str, int]:
@@ -189,11 +197,15 @@ def text_lines(texts: Iterable[str]) -> Iterator[str]:
                 yield line
 
 
-def mixture_sample(sources: Mapping[str, Iterable[str]], settings: VocabularySettings) -> tuple[list[str], dict[str, int]]:
-    """The first lines of each source in the weighted proportions, and how many each gave.
+def mixture_sample(sources: Mapping[str, Iterable[str]], settings: VocabularySettings
+                   ) -> tuple[list[str], dict[str, int], dict[str, int]]:
+    """The first lines of each source in the weighted proportions: (sample, distinct lines each
+    source gave, lines each contributes to the sample).
 
     Taking the first lines (not a random draw) keeps the sample reproducible and streaming; the
-    sources themselves are shuffled shards. A source shorter than its share gives what it has.
+    sources themselves are shuffled shards. A source shorter than its share gives what it has,
+    with a MixtureShortfallWarning that states the mixture obtained, or, with
+    `repeat_short_sources`, its lines again and again up to its share.
     """
     missing = set(settings.weights) - set(sources)
     if missing:
@@ -201,13 +213,25 @@ def mixture_sample(sources: Mapping[str, Iterable[str]], settings: VocabularySet
     wanted = lines_per_source(settings)
     sample: list[str] = []
     taken: dict[str, int] = {}
+    used: dict[str, int] = {}
     for name in sorted(settings.weights):
         lines = list(itertools.islice(text_lines(sources[name]), wanted[name]))
         taken[name] = len(lines)
+        if lines and settings.repeat_short_sources:
+            lines = list(itertools.islice(itertools.cycle(lines), wanted[name]))
+        used[name] = len(lines)
         sample.extend(lines)
     if not sample:
         raise ValueError("the sources gave no text to train the vocabulary on")
-    return sample, taken
+    short = sorted(name for name in wanted if used[name] < wanted[name])
+    if short:
+        details = "; ".join(
+            f"{name} gave {used[name]:,} of its {wanted[name]:,} lines ({used[name] / len(sample):.1%} "
+            f"of the sample instead of {wanted[name] / sum(wanted.values()):.1%})" for name in short)
+        warnings.warn(f"the vocabulary's mixture falls short of its weights: {details}. Give those "
+                      f"sources more text, or repeat their lines up to their share "
+                      f"(--repeat_short_sources).", MixtureShortfallWarning, stacklevel=2)
+    return sample, taken, used
 
 
 def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularySettings,
@@ -215,7 +239,7 @@ def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularyS
     """Trains SentencePiece on the weighted mixture; writes PREFIX.model, .vocab and .json."""
     prefix = pathlib.Path(output_prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
-    sample, taken = mixture_sample(sources, settings)
+    sample, taken, used = mixture_sample(sources, settings)
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(sample),
         model_prefix=str(prefix),
@@ -234,6 +258,7 @@ def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularyS
     record = dataclasses.asdict(settings) | {
         "weights": dict(settings.weights),
         "lines_taken": taken,
+        "lines_in_sample": used,
         "num_sentinels": NUM_SENTINELS,
         "special_ids": {"pad": PAD_ID, "eos": EOS_ID, "unk": UNK_ID, "bos": -1},
     }

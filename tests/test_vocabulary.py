@@ -1,14 +1,18 @@
 """The shared vocabulary: special ids, sentinels, lossless round trips in Python and in TF."""
+import dataclasses
 import json
 import pathlib
+import re
 import unicodedata
+import warnings
 
 import pytest
 import tensorflow as tf
 
 from model import train_vocab
-from model.vocabulary import (EOS_ID, NUM_SENTINELS, PAD_ID, UNK_ID, TokenIds, Vocabulary,
-                              VocabularySettings, lines_per_source, train_vocabulary)
+from model.vocabulary import (EOS_ID, NUM_SENTINELS, PAD_ID, UNK_ID, MixtureShortfallWarning, TokenIds,
+                              Vocabulary, VocabularySettings, lines_per_source, mixture_sample,
+                              train_vocabulary)
 from tests.trained_vocab import SIZE, trained_vocabulary
 
 
@@ -109,6 +113,33 @@ def test_settings_are_recorded_beside_the_model(vocabulary):
 def test_mixture_shares_follow_the_weights():
     settings = VocabularySettings(sample_size=13_000, weights={"en": 10, "de": 1, "fr": 1, "ro": 1})
     assert lines_per_source(settings) == {"en": 10_000, "de": 1_000, "fr": 1_000, "ro": 1_000}
+
+
+def test_a_short_source_is_reported_or_repeated_up_to_its_weight():
+    sources = {"en": [f"English line {i}." for i in range(200)], "de": ["Ein Satz.", "Noch einer."]}
+    settings = VocabularySettings(sample_size=110, weights={"en": 10, "de": 1})
+    with pytest.warns(MixtureShortfallWarning, match=r"de gave 2 of its 10 lines \(2\.0% of the sample instead of 9\.1%\)"):
+        sample, taken, used = mixture_sample(sources, settings)
+    assert (taken, used) == ({"en": 100, "de": 2}, {"en": 100, "de": 2}) and len(sample) == 102
+    repeated = dataclasses.replace(settings, repeat_short_sources=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", MixtureShortfallWarning)
+        sample, taken, used = mixture_sample(sources, repeated)
+    assert (taken, used) == ({"en": 100, "de": 2}, {"en": 100, "de": 10})
+    assert sample[:10] == ["Ein Satz.", "Noch einer."] * 5  # sources in name order
+
+
+def test_train_vocab_command_warns_or_repeats(tmp_path, capsys, shared_data):
+    """The German tatoeba sample has 1,000 lines, half of its share of 4,000 at 1:1."""
+    arguments = ["--size", "200", "--sample_size", "4000", "--weights", "en=1,de=1",
+                 "--source", f"en={shared_data}/text/*/tatoeba.*.eng", "--source", f"de={shared_data}/text/de/tatoeba.deu-eng.deu"]
+    assert train_vocab.main(["--output", str(tmp_path / "short"), *arguments]) == 0
+    assert re.search(r"train_vocab: warning: .*de gave 1,000 of its 2,000 lines", capsys.readouterr().err)
+    assert train_vocab.main(["--output", str(tmp_path / "repeated"), "--repeat_short_sources", *arguments]) == 0
+    assert "warning" not in capsys.readouterr().err
+    record = json.loads((tmp_path / "repeated.json").read_text())
+    assert record["repeat_short_sources"] and record["lines_in_sample"] == {"en": 2000, "de": 2000}
+    assert record["lines_taken"] == {"en": 2000, "de": 1000}
 
 
 def test_training_is_deterministic(tmp_path, shared_data):
