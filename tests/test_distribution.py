@@ -5,6 +5,7 @@ on bundles of its own choosing and in any order. These tests serialise the graph
 submission does, and run the pipeline on Beam's portable FnAPI path with several worker
 processes, expecting byte-identical output to a single-process run.
 """
+import json
 import pathlib
 
 import apache_beam as beam
@@ -14,6 +15,7 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 
 from pipelines import c4, config, stages
+from pipelines.provenance import RUN_CONFIG_FILE
 
 # Dataflow refuses job requests over 10 MB; the graph carries the pickled word and domain lists.
 DATAFLOW_REQUEST_LIMIT_BYTES = 10 * 2**20
@@ -41,6 +43,12 @@ def test_multi_process_run_writes_the_same_bytes_as_one_process(tmp_path, shared
                    "--direct_running_mode=multi_processing", "--direct_num_workers=2")
     assert sorted(multi) == sorted(single)
     assert any(name.startswith("train-") for name in single)
+    # run_config.json records the input list as given (its order matters under the released
+    # rules' first-seen tie break), so only its input record may differ.
+    single_config = json.loads(single.pop(RUN_CONFIG_FILE))
+    multi_config = json.loads(multi.pop(RUN_CONFIG_FILE))
+    assert single_config.pop("inputs")["files"] == multi_config.pop("inputs")["files"] == 3
+    assert multi_config == single_config
     for name, content in single.items():
         assert multi[name] == content, f"{name} differs between the runs"
 
