@@ -11,3 +11,11 @@ def shared_data() -> pathlib.Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"shared sample data not found at {SHARED_DATA}")
     return SHARED_DATA
+
+
+@pytest.fixture
+def clean_gin():
+    """Clears gin's global bindings after a test, so that later tests start from none."""
+    import gin
+    yield
+    gin.clear_config()

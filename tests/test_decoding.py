@@ -21,6 +21,9 @@ from model.model_fn import import_features
 from model.mtf_compat import mtf
 from model.vocabulary import EOS_ID
 
+# Each test binds gin for its run; none of it may leak into later test modules.
+pytestmark = pytest.mark.usefixtures("clean_gin")
+
 VOCAB_SIZE = 64
 LENGTHS = {"inputs": 8, "targets": 8}
 DECODE_LENGTH = 8

@@ -17,6 +17,9 @@ from model.warm_start import WarmStartError, restore_plan
 from tests.test_architectures import t5_reference_model
 from tests.test_train import TINY_BINDINGS, synthetic_examples
 
+# Each test binds gin for its run; none of it may leak into later test modules.
+pytestmark = pytest.mark.usefixtures("clean_gin")
+
 VOCAB_SIZE = 200
 CHECKPOINT_STEP = 1000
 
