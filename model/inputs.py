@@ -1,17 +1,23 @@
 """The pre-training input pipeline: text -> tokens -> chunks -> objective -> model features.
 
-Text sources (all give a tf.data.Dataset of string scalars, in a fixed order):
+Text sources (all give a tf.data.Dataset of string scalars, in a fixed order; as documents, each
+text also has its position: the shard, a file or the one TFDS split, and its number there):
   tfds:NAME@DATA_DIR     the "text" feature of a TFDS dataset, e.g. tfds:t5_c4/en@/data/tfds
                          (`t5_c4` is registered by importing tfds_c4); split "train".
   PATH or GLOB.jsonl.gz  JSON lines with a "text" field (the C4 pipeline's output); .json.gz
                          and uncompressed .jsonl are read the same way.
   PATH or GLOB           plain text, one text per line; for .conllu files the `# text = ` lines.
+
+`pretraining_dataset` makes model features of one pass over a text dataset; `PretrainingStream`
+makes the training stream, epoch after epoch, with the position of every row, so that a resumed
+run starts where its checkpoint left the input (model/input_position.py).
 """
 from __future__ import annotations
 
 import dataclasses
 import glob as globlib
 import gzip
+import hashlib
 import json
 import pathlib
 from typing import Iterator, Mapping
@@ -199,8 +205,9 @@ class PretrainingStream:
 
     def identity(self) -> dict:
         """What determines the stream, as JSON values: a position is only valid for the same."""
-        return {"source": self.source, "vocabulary": str(self.vocabulary.path),
-                "vocab_size": self.vocabulary.vocab_size, "objective": self.objective,
+        # The vocabulary by content: the same model copied elsewhere (a TPU host) is the same.
+        return {"source": self.source, "vocabulary_sha256": hashlib.sha256(self.vocabulary.model_proto).hexdigest(),
+                "objective": self.objective,
                 "sequence_lengths": dict(self.sequence_lengths), "family": self.family,
                 "seed": self.seed, "pack": self.pack, "packing_window": features.PACKING_WINDOW,
                 "objective_config": dataclasses.asdict(self.config)}
