@@ -23,7 +23,6 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
-import tensorflow as tf  # noqa: E402
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
 from model import input_position  # noqa: E402
