@@ -69,11 +69,17 @@ class ModelConfig:
     relative_attention_num_buckets: int = 32
     # T5's auxiliary loss that keeps log(sum(exp(logits))) near zero (training objective only).
     z_loss: float = 1e-4
+    # The paper's adapter layers (Section 3.5.1): a dense-ReLU-dense block of this inner size
+    # after each feed-forward block, as its own pre-norm residual sub-layer `block_NNN/adapter`;
+    # 0: none. Trained alone by FineTuningMethod 'adapters' (model/finetune_methods.py).
+    adapter_size: int = 0
 
     def __post_init__(self) -> None:
         for name in ("d_model", "d_ff", "num_heads", "d_kv", "num_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
+        if self.adapter_size < 0:
+            raise ValueError(f"ModelConfig.adapter_size must be >= 0, got {self.adapter_size}")
         if not 0.0 <= self.dropout_rate < 1.0:
             raise ValueError(f"dropout_rate must be in [0, 1), got {self.dropout_rate}")
 
@@ -105,10 +111,11 @@ def _enc_dec_attention(config: ModelConfig, name: str) -> transformer_layers.Enc
     return layer
 
 
-def _feed_forward(config: ModelConfig, name: str) -> transformer_layers.DenseReluDense:
+def _feed_forward(config: ModelConfig, name: str, hidden_size: int = 0
+                  ) -> transformer_layers.DenseReluDense:
     layer = transformer_layers.DenseReluDense(
-        hidden_size=config.d_ff, dropout_rate=config.dropout_rate, activation="relu",
-        use_bias=False)
+        hidden_size=hidden_size or config.d_ff, dropout_rate=config.dropout_rate,
+        activation="relu", use_bias=False)
     layer.set_name(name)
     return layer
 
@@ -127,6 +134,8 @@ def _layer_stack(config: ModelConfig, num_layers: int, with_enc_dec_attention: b
         if with_enc_dec_attention:
             layers.append(_enc_dec_attention(config, f"block_{block:03d}/layer_001"))
         layers.append(_feed_forward(config, f"block_{block:03d}/layer_{ffn_index:03d}"))
+        if config.adapter_size:
+            layers.append(_feed_forward(config, f"block_{block:03d}/adapter", config.adapter_size))
     return transformer.LayerStack(
         layers, dropout_rate=config.dropout_rate, norm_epsilon=LAYER_NORM_EPSILON)
 

@@ -1,4 +1,5 @@
-"""Greedy decoding (temperature 0, as the paper decodes) with Mesh TensorFlow's decoders.
+"""Greedy decoding (temperature 0, as the paper decodes) with Mesh TensorFlow's decoders, and the
+encoder-decoder's beam search (the paper's decoding for WMT and CNN/DM).
 
 - Encoder-decoder: `Bitransformer.decode(beam_size=1, temperature=0)`, as the PREDICT mode of
   `mesh_tensorflow.transformer.utils` decodes, with the output length fixed to `decode_length`.
@@ -25,6 +26,14 @@ def greedy_decode(model: transformer.Bitransformer, inputs: mtf.Tensor, decode_l
     """[batch, decode_length] ids decoded from `inputs` (ids ending in EOS, zero padded)."""
     return model.decode(inputs, variable_dtype=variable_dtype, beam_size=1, temperature=0.0,
                         max_decode_length=decode_length)
+
+
+def beam_search_decode(model: transformer.Bitransformer, inputs: mtf.Tensor, decode_length: int,
+                       variable_dtype: mtf.VariableDType, beam_size: int, alpha: float) -> mtf.Tensor:
+    """[batch, decode_length] ids of the best beam: `Bitransformer.decode(beam_size, alpha)`,
+    the beam search with length penalty that T5 decodes WMT and CNN/DM with."""
+    return model.decode(inputs, variable_dtype=variable_dtype, beam_size=beam_size, alpha=alpha,
+                        temperature=0.0, max_decode_length=decode_length)
 
 
 def greedy_continue(model: transformer.Unitransformer, prompt: mtf.Tensor, decode_length: int,

@@ -29,7 +29,7 @@ import gin
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
-from model import families, hooks, schedules, warm_start
+from model import families, finetune_methods, hooks, schedules, warm_start
 from model.architectures import ModelConfig
 from model.families.base import ModelFamily
 from model.mesh import MeshConfig, mesh_impl
@@ -83,6 +83,11 @@ class ModelFnSetup:
     # from this checkpoint, but those matching `warm_start_fresh` (and the family's own list).
     init_checkpoint: Optional[str] = None
     warm_start_fresh: Tuple[str, ...] = ()
+    # Which parameters fine-tuning updates (the paper's Section 3.5.1).
+    fine_tuning: finetune_methods.FineTuningMethod = finetune_methods.FineTuningMethod()
+    # PREDICT: greedy (beam_size 1) or beam search with length penalty alpha (a task's Decoding).
+    beam_size: int = 1
+    alpha: float = 0.6
 
     @property
     def family(self) -> ModelFamily:
@@ -122,7 +127,8 @@ def _training_scaffold_fn(setup: ModelFnSetup, family: ModelFamily
     def scaffold_fn():
         if setup.init_checkpoint:
             warm_start.warm_start(setup.init_checkpoint,
-                                  family.fresh_on_warm_start + tuple(setup.warm_start_fresh))
+                                  family.fresh_on_warm_start + tuple(setup.warm_start_fresh)
+                                  + setup.fine_tuning.fresh_on_warm_start)
         saver = tf.train.Saver(tf.global_variables(), sharded=True,
                                max_to_keep=setup.keep_checkpoint_max, save_relative_paths=True)
         # The checkpoint hook (model/hooks.py) finds it here.
@@ -154,7 +160,8 @@ def make_model_fn(setup: ModelFnSetup):
 
         if mode == tf.estimator.ModeKeys.PREDICT:
             inputs = import_features(features, ["inputs"], mesh)["inputs"]
-            outputs = mtf.anonymize(family.predict(model, inputs, setup.decode_length))
+            outputs = mtf.anonymize(family.predict(model, inputs, setup.decode_length,
+                                                   setup.beam_size, setup.alpha))
             lowering = mtf.Lowering(graph, {mesh: impl})
             return tpu_estimator.TPUEstimatorSpec(
                 mode=mode,
@@ -177,9 +184,12 @@ def make_model_fn(setup: ModelFnSetup):
                 scaffold_fn=_restore_scaffold_fn(lowering),
                 evaluation_hooks=[mtf.MtfRestoreHook(lowering)])
 
-        variables = graph.trainable_variables
+        variables = finetune_methods.trained_variables(graph.trainable_variables, setup.fine_tuning)
         gradients = mtf.gradients([losses.objective], [v.outputs[0] for v in variables])
         global_step = tf.train.get_or_create_global_step()
+        gradients = finetune_methods.gated_gradients(
+            variables, gradients, setup.fine_tuning, global_step,
+            warm_start.checkpoint_step(setup.init_checkpoint) if setup.init_checkpoint else 0)
         learning_rate = setup.optimization.learning_rate_schedule(global_step)
         update_ops = family.optimizer(learning_rate).apply_grads(gradients, variables)
         lowering = mtf.Lowering(graph, {mesh: impl})

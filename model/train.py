@@ -41,6 +41,10 @@ def _verbosity(argv) -> int:
 
 if __name__ == "__main__":
     quiet_libraries(_verbosity(sys.argv[1:]))
+    # Run as the module `model.train`, not `__main__`: the modules that import it (model.finetune)
+    # then share its gin configurables instead of registering a second copy.
+    from model import train as _train_module
+    sys.exit(_train_module.main())
 
 import argparse  # noqa: E402  (after the log levels above)
 import dataclasses  # noqa: E402
@@ -55,6 +59,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator  # noqa: E402
 
 from model import families, hooks, input_position, inputs, warm_start  # noqa: E402
+from model.finetune_methods import FineTuningMethod  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
 from model.decoding import strip_after_eos  # noqa: E402
 from model.mesh import MeshConfig  # noqa: E402
@@ -63,7 +68,7 @@ from model.model_fn import (ModelFnSetup, OptimizationConfig, PrecisionConfig,  
 from model.vocabulary import EOS_ID, Vocabulary  # noqa: E402
 
 GIN_DIR = pathlib.Path(__file__).resolve().parent / "gin"
-MODES = ("pretrain", "finetune", "eval", "decode")
+MODES = ("pretrain", "finetune", "eval", "decode", "export")
 
 Examples = Callable[[], tf.data.Dataset]
 
@@ -166,7 +171,9 @@ def run_config(train_config: TrainConfig, model_dir: str, cluster=None) -> tpu_c
 def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
                    optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
                    vocab_size: int, batch_size: int,
-                   precision: PrecisionConfig = PrecisionConfig()) -> tpu_estimator.TPUEstimator:
+                   precision: PrecisionConfig = PrecisionConfig(),
+                   fine_tuning: FineTuningMethod = FineTuningMethod(), beam_size: int = 1,
+                   alpha: float = 0.6) -> tpu_estimator.TPUEstimator:
     setup = ModelFnSetup(
         model_config=model_config, mesh_config=mesh_config, optimization=optimization,
         vocab_size=vocab_size, model_dir=model_dir,
@@ -174,7 +181,8 @@ def make_estimator(model_config: ModelConfig, mesh_config: MeshConfig,
         keep_checkpoint_max=train_config.keep_checkpoint_max,
         decode_length=train_config.decode_length, use_tpu=train_config.use_tpu,
         precision=precision, init_checkpoint=train_config.init_checkpoint,
-        warm_start_fresh=tuple(train_config.warm_start_fresh))
+        warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=fine_tuning,
+        beam_size=beam_size, alpha=alpha)
     cluster = None
     if train_config.use_tpu:
         cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
@@ -195,6 +203,7 @@ class Run:
     train_config: TrainConfig
     model_dir: str
     precision: PrecisionConfig = PrecisionConfig()
+    fine_tuning: FineTuningMethod = FineTuningMethod()
 
     @property
     def feature_converter(self) -> str:
@@ -233,10 +242,12 @@ class Run:
             self.data_config.source, self.vocabulary, self.data_config.objective,
             self.data_config.sequence_lengths, self.feature_converter, seed=self.data_config.seed)
 
-    def estimator(self, batch_size: int) -> tpu_estimator.TPUEstimator:
+    def estimator(self, batch_size: int, beam_size: int = 1, alpha: float = 0.6
+                  ) -> tpu_estimator.TPUEstimator:
         return make_estimator(self.model_config, self.mesh_config, self.optimization,
                               self.train_config, self.model_dir,
-                              self.vocabulary.vocab_size, batch_size, self.precision)
+                              self.vocabulary.vocab_size, batch_size, self.precision,
+                              self.fine_tuning, beam_size, alpha)
 
 
 def first_step(train_config: TrainConfig) -> int:
@@ -256,7 +267,7 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
     estimator = make_estimator(run.model_config, run.mesh_config, run.optimization,
                                run.train_config, run.model_dir, vocab_size, batch_size,
-                               run.precision)
+                               run.precision, run.fine_tuning)
     target = base_step + (max_steps or run.train_config.train_steps)
     if start_step < target:
         progress(f"training {run.model_config.architecture} in {run.model_dir}: "
@@ -344,12 +355,14 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
 def configured_run(model_dir: str) -> Run:
     """The run that the parsed gin bindings describe (gin fills the dataclass fields)."""
     run = Run(ModelConfig(), MeshConfig(), OptimizationConfig(), DataConfig(), TrainConfig(),
-              model_dir, PrecisionConfig())
+              model_dir, PrecisionConfig(), FineTuningMethod())
     families.family_class(run.model_config.architecture)  # an unknown architecture fails here
+    run.fine_tuning.check(run.model_config.adapter_size)
     return run
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    from model import export_hf, finetune  # they import this module
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--model_dir", required=True)
@@ -357,6 +370,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--gin_param", action="append", default=[])
     parser.add_argument("--input_file", help="decode: one input text per line")
     parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
+    parser.add_argument("--export_dir", help="export: where the Hugging Face model goes")
+    finetune.add_arguments(parser)
     parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2),
                         help="library messages on stderr: 0 errors only (default), 1 also "
                              "warnings, 2 also TensorFlow's info log")
@@ -366,7 +381,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
         run = configured_run(args.model_dir)
-        if args.mode in ("pretrain", "finetune"):
+        if args.mode == "export":
+            if not args.export_dir:
+                raise ValueError("--mode export needs --export_dir")
+            print(json.dumps(export_hf.export(run, args.export_dir)))
+        elif finetune.uses_tasks(args):
+            print(json.dumps(finetune.run_mode(args.mode, run, args)))
+        elif args.mode in ("pretrain", "finetune"):
             step = train(run, run.training_examples(), run.vocabulary.vocab_size)
             print(json.dumps({"step": step}))
         elif args.mode == "eval":
@@ -388,6 +409,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -64,8 +64,10 @@ class ModelFamily(abc.ABC):
         """Losses and metrics for a batch of `feature_keys` ([batch, length] int32 each)."""
 
     @abc.abstractmethod
-    def predict(self, model: Any, inputs: mtf.Tensor, decode_length: int) -> mtf.Tensor:
-        """[batch, decode_length] predicted ids for `inputs` (ids ending in EOS, zero padded)."""
+    def predict(self, model: Any, inputs: mtf.Tensor, decode_length: int, beam_size: int = 1,
+                alpha: float = 0.6) -> mtf.Tensor:
+        """[batch, decode_length] predicted ids for `inputs` (ids ending in EOS, zero padded):
+        greedy, or beam search of `beam_size` with length penalty `alpha`."""
 
     def optimizer(self, learning_rate: Any) -> mtf.optimize.Optimizer:
         """T5's optimizer: Adafactor with mtf's defaults (factored second moments, decay

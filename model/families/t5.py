@@ -61,7 +61,10 @@ class EncoderDecoder(_T5Family):
             decoder_sequence_id=batch["decoder_segment_ids"])
         return logits
 
-    def predict(self, model, inputs, decode_length):
+    def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
+        if beam_size > 1:
+            return decoding.beam_search_decode(model, inputs, decode_length, self.variable_dtype,
+                                               beam_size, alpha)
         return decoding.greedy_decode(model, inputs, decode_length, self.variable_dtype)
 
 
@@ -82,7 +85,10 @@ class DecoderOnlyLM(_T5Family):
             sequence_id=batch["decoder_segment_ids"])
         return logits
 
-    def predict(self, model, inputs, decode_length):
+    def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
+        if beam_size > 1:
+            raise ValueError(f"{self.name} decodes greedily only (beam search is the "
+                             "encoder-decoder's)")
         return decoding.greedy_continue(model, inputs, decode_length, self.variable_dtype)
 
 

@@ -23,6 +23,23 @@ class TfdsSplit:
 
 
 @dataclasses.dataclass(frozen=True)
+class Decoding:
+    """How a task's predictions are decoded: greedy (beam_size 1), or beam search with the length
+    penalty ((5 + length) / 6) ** alpha of Wu et al. (2016), as Mesh TensorFlow's decoder has it."""
+    beam_size: int = 1
+    alpha: float = 0.6
+
+    def __post_init__(self) -> None:
+        if self.beam_size < 1:
+            raise ValueError(f"beam_size must be at least 1, got {self.beam_size}")
+
+
+GREEDY = Decoding()
+# The paper's decoding for WMT and CNN/Daily Mail (Section 3.1.4): beam width 4, alpha 0.6.
+BEAM_SEARCH = Decoding(beam_size=4, alpha=0.6)
+
+
+@dataclasses.dataclass(frozen=True)
 class LocalFormat:
     """A reader for the original release files of a task: `read(*paths)` yields the TFDS dicts."""
     description: str  # e.g. "GLUE TSV (train.tsv, dev.tsv)"
@@ -56,6 +73,7 @@ class Task:
     target_to_reference: Callable[[str], Any] | None = None
     trained_on: bool = True  # False: evaluated only, as the paper never trains on WNLI
     benchmark: str = ""  # "glue" or "super_glue": counts in that benchmark's average
+    decoding: Decoding = GREEDY
 
     def training_pairs(self, example: Example) -> list[TextPair]:
         if self.training_pairs_of is not None:

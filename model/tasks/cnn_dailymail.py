@@ -3,7 +3,7 @@ line; scored with ROUGE-1, ROUGE-2 and ROUGE-L (summary level)."""
 from __future__ import annotations
 
 from model.tasks import metrics, sources
-from model.tasks.base import Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import BEAM_SEARCH, Example, LocalFormat, Task, TfdsSplit
 
 
 def _preprocess(example: Example) -> dict[str, str]:
@@ -16,6 +16,7 @@ CNN_DAILYMAIL = Task(
     local_format=LocalFormat(".story files (a stories folder, optionally a split's URL list)",
                              sources.read_stories),
     preprocess=_preprocess, postprocess=lambda text: text,
-    metric_names=metrics.ROUGE_KEYS, score_postprocessed=metrics.rouge, num_train_examples=287_113)
+    metric_names=metrics.ROUGE_KEYS, score_postprocessed=metrics.rouge, num_train_examples=287_113,
+    decoding=BEAM_SEARCH)
 
 TASKS: tuple[Task, ...] = (CNN_DAILYMAIL,)

@@ -1,0 +1,91 @@
+"""Export of a checkpoint to Hugging Face `transformers` (T5ForConditionalGeneration): config,
+weights and a T5Tokenizer.
+
+    python -m model.train --mode export --model_dir DIR --export_dir OUT --gin_file sizes/base.gin \
+        --gin_param "DataConfig.vocabulary = 'spm.model'"
+    # then: T5ForConditionalGeneration.from_pretrained(OUT), T5Tokenizer.from_pretrained(OUT)
+
+Our variables carry T5's Mesh TensorFlow names (model/architectures.py), so transformers' own
+converter for T5's checkpoints, `load_tf_weights_in_t5`, reads them (it skips the optimizer
+slots and the global step). That converter skips any name it does not know without failing, so
+every parameter of the PyTorch model is first set to NaN and must have been overwritten.
+
+The tokenizer: our vocabulary is the SentencePiece model plus 100 sentinels appended in reverse
+order, which is exactly what T5Tokenizer does with `extra_ids=100` over the same `spiece.model`,
+so the trained model file is exported as `spiece.model` with the tokenizer's config.
+
+Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart; the
+logits are tied to the embedding and scaled by d_model**-0.5 in both.
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+import shutil
+from typing import Dict
+
+from model import train, warm_start
+from model.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture, ModelConfig
+from model.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID
+
+# The one distance that mtf's `_relative_position_bucket` reaches (fixed in the library).
+RELATIVE_ATTENTION_MAX_DISTANCE = 128
+
+
+def hf_config(config: ModelConfig, vocab_size: int):
+    """The T5Config of a model config over a vocabulary of `vocab_size` ids (the embedding is
+    padded to a multiple of 128, as ours)."""
+    from transformers import T5Config
+    if config.kind is not Architecture.ENCODER_DECODER:
+        raise ValueError(f"only the encoder_decoder architecture has a Hugging Face T5 "
+                         f"counterpart, not {config.architecture}")
+    if config.adapter_size:
+        raise ValueError("adapter layers have no Hugging Face T5 counterpart")
+    return T5Config(
+        vocab_size=VOCAB_DIVISOR * math.ceil(vocab_size / VOCAB_DIVISOR),
+        d_model=config.d_model, d_kv=config.d_kv, d_ff=config.d_ff,
+        num_layers=config.num_layers, num_decoder_layers=config.num_layers,
+        num_heads=config.num_heads,
+        relative_attention_num_buckets=config.relative_attention_num_buckets,
+        relative_attention_max_distance=RELATIVE_ATTENTION_MAX_DISTANCE,
+        dropout_rate=config.dropout_rate, layer_norm_epsilon=LAYER_NORM_EPSILON,
+        feed_forward_proj="relu", tie_word_embeddings=True, is_encoder_decoder=True,
+        pad_token_id=PAD_ID, eos_token_id=EOS_ID, decoder_start_token_id=PAD_ID)
+
+
+def load_checkpoint(config: ModelConfig, vocab_size: int, checkpoint: str):
+    """A T5ForConditionalGeneration holding the weights of `checkpoint` (path or directory)."""
+    import torch
+    from transformers import T5ForConditionalGeneration
+    from transformers.models.t5.modeling_t5 import load_tf_weights_in_t5
+
+    model = T5ForConditionalGeneration(hf_config(config, vocab_size))
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.fill_(float("nan"))
+    load_tf_weights_in_t5(model, model.config, warm_start.checkpoint_path(checkpoint))
+    model.tie_weights()
+    missing = [name for name, p in model.named_parameters() if torch.isnan(p).any()]
+    if missing:
+        raise ValueError(f"the checkpoint did not provide {len(missing)} Hugging Face parameter(s): "
+                         f"{missing[:10]}")
+    return model.eval()
+
+
+def export(run: train.Run, export_dir: str, checkpoint: str = "") -> Dict[str, str]:
+    """Writes config, weights (safetensors) and tokenizer of `checkpoint` (default: the run's
+    newest) to `export_dir`. Returns what was written."""
+    from transformers import T5Tokenizer
+
+    source = warm_start.checkpoint_path(checkpoint or run.model_dir)
+    vocabulary = run.vocabulary
+    model = load_checkpoint(run.model_config, vocabulary.vocab_size, source)
+    out = pathlib.Path(export_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    shutil.copyfile(vocabulary.path, out / "spiece.model")
+    T5Tokenizer(str(out / "spiece.model"), extra_ids=NUM_SENTINELS, legacy=True).save_pretrained(out)
+    return {"checkpoint": source, "export_dir": str(out)}
+
+
+__all__ = ["export", "hf_config", "load_checkpoint"]

@@ -1,0 +1,200 @@
+"""Fine-tuning, evaluation and decoding on the paper's tasks (model/tasks/) from the command line:
+
+    python -m model.train --mode finetune --task glue_rte --model_dir DIR \
+        --gin_file sizes/base.gin --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
+        --gin_param "DataConfig.vocabulary = 'spm.model'"
+    python -m model.train --mode finetune --mixture glue ...        (multi-task, Section 3.5.2)
+    python -m model.train --mode eval --task glue_rte ...           (every checkpoint not yet scored)
+    python -m model.train --mode decode --task glue_rte ...         (the newest checkpoint)
+
+A fine-tuning run (model/gin/finetune.gin: constant learning rate 0.001, 2^18 steps, a checkpoint
+every 5,000) warm-starts from the pre-trained checkpoint (the global step continues), trains on
+the task's (or the mixture's) training pairs, keeping every checkpoint while it trains; then each
+checkpoint is decoded and scored on every validation split (model/evaluation.py), the best per
+task and split is reported, and only those and the newest `TrainConfig.keep_checkpoint_max`
+checkpoints are kept.
+
+Task data comes from TFDS (`--tfds_data_dir`, or TFDS's default) unless `--task_files
+TASK:SPLIT=PATH[,PATH...]` gives the task's original release files for a split (read by the
+task's local reader, so everything runs offline); with local files, the validation splits are
+those given.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+
+import tensorflow as tf
+
+from model import evaluation, features, tasks, train
+from model.tasks import Mixing, Task
+from model.tasks import tf_data
+from model.vocabulary import EOS_ID, Vocabulary
+
+TOKENIZE_BATCH = 64
+# Shuffle buffer of the training pairs of each task (the whole task when smaller).
+SHUFFLE_BUFFER = 2 ** 16
+
+
+class _Reread:
+    """An iterable that reads its examples again on every iteration (tf.data's from_generator
+    iterates once per epoch)."""
+
+    def __init__(self, read: Callable[[], Iterator[dict]]):
+        self._read = read
+
+    def __iter__(self) -> Iterator[dict]:
+        return iter(self._read())
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskData:
+    """Where examples come from: local release files per (task, split), else TFDS."""
+
+    local_files: Mapping[Tuple[str, str], Tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    tfds_data_dir: Optional[str] = None
+
+    def examples(self, task: Task, split: str) -> Iterable[dict]:
+        paths = self.local_files.get((task.name, split))
+        if paths:
+            return _Reread(lambda: task.local_examples(*paths))
+        return _Reread(lambda: task.examples(split, self.tfds_data_dir))
+
+    def validation_splits(self, task: Task) -> List[str]:
+        local = sorted(split for name, split in self.local_files if name == task.name and split != "train")
+        if any(name == task.name for name, _ in self.local_files):
+            return local
+        return [split for split in task.splits if split.startswith("validation")]
+
+
+@dataclasses.dataclass(frozen=True)
+class Selection:
+    """The tasks of a run: those trained on, with their mixing rates, and those evaluated."""
+
+    name: str
+    rates: Mapping[str, float]  # trained task name -> rate
+    evaluated: Tuple[Task, ...]
+
+    @property
+    def trained(self) -> Tuple[Task, ...]:
+        return tuple(tasks.get(name) for name in self.rates)
+
+
+def select(task: Optional[str] = None, mixture: Optional[str] = None,
+           mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL, limit: Optional[int] = None,
+           temperature: float = 1.0) -> Selection:
+    """One task (rate 1), or a mixture with the paper's mixing strategy (model/tasks/mixtures.py)."""
+    if bool(task) == bool(mixture):
+        raise ValueError("give one of --task and --mixture")
+    if task:
+        chosen = tasks.get(task)
+        if not chosen.trained_on:
+            raise ValueError(f"{task} is never trained on (as in the paper); evaluate it with --mode eval")
+        return Selection(task, {task: 1.0}, (chosen,))
+    mix = tasks.get_mixture(mixture)
+    return Selection(mixture, mix.rates(mixing, limit=limit, temperature=temperature), mix.tasks)
+
+
+def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[str, int]) -> tf.data.Dataset:
+    """Text pairs -> token ids, each trimmed to its length - 1 and ended by EOS (T5's
+    append_eos_after_trim)."""
+    def encode(batch):
+        return {key: vocabulary.tf_encode(batch[key]) for key in ("inputs", "targets")}
+
+    def end(example):
+        return {key: tf.concat([tf.cast(ids[:lengths[key] - 1], tf.int32), [EOS_ID]], 0)
+                for key, ids in example.items()}
+
+    return pairs.batch(TOKENIZE_BATCH).map(encode).unbatch().map(end)
+
+
+def training_examples(run: train.Run, selection: Selection, data: TaskData) -> train.Examples:
+    """The model features of the training pairs: each task's pairs shuffled epoch after epoch,
+    drawn by the mixing rates (one task: all from it), tokenized and packed. Deterministic for a
+    given DataConfig.seed."""
+    seed = run.data_config.seed
+    lengths = run.data_config.sequence_lengths
+
+    def dataset() -> tf.data.Dataset:
+        streams = []
+        for number, task in enumerate(selection.trained):
+            pairs = tf_data.dataset(task, data.examples(task, "train"), training=True)
+            streams.append(pairs.shuffle(SHUFFLE_BUFFER, seed=seed + number,
+                                         reshuffle_each_iteration=True).repeat())
+        mixed = tf.data.Dataset.sample_from_datasets(
+            streams, weights=list(selection.rates.values()), seed=seed)
+        return features.convert_features(tokenized(mixed, run.vocabulary, lengths),
+                                         run.feature_converter, lengths, pack=True)
+    return dataset
+
+
+def eval_sets(selection: Selection, data: TaskData) -> List[evaluation.EvalSet]:
+    """Every validation split of every evaluated task (examples without a label are skipped)."""
+    sets = []
+    for task in selection.evaluated:
+        for split in data.validation_splits(task):
+            labelled = [e for e in data.examples(task, split) if e.get("label", 0) != -1]
+            sets.append(evaluation.eval_set(task, split, labelled))
+    return sets
+
+
+def finetune(run: train.Run, selection: Selection, data: TaskData,
+             max_steps: Optional[int] = None) -> Dict[str, dict]:
+    """Trains (keeping every checkpoint), evaluates every checkpoint, keeps the best per task and
+    split and the newest keep_checkpoint_max. Returns {"<task>/<split>": best}."""
+    if not run.train_config.init_checkpoint:
+        train.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
+    sets = eval_sets(selection, data)
+    keep_all = dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
+                                                                          keep_checkpoint_max=0))
+    train.train(keep_all, training_examples(run, selection, data), run.vocabulary.vocab_size, max_steps)
+    best = evaluation.evaluate_checkpoints(run, sets)
+    newest = sorted(evaluation.checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
+    evaluation.keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
+    return best
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("tasks (finetune, eval, decode)")
+    group.add_argument("--task", help=f"one task: {', '.join(tasks.names())}")
+    group.add_argument("--mixture", help=f"a mixture: {', '.join(tasks.mixture_names())}")
+    group.add_argument("--mixing", default=Mixing.EXAMPLES_PROPORTIONAL.value,
+                       choices=[m.value for m in Mixing], help="mixing strategy of a mixture")
+    group.add_argument("--mixing_limit", type=int, help="K, the examples-proportional size limit")
+    group.add_argument("--temperature", type=float, default=1.0, help="temperature-scaled mixing")
+    group.add_argument("--task_files", action="append", default=[], metavar="TASK:SPLIT=PATH[,PATH]",
+                       help="a task's original release files for a split, instead of TFDS")
+    group.add_argument("--tfds_data_dir", help="where the tasks' TFDS datasets are prepared")
+
+
+def uses_tasks(args: argparse.Namespace) -> bool:
+    return bool(args.task or args.mixture)
+
+
+def task_data(args: argparse.Namespace) -> TaskData:
+    files = {}
+    for spec in args.task_files:
+        key, equals, paths = spec.partition("=")
+        name, colon, split = key.partition(":")
+        if not (equals and colon and name and split and paths):
+            raise ValueError(f"--task_files {spec!r}: expected TASK:SPLIT=PATH[,PATH...]")
+        tasks.get(name)  # an unknown task fails here
+        files[(name, split)] = tuple(paths.split(","))
+    return TaskData(files, args.tfds_data_dir)
+
+
+def run_mode(mode: str, run: train.Run, args: argparse.Namespace) -> Dict[str, dict]:
+    """finetune: train, evaluate, keep the best; eval: score the checkpoints not yet scored;
+    decode: score the newest checkpoint (its predictions are written beside the scores)."""
+    selection = select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature)
+    data = task_data(args)
+    if mode == "finetune":
+        return finetune(run, selection, data)
+    sets = eval_sets(selection, data)
+    if mode == "eval":
+        return evaluation.evaluate_checkpoints(run, sets)
+    newest = max(evaluation.checkpoint_steps(run.model_dir) or [0])
+    evaluation.evaluate_checkpoints(run, sets, steps=[newest])
+    return {s.name: {"step": newest, "scores": evaluation.recorded_scores(run.model_dir, s)[newest]}
+            for s in sets}

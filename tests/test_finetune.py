@@ -1,0 +1,140 @@
+"""Fine-tuning on a real task sample end to end on CPU: a tiny T5 pre-trained briefly on real C4
+pages (the released C4 documents of ../shared/data/c4_samples, test_train's tiny size and the
+test vocabulary), fine-tuned on the 32 CommitmentBank training
+examples of ../shared/data/tasks (SuperGLUE's JSONL, read by the task's local reader), evaluated
+with the task's metrics at every checkpoint, the best selected and kept; the same run memorises
+its training examples (100% on them), which proves preprocess, training, decoding, postprocess and
+scoring connect."""
+import json
+import pathlib
+
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from model import evaluation, finetune, finetune_methods, tasks, train
+from model.mtf_compat import mtf
+from tests.test_train import configure
+from tests.trained_vocab import trained_vocabulary
+
+CB = "superglue_cb"
+FINETUNE_BINDINGS = [
+    "DataConfig.inputs_length = 64", "DataConfig.targets_length = 8",
+    "TrainConfig.tokens_per_batch = 512",  # 8 rows of 64 input tokens
+    "TrainConfig.decode_length = 8", "TrainConfig.eval_batch_size = 32",
+    "ModelConfig.dropout_rate = 0.0",
+    "OptimizationConfig.learning_rate_schedule = @lr.constant", "lr.constant.value = 0.01",
+]
+
+
+@pytest.fixture(scope="module")
+def data_bindings(shared_data):
+    return [f"DataConfig.vocabulary = '{trained_vocabulary(shared_data).path}'",
+            f"DataConfig.source = '{shared_data}/c4_samples/olmo/c4-sample.*.json.gz'"]
+
+
+@pytest.fixture(scope="module")
+def pretrained_dir(tmp_path_factory, data_bindings):
+    """A tiny encoder-decoder pre-trained for 20 steps of span corruption on C4 pages."""
+    model_dir = tmp_path_factory.mktemp("pretrained_for_finetuning")
+    run = configure(model_dir, data_bindings, "ModelConfig.dropout_rate = 0.0",
+                    "TrainConfig.save_checkpoints_steps = 20")
+    assert train.train(run, run.training_examples(), run.vocabulary.vocab_size, 20) == 20
+    return model_dir
+
+
+def cb_data(shared_data) -> finetune.TaskData:
+    directory = shared_data / "tasks" / CB
+    return finetune.TaskData({("super_glue_cb", "train"): (str(directory / "train.jsonl"),),
+                              ("super_glue_cb", "validation"): (str(directory / "val.jsonl"),)})
+
+
+@pytest.fixture(scope="module")
+def finetuned(tmp_path_factory, shared_data, data_bindings, pretrained_dir):
+    model_dir = tmp_path_factory.mktemp("finetuned_cb")
+    run = configure(model_dir, data_bindings, *FINETUNE_BINDINGS,
+                    f"TrainConfig.init_checkpoint = '{pretrained_dir}'",
+                    "TrainConfig.save_checkpoints_steps = 40", "TrainConfig.keep_checkpoint_max = 1",
+                    gin_files=("finetune.gin",))
+    best = finetune.finetune(run, finetune.select(task="super_glue_cb"), cb_data(shared_data),
+                             max_steps=80)
+    return run, best
+
+
+def test_every_checkpoint_is_scored_and_the_best_is_kept(finetuned, shared_data):
+    run, best = finetuned
+    model_dir = pathlib.Path(run.model_dir)
+    scored = evaluation.recorded_scores(run.model_dir, finetune.eval_sets(
+        finetune.select(task="super_glue_cb"), cb_data(shared_data))[0])
+    # Warm start continues the pre-training step: the warm-started weights (step 20), then a
+    # checkpoint every 40 steps up to 20 + 80.
+    assert sorted(scored) == [20, 60, 100]
+    for scores in scored.values():
+        assert set(scores) == set(tasks.get("super_glue_cb").metric_names)
+        assert 0 <= scores["accuracy"] <= 100
+    step = best["super_glue_cb/validation"]["step"]
+    assert scored[step] == best["super_glue_cb/validation"]["scores"]
+    assert evaluation.selection_score(scored[step]) == max(map(evaluation.selection_score, scored.values()))
+    # The best and the newest (keep_checkpoint_max = 1) survive; the checkpoint state lists them.
+    assert set(evaluation.checkpoint_steps(run.model_dir)) == {step, 100}
+    assert tf.train.latest_checkpoint(run.model_dir).endswith("model.ckpt-100")
+    assert json.loads((model_dir / "eval" / "best.json").read_text()) == best
+    # Predictions beside the scores: one JSON line per validation example, in order.
+    validation = list(tasks.get("super_glue_cb").local_examples(str(shared_data / "tasks" / CB / "val.jsonl")))
+    lines = (model_dir / "eval" / "super_glue_cb" / "validation" / f"predictions-{step}.jsonl").read_text().splitlines()
+    assert [json.loads(line)["targets"] for line in lines] == [
+        tasks.get("super_glue_cb").preprocess(e)["targets"] for e in validation]
+    assert list((model_dir / "eval" / "super_glue_cb" / "validation").glob("events.out.tfevents.*"))
+
+
+def test_the_run_memorises_its_training_examples(finetuned, shared_data):
+    run, _ = finetuned
+    task = tasks.get("super_glue_cb")
+    examples = list(task.local_examples(str(shared_data / "tasks" / CB / "train.jsonl")))
+    memorised = evaluation.eval_set(task, "train", examples)
+    predictions = evaluation.decode_texts(run, tf.train.latest_checkpoint(run.model_dir),
+                                          memorised.inputs, task.decoding)
+    assert task.score(list(memorised.references), predictions)["accuracy"] == 100.0
+
+
+def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data_bindings,
+                                                     pretrained_dir, capsys):
+    directory = shared_data / "tasks" / CB
+    bindings = data_bindings + FINETUNE_BINDINGS + [
+        "ModelConfig.d_model = 32", "ModelConfig.d_ff = 64", "ModelConfig.num_heads = 4",
+        "ModelConfig.d_kv = 8", "ModelConfig.num_layers = 2",
+        f"TrainConfig.init_checkpoint = '{pretrained_dir}'", "TrainConfig.train_steps = 2",
+        "TrainConfig.save_checkpoints_steps = 2"]
+    argv = ["--mode", "finetune", "--task", "super_glue_cb", "--model_dir", str(tmp_path),
+            "--task_files", f"super_glue_cb:train={directory / 'train.jsonl'}",
+            "--task_files", f"super_glue_cb:validation={directory / 'val.jsonl'}"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    assert train.main(argv) == 0
+    report = json.loads(capsys.readouterr().out)
+    # Two steps from the pre-trained step 20: the warm-started weights and step 22 are scored.
+    assert report["super_glue_cb/validation"]["step"] in (20, 22)
+    assert report == json.loads((tmp_path / "eval" / "best.json").read_text())
+    assert sorted(evaluation.recorded_scores(str(tmp_path), evaluation.eval_set(
+        tasks.get("super_glue_cb"), "validation", [{"premise": "", "hypothesis": "", "label": 0,
+                                                     "idx": 0}]))) == [20, 22]
+
+
+def test_gradual_unfreezing_opens_one_block_from_the_top_per_interval():
+    with tf.Graph().as_default(), tf.Session() as session:
+        lowest = [finetune_methods.lowest_unfrozen_block(step, 12, 2 ** 18 // 12)
+                  for step in (0, 21844, 21845, 2 ** 18 - 1, 2 ** 18 + 5)]
+        assert session.run(lowest) == [11, 11, 10, 0, 0]
+    assert finetune_methods.block_of("decoder/block_011/layer_002/DenseReluDense/wi/kernel") == 11
+    assert finetune_methods.block_of("shared/embedding") is None
+
+
+def test_adapters_train_only_adapters_and_layer_norms():
+    method = finetune_methods.Method.ADAPTERS
+    assert finetune_methods.is_trained("encoder/block_000/adapter/DenseReluDense/wi/kernel", method)
+    assert finetune_methods.is_trained("encoder/block_000/layer_001/layer_norm/scale", method)
+    assert finetune_methods.is_trained("decoder/final_layer_norm/scale", method)
+    assert not finetune_methods.is_trained("encoder/block_000/layer_000/SelfAttention/q", method)
+    assert not finetune_methods.is_trained("shared/embedding", method)
+    with pytest.raises(ValueError, match="adapter_size"):
+        finetune_methods.FineTuningMethod("adapters").check(adapter_size=0)
