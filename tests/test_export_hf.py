@@ -1,0 +1,115 @@
+"""Export to Hugging Face: a tiny T5 trained briefly on real C4 pages is exported with
+`--mode export`, loaded by transformers (T5ForConditionalGeneration, T5Tokenizer), and gives our
+teacher-forced logits within float tolerance and our greedy decodes token for token."""
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from model import families, train
+from model.decoding import strip_after_eos
+from model.export_hf import hf_config
+from model.mesh import MeshConfig, cpu_mesh_impl
+from model.model_fn import import_features
+from model.mtf_compat import mtf
+from model.vocabulary import EOS_ID
+from tests.test_train import configure
+from tests.trained_vocab import trained_vocabulary
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+TEXTS = ["The quick brown fox <extra_id_0> over the lazy dog.",
+         "Thank you for subscribing to our newsletter. We send one email a week."]
+INPUTS_LENGTH, TARGETS_LENGTH = 32, 8
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, shared_data):
+    model_dir = tmp_path_factory.mktemp("export_source")
+    data = [f"DataConfig.vocabulary = '{trained_vocabulary(shared_data).path}'",
+            f"DataConfig.source = '{shared_data}/c4_samples/olmo/c4-sample.*.json.gz'"]
+    run = configure(model_dir, data, "ModelConfig.dropout_rate = 0.0",
+                    "OptimizationConfig.learning_rate_schedule = @lr.constant", "lr.constant.value = 0.01",
+                    "TrainConfig.save_checkpoints_steps = 20")
+    train.train(run, run.training_examples(), run.vocabulary.vocab_size, 20)
+    return run, data
+
+
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    run, data = trained
+    export_dir = tmp_path_factory.mktemp("hf")
+    argv = ["--mode", "export", "--model_dir", run.model_dir, "--export_dir", str(export_dir)]
+    for binding in (["ModelConfig.d_model = 32", "ModelConfig.d_ff = 64", "ModelConfig.num_heads = 4",
+                     "ModelConfig.d_kv = 8", "ModelConfig.num_layers = 2"] + data):
+        argv += ["--gin_param", binding]
+    assert train.main(argv) == 0
+    model = transformers.T5ForConditionalGeneration.from_pretrained(str(export_dir)).eval()
+    return model, transformers.T5Tokenizer.from_pretrained(str(export_dir))
+
+
+def our_logits(run: train.Run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Teacher-forced logits of the newest checkpoint, through our family's graph."""
+    family = families.family_for(run.model_config, run.vocabulary.vocab_size)
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        features = {"encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0) * 1,
+                    "encoder_positions": np.tile(np.arange(encoder.shape[1]), (len(encoder), 1)),
+                    "decoder_target_tokens": targets, "decoder_segment_ids": np.ones_like(targets),
+                    "decoder_input_tokens": np.pad(targets[:, :-1], [(0, 0), (1, 0)]),
+                    "decoder_positions": np.tile(np.arange(targets.shape[1]), (len(targets), 1)),
+                    "decoder_loss_weights": np.ones_like(targets)}
+        tensors = {k: tf.constant(v.astype(np.int32)) for k, v in features.items()}
+        logits = family.logits(family.build(training=False),
+                               import_features(tensors, family.feature_keys, mesh),
+                               tf.estimator.ModeKeys.EVAL)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        output = lowering.export_to_tf_tensor(logits)
+        with tf.Session() as session:
+            tf.train.Saver(tf.global_variables()).restore(session, tf.train.latest_checkpoint(run.model_dir))
+            session.run(lowering.copy_masters_to_slices())
+            return session.run(output)
+
+
+def test_tokenizer_gives_our_ids(trained, exported):
+    run, _ = trained
+    _, tokenizer = exported
+    vocabulary = run.vocabulary
+    for text in TEXTS:
+        assert tokenizer(text).input_ids == vocabulary.encode(text) + [EOS_ID]
+    assert tokenizer.convert_tokens_to_ids("<extra_id_0>") == vocabulary.vocab_size - 1
+
+
+def test_logits_equal_ours(trained, exported):
+    run, _ = trained
+    model, _ = exported
+    encoder = train.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
+    targets = np.random.RandomState(0).randint(3, run.vocabulary.vocab_size, size=(2, TARGETS_LENGTH))
+    ours = our_logits(run, encoder, targets)
+    with torch.no_grad():
+        theirs = model(input_ids=torch.tensor(encoder, dtype=torch.long),
+                       attention_mask=torch.tensor(encoder > 0, dtype=torch.long),
+                       labels=torch.tensor(targets, dtype=torch.long)).logits.numpy()
+    assert model.config.vocab_size == hf_config(run.model_config, run.vocabulary.vocab_size).vocab_size
+    assert theirs.shape == ours.shape
+    assert np.abs(ours).max() > 1.0  # trained, not uniform
+    np.testing.assert_allclose(theirs, ours, atol=1e-4, rtol=1e-4)
+
+
+def test_greedy_generation_gives_our_tokens(trained, exported):
+    run, _ = trained
+    model, _ = exported
+    encoder = train.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
+    estimator = run.estimator(len(TEXTS))
+    ours = [strip_after_eos(p["outputs"]) for p in estimator.predict(
+        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": encoder}).batch(
+            params["batch_size"], drop_remainder=True),
+        yield_single_examples=True)]
+    with torch.no_grad():
+        generated = model.generate(input_ids=torch.tensor(encoder, dtype=torch.long),
+                                   attention_mask=torch.tensor(encoder > 0, dtype=torch.long),
+                                   max_new_tokens=TARGETS_LENGTH, do_sample=False, num_beams=1)
+    theirs = [strip_after_eos(row[1:]) for row in generated.numpy()]  # row[0]: the start token
+    assert any(ours)
+    assert theirs == ours
