@@ -1,4 +1,4 @@
-"""The device mesh: its shape and layout (gin), and its Mesh TensorFlow implementation per device kind.
+"""The device mesh: shape and layout (gin), and its Mesh TensorFlow implementation per device kind.
 
 CPU (and GPU): `PlacementMeshImpl`, one TensorFlow device per mesh slice; on CPU every slice is
 the host, which is how the tests run 2-device meshes.

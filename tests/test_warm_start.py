@@ -105,7 +105,8 @@ def test_variables_missing_from_the_checkpoint_are_an_error(tmp_path, t5_checkpo
     path = tmp_path / "partial" / "model.ckpt-1000"
     write_checkpoint(path, lacking)
     run = configure(tmp_path / "run", path)
-    with pytest.raises(WarmStartError, match="decoder/block_001/layer_002/DenseReluDense/wi/kernel"):
+    missing = "decoder/block_001/layer_002/DenseReluDense/wi/kernel"
+    with pytest.raises(WarmStartError, match=missing):
         train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1)
     # Variables a run declares fresh (a new head, say) may be missing.
     run = configure(tmp_path / "fresh", path,
