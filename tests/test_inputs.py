@@ -5,6 +5,7 @@ import logging
 
 import pytest
 import tensorflow as tf
+import tensorflow_datasets as tfds
 
 from model import features, input_position, inputs
 from tests.trained_vocab import trained_vocabulary
@@ -105,3 +106,34 @@ def test_a_record_of_another_stream_is_not_used(shared_data, vocabulary, tmp_pat
     with caplog.at_level(logging.WARNING):
         assert batches(other_seed, tmp_path, 14, 2) == other[14:16]
     assert "for another input stream" in caplog.text and uninterrupted[14:16] != other[14:16]
+
+
+class TinyText(tfds.core.GeneratorBasedBuilder):
+    """A TFDS dataset of 40 numbered texts, to seek into as a training source."""
+
+    VERSION = tfds.core.Version("1.0.0")
+
+    @tfds.core.utils.classproperty
+    @classmethod
+    def url_infos(cls):
+        """Nothing to download (TFDS would look for a checksums file beside this module)."""
+        return {}
+
+    def _info(self):
+        return tfds.core.DatasetInfo(builder=self, features=tfds.features.FeaturesDict({"text": tfds.features.Text()}))
+
+    def _split_generators(self, dl_manager):
+        return {"train": self._generate_examples()}
+
+    def _generate_examples(self):
+        for number in range(40):
+            yield number, {"text": f"Text number {number}."}
+
+
+def test_tfds_source_starts_at_a_document(tmp_path):
+    builder = TinyText(data_dir=str(tmp_path))
+    builder.download_and_prepare()
+    everything = list(inputs.documents_from_source(f"tfds:tiny_text@{tmp_path}").as_numpy_iterator())
+    assert [d["document"] for d in everything] == list(range(40)) and {d["shard"] for d in everything} == {0}
+    later = list(inputs.documents_from_source(f"tfds:tiny_text@{tmp_path}", document=27).as_numpy_iterator())
+    assert [(d["document"], d["text"]) for d in later] == [(d["document"], d["text"]) for d in everything[27:]]
