@@ -93,15 +93,16 @@ def trained_variables(variables: Sequence[mtf.Variable], method: FineTuningMetho
 
 
 def gated_gradients(variables: Sequence[mtf.Variable], gradients: Sequence[mtf.Tensor],
-                    method: FineTuningMethod, global_step: tf.Tensor, first_step: int
+                    method: FineTuningMethod, step: tf.Tensor, first_step: int
                     ) -> Tuple[mtf.Tensor, ...]:
-    """The gradients, with those of blocks not yet unfrozen multiplied by 0 (gradual unfreezing;
-    `first_step` is the global step fine-tuning started from)."""
+    """The gradients, with those of blocks not yet unfrozen multiplied by 0 (gradual unfreezing).
+    `step` is the global step this update produces (read before the increment: the first
+    fine-tuning step is first_step + 1); `first_step` the one fine-tuning started from."""
     if method.kind is not Method.GRADUAL_UNFREEZING:
         return tuple(gradients)
     blocks = [block_of(v.name) for v in variables]
     num_blocks = 1 + max((b for b in blocks if b is not None), default=0)
-    lowest = lowest_unfrozen_block(tf.cast(global_step, tf.int64) - first_step, num_blocks,
+    lowest = lowest_unfrozen_block(tf.cast(step, tf.int64) - 1 - first_step, num_blocks,
                                    method.unfreeze_every_steps)
     gated = []
     for variable, gradient, block in zip(variables, gradients, blocks):

@@ -187,15 +187,15 @@ def make_model_fn(setup: ModelFnSetup):
         variables = finetune_methods.trained_variables(graph.trainable_variables, setup.fine_tuning)
         gradients = mtf.gradients([losses.objective], [v.outputs[0] for v in variables])
         global_step = tf.train.get_or_create_global_step()
+        # The step this update produces, read before the increment (checkpoint N holds steps 1..N).
+        this_step = tf.identity(global_step.read_value()) + 1
         gradients = finetune_methods.gated_gradients(
-            variables, gradients, setup.fine_tuning, global_step,
+            variables, gradients, setup.fine_tuning, this_step,
             warm_start.checkpoint_step(setup.init_checkpoint) if setup.init_checkpoint else 0)
         learning_rate = setup.optimization.learning_rate_schedule(global_step)
         update_ops = family.optimizer(learning_rate).apply_grads(gradients, variables)
         lowering = mtf.Lowering(graph, {mesh: impl})
         tf_loss = tf.cast(lowering.export_to_tf_tensor(losses.loss), tf.float32)
-        # The step this update produces, read before the increment (checkpoint N holds steps 1..N).
-        this_step = tf.identity(global_step.read_value()) + 1
         with tf.control_dependencies([this_step]):
             increment = tf.assign_add(global_step, 1)
         train_op = tf.group([lowering.lowered_operation(op) for op in update_ops] + [increment])

@@ -14,7 +14,7 @@ import tensorflow.compat.v1 as tf
 
 from model import evaluation, finetune, finetune_methods, tasks, train
 from model.mtf_compat import mtf
-from tests.test_train import configure
+from tests.test_train import configure, synthetic_examples
 from tests.trained_vocab import trained_vocabulary
 
 CB = "superglue_cb"
@@ -138,3 +138,56 @@ def test_adapters_train_only_adapters_and_layer_norms():
     assert not finetune_methods.is_trained("shared/embedding", method)
     with pytest.raises(ValueError, match="adapter_size"):
         finetune_methods.FineTuningMethod("adapters").check(adapter_size=0)
+
+
+def _variables(model_dir: str) -> dict:
+    path = tf.train.latest_checkpoint(model_dir)
+    return {name: tf.train.load_variable(path, name) for name, _ in tf.train.list_variables(path)
+            if "_slot_" not in name and name != "global_step"}
+
+
+def _changed(before: dict, after: dict) -> set:
+    return {name for name in before if not np.array_equal(before[name], after[name])}
+
+
+@pytest.fixture(scope="module")
+def synthetic_pretrained(tmp_path_factory):
+    """A tiny model trained 2 steps on synthetic features: the warm start of the methods' runs."""
+    model_dir = tmp_path_factory.mktemp("synthetic_pretrained")
+    run = configure(model_dir, [], "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 128")
+    train.train(run, synthetic_examples(), vocab_size=200, max_steps=2)
+    return str(model_dir)
+
+
+def _finetune_synthetic(model_dir, init, *bindings, steps: int) -> dict:
+    run = configure(model_dir, [], "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 128",
+                    f"TrainConfig.init_checkpoint = '{init}'", *bindings, gin_files=("finetune.gin",))
+    train.train(run, synthetic_examples(), vocab_size=200, max_steps=steps)
+    return _variables(str(model_dir))
+
+
+def test_adapters_method_trains_adapters_and_layer_norms_only(tmp_path, synthetic_pretrained):
+    before = _variables(synthetic_pretrained)
+    after = _finetune_synthetic(tmp_path, synthetic_pretrained, "ModelConfig.adapter_size = 8",
+                                "FineTuningMethod.method = 'adapters'", steps=2)
+    adapters = {name for name in after if "/adapter/" in name}
+    # One adapter (its layer norm and dense-ReLU-dense) after each feed-forward block: 2 + 2 blocks.
+    assert len({name.split("/adapter/")[0] for name in adapters}) == 4
+    assert _changed(before, {name: after[name] for name in before}) == {
+        name for name in before if "layer_norm" in name}
+    assert all(not np.array_equal(after[name], 0 * after[name]) for name in adapters)
+
+
+def test_gradual_unfreezing_trains_the_top_block_first(tmp_path, synthetic_pretrained):
+    before = _variables(synthetic_pretrained)
+    after = _finetune_synthetic(tmp_path, synthetic_pretrained,
+                                "FineTuningMethod.method = 'gradual_unfreezing'",
+                                "FineTuningMethod.unfreeze_every_steps = 2", steps=2)
+    changed = _changed(before, after)
+    assert changed and not any("block_000/" in name for name in changed)
+    assert {"shared/embedding"} | {n for n in before if "block_001/" in n} <= changed
+    # Resumed for fine-tuning steps 3 and 4: the next block down trains too.
+    later = _finetune_synthetic(tmp_path, synthetic_pretrained,
+                                "FineTuningMethod.method = 'gradual_unfreezing'",
+                                "FineTuningMethod.unfreeze_every_steps = 2", steps=4)
+    assert {n for n in before if "block_000/" in n} <= _changed(after, later)
