@@ -198,6 +198,11 @@ class PretrainingStream:
     pack: bool = True
     config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
 
+    def __post_init__(self) -> None:
+        # An empty source would make the stream look for a first row epoch after epoch, forever.
+        if tf.executing_eagerly() and not any(True for _ in documents_from_source(self.source).take(1)):
+            raise ValueError(f"the training source {self.source!r} has no text")
+
     def __call__(self) -> tf.data.Dataset:
         """The model features of one pass (epoch 0), without positions."""
         return pretraining_dataset(text_dataset_from_source(self.source), self.vocabulary, self.objective,

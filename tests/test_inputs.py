@@ -98,6 +98,12 @@ def test_resumed_stream_sees_the_batches_of_an_uninterrupted_run(shared_data, vo
     assert uninterrupted[0]["encoder_input_tokens"] != uninterrupted[epoch_batches + 1]["encoder_input_tokens"]
 
 
+def test_a_source_without_text_is_refused(tmp_path, vocabulary):
+    (tmp_path / "empty.txt").write_text("\n  \n")
+    with pytest.raises(ValueError, match="has no text"):
+        stream(str(tmp_path / "empty.txt"), vocabulary)
+
+
 def test_a_record_of_another_stream_is_not_used(shared_data, vocabulary, tmp_path, caplog):
     source = str(shared_data / "c4_samples/olmo/*.json*.gz")
     uninterrupted = batches(stream(source, vocabulary), tmp_path, 0, 16)
