@@ -109,22 +109,25 @@ def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[s
     return pairs.batch(TOKENIZE_BATCH).map(encode).unbatch().map(end)
 
 
+def mixed_pairs(selection: Selection, data: TaskData, seed: int) -> tf.data.Dataset:
+    """The training text pairs without end: each task's pairs shuffled epoch after epoch, drawn
+    by the mixing rates (one task: all from it). Deterministic for a given seed."""
+    streams = []
+    for number, task in enumerate(selection.trained):
+        pairs = tf_data.dataset(task, data.examples(task, "train"), training=True)
+        streams.append(pairs.shuffle(SHUFFLE_BUFFER, seed=seed + number,
+                                     reshuffle_each_iteration=True).repeat())
+    return tf.data.Dataset.sample_from_datasets(streams, weights=list(selection.rates.values()),
+                                                seed=seed)
+
+
 def training_examples(run: train.Run, selection: Selection, data: TaskData) -> train.Examples:
-    """The model features of the training pairs: each task's pairs shuffled epoch after epoch,
-    drawn by the mixing rates (one task: all from it), tokenized and packed. Deterministic for a
-    given DataConfig.seed."""
-    seed = run.data_config.seed
+    """The model features of the mixed training pairs, tokenized and packed."""
     lengths = run.data_config.sequence_lengths
 
     def dataset() -> tf.data.Dataset:
-        streams = []
-        for number, task in enumerate(selection.trained):
-            pairs = tf_data.dataset(task, data.examples(task, "train"), training=True)
-            streams.append(pairs.shuffle(SHUFFLE_BUFFER, seed=seed + number,
-                                         reshuffle_each_iteration=True).repeat())
-        mixed = tf.data.Dataset.sample_from_datasets(
-            streams, weights=list(selection.rates.values()), seed=seed)
-        return features.convert_features(tokenized(mixed, run.vocabulary, lengths),
+        pairs = mixed_pairs(selection, data, run.data_config.seed)
+        return features.convert_features(tokenized(pairs, run.vocabulary, lengths),
                                          run.feature_converter, lengths, pack=True)
     return dataset
 

@@ -95,6 +95,24 @@ def test_the_run_memorises_its_training_examples(finetuned, shared_data):
     predictions = evaluation.decode_texts(run, tf.train.latest_checkpoint(run.model_dir),
                                           memorised.inputs, task.decoding)
     assert task.score(list(memorised.references), predictions)["accuracy"] == 100.0
+    # The beam search of WMT and CNN/DM (beam 4, alpha 0.6) decodes the same confident answers.
+    beam = evaluation.decode_texts(run, tf.train.latest_checkpoint(run.model_dir), memorised.inputs,
+                                   tasks.BEAM_SEARCH)
+    assert task.score(list(memorised.references), beam)["accuracy"] == 100.0
+
+
+def test_mixture_draws_tasks_by_their_rates(shared_data):
+    rates = {"super_glue_cb": 0.75, "super_glue_wic": 0.25}
+    selection = finetune.Selection("cb_and_wic", rates, ())
+    data = finetune.TaskData({(name, "train"): (str(shared_data / "tasks" / name.replace("_glue", "glue")
+                                                    / "train.jsonl"),) for name in rates})
+    firsts = [pair["inputs"].numpy().decode().split(" ")[0]
+              for pair in finetune.mixed_pairs(selection, data, seed=0).take(2000)]
+    assert firsts.count("cb") / len(firsts) == pytest.approx(0.75, abs=0.03)
+    assert set(firsts) == {"cb", "wic"}
+    # Deterministic for a seed.
+    again = [pair["inputs"].numpy() for pair in finetune.mixed_pairs(selection, data, seed=0).take(50)]
+    assert again == [pair["inputs"].numpy() for pair in finetune.mixed_pairs(selection, data, seed=0).take(50)]
 
 
 def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data_bindings,
@@ -118,6 +136,9 @@ def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data
     assert sorted(evaluation.recorded_scores(str(tmp_path), evaluation.eval_set(
         tasks.get("super_glue_cb"), "validation", [{"premise": "", "hypothesis": "", "label": 0,
                                                      "idx": 0}]))) == [20, 22]
+    # eval scores only checkpoints not yet scored (none here) and reports the same best.
+    assert train.main(["--mode", "eval"] + argv[2:]) == 0
+    assert json.loads(capsys.readouterr().out) == report
 
 
 def test_gradual_unfreezing_opens_one_block_from_the_top_per_interval():
