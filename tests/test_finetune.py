@@ -161,8 +161,8 @@ def test_adapters_train_only_adapters_and_layer_norms():
         finetune_methods.FineTuningMethod("adapters").check(adapter_size=0)
 
 
-def _variables(model_dir: str) -> dict:
-    path = tf.train.latest_checkpoint(model_dir)
+def _variables(checkpoint_or_dir: str) -> dict:
+    path = tf.train.latest_checkpoint(checkpoint_or_dir) or checkpoint_or_dir
     return {name: tf.train.load_variable(path, name) for name, _ in tf.train.list_variables(path)
             if "_slot_" not in name and name != "global_step"}
 
@@ -201,14 +201,14 @@ def test_adapters_method_trains_adapters_and_layer_norms_only(tmp_path, syntheti
 
 def test_gradual_unfreezing_trains_the_top_block_first(tmp_path, synthetic_pretrained):
     before = _variables(synthetic_pretrained)
-    after = _finetune_synthetic(tmp_path, synthetic_pretrained,
-                                "FineTuningMethod.method = 'gradual_unfreezing'",
-                                "FineTuningMethod.unfreeze_every_steps = 2", steps=2)
-    changed = _changed(before, after)
+    _finetune_synthetic(tmp_path, synthetic_pretrained, "FineTuningMethod.method = 'gradual_unfreezing'",
+                        "FineTuningMethod.unfreeze_every_steps = 2", "TrainConfig.save_checkpoints_steps = 2",
+                        "TrainConfig.keep_checkpoint_max = 3", steps=4)
+    # Fine-tuning steps 1 and 2 (global steps 3 and 4): the top block, the embedding and the final
+    # norms train, block 0 stays frozen.
+    after_two = _variables(str(tmp_path / "model.ckpt-4"))
+    changed = _changed(before, after_two)
     assert changed and not any("block_000/" in name for name in changed)
     assert {"shared/embedding"} | {n for n in before if "block_001/" in n} <= changed
-    # Resumed for fine-tuning steps 3 and 4: the next block down trains too.
-    later = _finetune_synthetic(tmp_path, synthetic_pretrained,
-                                "FineTuningMethod.method = 'gradual_unfreezing'",
-                                "FineTuningMethod.unfreeze_every_steps = 2", steps=4)
-    assert {n for n in before if "block_000/" in n} <= _changed(after, later)
+    # Steps 3 and 4: the next block down trains too.
+    assert {n for n in before if "block_000/" in n} <= _changed(after_two, _variables(str(tmp_path)))
