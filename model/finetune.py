@@ -4,6 +4,8 @@
         --gin_file sizes/base.gin --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
         --gin_param "DataConfig.vocabulary = 'spm.model'"
     python -m model.train --mode finetune --mixture glue ...        (multi-task, Section 3.5.2)
+    python -m model.train --mode finetune --mixture all --with_pretraining --mixing_limit 524288 \
+        --gin_file pretrain.gin ...   (multi-task pre-training: C4's objective mixed in, from scratch)
     python -m model.train --mode eval --task glue_rte ...           (every checkpoint not yet scored)
     python -m model.train --mode decode --task glue_rte ...         (the newest checkpoint)
 
@@ -27,8 +29,8 @@ from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, 
 
 import tensorflow as tf
 
-from model import evaluation, features, tasks, train
-from model.tasks import Mixing, Task
+from model import evaluation, features, inputs, objectives, tasks, train
+from model.tasks import Mixing, Task, mixtures
 from model.tasks import tf_data
 from model.vocabulary import EOS_ID, Vocabulary
 
@@ -75,25 +77,56 @@ class Selection:
     name: str
     rates: Mapping[str, float]  # trained task name -> rate
     evaluated: Tuple[Task, ...]
+    # The share of the pre-training objective over DataConfig.source mixed in (Section 3.5.2's
+    # multi-task training with the unsupervised task); the tasks share the rest by `rates`.
+    pretraining_rate: float = 0.0
 
     @property
     def trained(self) -> Tuple[Task, ...]:
         return tuple(tasks.get(name) for name in self.rates)
 
 
+PRETRAINING = "pretraining"
+
+
+def _with_pretraining(sizes: Mapping[str, int], mixing: Mixing, limit: Optional[int],
+                      temperature: float) -> Dict[str, float]:
+    """Mixing rates with the pre-training objective as one more member, whose data set is larger
+    than any limit: it counts K examples, as in the paper (K is needed unless mixing equally)."""
+    if mixing is Mixing.EQUAL:
+        return mixtures.equal({**sizes, PRETRAINING: 1})
+    limit = limit or (mixtures.TEMPERATURE_SIZE_LIMIT if mixing is Mixing.TEMPERATURE else None)
+    if not limit:
+        raise ValueError("mixing in the pre-training objective needs --mixing_limit (the paper's K)")
+    sizes = {**sizes, PRETRAINING: limit}
+    if mixing is Mixing.TEMPERATURE:
+        return mixtures.temperature_scaled(sizes, temperature, limit)
+    return mixtures.examples_proportional(sizes, limit)
+
+
 def select(task: Optional[str] = None, mixture: Optional[str] = None,
            mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL, limit: Optional[int] = None,
-           temperature: float = 1.0) -> Selection:
-    """One task (rate 1), or a mixture with the paper's mixing strategy (model/tasks/mixtures.py)."""
+           temperature: float = 1.0, with_pretraining: bool = False) -> Selection:
+    """One task (rate 1), or a mixture with the paper's mixing strategy (model/tasks/mixtures.py);
+    `with_pretraining` mixes in the pre-training objective as one more member."""
     if bool(task) == bool(mixture):
         raise ValueError("give one of --task and --mixture")
     if task:
         chosen = tasks.get(task)
         if not chosen.trained_on:
             raise ValueError(f"{task} is never trained on (as in the paper); evaluate it with --mode eval")
-        return Selection(task, {task: 1.0}, (chosen,))
-    mix = tasks.get_mixture(mixture)
-    return Selection(mixture, mix.rates(mixing, limit=limit, temperature=temperature), mix.tasks)
+        name, trained, evaluated = task, (chosen,), (chosen,)
+    else:
+        mix = tasks.get_mixture(mixture)
+        name, trained, evaluated = mixture, mix.trained_tasks, mix.tasks
+    mixing = Mixing(mixing)
+    if not with_pretraining:
+        rates = tasks.Mixture(name, trained).rates(mixing, limit=limit, temperature=temperature)
+        return Selection(name, rates, evaluated)
+    rates = _with_pretraining({t.name: t.num_train_examples for t in trained}, mixing, limit, temperature)
+    pretraining_rate = rates.pop(PRETRAINING)
+    return Selection(name, {k: v / (1 - pretraining_rate) for k, v in rates.items()}, evaluated,
+                     pretraining_rate)
 
 
 def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[str, int]) -> tf.data.Dataset:
@@ -121,15 +154,29 @@ def mixed_pairs(selection: Selection, data: TaskData, seed: int) -> tf.data.Data
                                                 seed=seed)
 
 
-def training_examples(run: train.Run, selection: Selection, data: TaskData) -> train.Examples:
-    """The model features of the mixed training pairs, tokenized and packed."""
+def token_examples(run: train.Run, selection: Selection, data: TaskData) -> tf.data.Dataset:
+    """{"inputs", "targets"} token ids without end: the mixed training pairs, tokenized, with the
+    pre-training objective's examples over DataConfig.source mixed in at
+    `selection.pretraining_rate`."""
+    seed = run.data_config.seed
     lengths = run.data_config.sequence_lengths
+    examples = tokenized(mixed_pairs(selection, data, seed), run.vocabulary, lengths)
+    if not selection.pretraining_rate:
+        return examples
+    text = inputs.text_dataset_from_source(run.data_config.source).repeat()
+    unsupervised = objectives.apply_objective(inputs.tokenize(text, run.vocabulary),
+                                              run.data_config.objective, lengths,
+                                              run.vocabulary.token_ids, seed)
+    return tf.data.Dataset.sample_from_datasets(
+        [unsupervised, examples], weights=[selection.pretraining_rate, 1 - selection.pretraining_rate],
+        seed=seed)
 
-    def dataset() -> tf.data.Dataset:
-        pairs = mixed_pairs(selection, data, run.data_config.seed)
-        return features.convert_features(tokenized(pairs, run.vocabulary, lengths),
-                                         run.feature_converter, lengths, pack=True)
-    return dataset
+
+def training_examples(run: train.Run, selection: Selection, data: TaskData) -> train.Examples:
+    """The model features of `token_examples`, packed."""
+    lengths = run.data_config.sequence_lengths
+    return lambda: features.convert_features(token_examples(run, selection, data),
+                                             run.feature_converter, lengths, pack=True)
 
 
 def eval_sets(selection: Selection, data: TaskData) -> List[evaluation.EvalSet]:
@@ -166,6 +213,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        choices=[m.value for m in Mixing], help="mixing strategy of a mixture")
     group.add_argument("--mixing_limit", type=int, help="K, the examples-proportional size limit")
     group.add_argument("--temperature", type=float, default=1.0, help="temperature-scaled mixing")
+    group.add_argument("--with_pretraining", action="store_true",
+                       help="mix in the pre-training objective (DataConfig.objective over "
+                            "DataConfig.source) as one more member of size K")
     group.add_argument("--task_files", action="append", default=[], metavar="TASK:SPLIT=PATH[,PATH]",
                        help="a task's original release files for a split, instead of TFDS")
     group.add_argument("--tfds_data_dir", help="where the tasks' TFDS datasets are prepared")
@@ -190,7 +240,8 @@ def task_data(args: argparse.Namespace) -> TaskData:
 def run_mode(mode: str, run: train.Run, args: argparse.Namespace) -> Dict[str, dict]:
     """finetune: train, evaluate, keep the best; eval: score the checkpoints not yet scored;
     decode: score the newest checkpoint (its predictions are written beside the scores)."""
-    selection = select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature)
+    selection = select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature,
+                       args.with_pretraining)
     data = task_data(args)
     if mode == "finetune":
         return finetune(run, selection, data)

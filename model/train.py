@@ -371,6 +371,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--input_file", help="decode: one input text per line")
     parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
     parser.add_argument("--export_dir", help="export: where the Hugging Face model goes")
+    parser.add_argument("--checkpoint", default="",
+                        help="export: the checkpoint (default the newest of --model_dir)")
     finetune.add_arguments(parser)
     parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2),
                         help="library messages on stderr: 0 errors only (default), 1 also "
@@ -384,7 +386,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.mode == "export":
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")
-            print(json.dumps(export_hf.export(run, args.export_dir)))
+            print(json.dumps(export_hf.export(run, args.export_dir, args.checkpoint)))
         elif finetune.uses_tasks(args):
             print(json.dumps(finetune.run_mode(args.mode, run, args)))
         elif args.mode in ("pretrain", "finetune"):

@@ -115,6 +115,19 @@ def test_mixture_draws_tasks_by_their_rates(shared_data):
     assert again == [pair["inputs"].numpy() for pair in finetune.mixed_pairs(selection, data, seed=0).take(50)]
 
 
+def test_multi_task_training_mixes_in_the_pretraining_objective(tmp_path, shared_data, data_bindings):
+    # Span corruption of 64 input tokens needs 14 target tokens.
+    run = configure(tmp_path, data_bindings, *FINETUNE_BINDINGS, "DataConfig.targets_length = 14")
+    selection = finetune.select(task="super_glue_cb", limit=32, with_pretraining=True)
+    # Examples-proportional with K = 32: CB's 250 training examples and C4 both count 32.
+    assert selection.pretraining_rate == pytest.approx(0.5)
+    first_sentinel = run.vocabulary.token_ids.first_sentinel_id
+    with_sentinels = [bool((example["inputs"].numpy() >= first_sentinel).any())
+                      for example in finetune.token_examples(run, selection, cb_data(shared_data)).take(400)]
+    # Span corruption puts sentinels in every input; CB's text has none.
+    assert sum(with_sentinels) / len(with_sentinels) == pytest.approx(0.5, abs=0.08)
+
+
 def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data_bindings,
                                                      pretrained_dir, capsys):
     directory = shared_data / "tasks" / CB
