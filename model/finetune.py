@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 import tensorflow as tf
 

@@ -13,7 +13,6 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import evaluation, finetune, finetune_methods, tasks, train
-from model.mtf_compat import mtf
 from tests.test_train import configure, synthetic_examples
 from tests.trained_vocab import trained_vocabulary
 
