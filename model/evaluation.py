@@ -165,6 +165,8 @@ def keep_only(model_dir: str, steps: Iterable[int]) -> List[int]:
             for name in tf.io.gfile.glob(path + ".*"):
                 tf.io.gfile.remove(name)
     if kept:
-        tf.train.update_checkpoint_state(model_dir, available[kept[-1]],
-                                         all_model_checkpoint_paths=[available[s] for s in kept])
+        # Relative to the model directory, as the trainer's saver writes them (the directory can move).
+        tf.train.update_checkpoint_state(
+            model_dir, pathlib.Path(available[kept[-1]]).name,
+            all_model_checkpoint_paths=[pathlib.Path(available[s]).name for s in kept])
     return kept

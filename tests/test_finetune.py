@@ -77,6 +77,7 @@ def test_every_checkpoint_is_scored_and_the_best_is_kept(finetuned, shared_data)
     # The best and the newest (keep_checkpoint_max = 1) survive; the checkpoint state lists them.
     assert set(evaluation.checkpoint_steps(run.model_dir)) == {step, 100}
     assert tf.train.latest_checkpoint(run.model_dir).endswith("model.ckpt-100")
+    assert "/" not in (model_dir / "checkpoint").read_text()  # relative paths, as the saver's
     assert json.loads((model_dir / "eval" / "best.json").read_text()) == best
     # Predictions beside the scores: one JSON line per validation example, in order.
     validation = list(tasks.get("super_glue_cb").local_examples(str(shared_data / "tasks" / CB / "val.jsonl")))
@@ -151,6 +152,11 @@ def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data
     # eval scores only checkpoints not yet scored (none here) and reports the same best.
     assert train.main(["--mode", "eval"] + argv[2:]) == 0
     assert json.loads(capsys.readouterr().out) == report
+    # decode: the newest checkpoint's predictions and scores.
+    assert train.main(["--mode", "decode"] + argv[2:]) == 0
+    decoded = json.loads(capsys.readouterr().out)["super_glue_cb/validation"]
+    assert decoded["step"] == 22 and set(decoded["scores"]) == {"accuracy", "mean_3class_f1"}
+    assert (tmp_path / "eval" / "super_glue_cb" / "validation" / "predictions-22.jsonl").is_file()
 
 
 def test_gradual_unfreezing_opens_one_block_from_the_top_per_interval():
