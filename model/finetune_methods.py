@@ -48,7 +48,9 @@ class FineTuningMethod:
     unfreeze_every_steps: int = PAPER_UNFREEZE_EVERY_STEPS
 
     def __post_init__(self) -> None:
-        Method(self.method)  # an unknown name fails here, listing none: the enum's error names it
+        if self.method not in {m.value for m in Method}:
+            raise ValueError(f"unknown fine-tuning method {self.method!r}; choose one of "
+                             f"{[m.value for m in Method]}")
         if self.unfreeze_every_steps < 1:
             raise ValueError(f"unfreeze_every_steps must be positive, got {self.unfreeze_every_steps}")
 
