@@ -1,6 +1,7 @@
 # `make run` builds C4 `en` from the first WET file of CC-MAIN-2019-18 (needs the internet);
 # offline, pass local files: make run INPUT="path/to/*.warc.wet.gz" BADWORDS=path/to/en
-# `make test` runs the whole test suite. Both create .venv from requirements.txt first.
+# `make test` runs the test suite but the tests marked slow; `make test-all` runs every test.
+# Both create .venv from requirements.txt first.
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
@@ -21,13 +22,16 @@ $(VENV)/.installed: requirements.txt setup.py
 	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-.PHONY: install run test bench
+.PHONY: install run test test-all bench
 install: $(VENV)/.installed
 
 run: install
 	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) --output $(OUTPUT)
 
 test: install
+	$(VENV)/bin/python -m pytest -q -m "not slow" tests
+
+test-all: install
 	$(VENV)/bin/python -m pytest -q tests
 
 bench: install
