@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from model.tasks import cnn_dailymail, glue, metrics, squad, super_glue, wmt
+from model.tasks import cnn_dailymail, discriminative, glue, metrics, squad, super_glue, wmt
 from model.tasks.base import BEAM_SEARCH, GREEDY, Decoding, LocalFormat, Task, TfdsSplit
 from model.tasks.mixtures import Mixing, Mixture
 
@@ -66,5 +66,5 @@ def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]])
     return metrics.benchmark_average({name: dict(scores[name]) for name in members})
 
 
-__all__ = ["BEAM_SEARCH", "Decoding", "GREEDY", "LocalFormat", "Mixing", "Mixture", "Task", "TfdsSplit", "benchmark_average", "get",
+__all__ = ["BEAM_SEARCH", "Decoding", "discriminative", "GREEDY", "LocalFormat", "Mixing", "Mixture", "Task", "TfdsSplit", "benchmark_average", "get",
            "get_mixture", "mixture_names", "names"]
