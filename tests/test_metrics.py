@@ -1,5 +1,7 @@
 """The paper's metrics against values computed by hand (and the paper's own averages)."""
+import numpy as np
 import pytest
+from rouge_score import rouge_scorer, scoring
 
 from model.tasks import metrics
 
@@ -82,6 +84,41 @@ def test_rouge_l_is_summary_level_over_sentences():
     result = metrics.rouge(["a b . c d ."], ["c d . a b ."])
     assert result["rougeLsum"] == pytest.approx(100.0)
     assert result["rouge1"] == pytest.approx(100.0)
+
+
+ROUGE_PAIRS = [
+    ("the cat sat on the mat . it was warm", "a cat sat on a mat . it was cold"),
+    ("police arrested two men on friday", "two men were arrested by police"),
+    ("the match ended in a draw . fans left early", "fans left the match early"),
+    ("prices rose by three percent in june", "prices fell in june"),
+    ("the mayor opened the new bridge", "the new bridge was opened"),
+]
+
+
+def test_rouge_is_the_t5_librarys_bootstrap_mid_and_deterministic():
+    """t5.evaluation.metrics.rouge: rouge-score's BootstrapAggregator, mid F-measure x 100 (the
+    library itself is the oracle, under our seed); the same on every call; the caller's numpy
+    generator untouched; and not the plain mean of the per-example scores."""
+    targets, predictions = zip(*ROUGE_PAIRS)
+    scorer = rouge_scorer.RougeScorer(list(metrics.ROUGE_KEYS))
+    aggregator = scoring.BootstrapAggregator()
+    per_example = [scorer.score(target=t.replace(" . ", " .\n"), prediction=p.replace(" . ", " .\n"))
+                   for t, p in ROUGE_PAIRS]
+    for scores in per_example:
+        aggregator.add_scores(scores)
+    np.random.seed(metrics.ROUGE_BOOTSTRAP_SEED)
+    expected = {key: 100 * value.mid.fmeasure for key, value in aggregator.aggregate().items()}
+
+    np.random.seed(1234)
+    result = metrics.rouge(list(targets), list(predictions))
+    draw_after = np.random.random()
+    np.random.seed(1234)
+    assert np.random.random() == draw_after  # the global generator was put back as it was
+    assert result == pytest.approx(expected, abs=1e-12)
+    assert metrics.rouge(list(targets), list(predictions)) == result
+    plain_mean = {key: 100 * np.mean([s[key].fmeasure for s in per_example])
+                  for key in metrics.ROUGE_KEYS}
+    assert result != pytest.approx(plain_mean, abs=1e-9)
 
 
 def test_benchmark_averages_are_the_papers():
