@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from model.families.base import ModelFamily, Registry
+from model.families.bert import Bert
 from model.families.t5 import DecoderOnlyLM, EncoderDecoder, PrefixLM
 from model.mtf_compat import mtf
 
-REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM))
+REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM, Bert))
 
 
 def family_class(architecture: str) -> type:
