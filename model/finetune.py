@@ -27,10 +27,11 @@ import argparse
 import dataclasses
 from typing import Callable, Dict, Iterable, Iterator, List, Mapping, Optional, Tuple
 
+import gin
 import tensorflow as tf
 
 from model import evaluation, features, inputs, objectives, tasks, train
-from model.tasks import Mixing, Task, mixtures
+from model.tasks import Mixing, SequenceLengths, Task, mixtures
 from model.tasks import tf_data
 from model.vocabulary import EOS_ID, Vocabulary
 
@@ -77,6 +78,7 @@ class Selection:
     name: str
     rates: Mapping[str, float]  # trained task name -> rate
     evaluated: Tuple[Task, ...]
+    lengths: SequenceLengths  # of the tasks trained and evaluated: none of their sequences is cut
     # The share of the pre-training objective over DataConfig.source mixed in (Section 3.5.2's
     # multi-task training with the unsupervised task); the tasks share the rest by `rates`.
     pretraining_rate: float = 0.0
@@ -120,13 +122,51 @@ def select(task: Optional[str] = None, mixture: Optional[str] = None,
         mix = tasks.get_mixture(mixture)
         name, trained, evaluated = mixture, mix.trained_tasks, mix.tasks
     mixing = Mixing(mixing)
+    lengths = tasks.Mixture(name, evaluated).lengths
     if not with_pretraining:
         rates = tasks.Mixture(name, trained).rates(mixing, limit=limit, temperature=temperature)
-        return Selection(name, rates, evaluated)
+        return Selection(name, rates, evaluated, lengths)
     rates = _with_pretraining({t.name: t.num_train_examples for t in trained}, mixing, limit, temperature)
     pretraining_rate = rates.pop(PRETRAINING)
     return Selection(name, {k: v / (1 - pretraining_rate) for k, v in rates.items()}, evaluated,
-                     pretraining_rate)
+                     lengths, pretraining_rate)
+
+
+# The run's lengths that a selection's lengths replace, unless the gin config binds them itself.
+_LENGTH_PARAMETERS = {"DataConfig.inputs_length": "inputs", "DataConfig.targets_length": "targets",
+                      "TrainConfig.decode_length": "targets"}
+
+
+def _bound_in_gin(parameter: str) -> bool:
+    try:
+        gin.query_parameter(parameter)
+    except ValueError:  # gin's answer for a parameter that no file or --gin_param binds
+        return False
+    return True
+
+
+def _with_values(config, values: Mapping[str, int]):
+    """`config` with the values of {"Config.field": value} that name its class."""
+    prefix = f"{type(config).__name__}."
+    return dataclasses.replace(config, **{parameter[len(prefix):]: value for parameter, value in
+                                          values.items() if parameter.startswith(prefix)})
+
+
+def with_task_lengths(run: train.Run, lengths: SequenceLengths) -> train.Run:
+    """The run trimming and decoding at the tasks' lengths (the decode length is the targets
+    length, as in the t5 library). A length that the gin config binds stays as bound (a user's
+    explicit choice, e.g. shorter sequences for a quick run), with a warning when it cuts
+    sequences that the tasks' lengths would keep."""
+    chosen = {}
+    for parameter, key in _LENGTH_PARAMETERS.items():
+        needed = getattr(lengths, key)
+        if not _bound_in_gin(parameter):
+            chosen[parameter] = needed
+        elif gin.query_parameter(parameter) < needed:
+            train.progress(f"warning: {parameter} = {gin.query_parameter(parameter)} as bound, "
+                           f"shorter than the tasks' {key} ({needed} tokens): longer ones are cut")
+    return dataclasses.replace(run, data_config=_with_values(run.data_config, chosen),
+                               train_config=_with_values(run.train_config, chosen))
 
 
 def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[str, int]) -> tf.data.Dataset:
@@ -243,6 +283,7 @@ def run_mode(mode: str, run: train.Run, args: argparse.Namespace) -> Dict[str, d
     selection = select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature,
                        args.with_pretraining)
     data = task_data(args)
+    run = with_task_lengths(run, selection.lengths)
     if mode == "finetune":
         return finetune(run, selection, data)
     sets = eval_sets(selection, data)

@@ -103,7 +103,7 @@ def test_the_run_memorises_its_training_examples(finetuned, shared_data):
 
 def test_mixture_draws_tasks_by_their_rates(shared_data):
     rates = {"super_glue_cb": 0.75, "super_glue_wic": 0.25}
-    selection = finetune.Selection("cb_and_wic", rates, ())
+    selection = finetune.Selection("cb_and_wic", rates, (), tasks.DEFAULT_LENGTHS)
     data = finetune.TaskData({(name, "train"): (str(shared_data / "tasks" / name.replace("_glue", "glue")
                                                     / "train.jsonl"),) for name in rates})
     firsts = [pair["inputs"].numpy().decode().split(" ")[0]
@@ -230,3 +230,21 @@ def test_gradual_unfreezing_trains_the_top_block_first(tmp_path, synthetic_pretr
     assert {"shared/embedding"} | {n for n in before if "block_001/" in n} <= changed
     # Steps 3 and 4: the next block down trains too.
     assert {n for n in before if "block_000/" in n} <= _changed(after_two, _variables(str(tmp_path)))
+
+
+def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, clean_gin):
+    """A task run trims and decodes at its task's lengths (WMT 512/512, not pre-training's 512/114);
+    a length bound in gin stays, with a warning that it cuts."""
+    wmt = finetune.select(task="wmt_en_de")
+    assert wmt.lengths == tasks.SequenceLengths(512, 512)
+    assert finetune.select(mixture="super_glue").lengths == tasks.SequenceLengths(512, 62)
+    train.parse_gin(["finetune.gin"], [])
+    run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), wmt.lengths)
+    assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 512)
+    assert run.train_config.decode_length == 512
+    assert capsys.readouterr().err == ""
+    train.parse_gin([], ["DataConfig.targets_length = 8"])
+    run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), wmt.lengths)
+    assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 8)
+    assert run.train_config.decode_length == 512
+    assert "DataConfig.targets_length = 8 as bound" in capsys.readouterr().err

@@ -594,3 +594,45 @@ def test_unlabelled_superglue_lines_get_label_minus_one(task_data, tmp_path):
     options = list(tasks.get("super_glue_multirc").local_examples(str(tmp_path / "multirc.jsonl")))
     assert [e["label"] for e in cb] == [-1, -1] and {e["label"] for e in options} == {-1}
     assert tasks.get("super_glue_cb").preprocess(cb[0])["targets"] == "<unk>"
+
+
+# --- sequence lengths ------------------------------------------------------------------------
+
+def test_task_lengths_are_the_t5_librarys_and_a_mixture_covers_its_members():
+    """t5/models/gin/sequence_lengths/: GLUE 512/84, SuperGLUE 512/62, SQuAD 512/97, CNN/DM and
+    WMT 512/512 (the library's default)."""
+    expected = {"glue_": (512, 84), "super_glue_": (512, 62), "dpr": (512, 62), "squad": (512, 97),
+                "cnn_dailymail": (512, 512), "wmt_": (512, 512)}
+    for name in tasks.names():
+        (lengths,) = [value for prefix, value in expected.items() if name.startswith(prefix)]
+        assert (tasks.get(name).lengths.inputs, tasks.get(name).lengths.targets) == lengths, name
+    assert tasks.get_mixture("glue").lengths == tasks.SequenceLengths(512, 84)
+    assert tasks.get_mixture("all").lengths == tasks.SequenceLengths(512, 512)
+    with pytest.raises(ValueError, match="at least one token and EOS"):
+        tasks.SequenceLengths(512, 1)
+
+
+# Validation samples of ../shared/data/tasks (SuperGLUE MultiRC and SQuAD: the files there).
+VALIDATION_SAMPLES = {name: (path,) for name, path, *_ in GLUE_SAMPLES + SUPER_GLUE_SAMPLES}
+VALIDATION_SAMPLES.update({
+    "super_glue_boolq": ("superglue_boolq/boolq.jsonl",), "super_glue_multirc": ("superglue_multirc/train.jsonl",),
+    "super_glue_record": ("superglue_record/record.json",), "squad": ("squad/squad_v1_sample.json",),
+    "cnn_dailymail": ("cnn_dailymail/cnn_stories",), "wmt_en_ro": ("wmt_en_ro/test.json",),
+    "wmt_en_de": ("wmt_en_de/newssyscomb2009.eng", "wmt_en_de/newssyscomb2009.deu"),
+    "wmt_en_fr": ("wmt_en_fr/newssyscomb2009.eng", "wmt_en_fr/newssyscomb2009.fra")})
+
+
+def test_no_validation_target_of_the_samples_is_cut_at_the_tasks_lengths(shared_data, task_data):
+    """Every real validation target, tokenized with EOS by the tests' 1,000-piece vocabulary (which
+    cuts text into more pieces than T5's 32,000), fits its task's targets length; the old single
+    default of 114 tokens cut translations and summaries."""
+    from tests.trained_vocab import trained_vocabulary
+    vocabulary = trained_vocabulary(shared_data)
+    assert set(VALIDATION_SAMPLES) == set(tasks.names()) - {"dpr"}  # no DPR sample in the data
+    longest = {}
+    for name, paths in VALIDATION_SAMPLES.items():
+        task = tasks.get(name)
+        targets = [task.preprocess(e)["targets"] for e in task.local_examples(*(str(task_data / p) for p in paths))]
+        longest[name] = max(len(vocabulary.encode(target)) + 1 for target in targets)
+        assert longest[name] <= task.lengths.targets, (name, longest[name])
+    assert all(longest[name] > 114 for name in ("cnn_dailymail", "wmt_en_de", "wmt_en_fr", "wmt_en_ro"))

@@ -5,25 +5,26 @@ from model import tasks
 
 
 def task_table() -> list[str]:
-    lines = ["| task | TFDS source (split: dataset:split) | local files | metrics | train examples |",
-             "|---|---|---|---|---|"]
+    lines = ["| task | TFDS source (split: dataset:split) | local files | metrics | train examples "
+             "| tokens (inputs/targets) |", "|---|---|---|---|---|---|"]
     for name in tasks.names():
         task = tasks.get(name)
         splits = "; ".join(f"{ours}: {theirs}" for ours, theirs in task.splits.items())
         size = f"{task.num_train_examples:,}" + ("" if task.trained_on else " (never trained on)")
         lines.append(f"| {name} | {splits} | {task.local_format.description} | "
-                     f"{', '.join(task.metric_names)} | {size} |")
+                     f"{', '.join(task.metric_names)} | {size} | "
+                     f"{task.lengths.inputs}/{task.lengths.targets} |")
     return lines
 
 
 def mixture_table() -> list[str]:
-    lines = ["| mixture | tasks (examples-proportional rate) |", "|---|---|"]
+    lines = ["| mixture | tasks (examples-proportional rate) | tokens (inputs/targets) |", "|---|---|---|"]
     for name in tasks.mixture_names():
         mixture = tasks.get_mixture(name)
         rates = mixture.rates()
         members = ", ".join(f"{t.name} ({rates[t.name]:.4f})" if t.name in rates else f"{t.name} (eval only)"
                             for t in mixture.tasks)
-        lines.append(f"| {name} | {members} |")
+        lines.append(f"| {name} | {members} | {mixture.lengths.inputs}/{mixture.lengths.targets} |")
     return lines
 
 

@@ -40,6 +40,27 @@ BEAM_SEARCH = Decoding(beam_size=4, alpha=0.6)
 
 
 @dataclasses.dataclass(frozen=True)
+class SequenceLengths:
+    """Token lengths of a task, EOS included: fine-tuning trims inputs and targets to them, and
+    evaluation decodes up to `targets` tokens (as the t5 library, which decodes to the targets
+    length). The values are the t5 library's (t5/models/gin/sequence_lengths/)."""
+    inputs: int
+    targets: int
+
+    def __post_init__(self) -> None:
+        if min(self.inputs, self.targets) < 2:
+            raise ValueError(f"sequence lengths hold at least one token and EOS, got {self}")
+
+    def covering(self, other: SequenceLengths) -> SequenceLengths:
+        """The shortest lengths that cut neither these nor `other`'s sequences."""
+        return SequenceLengths(max(self.inputs, other.inputs), max(self.targets, other.targets))
+
+
+# t5/models/gin/sequence_lengths/default.gin, and the library's CNN/DM and WMT files.
+DEFAULT_LENGTHS = SequenceLengths(inputs=512, targets=512)
+
+
+@dataclasses.dataclass(frozen=True)
 class LocalFormat:
     """A reader for the original release files of a task: `read(*paths)` yields the TFDS dicts."""
     description: str  # e.g. "GLUE TSV (train.tsv, dev.tsv)"
@@ -74,6 +95,7 @@ class Task:
     trained_on: bool = True  # False: evaluated only, as the paper never trains on WNLI
     benchmark: str = ""  # "glue" or "super_glue": counts in that benchmark's average
     decoding: Decoding = GREEDY
+    lengths: SequenceLengths = DEFAULT_LENGTHS
 
     def training_pairs(self, example: Example) -> list[TextPair]:
         if self.training_pairs_of is not None:

@@ -3,7 +3,7 @@ line; scored with ROUGE-1, ROUGE-2 and ROUGE-L (summary level)."""
 from __future__ import annotations
 
 from model.tasks import metrics, sources
-from model.tasks.base import BEAM_SEARCH, Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import BEAM_SEARCH, DEFAULT_LENGTHS, Example, LocalFormat, Task, TfdsSplit
 
 
 def _preprocess(example: Example) -> dict[str, str]:
@@ -17,6 +17,6 @@ CNN_DAILYMAIL = Task(
                              sources.read_stories),
     preprocess=_preprocess, postprocess=lambda text: text,
     metric_names=metrics.ROUGE_KEYS, score_postprocessed=metrics.rouge, num_train_examples=287_113,
-    decoding=BEAM_SEARCH)
+    decoding=BEAM_SEARCH, lengths=DEFAULT_LENGTHS)
 
 TASKS: tuple[Task, ...] = (CNN_DAILYMAIL,)

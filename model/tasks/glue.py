@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from model.tasks import metrics, sources
-from model.tasks.base import Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import Example, LocalFormat, SequenceLengths, Task, TfdsSplit
 from model.tasks.text_format import as_float, benchmark_inputs, class_id, label_name
 
 
@@ -108,7 +108,10 @@ def _task(config: GlueConfig) -> Task:
         # The paper never trains on WNLI (its train and validation sets are adversarial to each other).
         trained_on=config.config != "wnli",
         benchmark="glue" if config.config != "wnli" else "",
+        lengths=GLUE_LENGTHS,
     )
 
 
+# t5/models/gin/sequence_lengths/glue_v002_proportional.gin
+GLUE_LENGTHS = SequenceLengths(inputs=512, targets=84)
 TASKS: tuple[Task, ...] = tuple(_task(config) for config in CONFIGS)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 from typing import Mapping
 
-from model.tasks.base import Task
+from model.tasks.base import SequenceLengths, Task
 
 TEMPERATURE_SIZE_LIMIT = 2 ** 21  # the paper's K when it scales by temperature
 
@@ -55,6 +56,11 @@ class Mixture:
     @property
     def trained_tasks(self) -> tuple[Task, ...]:
         return tuple(task for task in self.tasks if task.trained_on)
+
+    @property
+    def lengths(self) -> SequenceLengths:
+        """Lengths that cut no member's sequences (a mixture trains and decodes at one length)."""
+        return functools.reduce(SequenceLengths.covering, (task.lengths for task in self.tasks))
 
     def rates(self, mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL, *, limit: int | None = None,
               temperature: float = 1.0, sizes: Mapping[str, int] | None = None) -> dict[str, float]:

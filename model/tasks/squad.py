@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from model.tasks import metrics, sources
-from model.tasks.base import Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import Example, LocalFormat, SequenceLengths, Task, TfdsSplit
 
 # T5 ran these as TensorFlow (RE2) regular expressions: \W and \s are ASCII-only there.
 _NON_WORD = re.compile(r"(\W)", re.ASCII)
@@ -37,6 +37,7 @@ SQUAD = Task(
     local_format=LocalFormat("SQuAD v1.1 JSON (train-v1.1.json, dev-v1.1.json)", sources.read_squad_json),
     preprocess=_preprocess, postprocess=lambda text: text,
     metric_names=("em", "f1"), score_postprocessed=metrics.squad, num_train_examples=87_599,
-    reference_of=_references, target_to_reference=lambda target: [target])
+    reference_of=_references, target_to_reference=lambda target: [target],
+    lengths=SequenceLengths(inputs=512, targets=97))  # sequence_lengths/squad_v010_allanswers.gin
 
 TASKS: tuple[Task, ...] = (SQUAD,)

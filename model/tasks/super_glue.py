@@ -15,8 +15,11 @@ import re
 from typing import Any, Callable, Sequence
 
 from model.tasks import metrics, sources
-from model.tasks.base import Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import Example, LocalFormat, SequenceLengths, Task, TfdsSplit
 from model.tasks.text_format import UNKNOWN_LABEL, benchmark_inputs, class_id, label_name
+
+# t5/models/gin/sequence_lengths/super_glue_v102_proportional.gin (DPR trains in the same mixture).
+SUPER_GLUE_LENGTHS = SequenceLengths(inputs=512, targets=62)
 
 BOOLEAN_LABELS = ("False", "True")
 _JSONL = "SuperGLUE JSONL (train.jsonl, val.jsonl, test.jsonl)"
@@ -40,7 +43,7 @@ def _classification_task(config: str, fields: Sequence[str], label_names: Sequen
         preprocess=preprocess,
         postprocess=functools.partial(class_id, label_names=label_names),
         metric_names=metric_names, score_postprocessed=score,
-        num_train_examples=num_train_examples, benchmark="super_glue")
+        num_train_examples=num_train_examples, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS)
 
 
 def _cb_score(targets, predictions) -> dict[str, float]:
@@ -95,7 +98,7 @@ MULTIRC = Task(
     postprocess=functools.partial(class_id, label_names=BOOLEAN_LABELS),
     metric_names=("exact_match", "f1"), score_postprocessed=_multirc_score,
     num_train_examples=27_243, reference_of=_multirc_reference, target_to_reference=_multirc_target,
-    benchmark="super_glue")
+    benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS)
 
 
 # --- ReCoRD -------------------------------------------------------------------------------
@@ -136,7 +139,7 @@ RECORD = Task(
     metric_names=("em", "f1"), score_postprocessed=metrics.squad,
     num_train_examples=138_854,  # one example per answer, as trained
     training_pairs_of=_record_training_pairs, reference_of=lambda example: list(example["answers"]),
-    target_to_reference=_single_answer, benchmark="super_glue")
+    target_to_reference=_single_answer, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS)
 
 
 # --- WSC and DPR in the referent-noun form -------------------------------------------------
@@ -203,7 +206,8 @@ WSC = Task(
     num_train_examples=259,  # the right referents of the 554 training examples
     training_pairs_of=_wsc_training_pairs,
     reference_of=lambda example: (example["span1_text"], example["label"] == 1),
-    target_to_reference=lambda target: (target, True), benchmark="super_glue")
+    target_to_reference=lambda target: (target, True), benchmark="super_glue",
+    lengths=SUPER_GLUE_LENGTHS)
 
 
 def _dpr_preprocess(example: Example) -> dict[str, str]:
@@ -218,7 +222,8 @@ DPR = Task(
     splits={split: TfdsSplit("definite_pronoun_resolution", split) for split in ("train", "test")},
     local_format=LocalFormat("DPR release text (train.c.txt, test.c.txt)", sources.read_dpr),
     preprocess=_dpr_preprocess, postprocess=_identity,
-    metric_names=("accuracy",), score_postprocessed=metrics.accuracy, num_train_examples=1_322)
+    metric_names=("accuracy",), score_postprocessed=metrics.accuracy, num_train_examples=1_322,
+    lengths=SUPER_GLUE_LENGTHS)
 
 
 TASKS: tuple[Task, ...] = (BOOLQ, CB, COPA, MULTIRC, RECORD, RTE, WIC, WSC, DPR)

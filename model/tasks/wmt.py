@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 
 from model.tasks import metrics, sources
-from model.tasks.base import BEAM_SEARCH, Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import BEAM_SEARCH, DEFAULT_LENGTHS, Example, LocalFormat, Task, TfdsSplit
 
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "ro": "Romanian"}
 
@@ -36,7 +36,8 @@ def _task(translation: Translation) -> Task:
             sources.parallel_reader("en", translation.target_language)),
         preprocess=translation.preprocess, postprocess=lambda text: text,
         metric_names=("bleu",), score_postprocessed=metrics.bleu,
-        num_train_examples=translation.num_train_examples, decoding=BEAM_SEARCH)
+        num_train_examples=translation.num_train_examples, decoding=BEAM_SEARCH,
+        lengths=DEFAULT_LENGTHS)
 
 
 TRANSLATIONS = (
