@@ -1,13 +1,16 @@
-"""Learning-rate schedules of the global step, bound in gin as `lr.inverse_sqrt` and `lr.constant`.
+"""Learning-rate schedules of the global step, bound in gin as `lr.inverse_sqrt` and `lr.constant`
+(T5) and `lr.warmup_cosine` and `lr.warmup_linear` (GPT-1).
 
-Both are Mesh TensorFlow's own (`learning_rate_schedules.truncated_rsqrt` and `.constant`, the
+T5's two are Mesh TensorFlow's own (`learning_rate_schedules.truncated_rsqrt` and `.constant`, the
 schedules of T5's pre-training and fine-tuning gin files), called with the global step before its
 increment, as `mesh_tensorflow.transformer.utils` does. We differ only in the signature: T5 passes
-`total_train_steps`, which neither schedule reads, so ours take the step alone.
+`total_train_steps`, which neither schedule reads, so ours take the step alone. GPT-1's take
+their total steps from gin (`model/gin/gpt1/*.gin` bind it with TrainConfig.train_steps).
 """
 from __future__ import annotations
 
 import gin
+import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.mtf_compat import learning_rate_schedules
@@ -23,3 +26,34 @@ def inverse_sqrt(step: tf.Tensor, warmup_steps: int = 10000) -> tf.Tensor:
 def constant(step: tf.Tensor, value: float = 0.001) -> tf.Tensor:
     """The fine-tuning schedule."""
     return tf.cast(learning_rate_schedules.constant(step, None, value=value), tf.float32)
+
+
+def _warmup_then(step: tf.Tensor, peak: float, warmup_steps: float, total_steps: int,
+                 start_step: int, decay) -> tf.Tensor:
+    """peak * step / warmup_steps during the warm-up, then peak * decay(fraction of the rest
+    done), 0 from `total_steps` on; steps count from `start_step` (a fine-tuning run's global
+    step continues from its checkpoint's)."""
+    if total_steps <= warmup_steps:
+        raise ValueError(f"total_steps {total_steps} must exceed the warm-up ({warmup_steps})")
+    step = tf.cast(step, tf.float32) - float(start_step)
+    warmup = step / max(float(warmup_steps), 1.0)
+    done = tf.clip_by_value((step - warmup_steps) / (total_steps - warmup_steps), 0.0, 1.0)
+    return peak * tf.where(step < warmup_steps, warmup, decay(done))
+
+
+@gin.configurable(module="lr")
+def warmup_cosine(step: tf.Tensor, peak: float = 2.5e-4, warmup_steps: int = 2000,
+                  total_steps: int = gin.REQUIRED, start_step: int = 0) -> tf.Tensor:
+    """GPT-1's pre-training schedule: linear warm-up to `peak` over `warmup_steps`, then cosine
+    decay to 0 at `total_steps` (half a cosine period over the steps after the warm-up)."""
+    return _warmup_then(step, peak, warmup_steps, total_steps, start_step,
+                        lambda done: 0.5 * (1.0 + tf.cos(np.pi * done)))
+
+
+@gin.configurable(module="lr")
+def warmup_linear(step: tf.Tensor, peak: float = 6.25e-5, warmup_fraction: float = 0.002,
+                  total_steps: int = gin.REQUIRED, start_step: int = 0) -> tf.Tensor:
+    """GPT-1's fine-tuning schedule: linear warm-up over `warmup_fraction` of `total_steps`,
+    then linear decay to 0 at `total_steps`."""
+    return _warmup_then(step, peak, warmup_fraction * total_steps, total_steps, start_step,
+                        lambda done: 1.0 - done)

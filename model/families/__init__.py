@@ -13,10 +13,11 @@ from typing import Any
 
 from model.families.base import ModelFamily, Registry
 from model.families.bert import Bert
+from model.families.gpt1 import GPT1
 from model.families.t5 import DecoderOnlyLM, EncoderDecoder, PrefixLM
 from model.mtf_compat import mtf
 
-REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM, Bert))
+REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM, Bert, GPT1))
 
 
 def family_class(architecture: str) -> type:

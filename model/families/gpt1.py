@@ -1,0 +1,398 @@
+"""GPT-1 (Radford et al. 2018, "Improving Language Understanding by Generative Pre-Training") as a
+model family: a decoder-only Transformer pre-trained by next-token prediction, fine-tuned with a
+linear head on the extract token's final state plus the auxiliary LM loss.
+
+Architecture, as OpenAI's `finetune-transformer-lm` (and transformers' OpenAIGPTModel, whose
+parameter count ours equals at every size, tests/test_gpt1.py):
+- token embedding plus learned position embedding (`GPT1Config.max_positions`, 512), dropout;
+- `num_layers` POST-layer-norm blocks: x = LN(x + dropout(attention(x))), then
+  x = LN(x + dropout(mlp(x))); layer norm with gain and bias (epsilon 1e-5); attention with
+  biased q, k, v and output projections, causal, dropout on the attention weights; MLP d_model ->
+  d_ff -> d_model with biases and GELU (tanh form, mtf.gelu = OpenAI's); no final layer norm;
+- output logits from the token embedding (tied, unscaled); the vocabulary is not padded.
+mesh_tensorflow.transformer's LayerStack is pre-norm only, so the stack is written here with mtf
+ops; dimension names (batch, heads, d_ff, vocab) are the ones MeshConfig's layout splits.
+Initialisation as OpenAI: normal(0, 0.02) weights, zero biases, unit gains.
+
+Pre-training reads the `decoder_only` features (model/features.py) of the `lm` objective: rows
+of DataConfig.targets_length tokens, documents packed with segment ids (attention stays within a
+segment, positions restart at 0). The optimizer is OpenAI's Adam (bias-corrected, beta 0.9/0.999,
+eps 1e-8) with their "modified L2": w * param added to the update (decoupled from the gradient
+moments) for weights of rank > 1 only, not biases or gains (`GPTAdam`).
+
+Fine-tuning (`GPT1Config.head`, set by model/head_finetune.py from the task's discriminative
+view) reads `head_tokens` [batch, sequences * length] (each example's transformed sequences, see
+`transform`) and `label` [batch, 1]: the final states at the extract tokens go through dropout
+(`classifier_dropout`) and a linear head; classification sums the states of its sequences (one,
+or the two orders of a symmetric pair, GPT-1's similarity) before the head; multiple choice
+scores each sequence and takes the softmax over them. The objective adds `lm_loss_weight` times
+the LM loss over the same sequences.
+
+Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
+`<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/vocabulary.py adds them to every model;
+ordinary text never produces them, and the `lm` objective uses no sentinels), so pre-trained and
+fine-tuned models share one embedding.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Sequence, Tuple
+
+import gin
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from model import features
+from model.architectures import ModelConfig
+from model.families.base import ModelFamily
+from model.losses import Losses, token_losses
+from model.mtf_compat import mtf
+from model.tasks import discriminative
+from model.vocabulary import TokenIds
+
+ARCHITECTURE = "gpt1"
+HEAD_KEYS = ("head_tokens", "label")
+# Heads: none (pre-training), one class score vector per example, or one score per sequence.
+HEADS = ("", discriminative.CLASSIFICATION, discriminative.MULTIPLE_CHOICE)
+INITIALIZER_STDDEV = 0.02
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class GPT1Config:
+    """What GPT-1 has beyond ModelConfig's sizes (those are ModelConfig's: d_model, d_ff,
+    num_heads, d_kv, num_layers, dropout_rate)."""
+
+    max_positions: int = 512
+    layer_norm_epsilon: float = 1e-5
+    # OpenAI's Adam and modified L2.
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    weight_decay: float = 0.01
+    # Fine-tuning head ("" when pre-training): its kind, classes (or choices) and sequences per
+    # example (1, 2 for a symmetric pair, the number of choices).
+    head: str = ""
+    num_classes: int = 0
+    sequences_per_example: int = 1
+    classifier_dropout: float = 0.1
+    lm_loss_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.head not in HEADS:
+            raise ValueError(f"GPT1Config.head must be one of {HEADS}, got {self.head!r}")
+        if self.head and (self.num_classes < 1 or self.sequences_per_example < 1):
+            raise ValueError(f"a {self.head} head needs num_classes and sequences_per_example "
+                             f"(got {self.num_classes}, {self.sequences_per_example})")
+        if self.head == discriminative.MULTIPLE_CHOICE and \
+                self.num_classes != self.sequences_per_example:
+            raise ValueError("a multiple-choice head scores one sequence per choice: "
+                             "num_classes must equal sequences_per_example")
+
+
+# --- Input transformations (the paper's Figure 1), over token ids ---------------------------
+
+@dataclasses.dataclass(frozen=True)
+class SpecialTokens:
+    start: int
+    delimiter: int
+    extract: int
+
+
+def special_tokens(vocab_size: int) -> SpecialTokens:
+    """start, delimiter and extract: the sentinel pieces <extra_id_0>, <extra_id_1>, <extra_id_2>
+    of a vocabulary of `vocab_size` ids (the model function knows the size alone)."""
+    start, delimiter, extract = (TokenIds(vocab_size).sentinel_id(k) for k in range(3))
+    return SpecialTokens(start, delimiter, extract)
+
+
+def _fit(parts: Sequence[List[int]], budget: int) -> List[List[int]]:
+    """The parts trimmed to `budget` tokens in all, always from the longest (so a long context
+    gives way before a short question or answer), keeping their beginnings."""
+    parts = [list(p) for p in parts]
+    while sum(map(len, parts)) > budget:
+        longest = max(range(len(parts)), key=lambda i: len(parts[i]))
+        parts[longest].pop()
+    return parts
+
+
+def _sequence(parts: Sequence[List[int]], special: SpecialTokens, length: int) -> List[int]:
+    """start, parts joined by delimiters, extract; trimmed to fit `length`."""
+    budget = length - 1 - len(parts)  # start, delimiters, extract
+    if budget < len(parts):
+        raise ValueError(f"sequence length {length} is too short for {len(parts)} segments")
+    tokens = [special.start]
+    for i, part in enumerate(_fit(parts, budget)):
+        if i:
+            tokens.append(special.delimiter)
+        tokens += part
+    return tokens + [special.extract]
+
+
+def transform(example: discriminative.Example, view: discriminative.View, encode,
+              special: SpecialTokens, length: int) -> List[List[int]]:
+    """An example's token sequences, each `start ... extract` of at most `length` tokens:
+    classification `start text extract`; entailment (any ordered pair) `start premise delim
+    hypothesis extract`; similarity (symmetric pair) both orders; multiple choice one sequence
+    `start context delim answer extract` per answer."""
+    segments = [encode(s) for s in example.segments]
+    if view.kind == discriminative.MULTIPLE_CHOICE:
+        return [_sequence(segments + [encode(choice)], special, length)
+                for choice in example.choices]
+    if view.symmetric:
+        return [_sequence(segments, special, length), _sequence(segments[::-1], special, length)]
+    return [_sequence(segments, special, length)]
+
+
+def sequences_per_example(view: discriminative.View) -> int:
+    if view.kind == discriminative.MULTIPLE_CHOICE:
+        return view.num_classes
+    return 2 if view.symmetric else 1
+
+
+def head_features(examples: Sequence[discriminative.Example], view: discriminative.View,
+                  vocabulary, length: int) -> Dict[str, np.ndarray]:
+    """The head's features of labelled examples: `head_tokens` [n, sequences * length] (each
+    sequence zero padded to `length`) and `label` [n, 1]."""
+    if view.kind == discriminative.REGRESSION:
+        raise ValueError(f"{view.task}: regression heads are not built for GPT-1 yet")
+    special = special_tokens(vocabulary.vocab_size)
+    count = sequences_per_example(view)
+    tokens = np.zeros([len(examples), count * length], np.int32)
+    labels = np.zeros([len(examples), 1], np.int32)
+    for row, example in enumerate(examples):
+        for i, sequence in enumerate(transform(example, view, vocabulary.encode, special, length)):
+            tokens[row, i * length:i * length + len(sequence)] = sequence
+        labels[row, 0] = example.label
+    return {"head_tokens": tokens, "label": labels}
+
+
+# --- The model -----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class GPT1Model:
+    """Sizes and switches of one built model; its layers are called under the mesh of the
+    tensors given."""
+
+    config: ModelConfig
+    gpt1: GPT1Config
+    vocab_size: int
+    training: bool
+    variable_dtype: mtf.VariableDType
+
+    def _dropout(self, x: mtf.Tensor, rate: float) -> mtf.Tensor:
+        return mtf.dropout(x, self.training, rate=rate) if self.training and rate else x
+
+    def _variable(self, mesh, name: str, dims: Sequence[mtf.Dimension], initializer):
+        return mtf.get_variable(mesh, name, mtf.Shape(list(dims)), initializer=initializer,
+                                dtype=self.variable_dtype)
+
+    def _dense(self, x, new_dims, reduced_dims, name):
+        return mtf.layers.dense(
+            x, new_dims, reduced_dims=reduced_dims, use_bias=True, name=name,
+            variable_dtype=self.variable_dtype,
+            kernel_initializer=tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+
+    def _layer_norm(self, x: mtf.Tensor, dim: mtf.Dimension, name: str) -> mtf.Tensor:
+        with tf.variable_scope(name):
+            gain = self._variable(x.mesh, "g", [dim], tf.ones_initializer())
+            bias = self._variable(x.mesh, "b", [dim], tf.zeros_initializer())
+        mean = mtf.reduce_mean(x, reduced_dim=dim)
+        variance = mtf.reduce_mean(mtf.square(x - mean), reduced_dim=dim)
+        return (x - mean) * mtf.rsqrt(variance + self.gpt1.layer_norm_epsilon) * gain + bias
+
+    @property
+    def dims(self) -> Dict[str, mtf.Dimension]:
+        c = self.config
+        return {"d_model": mtf.Dimension("d_model", c.d_model),
+                "heads": mtf.Dimension("heads", c.num_heads),
+                "d_kv": mtf.Dimension("d_kv", c.d_kv),
+                "d_ff": mtf.Dimension("d_ff", c.d_ff),
+                "vocab": mtf.Dimension("vocab", self.vocab_size),
+                "positions": mtf.Dimension("max_positions", self.gpt1.max_positions)}
+
+    def token_embedding(self, mesh: mtf.Mesh) -> mtf.Tensor:
+        d = self.dims
+        with tf.variable_scope("gpt1", reuse=tf.AUTO_REUSE):
+            return self._variable(mesh, "token_embedding", [d["vocab"], d["d_model"]],
+                                  tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+
+    def _attention(self, x, segment_ids, length_dim, name):
+        d = self.dims
+        memory_dim = mtf.Dimension("memory_length", length_dim.size)
+        with tf.variable_scope(name):
+            q, k, v = (self._dense(x, [d["heads"], d["d_kv"]], [d["d_model"]], n)
+                       for n in ("q", "k", "v"))
+            k, v = (mtf.replace_dimensions(t, length_dim, memory_dim) for t in (k, v))
+            scores = mtf.einsum([q, k], reduced_dims=[d["d_kv"]]) * (self.config.d_kv ** -0.5)
+            query_index = mtf.range(x.mesh, length_dim, tf.int32)
+            memory_index = mtf.range(x.mesh, memory_dim, tf.int32)
+            visible = mtf.logical_and(
+                mtf.less_equal(memory_index, query_index),
+                mtf.equal(segment_ids, mtf.replace_dimensions(segment_ids, length_dim, memory_dim)))
+            scores += (1.0 - mtf.cast(visible, scores.dtype)) * -1e9
+            weights = self._dropout(mtf.softmax(scores, memory_dim), self.config.dropout_rate)
+            attended = mtf.einsum([weights, v], reduced_dims=[memory_dim])
+            return self._dense(attended, [d["d_model"]], [d["heads"], d["d_kv"]], "output")
+
+    def _mlp(self, x, name):
+        d = self.dims
+        with tf.variable_scope(name):
+            hidden = mtf.gelu(self._dense(x, [d["d_ff"]], [d["d_model"]], "fc"))
+            return self._dense(hidden, [d["d_model"]], [d["d_ff"]], "projection")
+
+    def hidden_states(self, tokens: mtf.Tensor, positions: mtf.Tensor,
+                      segment_ids: mtf.Tensor) -> mtf.Tensor:
+        """[..., length, d_model] final states of [..., length] tokens."""
+        d = self.dims
+        length_dim = tokens.shape.dims[-1]
+        if length_dim.size > self.gpt1.max_positions:
+            raise ValueError(f"sequences of {length_dim.size} tokens exceed GPT1Config."
+                             f"max_positions = {self.gpt1.max_positions}")
+        embedding = self.token_embedding(tokens.mesh)
+        with tf.variable_scope("gpt1", reuse=tf.AUTO_REUSE):
+            position_embedding = self._variable(
+                tokens.mesh, "position_embedding", [d["positions"], d["d_model"]],
+                tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+            x = (mtf.gather(embedding, tokens, d["vocab"])
+                 + mtf.gather(position_embedding, positions, d["positions"]))
+            x = mtf.cast(self._dropout(x, self.config.dropout_rate),
+                         self.variable_dtype.activation_dtype)
+            for block in range(self.config.num_layers):
+                with tf.variable_scope(f"block_{block:03d}"):
+                    sublayer = self._attention(x, segment_ids, length_dim, "attention")
+                    x = self._layer_norm(x + self._dropout(sublayer, self.config.dropout_rate),
+                                         d["d_model"], "attention_norm")
+                    sublayer = self._mlp(x, "mlp")
+                    x = self._layer_norm(x + self._dropout(sublayer, self.config.dropout_rate),
+                                         d["d_model"], "mlp_norm")
+            return x
+
+    def logits(self, hidden: mtf.Tensor) -> mtf.Tensor:
+        """Next-token logits from the tied token embedding."""
+        return mtf.einsum([hidden, self.token_embedding(hidden.mesh)],
+                          reduced_dims=[self.dims["d_model"]])
+
+    def head_logits(self, extract_states: mtf.Tensor, choices_dim: mtf.Dimension) -> mtf.Tensor:
+        """[batch, classes] from [batch, choices, d_model] extract states."""
+        d = self.dims
+        states = self._dropout(extract_states, self.gpt1.classifier_dropout)
+        with tf.variable_scope("gpt1/head"):
+            if self.gpt1.head == discriminative.MULTIPLE_CHOICE:
+                scores = self._dense(states, [mtf.Dimension("score", 1)], [d["d_model"]],
+                                     "classifier")
+                return mtf.reshape(scores, mtf.Shape(
+                    [states.shape.dims[0], mtf.Dimension("classes", choices_dim.size)]))
+            summed = mtf.reduce_sum(states, reduced_dim=choices_dim)
+            return self._dense(summed, [mtf.Dimension("classes", self.gpt1.num_classes)],
+                               [d["d_model"]], "classifier")
+
+
+class GPT1(ModelFamily):
+    name = "gpt1"
+    converter = "decoder_only"
+    architectures = (ARCHITECTURE,)
+    fresh_on_warm_start = (r"^gpt1/head/",)
+
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
+        super().__init__(config, vocab_size, variable_dtype)
+        self.gpt1 = GPT1Config()
+
+    @property
+    def feature_keys(self) -> Tuple[str, ...]:
+        return HEAD_KEYS if self.gpt1.head else features.FEATURE_KEYS[self.converter]
+
+    def build(self, training: bool) -> GPT1Model:
+        return GPT1Model(self.config, self.gpt1, self.vocab_size, training, self.variable_dtype)
+
+    def losses(self, model: GPT1Model, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
+        if self.gpt1.head:
+            return self._head_losses(model, batch)
+        hidden = model.hidden_states(batch["decoder_input_tokens"], batch["decoder_positions"],
+                                     batch["decoder_segment_ids"])
+        return token_losses(model.logits(hidden), batch["decoder_target_tokens"],
+                            batch["decoder_loss_weights"], z_loss=0.0)
+
+    def _head_losses(self, model: GPT1Model, batch: Dict[str, mtf.Tensor]) -> Losses:
+        flat = batch["head_tokens"]
+        batch_dim, flat_dim = flat.shape.dims
+        count = self.gpt1.sequences_per_example
+        choices_dim = mtf.Dimension("choices", count)
+        length_dim = mtf.Dimension("length", flat_dim.size // count)
+        tokens = mtf.reshape(flat, mtf.Shape([batch_dim, choices_dim, length_dim]))
+        positions = mtf.broadcast(mtf.range(flat.mesh, length_dim, tf.int32), tokens.shape)
+        hidden = model.hidden_states(tokens, positions, mtf.ones(flat.mesh, tokens.shape, tf.int32))
+        extract_id = special_tokens(self.vocab_size).extract
+        at_extract = mtf.cast(mtf.equal(tokens, extract_id), hidden.dtype)
+        extract_states = mtf.reduce_sum(hidden * at_extract, reduced_dim=length_dim)
+        logits = mtf.cast(model.head_logits(extract_states, choices_dim), tf.float32)
+        classes_dim = logits.shape.dims[-1]
+        label = mtf.reshape(batch["label"], mtf.Shape([batch_dim]))
+        per_example = mtf.layers.softmax_cross_entropy_with_logits(
+            logits, mtf.one_hot(label, classes_dim, dtype=tf.float32), classes_dim)
+        classification = mtf.reduce_mean(per_example)
+        # The auxiliary LM loss: each token predicts the next within its sequence.
+        next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
+        lm = token_losses(model.logits(hidden), next_tokens,
+                          mtf.cast(mtf.not_equal(next_tokens, 0), tf.int32), z_loss=0.0)
+        correct = mtf.cast(mtf.equal(mtf.cast(mtf.argmax(logits, classes_dim), tf.int32), label),
+                           tf.float32)
+        ones = mtf.ones(flat.mesh, mtf.Shape([batch_dim]), tf.float32)
+        return Losses(loss=classification,
+                      objective=classification + self.gpt1.lm_loss_weight * lm.loss,
+                      metrics={"accuracy": (correct, ones),
+                               "classification_loss": (per_example, ones)})
+
+    def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
+        raise ValueError("GPT-1 has no decode mode here: it is pre-trained as a language model "
+                         "and fine-tuned with heads (model/head_finetune.py)")
+
+    def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
+        return GPTAdam(learning_rate, self.gpt1.adam_beta1, self.gpt1.adam_beta2,
+                       self.gpt1.adam_epsilon, self.gpt1.weight_decay)
+
+
+class GPTAdam(mtf.optimize.Optimizer):
+    """OpenAI's Adam for GPT-1: bias-corrected moments, and the modified L2: `weight_decay *
+    param` added to the update of every weight of rank > 1 (not biases or gains), outside the
+    moments (decoupled, as their `adam` in train.py with vector_l2 off)."""
+
+    def __init__(self, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01):
+        self.learning_rate = learning_rate
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.weight_decay = weight_decay
+
+    def apply_grad(self, grad, var):
+        if grad is None:
+            return []
+        grad = mtf.to_float(grad)
+        step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
+        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        next_m = self.beta1 * m + (1.0 - self.beta1) * grad
+        next_v = self.beta2 * v + (1.0 - self.beta2) * mtf.square(grad)
+        m_hat = next_m * (1.0 / (1.0 - tf.pow(self.beta1, step)))
+        v_hat = next_v * (1.0 / (1.0 - tf.pow(self.beta2, step)))
+        update = m_hat / (mtf.sqrt(v_hat) + self.epsilon)
+        if self.weight_decay and var.shape.ndims > 1:
+            update += self.weight_decay * var.value
+        return [mtf.assign_sub(var, update * self.learning_rate),
+                mtf.assign(m, next_m), mtf.assign(v, next_v)]
+
+
+def count_parameters(config: ModelConfig, vocab_size: int, gpt1: GPT1Config = GPT1Config()) -> int:
+    """Trainable parameters of the pre-training model, from the variable shapes of an mtf graph
+    that is never lowered."""
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "parameter_count_mesh")
+    shape = mtf.Shape([mtf.Dimension("batch", 1), mtf.Dimension("length", 4)])
+    tokens = mtf.ones(mesh, shape, dtype=tf.int32)
+    model = GPT1Model(config, gpt1, vocab_size, training=False, variable_dtype=mtf.VariableDType())
+    model.logits(model.hidden_states(tokens, tokens, tokens))
+    return sum(variable.outputs[0].shape.size for variable in graph.trainable_variables)
+
+
+__all__ = ["ARCHITECTURE", "GPT1", "GPT1Config", "GPT1Model", "GPTAdam", "count_parameters",
+           "head_features", "special_tokens", "transform"]
