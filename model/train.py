@@ -58,7 +58,7 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator  # noqa: E402
 
-from model import families, hooks, input_position, inputs, warm_start  # noqa: E402
+from model import bert_inputs, families, hooks, input_position, inputs, warm_start  # noqa: E402
 from model.finetune_methods import FineTuningMethod  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
 from model.decoding import strip_after_eos  # noqa: E402
@@ -66,6 +66,7 @@ from model.mesh import MeshConfig  # noqa: E402
 from model.model_fn import (ModelFnSetup, OptimizationConfig, PrecisionConfig,  # noqa: E402
                             make_model_fn)
 from model.vocabulary import EOS_ID, Vocabulary  # noqa: E402
+from model.wordpiece import WordPieceVocabulary  # noqa: E402
 
 GIN_DIR = pathlib.Path(__file__).resolve().parent / "gin"
 MODES = ("pretrain", "finetune", "eval", "decode", "export")
@@ -213,13 +214,26 @@ class Run:
     def vocabulary(self) -> Vocabulary:
         if not self.data_config.vocabulary:
             raise ValueError("DataConfig.vocabulary (a SentencePiece .model path) is not set")
+        if self.feature_converter == "bert":
+            # BERT reads a WordPiece vocab.txt (model/wordpiece.py).
+            return WordPieceVocabulary(self.data_config.vocabulary)
         return Vocabulary(self.data_config.vocabulary)
+
+    def bert_stream(self, source: str) -> bert_inputs.BertPretrainingStream:
+        return bert_inputs.BertPretrainingStream(source, self.vocabulary,
+                                                 self.data_config.inputs_length,
+                                                 self.data_config.seed,
+                                                 bert_inputs.BertDataConfig())
 
     def examples(self, split: str) -> tf.data.Dataset:
         """Packed model features of the training or validation text."""
         source = self.data_config.source
         if not source:
             raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        if self.feature_converter == "bert":
+            if split != "train" and not self.data_config.eval_source:
+                raise ValueError("BERT evaluates on DataConfig.eval_source; it is not set")
+            return self.bert_stream(source if split == "train" else self.data_config.eval_source)()
         if split == "train":
             text = inputs.text_dataset_from_source(source)
         elif self.data_config.eval_source:
@@ -238,6 +252,8 @@ class Run:
         """The training text's examples, epoch after epoch, resumable at a recorded position."""
         if not self.data_config.source:
             raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        if self.feature_converter == "bert":
+            return self.bert_stream(self.data_config.source)
         return inputs.PretrainingStream(
             self.data_config.source, self.vocabulary, self.data_config.objective,
             self.data_config.sequence_lengths, self.feature_converter, seed=self.data_config.seed)
@@ -307,8 +323,12 @@ def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:
     results = estimator.evaluate(
         lambda params: examples().batch(params["batch_size"], drop_remainder=True),
         steps=run.train_config.eval_steps, name="validation")
-    metrics = {"loss": float(results["token_loss"]),
-               "token_accuracy": float(results["token_accuracy"])}
+    if "token_loss" in results:
+        metrics = {"loss": float(results["token_loss"]),
+                   "token_accuracy": float(results["token_accuracy"])}
+    else:  # a family with other metrics (BERT's masked_lm_*, next_sentence_*)
+        metrics = {name: float(value) for name, value in results.items()
+                   if name not in ("loss", "global_step")}
     metrics["step"] = int(results["global_step"])
     return metrics
 
