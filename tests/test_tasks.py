@@ -615,8 +615,10 @@ def test_task_lengths_are_the_t5_librarys_and_a_mixture_covers_its_members():
 # Validation samples of ../shared/data/tasks (SuperGLUE MultiRC and SQuAD: the files there).
 VALIDATION_SAMPLES = {name: (path,) for name, path, *_ in GLUE_SAMPLES + SUPER_GLUE_SAMPLES}
 VALIDATION_SAMPLES.update({
-    "super_glue_boolq": ("superglue_boolq/boolq.jsonl",), "super_glue_multirc": ("superglue_multirc/train.jsonl",),
-    "super_glue_record": ("superglue_record/record.json",), "squad": ("squad/squad_v1_sample.json",),
+    "super_glue_boolq": ("superglue_boolq/boolq.jsonl",),
+    "super_glue_multirc": ("superglue_multirc/train.jsonl",),
+    "super_glue_record": ("superglue_record/record.json",),
+    "squad": ("squad/squad_v1_sample.json",),
     "cnn_dailymail": ("cnn_dailymail/cnn_stories",), "wmt_en_ro": ("wmt_en_ro/test.json",),
     "wmt_en_de": ("wmt_en_de/newssyscomb2009.eng", "wmt_en_de/newssyscomb2009.deu"),
     "wmt_en_fr": ("wmt_en_fr/newssyscomb2009.eng", "wmt_en_fr/newssyscomb2009.fra")})
@@ -632,7 +634,9 @@ def test_no_validation_target_of_the_samples_is_cut_at_the_tasks_lengths(shared_
     longest = {}
     for name, paths in VALIDATION_SAMPLES.items():
         task = tasks.get(name)
-        targets = [task.preprocess(e)["targets"] for e in task.local_examples(*(str(task_data / p) for p in paths))]
+        examples = task.local_examples(*(str(task_data / path) for path in paths))
+        targets = [task.preprocess(example)["targets"] for example in examples]
         longest[name] = max(len(vocabulary.encode(target)) + 1 for target in targets)
         assert longest[name] <= task.lengths.targets, (name, longest[name])
-    assert all(longest[name] > 114 for name in ("cnn_dailymail", "wmt_en_de", "wmt_en_fr", "wmt_en_ro"))
+    generation = ("cnn_dailymail", "wmt_en_de", "wmt_en_fr", "wmt_en_ro")
+    assert all(longest[name] > 114 for name in generation)

@@ -14,8 +14,8 @@ from __future__ import annotations
 from typing import Mapping
 
 from model.tasks import cnn_dailymail, discriminative, glue, metrics, squad, super_glue, wmt
-from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, GREEDY, Decoding, LocalFormat, SequenceLengths,
-                              Task, TfdsSplit)
+from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, GREEDY, Decoding, LocalFormat,
+                              SequenceLengths, Task, TfdsSplit)
 from model.tasks.mixtures import Mixing, Mixture
 
 _TASKS: dict[str, Task] = {task.name: task for family in (glue, super_glue, squad, cnn_dailymail, wmt)
@@ -67,5 +67,6 @@ def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]])
     return metrics.benchmark_average({name: dict(scores[name]) for name in members})
 
 
-__all__ = ["BEAM_SEARCH", "DEFAULT_LENGTHS", "Decoding", "discriminative", "GREEDY", "LocalFormat", "Mixing", "Mixture", "SequenceLengths", "Task", "TfdsSplit", "benchmark_average", "get",
-           "get_mixture", "mixture_names", "names"]
+__all__ = ["BEAM_SEARCH", "DEFAULT_LENGTHS", "Decoding", "discriminative", "GREEDY",
+           "LocalFormat", "Mixing", "Mixture", "SequenceLengths", "Task", "TfdsSplit",
+           "benchmark_average", "get", "get_mixture", "mixture_names", "names"]

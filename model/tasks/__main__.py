@@ -18,13 +18,15 @@ def task_table() -> list[str]:
 
 
 def mixture_table() -> list[str]:
-    lines = ["| mixture | tasks (examples-proportional rate) | tokens (inputs/targets) |", "|---|---|---|"]
+    lines = ["| mixture | tasks (examples-proportional rate) | tokens (inputs/targets) |",
+             "|---|---|---|"]
     for name in tasks.mixture_names():
         mixture = tasks.get_mixture(name)
         rates = mixture.rates()
         members = ", ".join(f"{t.name} ({rates[t.name]:.4f})" if t.name in rates else f"{t.name} (eval only)"
                             for t in mixture.tasks)
-        lines.append(f"| {name} | {members} | {mixture.lengths.inputs}/{mixture.lengths.targets} |")
+        lengths = mixture.lengths
+        lines.append(f"| {name} | {members} | {lengths.inputs}/{lengths.targets} |")
     return lines
 
 
