@@ -382,7 +382,7 @@ def configured_run(model_dir: str) -> Run:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from model import export_hf, finetune  # they import this module
+    from model import export_hf, finetune, gpt1_finetune  # they import this module
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=MODES, required=True)
     parser.add_argument("--model_dir", required=True)
@@ -407,6 +407,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")
             print(json.dumps(export_hf.export(run, args.export_dir, args.checkpoint)))
+        elif finetune.uses_tasks(args) and gpt1_finetune.uses_gpt1_head(run):
+            print(json.dumps(gpt1_finetune.run_mode(args.mode, run, args)))
         elif finetune.uses_tasks(args):
             print(json.dumps(finetune.run_mode(args.mode, run, args)))
         elif args.mode in ("pretrain", "finetune"):

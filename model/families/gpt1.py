@@ -352,9 +352,20 @@ class GPT1(ModelFamily):
                        self.gpt1.adam_epsilon, self.gpt1.weight_decay)
 
 
+# Biases and layer-norm gains and biases: the parameters the modified L2 leaves alone. OpenAI's
+# rule is "rank > 1", as all their biases are vectors; our q, k, v biases are [heads, d_kv]
+# matrices, so the rule goes by name.
+_NOT_WEIGHTS = ("/bias", "/b", "/g")
+
+
+def is_weight(variable_name: str) -> bool:
+    """Whether the modified L2 applies: kernels and embeddings, not biases or gains."""
+    return not variable_name.endswith(_NOT_WEIGHTS)
+
+
 class GPTAdam(mtf.optimize.Optimizer):
     """OpenAI's Adam for GPT-1: bias-corrected moments, and the modified L2: `weight_decay *
-    param` added to the update of every weight of rank > 1 (not biases or gains), outside the
+    param` added to the update of every weight (`is_weight`: not biases or gains), outside the
     moments (decoupled, as their `adam` in train.py with vector_l2 off)."""
 
     def __init__(self, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01):
@@ -376,7 +387,7 @@ class GPTAdam(mtf.optimize.Optimizer):
         m_hat = next_m * (1.0 / (1.0 - tf.pow(self.beta1, step)))
         v_hat = next_v * (1.0 / (1.0 - tf.pow(self.beta2, step)))
         update = m_hat / (mtf.sqrt(v_hat) + self.epsilon)
-        if self.weight_decay and var.shape.ndims > 1:
+        if self.weight_decay and is_weight(var.name):
             update += self.weight_decay * var.value
         return [mtf.assign_sub(var, update * self.learning_rate),
                 mtf.assign(m, next_m), mtf.assign(v, next_v)]
@@ -395,4 +406,4 @@ def count_parameters(config: ModelConfig, vocab_size: int, gpt1: GPT1Config = GP
 
 
 __all__ = ["ARCHITECTURE", "GPT1", "GPT1Config", "GPT1Model", "GPTAdam", "count_parameters",
-           "head_features", "special_tokens", "transform"]
+           "head_features", "is_weight", "special_tokens", "transform"]
