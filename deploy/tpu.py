@@ -22,7 +22,6 @@ from deploy.dataflow import REPO_ROOT
 from model.gin_files import GIN_DIR, literal_bindings
 from pipelines.config import TFDS_VARIANTS
 
-MESH_LAYOUT = "batch:batch,d_ff:model,heads:model,vocab:model"
 TENSORFLOW_VERSION = "2.15.1"  # Mesh TensorFlow 0.1.21 needs tf.estimator: TF <= 2.15.
 
 # The TFDS builder of tfds_c4/; its configs are pipelines.config.TFDS_VARIANTS (imported from
@@ -32,9 +31,12 @@ STAGES = ("create", "install", "train", "delete")
 DEFAULT_STAGES = ("create", "install", "train")
 
 # Model sizes and the batch are model/gin's: sizes/NAME.gin and pretrain.gin, read here with
-# gin's parser (no TensorFlow). The trainer reads the same files on the TPU host.
+# gin's parser (no TensorFlow). The trainer reads the same files on the TPU host, and tpu.gin (use
+# the TPU, T5's bfloat16 precision). The mesh layout (which tensor dimension goes to which mesh
+# axis) is the trainer's own default (model/mesh.py), so the launcher binds only the mesh shape.
 SIZES_DIR = GIN_DIR / "sizes"
 PRETRAIN_GIN = "pretrain.gin"
+TPU_GIN = "tpu.gin"
 # Model parallelism the T5 authors used on 8-core TPUs (v2-8/v3-8) for the sizes that need it:
 # below it the weights, gradients and activations of one replica do not fit one core's memory.
 # Sizes not listed fit one core.
@@ -94,7 +96,6 @@ class Accelerator:
 @dataclasses.dataclass(frozen=True)
 class MeshPlan:
     mesh_shape: str
-    layout: str
     model_parallelism: int
     data_parallelism: int
     sequences_per_replica: int
@@ -118,8 +119,9 @@ def mesh_plan(accelerator: Accelerator, size: str) -> MeshPlan:
 
     The batch dimension cannot be split over more replicas than the batch has sequences (128),
     so slices with more devices than that must use model parallelism even for small models.
-    Heads, d_ff and the vocabulary are split over the `model` dimension, so it must divide the
-    number of heads (d_ff and the padded vocabulary are multiples of 128 for every size).
+    Heads, d_ff and the vocabulary are split over the `model` dimension (the trainer's layout,
+    model.mesh.DEFAULT_LAYOUT), so it must divide the number of heads (d_ff and the padded
+    vocabulary are multiples of 128 for every size).
     """
     sequences, heads = batch_sequences(), num_heads(size)
     model = max(MIN_MODEL_PARALLELISM.get(size, 1), accelerator.devices // sequences)
@@ -129,9 +131,8 @@ def mesh_plan(accelerator: Accelerator, size: str) -> MeshPlan:
             f"{model}, which must divide {heads} heads and be at most "
             f"{accelerator.devices} devices")
     batch = accelerator.devices // model
-    return MeshPlan(mesh_shape=f"model:{model},batch:{batch}", layout=MESH_LAYOUT,
-                    model_parallelism=model, data_parallelism=batch,
-                    sequences_per_replica=sequences // batch)
+    return MeshPlan(mesh_shape=f"model:{model},batch:{batch}", model_parallelism=model,
+                    data_parallelism=batch, sequences_per_replica=sequences // batch)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -205,8 +206,8 @@ def install_script(pins: Sequence[str]) -> str:
 
 def train_argv(run: TpuRun) -> list[str]:
     """The trainer's command line (model/train.py) as words for the TPU host's shell: gin files
-    for the size, gin bindings for data, mesh and TPU. The paper's batch (2^16 tokens =
-    128 x 512) comes from model/gin/pretrain.gin, which pretrain mode always reads."""
+    for the size and the TPU, gin bindings for data, mesh shape and TPU name. The paper's batch
+    (2^16 tokens = 128 x 512) comes from model/gin/pretrain.gin, which pretrain mode reads."""
     plan = mesh_plan(run.accelerator, run.size)
     # One host talks to its own TPU; on a pod slice the program runs on host 0 and reaches
     # the other hosts through the TPU cluster resolver, by the slice's name.
@@ -216,15 +217,13 @@ def train_argv(run: TpuRun) -> list[str]:
         f"DataConfig.source={_gin_string(source)}",
         f"DataConfig.vocabulary={_gin_string(LOCAL_VOCABULARY)}",
         f"MeshConfig.mesh_shape={_gin_string(plan.mesh_shape)}",
-        f"MeshConfig.layout={_gin_string(plan.layout)}",
-        "TrainConfig.use_tpu=True",
         f"TrainConfig.tpu={_gin_string(tpu)}",
         f"TrainConfig.train_steps={run.train_steps}",
     ]
     argv = ["python3", "-m", "model.train", "--mode", "pretrain",
             "--model_dir", _shell_word(run.model_dir),
             "--gin_file", f"sizes/{run.size}.gin",
-            "--gin_file", "architectures/encoder_decoder.gin"]
+            "--gin_file", "architectures/encoder_decoder.gin", "--gin_file", TPU_GIN]
     for binding in bindings:
         argv += ["--gin_param", binding]
     return argv

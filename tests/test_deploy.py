@@ -232,13 +232,11 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     assert trainer[:5] == ["python3", "-m", "model.train", "--mode", "pretrain"]
     assert option_values(trainer, "--model_dir") == ["gs://my-bucket/models/small-en"]
     assert option_values(trainer, "--gin_file") == ["sizes/small.gin",
-                                                    "architectures/encoder_decoder.gin"]
+                                                    "architectures/encoder_decoder.gin", "tpu.gin"]
     assert option_values(trainer, "--gin_param") == [
         'DataConfig.source="tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"',
         'DataConfig.vocabulary="vocabulary.model"',
         'MeshConfig.mesh_shape="model:1,batch:8"',
-        f'MeshConfig.layout="{tpu.MESH_LAYOUT}"',
-        "TrainConfig.use_tpu=True",
         'TrainConfig.tpu="local"',
         "TrainConfig.train_steps=524288",
     ]
@@ -321,16 +319,22 @@ def test_training_command_configures_the_real_trainer():
     import gin
     from model import train
     from model.architectures import ModelConfig
-    from model.mesh import MeshConfig
+    from model.mesh import DEFAULT_LAYOUT, MeshConfig
+    from model.model_fn import PrecisionConfig
     (command,) = tpu_commands("--accelerator_type", "v3-32", "--size", "base",
                               "--train_steps", "1000", "--stages", "train")
     words = shlex.split(remote_script(command).split("nohup ", 1)[1].split(" > ", 1)[0])
     try:
         train.parse_gin(option_values(words, "--gin_file"), option_values(words, "--gin_param"))
         mesh, training, data = MeshConfig(), train.TrainConfig(), train.DataConfig()
+        precision = PrecisionConfig()
     finally:
         gin.clear_config()
-    assert mesh.mesh_shape == "model:2,batch:16" and mesh.layout == tpu.MESH_LAYOUT
+    # The layout is the trainer's one default (model/mesh.py): the launcher keeps no copy of it.
+    assert mesh.mesh_shape == "model:2,batch:16" and mesh.layout == DEFAULT_LAYOUT
+    assert not [p for p in option_values(words, "--gin_param") if p.startswith("MeshConfig.layout")]
+    # T5's precision on TPUs, from model/gin/tpu.gin.
+    assert (precision.activation_dtype, precision.master_dtype) == ("bfloat16", "bfloat16")
     assert (training.use_tpu, training.tpu, training.train_steps) == (True, "t5-run", 1000)
     # The launcher's plan and the trainer read the same size and batch from model/gin.
     assert ModelConfig().num_heads == tpu.num_heads("base") == 12
