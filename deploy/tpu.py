@@ -22,7 +22,15 @@ from deploy.dataflow import REPO_ROOT
 from model.gin_files import GIN_DIR, literal_bindings
 from pipelines.config import TFDS_VARIANTS
 
-TENSORFLOW_VERSION = "2.15.1"  # Mesh TensorFlow 0.1.21 needs tf.estimator: TF <= 2.15.
+
+def _pinned_version(name: str) -> str:
+    (pin,) = [pin for pin in requirements.pinned_requirements()
+              if requirements.requirement_name(pin) == name]
+    return pin.split("==", 1)[1]
+
+
+# requirements.txt's pin picks the TPU image (Mesh TensorFlow 0.1.21 needs tf.estimator: TF 2.15).
+TENSORFLOW_VERSION = _pinned_version("tensorflow")
 
 # The TFDS builder of tfds_c4/; its configs are pipelines.config.TFDS_VARIANTS (imported from
 # there, so a dry run needs no TFDS).
@@ -308,8 +316,8 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--train_steps", type=arguments.positive_int, default=524288)
     parser.add_argument("--preemptible", action="store_true")
     parser.add_argument("--runtime_version",
-                        help="TPU software version (default: tpu-vm-tf-2.15.1-se, or "
-                             "tpu-vm-tf-2.15.1-pod-se for multi-host slices)")
+                        help=f"TPU software version (default: tpu-vm-tf-{TENSORFLOW_VERSION}-se, "
+                             f"or tpu-vm-tf-{TENSORFLOW_VERSION}-pod-se for multi-host slices)")
     parser.add_argument("--stages", type=_stages, default=DEFAULT_STAGES,
                         help=f"comma-separated subset of {','.join(STAGES)} "
                              f"(default {','.join(DEFAULT_STAGES)})")
