@@ -108,21 +108,28 @@ def _with_pretraining(sizes: Mapping[str, int], mixing: Mixing, limit: Optional[
 
 def select(task: Optional[str] = None, mixture: Optional[str] = None,
            mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL, limit: Optional[int] = None,
-           temperature: float = 1.0, with_pretraining: bool = False) -> Selection:
+           temperature: float = 1.0, with_pretraining: bool = False,
+           training: bool = True) -> Selection:
     """One task (rate 1), or a mixture with the paper's mixing strategy (model/tasks/mixtures.py);
-    `with_pretraining` mixes in the pre-training objective as one more member."""
+    `with_pretraining` mixes in the pre-training objective as one more member. A task never
+    trained on (WNLI, as in the paper) is refused for training and has no rate in a mixture; it
+    can be evaluated (`training=False`)."""
     if bool(task) == bool(mixture):
         raise ValueError("give one of --task and --mixture")
     if task:
         chosen = tasks.get(task)
-        if not chosen.trained_on:
-            raise ValueError(f"{task} is never trained on (as in the paper); evaluate it with --mode eval")
-        name, trained, evaluated = task, (chosen,), (chosen,)
+        if training and not chosen.trained_on:
+            raise ValueError(f"{task} is never trained on (as in the paper: GLUE's WNLI and its "
+                             "training set are adversarial); evaluate it with --mode eval")
+        name, evaluated = task, (chosen,)
+        trained = (chosen,) if chosen.trained_on else ()
     else:
         mix = tasks.get_mixture(mixture)
         name, trained, evaluated = mixture, mix.trained_tasks, mix.tasks
     mixing = Mixing(mixing)
     lengths = tasks.Mixture(name, evaluated).lengths
+    if not trained:
+        return Selection(name, {}, evaluated, lengths)
     if not with_pretraining:
         rates = tasks.Mixture(name, trained).rates(mixing, limit=limit, temperature=temperature)
         return Selection(name, rates, evaluated, lengths)
@@ -281,7 +288,7 @@ def run_mode(mode: str, run: train.Run, args: argparse.Namespace) -> Dict[str, d
     """finetune: train, evaluate, keep the best; eval: score the checkpoints not yet scored;
     decode: score the newest checkpoint (its predictions are written beside the scores)."""
     selection = select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature,
-                       args.with_pretraining)
+                       args.with_pretraining, training=mode == "finetune")
     data = task_data(args)
     run = with_task_lengths(run, selection.lengths)
     if mode == "finetune":

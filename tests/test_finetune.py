@@ -248,3 +248,30 @@ def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, c
     assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 8)
     assert run.train_config.decode_length == 512
     assert "DataConfig.targets_length = 8 as bound" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("mixing", list(tasks.Mixing))
+def test_wnli_is_never_trained_on_in_any_mixture_or_mixing(mixing):
+    for mixture in ("glue", "all"):
+        for with_pretraining in (False, True):
+            selection = finetune.select(mixture=mixture, mixing=mixing, limit=2 ** 16,
+                                        with_pretraining=with_pretraining)
+            assert "glue_wnli" not in selection.rates and "glue_cola" in selection.rates
+            assert "glue_wnli" in {task.name for task in selection.evaluated}
+
+
+def test_wnli_cannot_be_fine_tuned_by_mistake_but_can_be_evaluated(tmp_path, shared_data, capsys,
+                                                                  clean_gin):
+    with pytest.raises(ValueError, match="never trained on"):
+        finetune.select(task="glue_wnli")
+    evaluated_only = finetune.select(task="glue_wnli", training=False)
+    assert evaluated_only.rates == {} and evaluated_only.trained == ()
+    dev = shared_data / "tasks" / "glue_wnli" / "dev.tsv"
+    train_file = shared_data / "tasks" / "glue_wnli" / "train.tsv"
+    common = ["--task", "glue_wnli", "--model_dir", str(tmp_path),
+              "--task_files", f"glue_wnli:train={train_file}", "--task_files", f"glue_wnli:validation={dev}"]
+    assert train.main(["--mode", "finetune", *common]) == 2
+    assert "glue_wnli is never trained on" in capsys.readouterr().err
+    # eval gets past the selection; it stops only because there is no checkpoint to score.
+    assert train.main(["--mode", "eval", *common]) == 2
+    assert "no checkpoint to evaluate" in capsys.readouterr().err
