@@ -275,3 +275,20 @@ def test_wnli_cannot_be_fine_tuned_by_mistake_but_can_be_evaluated(tmp_path, sha
     # eval gets past the selection; it stops only because there is no checkpoint to score.
     assert train.main(["--mode", "eval", *common]) == 2
     assert "no checkpoint to evaluate" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("method_file, adapter_size, method", [
+    *[(f"methods/adapters_{d}.gin", d, "adapters") for d in (32, 128, 512, 2048)],
+    ("methods/gradual_unfreezing.gin", 0, "gradual_unfreezing")])
+def test_the_papers_fine_tuning_configuration(tmp_path, clean_gin, method_file, adapter_size, method):
+    """finetune.gin: constant learning rate 0.001 at every step, 2^18 steps, a checkpoint every
+    5,000; the methods' files: adapters of inner size d, gradual unfreezing every 2^18 / 12 steps."""
+    train.parse_gin(["finetune.gin", method_file], [])
+    run = train.configured_run(str(tmp_path))
+    with tf.Graph().as_default(), tf.Session() as session:
+        rates = [run.optimization.learning_rate_schedule(tf.constant(step, tf.int64))
+                 for step in (0, 1000, 600000)]
+        assert session.run(rates) == pytest.approx([0.001] * 3)
+    assert (run.train_config.train_steps, run.train_config.save_checkpoints_steps) == (2 ** 18, 5000)
+    assert (run.model_config.adapter_size, run.fine_tuning.method) == (adapter_size, method)
+    assert run.fine_tuning.unfreeze_every_steps == 2 ** 18 // 12
