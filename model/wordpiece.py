@@ -76,20 +76,29 @@ class WordPieceVocabulary:
     tf.data."""
 
     def __init__(self, path: str, lower_case: bool = True):
-        import tensorflow_text as tf_text
-
         self.path = str(path)
+        self.lower_case = lower_case
         self.pieces = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
         if tuple(self.pieces[:len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
             raise ValueError(f"{path}: a BERT vocabulary starts with {RESERVED_TOKENS}, "
                              f"not {self.pieces[:len(RESERVED_TOKENS)]}")
         self.ids = {piece: i for i, piece in enumerate(self.pieces)}
-        table = tf.lookup.StaticVocabularyTable(
-            tf.lookup.KeyValueTensorInitializer(
-                tf.constant(self.pieces), tf.range(len(self.pieces), dtype=tf.int64)),
-            num_oov_buckets=1)
-        self._tokenizer = tf_text.BertTokenizer(table, token_out_type=tf.int32,
-                                                lower_case=lower_case, unknown_token=UNK)
+        self._tokenizers: dict = {}
+
+    def _tokenizer(self):
+        """The BertTokenizer of the current context: its lookup table belongs to one graph (or
+        to eager execution), and an estimator's input function builds its own graph."""
+        import tensorflow_text as tf_text
+
+        key = "eager" if tf.executing_eagerly() else id(tf.compat.v1.get_default_graph())
+        if key not in self._tokenizers:
+            table = tf.lookup.StaticVocabularyTable(
+                tf.lookup.KeyValueTensorInitializer(
+                    tf.constant(self.pieces), tf.range(len(self.pieces), dtype=tf.int64)),
+                num_oov_buckets=1)
+            self._tokenizers[key] = tf_text.BertTokenizer(
+                table, token_out_type=tf.int32, lower_case=self.lower_case, unknown_token=UNK)
+        return self._tokenizers[key]
 
     @property
     def vocab_size(self) -> int:
@@ -101,7 +110,7 @@ class WordPieceVocabulary:
 
     def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """[n] strings -> [n, (pieces)] int32 ids (words' pieces concatenated)."""
-        return self._tokenizer.tokenize(texts).merge_dims(-2, -1)
+        return self._tokenizer().tokenize(texts).merge_dims(-2, -1)
 
     def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
         if not texts:

@@ -1,0 +1,329 @@
+"""BERT as a model family (model/families/bert.py), its WordPiece vocabulary (model/wordpiece.py)
+and pre-training data (model/bert_inputs.py), on the shared C4 samples.
+
+Oracles: transformers' BertModel / BertForPreTraining (parameter counts, built on the meta
+device: no weights, no download) and BertTokenizer (WordPiece tokenisation of the same
+vocab.txt); binomial statistics for the masking and next-sentence rates.
+"""
+import json
+import pathlib
+
+import gin
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from model import bert_inputs, inputs, train, wordpiece
+from model.architectures import ModelConfig
+from model.families.bert import Bert
+from model.hooks import LOSS_LOG_NAME
+from model.input_position import InputPosition
+from model.mtf_compat import mtf
+
+C4_SAMPLES = "c4_samples/olmo/*"
+TINY_VOCAB_SIZE = 2000  # a target: the shared samples give a few hundred pieces
+LENGTH_FEATURES_OF_ONE = ("next_sentence_labels", "labels", "start_positions", "end_positions")
+
+
+# ------------------------------------------------------------------------------------------------
+# Parameter counts against transformers.
+
+def our_parameters(d_model, d_ff, heads, layers, head="pretraining", vocab_size=30522):
+    """{variable name: size} of our BERT graph (built, not run)."""
+    gin.clear_config()
+    gin.bind_parameter("BertConfig.head", head)
+    config = ModelConfig(architecture="bert", d_model=d_model, d_ff=d_ff, num_heads=heads,
+                         d_kv=d_model // heads, num_layers=layers)
+    with tf.Graph().as_default():
+        family = Bert(config, vocab_size)
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        batch = {}
+        for key in family.feature_keys:
+            length = 1 if key in LENGTH_FEATURES_OF_ONE else 4 if key.startswith("masked") else 8
+            shape = mtf.Shape([mtf.Dimension("batch", 2), mtf.Dimension("length", length)])
+            batch[key] = mtf.zeros(mesh, shape, tf.int32)
+        family.losses(family.build(training=True), batch, "train")
+        sizes = {v.name: int(np.prod(v.shape.to_integer_list)) for v in graph.trainable_variables}
+    gin.clear_config()
+    return sizes
+
+
+def transformers_parameters(d_model, d_ff, heads, layers, vocab_size=30522):
+    """(BertModel, BertForPreTraining) parameter counts of transformers for the same config."""
+    import torch
+    import transformers
+
+    config = transformers.BertConfig(vocab_size=vocab_size, hidden_size=d_model,
+                                     num_hidden_layers=layers, num_attention_heads=heads,
+                                     intermediate_size=d_ff, max_position_embeddings=512,
+                                     type_vocab_size=2)
+    with torch.device("meta"):
+        model = transformers.BertForPreTraining(config)
+    count = lambda module: sum(p.numel() for p in module.parameters())
+    return count(model.bert), count(model)
+
+
+@pytest.mark.parametrize("size, published", [((768, 3072, 12, 12), 110e6),
+                                             ((1024, 4096, 16, 24), 340e6)])
+def test_parameter_counts_equal_transformers_bert(size, published):
+    ours = our_parameters(*size)
+    encoder = sum(n for name, n in ours.items() if name.startswith("bert/"))
+    hf_encoder, hf_pretraining = transformers_parameters(*size)
+    assert encoder == hf_encoder
+    assert sum(ours.values()) == hf_pretraining
+    # The paper's rounded figures (BERT-Large's 335M is its "340M").
+    assert abs(encoder - published) / published < 0.02
+
+
+# ------------------------------------------------------------------------------------------------
+# WordPiece vocabulary and tokenisation.
+
+@pytest.fixture(scope="session")
+def c4_texts(shared_data):
+    documents = inputs.documents_from_source(str(shared_data / C4_SAMPLES))
+    return [d["text"].decode("utf-8") for d in documents.as_numpy_iterator()]
+
+
+@pytest.fixture(scope="session")
+def vocabulary(c4_texts, tmp_path_factory) -> wordpiece.WordPieceVocabulary:
+    path = tmp_path_factory.mktemp("wordpiece") / "vocab.txt"
+    return wordpiece.train_vocabulary(c4_texts, str(path),
+                                      wordpiece.WordPieceSettings(size=TINY_VOCAB_SIZE))
+
+
+def test_wordpiece_vocabulary_has_bert_reserved_tokens_first(vocabulary):
+    assert vocabulary.pieces[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert len(set(vocabulary.pieces)) == vocabulary.vocab_size > 200
+    assert any(p.startswith("##") for p in vocabulary.pieces)
+    written = json.loads(pathlib.Path(vocabulary.path + ".json").read_text())
+    assert written["pieces"] == vocabulary.vocab_size and written["settings"]["lower_case"]
+
+
+def test_tokenisation_equals_transformers_bert_tokenizer(vocabulary, c4_texts):
+    import transformers
+
+    oracle = transformers.BertTokenizer(vocabulary.path, do_lower_case=True)
+    sentences = [s for text in c4_texts[:10] for s in bert_inputs.page_sentences(text)]
+    sentences.append("Café MÜNCHEN: naïve résumé, e.g. 3.14!")
+    ours = vocabulary.encode_batch(sentences)
+    for sentence, ids in zip(sentences, ours):
+        assert ids == oracle.convert_tokens_to_ids(oracle.tokenize(sentence)), sentence
+    assert vocabulary.decode(vocabulary.encode("Hello world")) == "hello world"
+
+
+def test_wordpiece_command_line_writes_a_vocabulary(tmp_path, shared_data):
+    output = tmp_path / "vocab.txt"
+    assert wordpiece.main(["--output", str(output), "--size", "300", "--sample_size", "5",
+                           "--source", str(shared_data / C4_SAMPLES)]) == 0
+    assert json.loads((tmp_path / "vocab.txt.json").read_text())["texts"] == 5
+    assert output.read_text().splitlines()[:5] == list(wordpiece.RESERVED_TOKENS)
+
+
+# ------------------------------------------------------------------------------------------------
+# Masking: 15% of the pieces, of them 80% [MASK], 10% random, 10% unchanged.
+
+def test_masking_rule_on_an_exact_example():
+    config = bert_inputs.BertDataConfig()
+    tokens = [2, 10, 11, 12, 13, 14, 3]  # [CLS] a b c d e [SEP]
+    masked = bert_inputs.apply_masks(tokens, positions=[4, 1, 5], draws=[0.79, 0.85, 0.9],
+                                     random_pieces=[40, 41, 42], config=config)
+    # draw < 0.8: [MASK]; 0.8 <= draw < 0.9: the random piece; draw >= 0.9: unchanged.
+    assert masked.tokens == [2, 41, 11, 12, 4, 14, 3]
+    assert masked.positions == [1, 4, 5] and masked.labels == [10, 13, 14]
+
+
+def test_masking_never_touches_cls_or_sep_and_counts_15_percent():
+    config = bert_inputs.BertDataConfig()
+    tokens = [2] + list(range(10, 50)) + [3] + list(range(50, 87)) + [3]  # 80 pieces
+    for seed in range(20):
+        masked = bert_inputs.mask_sequence(tokens, 1000, 20, np.random.default_rng(seed), config)
+        assert len(masked.positions) == 12  # round(0.15 * 80)
+        assert all(tokens[p] not in (2, 3) for p in masked.positions)
+        assert [masked.tokens[i] for i in (0, 41, 79)] == [2, 3, 3]
+    capped = bert_inputs.mask_sequence(tokens, 1000, 5, np.random.default_rng(0), config)
+    assert len(capped.positions) == 5
+
+
+@pytest.fixture(scope="module")
+def c4_examples(c4_texts, vocabulary):
+    """The pre-training examples of the shared C4 pages at 128 pieces, 8 seeds."""
+    config = bert_inputs.BertDataConfig()
+    return [example for seed in range(8) for example in bert_inputs.window_examples(
+        c4_texts, vocabulary, 128, np.random.default_rng(seed), config)]
+
+
+def test_masking_rates_on_real_pages(c4_examples):
+    masked = replaced = unchanged = candidates = 0
+    for example in c4_examples:
+        tokens = example["bert_input_tokens"]
+        length = int(np.sum(tokens != 0))
+        count = int(example["masked_lm_weights"].sum())
+        assert count == min(20, round(0.15 * length))
+        candidates += length
+        positions = example["masked_lm_positions"][:count]
+        originals = example["masked_lm_ids"][:count]
+        now = tokens[positions]
+        masked += int(np.sum(now == bert_inputs.MASK_ID))
+        unchanged += int(np.sum(now == originals))
+        replaced += int(np.sum((now != originals) & (now != bert_inputs.MASK_ID)))
+    total = masked + replaced + unchanged
+    assert abs(total / candidates - 0.15) < 0.01
+    # Binomial standard deviations over ~20,000 predictions are below 0.003.
+    assert abs(masked / total - 0.8) < 0.015
+    assert abs(replaced / total - 0.1) < 0.012  # a random piece equal to the original is rare
+    assert abs(unchanged / total - 0.1) < 0.012
+
+
+# ------------------------------------------------------------------------------------------------
+# Next-sentence pairs: B the true next segment half of the time.
+
+def sentence_documents(sizes, tokens_per_sentence=3):
+    """Documents whose sentence s of document d is [100 * d + s] * tokens_per_sentence + 1."""
+    return [[[100 * (d + 1) + s] * tokens_per_sentence for s in range(n)]
+            for d, n in enumerate(sizes)]
+
+
+def sentence_ids(segment, tokens_per_sentence=3):
+    return [segment[i] for i in range(0, len(segment), tokens_per_sentence)]
+
+
+def test_next_sentence_pairs_on_an_exact_example():
+    documents = sentence_documents([12, 7, 9])
+    config = bert_inputs.BertDataConfig(short_sequence_rate=0.0)
+    labels = []
+    for seed in range(10):
+        pairs = bert_inputs.document_pairs(documents, 0, max_tokens=15,
+                                           rng=np.random.default_rng(seed), config=config)
+        for pair in pairs:
+            a, b = sentence_ids(pair.a), sentence_ids(pair.b)
+            assert len(pair.a) + len(pair.b) <= 15
+            assert all(s // 100 == 1 for s in a) and a == list(range(a[0], a[0] + len(a)))
+            assert b == list(range(b[0], b[0] + len(b)))  # B is consecutive sentences
+            if pair.is_random_next:
+                assert b[0] // 100 in (2, 3)  # from another document
+            else:
+                assert b[0] == a[-1] + 1  # the true next sentence
+            labels.append(pair.is_random_next)
+    assert 0.3 < np.mean(labels) < 0.7
+
+
+def test_next_sentence_labels_are_fair_on_real_pages(c4_examples):
+    labels = [int(example["next_sentence_labels"][0]) for example in c4_examples]
+    # ~2,800 pairs: one standard deviation is under 0.01.
+    assert abs(np.mean(labels) - 0.5) < 0.03, (np.mean(labels), len(labels))
+    for example in c4_examples[:50]:
+        tokens, types = example["bert_input_tokens"], example["bert_token_types"]
+        seps = np.flatnonzero(tokens == bert_inputs.SEP_ID)
+        assert tokens[0] == bert_inputs.CLS_ID and len(seps) == 2
+        assert list(types[:seps[0] + 1]) == [0] * (seps[0] + 1)
+        assert list(types[seps[0] + 1:seps[1] + 1]) == [1] * (seps[1] - seps[0])
+        assert not tokens[seps[1] + 1:].any()
+
+
+def test_stream_is_deterministic_and_resumes_at_a_position(shared_data, vocabulary):
+    config = bert_inputs.BertDataConfig(window_documents=8)
+    stream = bert_inputs.BertPretrainingStream(str(shared_data / C4_SAMPLES), vocabulary, 64,
+                                               seed=3, config=config)
+    rows = list(stream.rows().take(300).as_numpy_iterator())
+    again = list(stream.rows().take(300).as_numpy_iterator())
+    for (features, position), (features2, _) in zip(rows, again):
+        assert all(np.array_equal(features[k], features2[k]) for k in features)
+    # A position inside the second window, as a checkpoint records it.
+    index = [position["example"] for _, position in rows].index(1) + 5
+    position = InputPosition(**{k: int(v) for k, v in rows[index][1].items()})
+    assert position.example == 1 and position.row == 5 and position.document == 8
+    resumed = list(stream.rows(position).take(20).as_numpy_iterator())
+    for (features, _), (expected, _) in zip(resumed, rows[index:]):
+        assert all(np.array_equal(features[k], expected[k]) for k in features)
+    other_seed = bert_inputs.BertPretrainingStream(stream.source, vocabulary, 64, seed=4,
+                                                   config=config)
+    first_other = next(other_seed.rows().as_numpy_iterator())[0]
+    assert not np.array_equal(first_other["bert_input_tokens"], rows[0][0]["bert_input_tokens"])
+
+
+# ------------------------------------------------------------------------------------------------
+# Training through the model core.
+
+TINY_BINDINGS = [
+    "DataConfig.inputs_length = 64", "BertDataConfig.max_predictions = 10",
+    "TrainConfig.tokens_per_batch = 512",  # 8 sequences
+    "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+    "TrainConfig.eval_steps = 2", "TrainConfig.eval_batch_size = 8",
+]
+
+
+def configure(model_dir, vocabulary, source, *extra, gin_files=()) -> train.Run:
+    gin.clear_config()
+    train.parse_gin(["pretrain.gin", "bert/tiny.gin", "bert/pretrain_128.gin", *gin_files],
+                    TINY_BINDINGS + [f"DataConfig.vocabulary = '{vocabulary.path}'",
+                                     f"DataConfig.source = '{source}'",
+                                     f"DataConfig.eval_source = '{source}'"] + list(extra))
+    return train.configured_run(str(model_dir))
+
+
+def logged_losses(model_dir) -> dict:
+    lines = (pathlib.Path(model_dir) / LOSS_LOG_NAME).read_text().splitlines()
+    return {entry["step"]: entry["loss"] for entry in map(json.loads, lines)}
+
+
+def test_tiny_bert_pretrains_on_c4_with_falling_loss(tmp_path, shared_data, vocabulary,
+                                                     clean_gin):
+    run = configure(tmp_path, vocabulary, shared_data / C4_SAMPLES,
+                    "OptimizationConfig.learning_rate_schedule = @lr.constant",
+                    "lr.constant.value = 0.003", "TrainConfig.save_checkpoints_steps = 30")
+    assert train.train(run, run.training_examples(), run.vocabulary.vocab_size, 60) == 60
+    losses = logged_losses(tmp_path)
+    first = np.mean([losses[s] for s in range(1, 6)])
+    last = np.mean([losses[s] for s in range(56, 61)])
+    # Starts near uniform over the pieces plus ln 2 for next-sentence prediction.
+    assert first == pytest.approx(np.log(vocabulary.vocab_size) + np.log(2), abs=0.3)
+    assert last < first - 0.5, (first, last)
+    metrics = train.evaluate(run, lambda: run.examples("validation"), vocabulary.vocab_size)
+    assert metrics["step"] == 60
+    assert 0 < metrics["masked_lm_accuracy"] < 1 and 0 < metrics["next_sentence_accuracy"] < 1
+    assert metrics["masked_lm_loss"] < first
+
+
+def synthetic_pretraining_examples(num=16, length=16, predictions=4, seed=0):
+    rng = np.random.RandomState(seed)
+    tokens = rng.randint(5, 60, size=(num, length)).astype(np.int32)
+    tokens[:, 0], tokens[:, 7], tokens[:, -1] = 2, 3, 3
+    positions = np.stack([rng.choice(np.arange(1, 7), predictions, replace=False)
+                          for _ in range(num)]).astype(np.int32)
+    features = {
+        "bert_input_tokens": tokens,
+        "bert_token_types": np.tile((np.arange(length) > 7).astype(np.int32), (num, 1)),
+        "masked_lm_positions": positions,
+        "masked_lm_ids": np.take_along_axis(tokens, positions, 1),
+        "masked_lm_weights": np.ones_like(positions),
+        "next_sentence_labels": rng.randint(0, 2, size=(num, 1)).astype(np.int32),
+    }
+    np.put_along_axis(features["bert_input_tokens"], positions, 4, 1)
+    return lambda: tf.data.Dataset.from_tensor_slices(features)
+
+
+def mesh_losses(model_dir, vocabulary, source, mesh) -> dict:
+    """Losses of 3 steps on synthetic features (dropout 0) on the mesh `mesh`."""
+    run = configure(model_dir, vocabulary, source, "ModelConfig.dropout_rate = 0.0",
+                    "TrainConfig.tokens_per_batch = 128", f"MeshConfig.mesh_shape = '{mesh}'")
+    train.train(run, synthetic_pretraining_examples(), vocab_size=64, max_steps=3)
+    gin.clear_config()
+    return logged_losses(model_dir)
+
+
+@pytest.fixture(scope="module")
+def one_device_losses(tmp_path_factory, shared_data, vocabulary):
+    return mesh_losses(tmp_path_factory.mktemp("one_device"), vocabulary,
+                       shared_data / C4_SAMPLES, "")
+
+
+@pytest.mark.parametrize("mesh_shape", ["batch:2", "model:2"])
+def test_two_device_meshes_match_one_device(tmp_path, shared_data, vocabulary, mesh_shape,
+                                            one_device_losses):
+    parallel = mesh_losses(tmp_path, vocabulary, shared_data / C4_SAMPLES, mesh_shape)
+    assert sorted(one_device_losses) == [1, 2, 3]
+    # float32 sums in another order drift by ~1e-4 after a few steps; a wrong split of the
+    # batch, heads, d_ff or vocabulary changes the loss by far more.
+    for step, loss in one_device_losses.items():
+        assert parallel[step] == pytest.approx(loss, rel=1e-3)
