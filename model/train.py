@@ -58,7 +58,8 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator  # noqa: E402
 
-from model import bert_inputs, families, hooks, input_position, inputs, warm_start  # noqa: E402
+from model import (bert_inputs, families, hooks, input_position, inputs,  # noqa: E402
+                   structure, warm_start)
 from model.finetune_methods import FineTuningMethod  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
 from model.decoding import strip_after_eos  # noqa: E402
@@ -220,10 +221,11 @@ class Run:
         return Vocabulary(self.data_config.vocabulary)
 
     def bert_stream(self, source: str) -> bert_inputs.BertPretrainingStream:
-        return bert_inputs.BertPretrainingStream(source, self.vocabulary,
-                                                 self.data_config.inputs_length,
-                                                 self.data_config.seed,
-                                                 bert_inputs.BertDataConfig())
+        # SegaBERT (a BERT) reads structured windows with their indices instead of NSP pairs.
+        stream = (structure.SegaBertStream if self.model_config.architecture == "segabert"
+                  else bert_inputs.BertPretrainingStream)
+        return stream(source, self.vocabulary, self.data_config.inputs_length,
+                      self.data_config.seed, bert_inputs.BertDataConfig())
 
     def examples(self, split: str) -> tf.data.Dataset:
         """Packed model features of the training or validation text."""

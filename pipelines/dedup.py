@@ -17,8 +17,10 @@ copy does not depend on runner, bundling or input order.
   repeats inside a page are removed too. Every page is checked again, its sentences counted by
   the splitter over the joined text, as the released code does.
 
-Keys and occurrences travel as bytes: in `spans` mode 8 bytes of key and 12 bytes of occurrence
-(8 of page key, 4 of position), so the shuffle moves about 20 bytes per unit, not the text.
+The shuffle moves keys, not text: each page sends every distinct key it has once, with its page
+key (`spans`: 8 + 8 bytes; `lines`: 16 + 16, MD5s as the released C4). The smallest page key of
+a key keeps its first occurrence; each other page that has the key is sent the key back (16
+bytes), and a page's repeats of its own keys are found in the page, so positions never travel.
 """
 import dataclasses
 from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
@@ -26,9 +28,6 @@ from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 from pipelines.cleaning import count_sentences
 from text.hashing import digest64, md5_digest
 from text.splitters import Splitter
-
-_POSITION_BYTES = 4
-
 
 @dataclasses.dataclass(frozen=True)
 class DedupConfig:
@@ -68,14 +67,6 @@ def page_key(url: str, normalized_url: str, mode: str) -> bytes:
     return md5_digest(url) if mode == "lines" else digest64(normalized_url)
 
 
-def encode_occurrence(key_of_page: bytes, position: int) -> bytes:
-    return key_of_page + position.to_bytes(_POSITION_BYTES, "big")
-
-
-def decode_occurrence(occurrence: bytes) -> Tuple[bytes, int]:
-    return occurrence[:-_POSITION_BYTES], int.from_bytes(occurrence[-_POSITION_BYTES:], "big")
-
-
 def span_keys(units: Sequence[Unit], config: DedupConfig) -> Iterator[Tuple[bytes, int]]:
     """(key, position of the window's first unit) for every window of `span_units` units."""
     if config.mode == "lines":
@@ -88,24 +79,47 @@ def span_keys(units: Sequence[Unit], config: DedupConfig) -> Iterator[Tuple[byte
         yield digest("\n".join(normalized[start:start + config.span_units])), start
 
 
-def losing_occurrences(occurrences: Iterable[bytes]) -> Iterator[bytes]:
-    """All occurrences of one key but the one that survives (the smallest).
+def distinct_span_keys(units: Sequence[Unit], config: DedupConfig) -> Tuple[List[bytes], bool]:
+    """The page's window keys once each, in order, and whether a window repeats in the page.
 
-    Streams over `occurrences` twice instead of holding them, because a boilerplate span can
-    occur millions of times; Beam's grouped values may be iterated again.
+    A page takes part in the dataset-wide choice once per key: its first occurrence of a key is
+    its candidate (the smallest position), and its repeats of a key always lose.
     """
-    survivor = min(occurrences)
-    return (occurrence for occurrence in occurrences if occurrence != survivor)
+    keys = list(dict.fromkeys(key for key, _ in span_keys(units, config)))
+    return keys, len(keys) < max(len(units) - config.span_units + 1, 0)
 
 
-def remove_units(text: str, config: DedupConfig, removed_starts: Iterable[int],
-                 split: Splitter) -> str:
+def losing_pages(page_keys: Iterable[bytes]) -> Iterator[bytes]:
+    """The pages that lose a key: all that have it but the one that keeps it (the smallest).
+
+    Streams over `page_keys` twice instead of holding them, because a boilerplate span can be
+    in millions of pages; Beam's grouped values may be iterated again.
+    """
+    survivor = min(page_keys)
+    return (page for page in page_keys if page != survivor)
+
+
+def removed_starts(units: Sequence[Unit], config: DedupConfig, lost_keys: Set[bytes]
+                   ) -> List[int]:
+    """The windows a page loses: those whose key another page keeps (`lost_keys`), and every
+    repeat of a window earlier in the page."""
+    seen: Set[bytes] = set()
+    removed = []
+    for key, start in span_keys(units, config):
+        if key in lost_keys or key in seen:
+            removed.append(start)
+        seen.add(key)
+    return removed
+
+
+def remove_units(text: str, units: Sequence[Unit], config: DedupConfig,
+                 removed_starts: Iterable[int]) -> str:
     """The page text without the units of the losing windows that start at `removed_starts`.
 
-    Lines that lose nothing are kept verbatim; a line that loses some of its sentences is
-    rebuilt from the rest, joined by one space; a line that loses all of them disappears.
+    `units` are the text's (`units_of`). Lines that lose nothing are kept verbatim; a line that
+    loses some of its sentences is rebuilt from the rest, joined by one space; a line that loses
+    all of them disappears.
     """
-    units = units_of(text, config.mode, split)
     removed: Set[int] = set()
     for start in removed_starts:
         removed.update(range(start, min(start + config.span_units, len(units))))
@@ -127,9 +141,9 @@ def remove_units(text: str, config: DedupConfig, removed_starts: Iterable[int],
     return "\n".join(rebuilt)
 
 
-def needs_check(config: DedupConfig, lost_units: bool) -> bool:
-    """Whether a page must pass the sentence minimum again after dedup."""
-    return lost_units or config.mode == "lines"
+def needs_check(config: DedupConfig, may_lose_units: bool) -> bool:
+    """Whether a page must be cut and pass the sentence minimum again after dedup."""
+    return may_lose_units or config.mode == "lines"
 
 
 def drop_reason_after_dedup(text: str, config: DedupConfig, split: Splitter,

@@ -5,10 +5,11 @@ Counters live in one namespace per stage (`c4.read`, `c4.length`, ...) with one 
 """
 import dataclasses
 import logging
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.utils.windowed_value import WindowedValue
 
 from pipelines import (badwords, cleaning, dedup, domains, files, language, lists, released,
                        urls, wet)
@@ -18,6 +19,8 @@ from text.sentences import split_sentences
 from text.splitters import Splitter, load_splitter
 
 _PROGRESS_EVERY = 1000
+# Pages per language detection batch: larger batches share each numpy step among more pages.
+_LANGUAGE_BATCH = 256
 _LOG = logging.getLogger("c4")
 
 
@@ -279,18 +282,27 @@ def _page_key(page: Page, config: dedup.DedupConfig) -> bytes:
     return dedup.page_key(page.url, page.normalized_url, config.mode)
 
 
-def _span_occurrences(page: Page, config: dedup.DedupConfig, split: Splitter):
+# The message a page sends itself when it repeats one of its own keys: check me at the join.
+_REPEATS_IN_PAGE = b""
+
+
+def _page_span_keys(page: Page, config: dedup.DedupConfig, split: Splitter):
+    """(key, page key) for each distinct key of the page; (page key, _REPEATS_IN_PAGE) tagged
+    `repeats` if a window repeats in the page."""
     key_of_page = _page_key(page, config)
-    units = dedup.units_of(page.text, config.mode, split)
-    for key, start in dedup.span_keys(units, config):
-        yield key, dedup.encode_occurrence(key_of_page, start)
+    keys, repeats = dedup.distinct_span_keys(dedup.units_of(page.text, config.mode, split),
+                                             config)
+    for key in keys:
+        yield key, key_of_page
+    if repeats:
+        yield beam.pvalue.TaggedOutput("repeats", (key_of_page, _REPEATS_IN_PAGE))
 
 
-def _losers_of_key(keyed):
-    _, occurrences = keyed
-    for occurrence in dedup.losing_occurrences(occurrences):
-        _count("dedup", "spans.dropped:duplicate")
-        yield dedup.decode_occurrence(occurrence)
+def _losing_pages_of_key(keyed):
+    """(page key, key) for each page that has the key and does not keep it."""
+    key, page_keys = keyed
+    for key_of_page in dedup.losing_pages(page_keys):
+        yield key_of_page, key
 
 
 class _ApplyRemovalsFn(beam.DoFn):
@@ -302,14 +314,18 @@ class _ApplyRemovalsFn(beam.DoFn):
 
     def process(self, joined):
         _, grouped = joined
-        removed_starts = sorted(grouped["removals"])
+        messages = set(grouped["removals"])
         for page in grouped["pages"]:
-            if not dedup.needs_check(self._config, bool(removed_starts)):
+            if not dedup.needs_check(self._config, bool(messages)):
                 # Most pages lose nothing, and passed the sentence minimum when they were cleaned.
                 _count("dedup", "pages.passed")
                 yield page
                 continue
-            text = dedup.remove_units(page.text, self._config, removed_starts, self._split)
+            units = dedup.units_of(page.text, self._config.mode, self._split)
+            removed = dedup.removed_starts(units, self._config, messages - {_REPEATS_IN_PAGE})
+            if removed:
+                _count("dedup", "spans.dropped:duplicate", len(removed))
+            text = dedup.remove_units(page.text, units, self._config, removed)
             reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
                                                    self._min_sentences)
             if reason:
@@ -320,7 +336,12 @@ class _ApplyRemovalsFn(beam.DoFn):
 
 
 class DedupText(beam.PTransform):
-    """Keeps one occurrence of every repeated span (or line) across the whole dataset."""
+    """Keeps one occurrence of every repeated span (or line) across the whole dataset.
+
+    Only keys cross the shuffle (dedup.py): (key, page key) once per distinct key of a page,
+    grouped by key; (page key, key) back to each page that loses the key; then the pages join
+    what they lost by page key.
+    """
 
     def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter):
         super().__init__()
@@ -329,10 +350,14 @@ class DedupText(beam.PTransform):
         self._split = split
 
     def expand(self, pages):
-        removals = (pages
-                    | "EmitSpans" >> beam.FlatMap(_span_occurrences, self._config, self._split)
-                    | "GroupSpans" >> beam.GroupByKey()
-                    | "PickLosers" >> beam.FlatMap(_losers_of_key))
+        keys = (pages
+                | "EmitSpans" >> beam.FlatMap(_page_span_keys, self._config, self._split)
+                .with_output_types(Tuple[bytes, bytes])  # Encoded as 1 + 8 + 1 + 8 bytes.
+                .with_outputs("repeats", main="keys"))
+        losses = (keys.keys
+                  | "GroupSpans" >> beam.GroupByKey()
+                  | "PickLosers" >> beam.FlatMap(_losing_pages_of_key))
+        removals = (losses, keys.repeats) | "AllRemovals" >> beam.Flatten()
         keyed_pages = pages | "KeyByPage" >> beam.Map(
             lambda page, config: (_page_key(page, config), page), self._config)
         return ({"pages": keyed_pages, "removals": removals}
@@ -342,22 +367,41 @@ class DedupText(beam.PTransform):
 
 
 class _LanguageFn(beam.DoFn):
+    """Detects the language of pages in batches of up to _LANGUAGE_BATCH (per bundle): the
+    detector runs a batch's trials side by side, several times faster than page by page, and
+    each page gets the same result either way."""
 
     def __init__(self, config: language.LanguageConfig):
         self._config = config
         self._detector = None
+        self._pending: List[WindowedValue] = []
 
     def setup(self):
         self._detector = language.LanguageDetector()
 
-    def process(self, page: Page):
-        detected = self._detector.detect(page.text)
-        reason = language.language_drop_reason(detected, self._config)
-        if reason:
-            _count("language", f"pages.dropped:{reason}")
-            return
-        _count("language", f"pages.passed:{detected[0]}")
-        yield dataclasses.replace(page, language=detected[0], language_probability=detected[1])
+    def start_bundle(self):
+        self._pending = []
+
+    def process(self, page: Page, timestamp=beam.DoFn.TimestampParam,
+                window=beam.DoFn.WindowParam):
+        self._pending.append(WindowedValue(page, timestamp, (window,)))
+        if len(self._pending) >= _LANGUAGE_BATCH:
+            yield from self._detect_pending()
+
+    def finish_bundle(self):
+        yield from self._detect_pending()
+
+    def _detect_pending(self):
+        pending, self._pending = self._pending, []
+        detected_pages = self._detector.detect_texts([item.value.text for item in pending])
+        for item, detected in zip(pending, detected_pages):
+            reason = language.language_drop_reason(detected, self._config)
+            if reason:
+                _count("language", f"pages.dropped:{reason}")
+                continue
+            _count("language", f"pages.passed:{detected[0]}")
+            yield item.with_value(dataclasses.replace(
+                item.value, language=detected[0], language_probability=detected[1]))
 
 
 class _BadwordsFn(beam.DoFn):

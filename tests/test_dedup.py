@@ -4,26 +4,29 @@ import collections
 import pytest
 
 from pipelines.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig,
-                             decode_occurrence, drop_reason_after_dedup, encode_occurrence,
-                             losing_occurrences, page_key, remove_units, span_keys, units_of)
+                             distinct_span_keys, drop_reason_after_dedup, losing_pages, page_key,
+                             remove_units, removed_starts, span_keys, units_of)
 from text.sentences import split_sentences
 
 
 def dedup_pages(pages, config):
     """The whole-dataset rule applied to a dict url -> text, as the Beam stage applies it (the
     URLs serve as raw and normalized URL)."""
-    occurrences = collections.defaultdict(list)
+    pages_of_key = collections.defaultdict(list)
     for url, text in pages.items():
-        for key, start in span_keys(units_of(text, config.mode, split_sentences), config):
-            occurrences[key].append(encode_occurrence(page_key(url, url, config.mode), start))
-    removals = collections.defaultdict(list)
-    for occurrence_list in occurrences.values():
-        for loser in losing_occurrences(occurrence_list):
-            key_of_page, start = decode_occurrence(loser)
-            removals[key_of_page].append(start)
-    return {url: remove_units(text, config, removals[page_key(url, url, config.mode)],
-                              split_sentences)
-            for url, text in pages.items()}
+        keys, _ = distinct_span_keys(units_of(text, config.mode, split_sentences), config)
+        for key in keys:
+            pages_of_key[key].append(page_key(url, url, config.mode))
+    lost = collections.defaultdict(set)
+    for key, page_keys in pages_of_key.items():
+        for loser in losing_pages(page_keys):
+            lost[loser].add(key)
+    result = {}
+    for url, text in pages.items():
+        units = units_of(text, config.mode, split_sentences)
+        removed = removed_starts(units, config, lost[page_key(url, url, config.mode)])
+        result[url] = remove_units(text, units, config, removed)
+    return result
 
 
 SHARED = "Alpha is first. Beta is second. Gamma is third."
@@ -119,11 +122,65 @@ def test_line_mode_counts_sentences_over_the_joined_text():
         "empty_after_dedup")
 
 
-def test_losing_occurrences_streams_all_but_smallest():
-    occurrences = [b"\x02" * 12, b"\x01" * 12, b"\x03" * 12]
-    assert sorted(losing_occurrences(occurrences)) == [b"\x02" * 12, b"\x03" * 12]
+def test_losing_pages_are_all_but_the_smallest():
+    page_keys = [b"\x02" * 8, b"\x01" * 8, b"\x03" * 8]
+    assert sorted(losing_pages(page_keys)) == [b"\x02" * 8, b"\x03" * 8]
+
+
+def test_a_page_sends_each_key_once_and_finds_its_own_repeats():
+    units = units_of(f"{SHARED}\nMiddle line here.\n{SHARED}", "spans", split_sentences)
+    keys, repeats = distinct_span_keys(units, PAPER_SPAN_DEDUP)
+    assert repeats and len(keys) == len(set(keys)) == 4  # 5 windows, the first one repeated.
+    assert removed_starts(units, PAPER_SPAN_DEDUP, set()) == [4]
+    assert removed_starts(units, PAPER_SPAN_DEDUP, {keys[0]}) == [0, 4]
+    assert distinct_span_keys(units_of(SHARED, "spans", split_sentences), PAPER_SPAN_DEDUP)[1] is False
+    assert distinct_span_keys(units_of("One. Two.", "spans", split_sentences),
+                              PAPER_SPAN_DEDUP) == ([], False)
 
 
 def test_invalid_config():
     with pytest.raises(ValueError):
         DedupConfig(mode="words")
+
+
+HOT = "Hot span first sentence. Hot span second sentence. Hot span third sentence."
+
+
+def hot_span_pages(count):
+    """`count` pages that all hold the same span (a hot key), each with a sentence of its own
+    before and after it; the last page holds it twice."""
+    from pipelines.page import Page
+    pages = []
+    for i in range(count):
+        text = f"Page {i} starts here. {HOT}\nPage {i} ends here."
+        if i == count - 1:
+            text += f"\n{HOT}"
+        pages.append(Page(url=f"https://site{i}.com/p", normalized_url=f"site{i}.com/p",
+                          timestamp="2019-04-18T10:13:24Z", content_type="text/plain",
+                          content_length=len(text), text=text))
+    return pages
+
+
+def test_a_hot_span_keeps_one_copy_on_the_direct_runner():
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that
+
+    from pipelines.stages import DedupText
+    from text.hashing import digest64
+    pages = hot_span_pages(3000)
+    survivor = min(pages, key=lambda page: digest64(page.normalized_url)).url
+
+    def check(output):
+        texts = {page.url: page.text for page in output}
+        assert sorted(texts) == sorted(page.url for page in pages)
+        for number, page in enumerate(pages):
+            if page.url == survivor:
+                assert texts[page.url] == page.text.split(f"\n{HOT}")[0]
+            else:
+                assert texts[page.url] == f"Page {number} starts here.\nPage {number} ends here."
+
+    with beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(
+            ["--direct_running_mode=in_memory", "--direct_num_workers=1"])) as pipeline:
+        kept = (pipeline | beam.Create(pages)
+                | DedupText(PAPER_SPAN_DEDUP, min_sentences=1, split=split_sentences))
+        assert_that(kept, check)

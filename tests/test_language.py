@@ -9,6 +9,7 @@ import pytest
 from langdetect import detector_factory
 
 from pipelines.files import open_raw
+from pipelines import language
 from pipelines.language import LanguageConfig, LanguageDetector, language_drop_reason
 from pipelines.page import Page
 from pipelines.wet import read_wet
@@ -59,11 +60,34 @@ def sample_texts(shared_data):
     return texts
 
 
-def test_same_results_as_langdetect(detector, reference, shared_data):
+@pytest.fixture(scope="module")
+def sample_results(reference, shared_data):
+    """The library's results on the sample texts, {text: [(language, probability), ...]}."""
     texts = sample_texts(shared_data)
     assert len(texts) > 400
-    for text in texts:
-        assert detector.probabilities(text) == reference(text), text[:80]
+    return {text: reference(text) for text in texts}
+
+
+def test_same_results_as_langdetect(detector, sample_results):
+    for text, expected in sample_results.items():
+        assert detector.probabilities(text) == expected, text[:80]
+
+
+def test_a_batch_gets_the_same_results_as_one_by_one(sample_results):
+    # A fresh detector (cold word cache), every sample text in one batch, trials side by side.
+    texts = list(sample_results)
+    assert LanguageDetector().probabilities_of_texts(texts) == list(sample_results.values())
+    assert LanguageDetector().detect_texts(texts[:3]) == [
+        sample_results[text][0] if sample_results[text] else None for text in texts[:3]]
+
+
+def test_random_draws_past_the_precomputed_stream(sample_results):
+    # langdetect's draws are read from a stream of Mersenne Twister words computed ahead; a
+    # stream of 8 words must grow, mid-trial and mid-Gaussian, to the same results.
+    detector = LanguageDetector()
+    detector._draws = language._DrawStream(language.LANGDETECT_SEED, size=8)
+    texts = list(sample_results)[:40:4]
+    assert detector.probabilities_of_texts(texts) == [sample_results[text] for text in texts]
 
 
 # Alphabets that take different paths through langdetect: ASCII letters and the non-letters
