@@ -10,7 +10,7 @@ BERT's position in the sequence.
 Choices (SegaBERT's, read from the authors' code, rsvp-ai/segatron_aaai, where the paper is
 silent):
 - Sentences are tokenized one by one (the tokenizer is a parameter: WordPiece for SegaBERT,
-  any `str -> ids` function in tests); a sentence or paragraph without tokens is not counted.
+  any `texts -> ids` function in tests); a sentence or paragraph without tokens is not counted.
 - Windows hold whole sentences, greedily in document order (as the authors fill their inputs
   sentence by sentence); a sentence longer than a window fills windows of its own and its
   token indices continue across them. Indices are the document's, not restarted per window.
@@ -28,15 +28,21 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, List, Sequence
 
+import gin
 import numpy as np
 import tensorflow as tf
 
+from model import bert_inputs
+from model.bert_inputs import CLS_ID, SEP_ID
+from model.input_position import InputPosition
 from text.splitters import Splitter, load_splitter
 
-Tokenize = Callable[[str], Sequence[int]]
+# Texts -> their token ids (a batch: tokenizers run faster on many texts at once).
+Tokenize = Callable[[Sequence[str]], Sequence[Sequence[int]]]
 INDEX_KEYS = ("token_index", "sentence_index", "paragraph_index")
 
 
+@gin.configurable
 @dataclasses.dataclass(frozen=True)
 class StructureLimits:
     """Rows of the three index embeddings (SegaBERT's: 256, 100, 50)."""
@@ -86,11 +92,12 @@ def paragraph_sentences(text: str, split_sentences: Splitter) -> List[List[str]]
 
 def document_tokens(paragraphs: Sequence[Sequence[str]], tokenize: Tokenize) -> List[StructuredTokens]:
     """Every sentence of the document as tokens with the document's indices (unclamped)."""
+    flat = list(tokenize([text for texts in paragraphs for text in texts]))
     sentences = []
     paragraph = 0
     for texts in paragraphs:
-        tokenized = [list(tokenize(text)) for text in texts]
-        tokenized = [ids for ids in tokenized if ids]
+        tokenized, flat = flat[:len(texts)], flat[len(texts):]
+        tokenized = [list(ids) for ids in tokenized if len(ids)]
         for number, ids in enumerate(tokenized):
             n = len(ids)
             sentences.append(StructuredTokens(tuple(ids), tuple(range(n)), (number,) * n, (paragraph,) * n))
@@ -160,36 +167,70 @@ def structured_windows(text: str, tokenize: Tokenize, config: StructureConfig,
 
 
 # --------------------------------------------------------------------------------------------
-# The tf.data path.
+# SegaBERT's training examples and stream.
 
-def _flat_windows(text: bytes, tokenize: Tokenize, config: StructureConfig, split_sentences: Splitter
-                  ) -> tuple[np.ndarray, ...]:
-    found = structured_windows(text.decode("utf-8"), tokenize, config, split_sentences)
-    joined = sum(found, EMPTY)
-    return tuple(np.asarray(getattr(joined, f.name), np.int32) for f in dataclasses.fields(joined)) + (
-        np.asarray([len(w) for w in found], np.int64),)
+def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_predictions: int,
+                    rng: np.random.Generator, masking: bert_inputs.BertDataConfig
+                    ) -> dict[str, np.ndarray]:
+    """BERT's masked-LM features of a window (bert_inputs.mask_sequence: 15% of the pieces,
+    never [CLS]/[SEP], 80/10/10), one segment (token type 0), plus the three indices; all zero
+    padded to `length` (the predictions to `max_predictions`)."""
+    masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng, masking)
+    pad = lambda values, size: np.array(list(values) + [0] * (size - len(values)), np.int32)
+    features = {
+        "bert_input_tokens": pad(masked.tokens, length),
+        "bert_token_types": pad([], length),
+        "masked_lm_positions": pad(masked.positions, max_predictions),
+        "masked_lm_ids": pad(masked.labels, max_predictions),
+        "masked_lm_weights": pad([1] * len(masked.positions), max_predictions),
+    }
+    features.update({key: pad(getattr(window, key), length) for key in INDEX_KEYS})
+    return features
 
 
-def split_structured(documents: tf.data.Dataset, tokenize: Tokenize, config: StructureConfig
-                     ) -> tf.data.Dataset:
-    """{"text", other scalars} documents -> one example per window: "targets" (the window's ids,
-    [CLS] and [SEP] included), "token_index", "sentence_index", "paragraph_index" (int32) and
-    "chunk" (the window's number in its document); the other features are copied to each window
-    (as `objectives.split_tokens`). Documents without tokens vanish. Deterministic, in order."""
-    split_sentences = load_splitter(config.splitter)
+@dataclasses.dataclass(frozen=True)
+class SegaBertStream(bert_inputs.BertPretrainingStream):
+    """SegaBERT's training stream: BERT's (windows of documents, resumable positions, a
+    generator seeded per window and epoch) with structured windows instead of segment pairs, so
+    masked LM alone, one window per row. Rows are not packed: BERT's attention separates only
+    padding, and windows of whole sentences already fill most of a row."""
 
-    def to_windows(document):
-        *flat, row_lengths = tf.numpy_function(
-            lambda text: _flat_windows(text, tokenize, config, split_sentences),
-            [document["text"]], [tf.int32] * 4 + [tf.int64], stateful=False)
-        row_lengths.set_shape([None])
-        count = tf.size(row_lengths)
-        chunks = {key: tf.fill([count], value) for key, value in document.items() if key != "text"}
-        for key, values in zip(("targets",) + INDEX_KEYS, flat):
-            values.set_shape([None])
-            chunks[key] = tf.RaggedTensor.from_row_lengths(values, row_lengths)
-        chunks["chunk"] = tf.range(count, dtype=tf.int64)
-        return chunks
+    # None: StructureLimits() as gin binds it when the stream is made (a default instance here
+    # would be made at import, before any binding).
+    limits: StructureLimits | None = None
 
-    return documents.map(to_windows).unbatch()
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.limits is None:
+            object.__setattr__(self, "limits", StructureLimits())
 
+    @property
+    def structure(self) -> StructureConfig:
+        return StructureConfig(CLS_ID, SEP_ID, self.length, self.limits)
+
+    @property
+    def spec(self) -> dict[str, tf.TensorSpec]:
+        spec = {k: v for k, v in super().spec.items() if k != "next_sentence_labels"}
+        return {**spec, **{key: tf.TensorSpec([self.length], tf.int32) for key in INDEX_KEYS}}
+
+    def identity(self) -> dict:
+        return {**super().identity(), "objective": "segabert",
+                "structure_limits": dataclasses.asdict(self.limits)}
+
+    def window_examples(self, texts: Sequence[str], rng: np.random.Generator) -> List[dict]:
+        """The examples of one window of pages, in document order."""
+        split_sentences = load_splitter(self.structure.splitter)
+        max_predictions = self.config.predictions(self.length)
+        return [masked_features(window, self.vocabulary.vocab_size, self.length, max_predictions,
+                                rng, self.config)
+                for text in texts
+                for window in structured_windows(text, self.vocabulary.encode_batch, self.structure,
+                                                 split_sentences)]
+
+    def examples(self, epoch: int, start: InputPosition = InputPosition()):
+        for first, texts in self.windows(epoch, start):
+            rng = np.random.default_rng([self.seed, epoch, first.example])
+            rows = self.window_examples(texts, rng)
+            skip = start.row if (first.shard, first.document) == (start.shard, start.document) else 0
+            for row in range(skip, len(rows)):
+                yield rows[row], dataclasses.asdict(dataclasses.replace(first, row=row))

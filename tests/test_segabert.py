@@ -2,23 +2,23 @@
 import gzip
 import json
 import re
+import shutil
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import structure
-from model.inputs import jsonl_documents
+from model import bert_inputs, structure
 from tests.trained_vocab import trained_vocabulary
 from text.sentences import split_sentences
 
 CLS, SEP = 1001, 1002
 
 
-def word_ids(text):
+def word_ids(texts):
     """A tokenizer whose ids say which word they are: `w<N>` or `W<N>` -> N; punctuation has
     no ids. (The splitter ends a sentence before a capital: sentences here start with `W`.)"""
-    return [int(number) for number in re.findall(r"[wW](\d+)", text)]
+    return [[int(number) for number in re.findall(r"[wW](\d+)", text)] for text in texts]
 
 
 def indices(window):
@@ -110,6 +110,10 @@ def vocabulary(shared_data):
     return trained_vocabulary(shared_data)
 
 
+def sentencepiece(vocabulary):
+    return lambda texts: [vocabulary.encode(text) for text in texts]
+
+
 @pytest.fixture(scope="module")
 def pages(shared_data):
     texts = []
@@ -123,7 +127,7 @@ def test_indices_on_real_pages(pages, vocabulary):
     config = structure.StructureConfig(cls_id=CLS, sep_id=SEP, length=64)
     sentence_count = 0
     for text in pages:
-        windows = structure.structured_windows(text, vocabulary.encode, config)
+        windows = structure.structured_windows(text, sentencepiece(vocabulary), config)
         body = sum((w[1:-1] for w in windows), structure.EMPTY)
         for window in windows:
             assert len(window) <= config.length
@@ -150,13 +154,181 @@ def test_indices_on_real_pages(pages, vocabulary):
     assert sentence_count == sum(len(split_sentences(line)) for text in pages for line in text.split("\n"))
 
 
-def test_tf_data_path_equals_the_pure_path(shared_data, pages, vocabulary):
-    config = structure.StructureConfig(cls_id=CLS, sep_id=SEP, length=64)
-    documents = jsonl_documents(str(shared_data / C4_PAGES))
-    got = list(structure.split_structured(documents, vocabulary.encode, config).as_numpy_iterator())
-    expected = [(number, chunk, window) for number, text in enumerate(pages)
-                for chunk, window in enumerate(structure.structured_windows(text, vocabulary.encode, config))]
-    assert len(got) == len(expected)
-    for row, (_, chunk, window) in zip(got, expected):
-        assert row["chunk"] == chunk
-        assert [row[k].tolist() for k in ("targets",) + structure.INDEX_KEYS] == indices(window)
+
+
+# --------------------------------------------------------------------------------------------
+# SegaBERT's training examples.
+
+@pytest.fixture(scope="module")
+def wordpiece_vocabulary(pages, tmp_path_factory):
+    """A small WordPiece vocabulary learned from the shared C4 pages (BERT's tools)."""
+    from model import wordpiece
+    path = tmp_path_factory.mktemp("wordpiece") / "vocab.txt"
+    return wordpiece.train_vocabulary(pages, str(path), wordpiece.WordPieceSettings(size=2000))
+
+
+def segabert_stream(shared_data, vocabulary, length=64, max_predictions=10):
+    return structure.SegaBertStream(str(shared_data / C4_PAGES), vocabulary, length, seed=0,
+                                    config=bert_inputs.BertDataConfig(max_predictions=max_predictions))
+
+
+def test_stream_masks_windows_and_keeps_their_indices(shared_data, pages, wordpiece_vocabulary):
+    stream = segabert_stream(shared_data, wordpiece_vocabulary)
+    config = structure.StructureConfig(bert_inputs.CLS_ID, bert_inputs.SEP_ID, 64)
+    windows = [w for text in pages
+               for w in structure.structured_windows(text, wordpiece_vocabulary.encode_batch, config)]
+    rows = [features for features, _ in stream.examples(0)]
+    assert len(rows) == len(windows)
+    masked = 0
+    for row, window in zip(rows, windows):
+        n = len(window)
+        assert [row[k][:n].tolist() for k in structure.INDEX_KEYS] == indices(window)[1:]
+        assert not row["bert_input_tokens"][n:].any() and not row["bert_token_types"].any()
+        # Putting the labels back at the masked positions rebuilds the window.
+        count = int(row["masked_lm_weights"].sum())
+        tokens = row["bert_input_tokens"][:n].copy()
+        tokens[row["masked_lm_positions"][:count]] = row["masked_lm_ids"][:count]
+        assert tokens.tolist() == list(window.tokens)
+        assert count == min(10, max(1, round(0.15 * n)))  # BERT: 15%, at least 1
+        masked += count
+    assert masked > 1000
+    # The tf.data stream gives the same rows, and a different pass masks differently.
+    first = next(iter(stream().as_numpy_iterator()))
+    assert all((first[k] == rows[0][k]).all() for k in rows[0])
+    assert first.keys() == stream.spec.keys()
+    second_epoch = next(stream.examples(1))[0]
+    assert (second_epoch["masked_lm_positions"] != rows[0]["masked_lm_positions"]).any()
+
+
+# --------------------------------------------------------------------------------------------
+# The family.
+
+def test_parameter_count_is_bert_base_with_the_three_tables_for_positions(clean_gin):
+    import torch
+    import transformers
+    with torch.device("meta"):
+        oracle = transformers.BertForPreTraining(transformers.BertConfig()).num_parameters()
+    nsp_head, positions, index_tables = 768 * 2 + 2, 512 * 768, (256 + 100 + 50) * 768
+    sizes = variable_sizes(["segabert/base.gin"], 30522)
+    assert sum(sizes.values()) == oracle - nsp_head - positions + index_tables
+    assert {k: v for k, v in sizes.items() if "index_embeddings" in k} == {
+        "bert/embeddings/token_index_embeddings": 256 * 768,
+        "bert/embeddings/sentence_index_embeddings": 100 * 768,
+        "bert/embeddings/paragraph_index_embeddings": 50 * 768}
+    assert not [k for k in sizes if "position" in k or "seq_relationship" in k]
+
+
+def variable_sizes(gin_files, vocab_size):
+    import gin
+    import tensorflow.compat.v1 as tf1
+    from model.architectures import ModelConfig
+    from model.families.segabert import SegaBert
+    from model.mtf_compat import mtf
+    from model.train import GIN_DIR
+    gin.parse_config_files_and_bindings([str(GIN_DIR / f) for f in gin_files], [])
+    family = SegaBert(ModelConfig(), vocab_size)
+    with tf1.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        shape = mtf.Shape([mtf.Dimension("batch", 2), mtf.Dimension("length", 8)])
+        family.losses(family.build(False), {k: mtf.zeros(mesh, shape, tf.int32)
+                                            for k in family.feature_keys}, "eval")
+        return {v.name: v.outputs[0].shape.size for v in graph.trainable_variables}
+
+
+# --------------------------------------------------------------------------------------------
+# Pre-training through the trainer (TPUEstimator on CPU), resume, meshes, TPU path.
+
+STEPS = 40
+TINY_RUN = [
+    "DataConfig.inputs_length = 64", "BertDataConfig.max_predictions = 10",
+    "TrainConfig.tokens_per_batch = 512",  # 8 windows of 64 pieces
+    "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+    # Without dropout a resumed run continues on exactly the same losses.
+    "ModelConfig.dropout_rate = 0.0",
+    # SegaBERT's schedule (warm-up over 1% of the steps, linear decay); a tiny model needs a
+    # larger peak than BERT-Base's 1e-4 to learn anything in 40 steps.
+    f"lr.warmup_linear.total_steps = {STEPS}", "lr.warmup_linear.peak = 1e-2",
+    f"TrainConfig.save_checkpoints_steps = {STEPS // 2}",
+]
+
+
+@pytest.fixture(scope="module")
+def run_bindings(shared_data, wordpiece_vocabulary):
+    return TINY_RUN + [f"DataConfig.vocabulary = '{wordpiece_vocabulary.path}'",
+                       f"DataConfig.source = '{shared_data / C4_PAGES}'"]
+
+
+def configure(model_dir, bindings, *extra):
+    import gin
+    from model import train
+    gin.clear_config()
+    train.parse_gin(["pretrain.gin", "segabert/tiny.gin", "segabert/pretrain.gin"],
+                    bindings + list(extra))
+    return train.configured_run(str(model_dir))
+
+
+def run_train(run, max_steps):
+    from model import train
+    return train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps)
+
+
+def logged_losses(model_dir):
+    from model.hooks import LOSS_LOG_NAME
+    lines = (model_dir / LOSS_LOG_NAME).read_text().splitlines()
+    return {entry["step"]: entry["loss"] for entry in map(json.loads, lines)}
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory, run_bindings):
+    import gin
+    model_dir = tmp_path_factory.mktemp("segabert")
+    run = configure(model_dir, run_bindings)
+    assert isinstance(run.training_examples(), structure.SegaBertStream)
+    assert run_train(run, STEPS) == STEPS
+    gin.clear_config()
+    return model_dir
+
+
+def test_tiny_segabert_pretrains_with_a_falling_loss(pretrained, wordpiece_vocabulary):
+    losses = logged_losses(pretrained)
+    assert sorted(losses) == list(range(1, STEPS + 1))
+    first = np.mean([losses[s] for s in range(1, 6)])
+    last = np.mean([losses[s] for s in range(STEPS - 4, STEPS + 1)])
+    assert first > np.log(wordpiece_vocabulary.vocab_size) - 0.5  # near uniform at first
+    # 40 steps see half an epoch of masked pieces: enough to learn about their frequencies
+    # (a unigram model's cross entropy here is about 5.4 nats), so about half a nat.
+    assert last < first - 0.4, (first, last)
+    # The index tables are trained variables of the checkpoint.
+    names = dict(tf.train.list_variables(str(pretrained)))
+    assert names["bert/embeddings/paragraph_index_embeddings"] == [50, 32]
+    assert "bert/embeddings/position_embeddings" not in names
+
+
+def test_resumed_run_continues_on_the_same_losses(pretrained, run_bindings, tmp_path, clean_gin):
+    # The run as it stood at its first checkpoint: the checkpoint, its input position, its log.
+    half = STEPS // 2
+    resumed = tmp_path / "resumed"
+    resumed.mkdir()
+    for path in pretrained.glob(f"model.ckpt-{half}.*"):
+        shutil.copy(path, resumed)
+    shutil.copytree(pretrained / "input_positions", resumed / "input_positions")
+    tf.compat.v1.train.update_checkpoint_state(str(resumed), str(resumed / f"model.ckpt-{half}"))
+    assert run_train(configure(resumed, run_bindings), STEPS) == STEPS
+    expected, got = logged_losses(pretrained), logged_losses(resumed)
+    assert sorted(got) == list(range(half + 1, STEPS + 1))
+    for step in got:
+        assert got[step] == pytest.approx(expected[step], rel=1e-3), step
+
+
+def test_two_device_mesh_matches_one_device(pretrained, run_bindings, tmp_path, clean_gin):
+    from model import train
+    # Model parallel over heads and d_ff: BERT does not pad its vocabulary, and this small one
+    # has an odd number of pieces (BERT-Base's 30,522 splits in two).
+    run = configure(tmp_path, run_bindings, "MeshConfig.mesh_shape = 'model:2'",
+                    "MeshConfig.layout = 'batch:batch,d_ff:model,heads:model'")
+    train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps=3)
+    single, parallel = logged_losses(pretrained), logged_losses(tmp_path)
+    assert sorted(parallel) == [1, 2, 3]
+    for step in parallel:
+        assert parallel[step] == pytest.approx(single[step], rel=1e-3)

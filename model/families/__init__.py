@@ -14,10 +14,11 @@ from typing import Any
 from model.families.base import ModelFamily, Registry
 from model.families.bert import Bert
 from model.families.gpt1 import GPT1
+from model.families.segabert import SegaBert
 from model.families.t5 import DecoderOnlyLM, EncoderDecoder, PrefixLM
 from model.mtf_compat import mtf
 
-REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM, Bert, GPT1))
+REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM, Bert, GPT1, SegaBert))
 
 
 def family_class(architecture: str) -> type:

@@ -1,0 +1,83 @@
+"""SegaBERT (Bai et al., "Segatron: Segment-Aware Transformer for Language Modeling and
+Understanding"): BERT whose position embedding is replaced by three learned embeddings summed
+into each token: the token's index in its sentence (256 rows), its sentence's index in its
+paragraph (100) and its paragraph's index in the document (50). Pre-trained with masked LM alone
+(`BertConfig.head = 'mlm'`, no next-sentence prediction); fine-tuned with BERT's heads.
+
+Everything else is BERT's (model/families/bert.py): the encoder, token types, the MLM head and
+the classification and span heads. The indices come from model/structure.py (how they are
+counted, what [CLS] and [SEP] get, what happens at the maxima); the features are BERT's plus
+`token_index`, `sentence_index`, `paragraph_index` ([batch, length] int32 each).
+
+PREDICT receives token ids alone (model_fn.py's one `inputs` feature), so the indices are derived
+from them in the graph: one paragraph; each segment ([CLS] A [SEP], then B [SEP]) one sentence,
+its tokens counted from 0 ([CLS] 0, as its first token's). The structure of a fine-tuning task's
+texts is therefore only seen in training and evaluation; decoding sees this simpler one.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+import tensorflow.compat.v1 as tf
+
+from model import structure
+from model.families.bert import CLS_ID, SEP_ID, Bert
+from model.mtf_compat import mtf
+
+# The three embedding tables, in structure.INDEX_KEYS order.
+TABLES = ("token_index_embeddings", "sentence_index_embeddings", "paragraph_index_embeddings")
+
+
+def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
+    """PREDICT's indices (see the module docstring): paragraph 0, sentence = the number of
+    [SEP] before the token, token index = the distance from its segment's first token (the one
+    after [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its segment's last."""
+    length_dim = tokens.shape.dims[-1]
+    is_sep = mtf.cast(mtf.equal(tokens, SEP_ID), tf.int32)
+    sentence = mtf.cumsum(is_sep, length_dim, exclusive=True)
+    position = mtf.range(tokens.mesh, length_dim, tf.int32)
+    special = mtf.cast(mtf.equal(tokens, CLS_ID), tf.int32) + is_sep
+    first_of_segment = mtf.shift(special, 1, length_dim, wrap=False)
+    # The latest segment start at or before each position: a [length, length] maximum.
+    memory_dim = mtf.Dimension("start_memory", length_dim.size)
+    starts = mtf.rename_dimension(first_of_segment * position, length_dim.name, memory_dim.name)
+    visible = mtf.cast(mtf.less_equal(mtf.range(tokens.mesh, memory_dim, tf.int32), position),
+                       tf.int32)
+    segment_start = mtf.reduce_max(starts * visible, reduced_dim=memory_dim)
+    token = position - segment_start
+    return {"token_index": token, "sentence_index": sentence,
+            "paragraph_index": mtf.zeros_like(token)}
+
+
+class SegaBert(Bert):
+    # Its examples come from documents as BERT's (the trainer's BERT path), by
+    # structure.SegaBertStream.
+    name = "segabert"
+    architectures = ("segabert",)
+
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
+        super().__init__(config, vocab_size, variable_dtype)
+        if self.bert.head == "pretraining":
+            raise ValueError("SegaBERT pre-trains with masked LM alone: set BertConfig.head = "
+                             "'mlm' (model/gin/families/segabert/)")
+        self.limits = structure.StructureLimits()
+
+    @property
+    def feature_keys(self) -> Tuple[str, ...]:
+        return super().feature_keys + structure.INDEX_KEYS
+
+    def position_embedding(self, batch: Dict[str, mtf.Tensor]) -> mtf.Tensor:
+        """The sum of the token-in-sentence, sentence-in-paragraph and paragraph-in-document
+        embeddings, [batch, length, d_model]."""
+        tokens = batch["bert_input_tokens"]
+        indices = batch if structure.INDEX_KEYS[0] in batch else indices_from_tokens(tokens)
+        rows = (self.limits.tokens_per_sentence, self.limits.sentences_per_paragraph,
+                self.limits.paragraphs_per_document)
+        embeddings = []
+        for key, table_name, size in zip(structure.INDEX_KEYS, TABLES, rows):
+            rows_dim = mtf.Dimension(table_name, size)
+            table = self._variable(tokens.mesh, table_name, [rows_dim, self.d_model])
+            # The data path keeps indices within the rows (model/structure.py); decoding's
+            # derived ones are clamped the same way.
+            embeddings.append(mtf.gather(table, mtf.minimum(indices[key], size - 1), rows_dim))
+        return mtf.add_n(embeddings)
