@@ -332,3 +332,58 @@ def test_two_device_mesh_matches_one_device(pretrained, run_bindings, tmp_path, 
     assert sorted(parallel) == [1, 2, 3]
     for step in parallel:
         assert parallel[step] == pytest.approx(single[step], rel=1e-3)
+
+
+def test_decoding_derives_the_indices_of_a_sentence_pair():
+    import tensorflow.compat.v1 as tf1
+    from model.families.segabert import indices_from_tokens
+    from model.mtf_compat import mtf
+    cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
+    # [CLS] a b [SEP] c [SEP] [PAD]: two one-sentence segments of one paragraph, as
+    # structure.frame gives a window of one sentence ([SEP] one past its last token).
+    row = [cls, 7, 8, sep, 9, sep, 0]
+    with tf1.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        shape = mtf.Shape([mtf.Dimension("batch", 1), mtf.Dimension("length", len(row))])
+        derived = indices_from_tokens(mtf.import_tf_tensor(mesh, tf1.constant([row]), shape))
+        lowering = mtf.Lowering(graph, {mesh: mtf.placement_mesh_impl.PlacementMeshImpl(
+            shape=[], layout={}, devices=[""])})
+        with tf1.Session() as session:
+            got = session.run({k: lowering.export_to_tf_tensor(v) for k, v in derived.items()})
+    assert got["token_index"][0, :6].tolist() == [0, 0, 1, 2, 0, 1]
+    assert got["sentence_index"][0, :6].tolist() == [0, 0, 0, 0, 1, 1]
+    assert not got["paragraph_index"].any()
+    config = structure.StructureConfig(cls, sep, 6)
+    [window] = structure.structured_windows("W7 w8.", lambda texts: [[7, 8] for _ in texts], config)
+    assert indices(window)[1] == got["token_index"][0, :4].tolist()
+
+
+@pytest.mark.parametrize("mode", ["train", "infer"])
+def test_graph_builds_for_the_tpu_path(tmp_path, clean_gin, mode):
+    """The model function's TRAIN and PREDICT graphs, built as TPUEstimator builds them on CPU
+    (use_tpu=False). In float32: BERT's family does not build with bfloat16 activations yet
+    (its attention bias and mtf's AdamWeightDecay mix float32 and bfloat16)."""
+    import gin
+    import tensorflow.compat.v1 as tf1
+    from model.architectures import ModelConfig
+    from model.mesh import MeshConfig
+    from model.model_fn import ModelFnSetup, OptimizationConfig, make_model_fn
+    gin.parse_config("BertConfig.head = 'mlm'")
+    setup = ModelFnSetup(
+        model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
+                                 d_kv=8, num_layers=1),
+        mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
+        model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
+        decode_length=8)
+    keys = setup.family.feature_keys if mode == "train" else ("inputs",)
+    with tf1.Graph().as_default():
+        features = {key: tf1.ones([2, 8], tf1.int32) for key in keys}
+        spec = make_model_fn(setup)(features, None, mode, {})
+        if mode == "train":
+            assert spec.loss.dtype == tf1.float32 and spec.train_op is not None
+        else:
+            assert spec.predictions["outputs"].shape.as_list() == [2, 8]
+        # The host call carries the loss, step and learning rate to the host.
+        if mode == "train":
+            assert [t.shape.as_list() for t in spec.host_call[1]] == [[1], [1], [1]]
