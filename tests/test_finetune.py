@@ -8,6 +8,7 @@ scoring connect."""
 import json
 import pathlib
 
+import gin
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -238,6 +239,7 @@ def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, c
     wmt = finetune.select(task="wmt_en_de")
     assert wmt.lengths == tasks.SequenceLengths(512, 512)
     assert finetune.select(mixture="super_glue").lengths == tasks.SequenceLengths(512, 62)
+    gin.clear_config()  # earlier tests leave their bindings
     train.parse_gin(["finetune.gin"], [])
     run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), wmt.lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 512)
@@ -283,6 +285,7 @@ def test_wnli_cannot_be_fine_tuned_by_mistake_but_can_be_evaluated(tmp_path, sha
 def test_the_papers_fine_tuning_configuration(tmp_path, clean_gin, method_file, adapter_size, method):
     """finetune.gin: constant learning rate 0.001 at every step, 2^18 steps, a checkpoint every
     5,000; the methods' files: adapters of inner size d, gradual unfreezing every 2^18 / 12 steps."""
+    gin.clear_config()  # earlier tests leave their bindings
     train.parse_gin(["finetune.gin", method_file], [])
     run = train.configured_run(str(tmp_path))
     with tf.Graph().as_default(), tf.Session() as session:
