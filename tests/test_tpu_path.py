@@ -13,7 +13,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config
 
 from model import hooks, train
 from model.architectures import ModelConfig
-from model.mesh import MeshConfig, logical_to_physical, tpu_mesh_impl
+from model.mesh import DEFAULT_LAYOUT, MeshConfig, logical_to_physical, tpu_mesh_impl
 from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
 from model.mtf_compat import simd_mesh_impl
 
@@ -128,3 +128,16 @@ def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, caps
     assert f"step 7: loss {loss:.4f}" in capsys.readouterr().err  # progress at step 7
     message = str(hooks.error_for_failed_step(str(tmp_path)))
     assert f"training loss is {loss} at step 7" in message
+
+
+def test_example_tpu_plan_in_gin_fits_its_slice(tmp_path, clean_gin):
+    """tpu.gin with meshes/tpu_v3_8x8_dp_mp.gin: a v3-128 run, one mesh slice per core, T5's
+    bfloat16 precision, the layout model/mesh.py owns."""
+    import gin
+    gin.clear_config()
+    train.parse_gin(["tpu.gin", "meshes/tpu_v3_8x8_dp_mp.gin"], [])
+    run = train.configured_run(str(tmp_path))
+    assert run.train_config.use_tpu
+    assert (run.precision.activation_dtype, run.precision.master_dtype) == ("bfloat16", "bfloat16")
+    assert run.mesh_config.layout == DEFAULT_LAYOUT
+    assert sorted(logical_to_physical(run.mesh_config, V3_128)) == list(range(128))
