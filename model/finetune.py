@@ -16,6 +16,13 @@ checkpoint is decoded and scored on every validation split (model/evaluation.py)
 task and split is reported, and only those and the newest `TrainConfig.keep_checkpoint_max`
 checkpoints are kept.
 
+Sequences are trimmed to the task's lengths, and decoded up to its targets length
+(`Task.lengths`, the t5 library's per-task values; a mixture takes the longest of its members),
+unless gin binds `DataConfig.inputs_length`, `DataConfig.targets_length` or
+`TrainConfig.decode_length` (pretrain.gin, used for multi-task pre-training, binds span
+corruption's 512/114): a bound length wins, with a warning when it cuts the tasks' sequences.
+WNLI is never trained on (as in the paper); it can be evaluated.
+
 Task data comes from TFDS (`--tfds_data_dir`, or TFDS's default) unless `--task_files
 TASK:SPLIT=PATH[,PATH...]` gives the task's original release files for a split (read by the
 task's local reader, so everything runs offline); with local files, the validation splits are
