@@ -311,9 +311,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--tfds_data_dir", type=arguments.gcs_path)
     parser.add_argument("--vocabulary", required=True, type=arguments.gcs_path,
                         help="gs:// path of the SentencePiece .model (model/train_vocab.py)")
-    # The paper pre-trains for 2^19 steps (about 34B tokens at 2^16 tokens per batch).
-    # It is also model/gin/pretrain.gin's default; passing it keeps the printed command explicit.
-    parser.add_argument("--train_steps", type=arguments.positive_int, default=524288)
+    # model/gin/pretrain.gin's, the paper's 2^19 steps (about 34B tokens at 2^16 tokens per
+    # batch); passing it keeps the printed command explicit.
+    parser.add_argument("--train_steps", type=arguments.positive_int,
+                        default=literal_bindings(PRETRAIN_GIN)["TrainConfig.train_steps"])
     parser.add_argument("--preemptible", action="store_true")
     parser.add_argument("--runtime_version",
                         help=f"TPU software version (default: tpu-vm-tf-{TENSORFLOW_VERSION}-se, "
