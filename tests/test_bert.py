@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import bert_inputs, inputs, train, wordpiece
+from model import bert_inputs, bert_tasks, inputs, train, wordpiece
 from model.architectures import ModelConfig
 from model.families.bert import Bert
 from model.hooks import LOSS_LOG_NAME
@@ -327,3 +327,130 @@ def test_two_device_meshes_match_one_device(tmp_path, shared_data, vocabulary, m
     # batch, heads, d_ff or vocabulary changes the loss by far more.
     for step, loss in one_device_losses.items():
         assert parallel[step] == pytest.approx(loss, rel=1e-3)
+
+
+# ------------------------------------------------------------------------------------------------
+# Fine-tuning heads: sentence (pair) classification and span question answering.
+
+def best_spans(start_logits, end_logits, tokens, threshold=0.0):
+    """The span head's answer rule (Bert.best_span) on given logits, as numpy."""
+    from model.mtf_compat import placement_mesh_impl
+
+    gin.clear_config()
+    gin.bind_parameter("BertConfig.null_score_threshold", threshold)
+    gin.bind_parameter("BertConfig.max_answer_length", 3)
+    family = Bert(ModelConfig(architecture="bert"), vocab_size=64)
+    gin.clear_config()
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        shape = mtf.Shape([mtf.Dimension("batch", len(tokens)),
+                           mtf.Dimension("length", len(tokens[0]))])
+        imported = [mtf.import_tf_tensor(mesh, tf.constant(values, dtype), shape)
+                    for values, dtype in ((start_logits, tf.float32), (end_logits, tf.float32),
+                                          (tokens, tf.int32))]
+        spans = family.best_span(*imported)
+        lowering = mtf.Lowering(graph, {mesh: placement_mesh_impl.PlacementMeshImpl(
+            mtf.Shape([]), mtf.convert_to_layout_rules(""), [""])})
+        outputs = [lowering.export_to_tf_tensor(t) for t in spans]
+        with tf.Session() as session:
+            return np.stack(session.run(outputs), axis=1).tolist()
+
+
+def test_span_rule_on_exact_logits():
+    # [CLS] q q [SEP] c c c c [SEP]: context pieces are 4..7.
+    tokens = [[2, 10, 11, 3, 20, 21, 22, 23, 3]] * 4
+    start = [[0, 0, 9, 0, 1, 5, 0, 0, 9],   # best start in the question and on [SEP]: ignored
+             [0, 0, 0, 0, 1, 0, 0, 6, 0],
+             [9, 0, 0, 0, 1, 5, 0, 0, 0],   # null start + end = 9 + 9 beats 5 + 4
+             [9, 0, 0, 0, 1, 5, 0, 0, 0]]
+    end = [[0, 0, 0, 0, 0, 0, 4, 0, 9],
+           [0, 0, 0, 0, 0, 7, 0, 0, 0],     # end 5 before start 7: the best valid span 4..5
+           [9, 0, 0, 0, 0, 0, 4, 0, 0],
+           [9, 0, 0, 0, 0, 0, 4, 0, 0]]
+    assert best_spans(start, end, tokens)[:3] == [[5, 6], [4, 5], [0, 0]]
+    # A threshold above the null score's margin (18 - 9) keeps the best span.
+    assert best_spans(start, end, tokens, threshold=10.0)[3] == [5, 6]
+    # max_answer_length 3: the end at 8 scores higher but is too far from the start at 5.
+    long = best_spans([[0, 0, 0, 0, 0, 5, 0, 0, 0]], [[0, 0, 0, 0, 0, 0, 0, 0.05, 0.1]],
+                      [[2, 10, 11, 3, 20, 21, 22, 23, 24]])
+    assert long == [[5, 7]]
+
+
+def squad_questions(shared_data, vocabulary, length):
+    folder = shared_data / "tasks" / "squad"
+    from model.tasks import sources
+
+    return [bert_tasks.squad_input(raw, vocabulary, length) for raw in
+            list(sources.read_squad_json(str(folder / "squad_v1_sample.json")))
+            + list(bert_tasks.read_squad_v2(str(folder / "squad_v2_sample.json")))]
+
+
+def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
+    from model.tasks import metrics
+
+    questions = squad_questions(shared_data, vocabulary, 384)
+    assert len(questions) == 11
+    impossible = [q for q in questions if not q.answers]
+    assert len(impossible) == 1 and (impossible[0].start, impossible[0].end) == (0, 0)
+    for question in questions:
+        assert question.tokens[0] == bert_inputs.CLS_ID and question.tokens[-1] == bert_inputs.SEP_ID
+        assert len(question.tokens) == len(question.types) == len(question.piece_words) <= 384
+        if question.answers:
+            assert 0 < question.start <= question.end
+            assert set(question.types[question.start:question.end + 1]) == {1}
+    # The answer's pieces read back give the reference, up to whole words: a reference that
+    # ends inside a context word ("Father Julius Nieuwl") reads back with the whole word.
+    for question in (q for q in questions if q.answers):
+        read_back = metrics.normalize_answer(question.answer_text(question.start, question.end))
+        reference = metrics.normalize_answer(question.answers[0])
+        context_words = {metrics.normalize_answer(word) for word in question.words}
+        if reference.split()[-1] in context_words:
+            assert read_back == reference
+        else:
+            assert read_back.startswith(reference) and read_back != reference
+
+
+def head_run(model_dir, vocabulary, head, length, batch, steps, *extra) -> train.Run:
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", "bert/tiny.gin"], [
+        f"DataConfig.vocabulary = '{vocabulary.path}'", f"BertConfig.head = '{head}'",
+        f"BertConfig.max_positions = {max(length, 128)}", "ModelConfig.dropout_rate = 0.0",
+        f"TrainConfig.tokens_per_batch = {batch * length}", "TrainConfig.decode_length = 4",
+        f"TrainConfig.save_checkpoints_steps = {steps}",
+        "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+        "OptimizationConfig.learning_rate_schedule = @lr.constant",
+        "lr.constant.value = 0.003", *extra])
+    return train.configured_run(str(model_dir))
+
+
+def test_classification_head_memorises_real_pairs(tmp_path, shared_data, vocabulary, clean_gin):
+    features = bert_tasks.task_classification_features(
+        "glue_mrpc", "validation", vocabulary, 64,
+        [str(shared_data / "tasks" / "glue_mrpc" / "dev.tsv")])
+    sample = {key: values[:8] for key, values in features.items()}
+    assert 0 < sample["labels"].mean() < 1
+    run = head_run(tmp_path, vocabulary, "classification", 64, 8, 150)
+    train.train(run, lambda: bert_tasks.features_dataset(sample), vocabulary.vocab_size, 150)
+    outputs = bert_tasks.head_outputs(run, sample["bert_input_tokens"])
+    assert outputs[:, 0].tolist() == sample["labels"][:, 0].tolist()
+    assert not outputs[:, 1:].any()
+
+
+@pytest.mark.slow
+def test_span_head_memorises_squad_v1_and_v2_samples(tmp_path, shared_data, vocabulary,
+                                                     clean_gin):
+    from model.tasks import metrics
+
+    questions = squad_questions(shared_data, vocabulary, 384)
+    features = bert_tasks.squad_features(questions, 384)
+    run = head_run(tmp_path, vocabulary, "span", 384, len(questions), 200)
+    train.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 200)
+    outputs = bert_tasks.head_outputs(run, features["bert_input_tokens"])
+    assert [list(o[:2]) for o in outputs] == [[q.start, q.end] for q in questions]
+    predictions = [q.answer_text(o[0], o[1]) for q, o in zip(questions, outputs)]
+    assert predictions[questions.index(next(q for q in questions if not q.answers))] == ""
+    scores = metrics.squad([q.answers or [""] for q in questions], predictions)
+    gold = metrics.squad([q.answers or [""] for q in questions],
+                         [q.answer_text(q.start, q.end) for q in questions])
+    assert scores == gold

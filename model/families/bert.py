@@ -160,7 +160,7 @@ class Bert(ModelFamily):
             class_dim = mtf.Dimension("classes", self.bert.num_classes)
             answer = [mtf.argmax(self.classification_logits(pooled, False), class_dim)]
         elif self.bert.head == "span":
-            answer = list(self.best_span(*self.span_logits(sequence), batch["bert_token_types"]))
+            answer = list(self.best_span(*self.span_logits(sequence), inputs))
         else:
             length_dim = inputs.shape.dims[-1]
             logits = self.mlm_logits(sequence)
@@ -168,7 +168,8 @@ class Bert(ModelFamily):
             return _fit_length(pieces, length_dim, decode_length)
         out_dim = mtf.Dimension(OUTPUT_LENGTH, decode_length)
         slots = mtf.range(inputs.mesh, out_dim, tf.int32)
-        return mtf.add_n([mtf.cast(mtf.equal(slots, i), tf.int32) * mtf.cast(value, tf.int32)
+        # [batch, decode_length]: the batch dimension first.
+        return mtf.add_n([mtf.cast(value, tf.int32) * mtf.cast(mtf.equal(slots, i), tf.int32)
                           for i, value in enumerate(answer)])
 
     # ----------------------------------------------------------------------------------------
@@ -335,15 +336,16 @@ class Bert(ModelFamily):
                           tf.float32)
         return (mtf.gather(logits, 0, ends_dim), mtf.gather(logits, 1, ends_dim))
 
-    def best_span(self, start: mtf.Tensor, end: mtf.Tensor, token_types: mtf.Tensor
+    def best_span(self, start: mtf.Tensor, end: mtf.Tensor, tokens: mtf.Tensor
                   ) -> Tuple[mtf.Tensor, mtf.Tensor]:
-        """(start, end) of the best span in segment B with start <= end < start +
-        max_answer_length, or (0, 0) when the null score ([CLS] start + end) beats it by more
-        than `null_score_threshold` (SQuAD 2.0's rule)."""
+        """(start, end) of the best span of context pieces (segment B, its [SEP] excluded)
+        with start <= end < start + max_answer_length, or (0, 0) when the null score ([CLS]
+        start + end) beats it by more than `null_score_threshold` (SQuAD 2.0's rule)."""
         length_dim = start.shape.dims[-1]
         end_dim = mtf.Dimension("end_length", length_dim.size)
         end = mtf.rename_dimension(end, length_dim.name, end_dim.name)
-        in_context = mtf.cast(mtf.equal(token_types, 1), tf.float32)
+        in_context = mtf.cast(mtf.equal(token_types_from_inputs(tokens), 1), tf.float32) * \
+            mtf.cast(mtf.not_equal(tokens, SEP_ID), tf.float32)
         starts = mtf.range(start.mesh, length_dim, tf.int32)
         ends = mtf.range(start.mesh, end_dim, tf.int32)
         allowed = (mtf.cast(mtf.greater_equal(ends, starts), tf.float32)
