@@ -8,6 +8,7 @@ as a whole, with its peak memory. Also the bytes per page that the dedup shuffle
 """
 import argparse
 import glob
+import os
 import pathlib
 import resource
 import statistics
@@ -50,10 +51,42 @@ def report(name, seconds, pages, megabytes):
           f"{seconds * 1000:>10.1f} ms")
 
 
+def hot_span_child(count):
+    """Span dedup alone on the DirectRunner over `count` pages that share one span."""
+    from pipelines.stages import DedupText
+    from tests.test_dedup import hot_span_pages
+    pages = hot_span_pages(count)
+    options = beam.options.pipeline_options.PipelineOptions(
+        ["--direct_running_mode=in_memory", "--direct_num_workers=1"])
+    with beam.Pipeline(options=options) as pipeline:
+        _ = (pipeline | beam.Create(pages)
+             | DedupText(dedup.PAPER_SPAN_DEDUP, min_sentences=1, split=split_sentences))
+
+
+def hot_span(count):
+    """Runs hot_span_child in a fresh process and prints its CPU time and peak memory."""
+    for pages in (count // 10, count):
+        child = subprocess.Popen([sys.executable, __file__, "--hot_span_child", str(pages)],
+                                 cwd=pathlib.Path(__file__).resolve().parents[1],
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _, status, usage = os.wait4(child.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit("the hot-span run failed")
+        print(f"hot span in {pages:,} pages, span dedup alone (DirectRunner, one process): "
+              f"{usage.ru_utime + usage.ru_stime:.1f} CPU s, peak memory "
+              f"{usage.ru_maxrss / 1024:,.0f} MB")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--hot_span", type=int, default=100_000,
+                        help="pages that share one span in the hot-key run")
+    parser.add_argument("--hot_span_child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.hot_span_child:
+        hot_span_child(args.hot_span_child)
+        return
     paths = sorted(glob.glob(WET_GLOB))
     compressed_mb = sum(pathlib.Path(p).stat().st_size for p in paths) / 1e6
     pages = read_pages(paths)
@@ -90,19 +123,25 @@ def main():
     report("langdetect (the library)", timed(lambda: [reference_langdetect(t) for t in cleaned],
                                              1), len(cleaned), cleaned_mb)
     detector = language.LanguageDetector()
-    report("language (ours, same output)", timed(lambda: [detector.detect(t) for t in cleaned],
-                                                 args.repeats), len(cleaned), cleaned_mb)
+    report("language (ours, page by page)", timed(lambda: [detector.detect(t) for t in cleaned],
+                                                  args.repeats), len(cleaned), cleaned_mb)
+    report("language (ours, batches of 256)", timed(
+        lambda: [detector.detect_texts(cleaned[i:i + 256]) for i in range(0, len(cleaned), 256)],
+        args.repeats), len(cleaned), cleaned_mb)
     pattern = badwords.compile_badwords(
         badwords.parse_badwords((SHARED / "badwords" / "en").read_bytes(), "en"))
     report("bad words", timed(lambda: [badwords.contains_badword(t, pattern) for t in cleaned],
                               args.repeats), len(cleaned), cleaned_mb)
 
-    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes])
-    shuffled = [len(coder.encode((key, dedup.encode_occurrence(b"\0" * 8, start))))
-                for keys in span_keys_of_all() for key, start in keys]
+    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
+    shuffled = [len(coder.encode_nested((key, b"\0" * 8))) for text in cleaned
+                for key in dedup.distinct_span_keys(dedup.units_of(text, "spans", split_sentences),
+                                                    dedup.PAPER_SPAN_DEDUP)[0]]
     print(f"\ndedup shuffle: {sum(shuffled) / len(cleaned):,.0f} bytes per page "
-          f"({len(shuffled) / len(cleaned):.1f} spans of {statistics.mean(shuffled):.0f} bytes), "
-          f"against {cleaned_mb * 1e6 / len(cleaned):,.0f} bytes of text per page")
+          f"({len(shuffled) / len(cleaned):.1f} distinct spans of "
+          f"{statistics.mean(shuffled):.0f} bytes), against "
+          f"{cleaned_mb * 1e6 / len(cleaned):,.0f} bytes of text per page")
+    hot_span(args.hot_span)
 
     with tempfile.TemporaryDirectory() as output:
         command = [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", WET_GLOB,

@@ -183,7 +183,8 @@ class _Trials:
                 first, second, third, fourth = reader.words(4)
                 angle = _uniform(first, second) * math.tau
                 radius = math.sqrt(-2.0 * math.log(1.0 - _uniform(third, fourth)))
-                normal, self._spare_normal[text] = math.cos(angle) * radius, math.sin(angle) * radius
+                normal = math.cos(angle) * radius
+                self._spare_normal[text] = math.sin(angle) * radius
             else:
                 normal, self._spare_normal[text] = spare, None
             alpha = Detector.ALPHA_DEFAULT + normal * Detector.ALPHA_WIDTH

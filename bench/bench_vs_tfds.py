@@ -1,0 +1,166 @@
+"""Pages per CPU-second of our C4 job against the public TFDS code, on the same WET input.
+
+    python bench/bench_vs_tfds.py [--repeats 3]
+
+Every measurement is a fresh child process on one core (pinned where the OS allows) with one
+thread for numpy and TensorFlow, measured by its own CPU time and peak RSS (`os.wait4`). The
+runs are interleaved (ours paper, ours released, TFDS, each on two inputs, then again), so a
+busy machine slows all sides alike. The sides:
+
+- ours: `python -m pipelines.c4 --variant en --rules paper|released` (DirectRunner, one
+  in-memory worker), writing its shards;
+- TFDS: the public `c4_utils` functions chained as TFDS's c4.py wires them for `en`
+  (tests/tfds_reference.py), offline, with our sentence splitter patched in and langdetect (the
+  library, seeded) doing language detection.
+
+Two figures per side: the whole process on the three realistic WET samples, start-up included
+(what a user waits for), and the marginal cost per page: the CPU time on the samples less the
+CPU time on a one-record WET file, per page of difference (the start-up taken out).
+"""
+import argparse
+import glob
+import json
+import os
+import pathlib
+import statistics
+import subprocess
+import sys
+import tempfile
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+SHARED = REPO.parent / "shared" / "data"
+FULL_INPUT = sorted(glob.glob(str(SHARED / "wet" / "realistic" / "*.warc.wet.gz")))
+SMALL_INPUT = [str(SHARED / "wet" / "whirlwind-python" / "whirlwind.warc.wet.gz")]
+BADWORDS = str(SHARED / "badwords" / "en")
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+              "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
+              "TF_CPP_MIN_LOG_LEVEL": "3"}
+SIDES = ("ours paper", "ours released", "TFDS")
+
+
+def run_tfds_chain(paths):
+    """The child's work on the TFDS side (imports included in its CPU time)."""
+    import langdetect
+    from tensorflow_datasets.text import c4_utils
+
+    from tests.tfds_reference import tfds_c4
+    from text.sentences import split_sentences
+    c4_utils._get_sentences = split_sentences
+    langdetect.DetectorFactory.seed = 0  # The library's seed, as ours: deterministic output.
+    pages = tfds_c4(paths, "en", BADWORDS, None, ())
+    print(json.dumps({"pages_out": len(pages)}))
+
+
+def command(side, paths, output):
+    if side == "TFDS":
+        return [sys.executable, __file__, "--tfds_child", *paths]
+    rules = side.split()[1]
+    return [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--rules", rules,
+            "--input", *paths, "--output", output, "--badwords", BADWORDS,
+            "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+
+
+def _one_core():
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def measure(side, paths):
+    """(CPU seconds, peak RSS in MB) of one child process."""
+    with tempfile.TemporaryDirectory() as output:
+        child = subprocess.Popen(command(side, paths, output), cwd=REPO,
+                                 env={**os.environ, **ONE_THREAD}, preexec_fn=_one_core,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        stderr = child.stderr.read()
+        _, status, usage = os.wait4(child.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{side} failed:\n{stderr.decode(errors='replace')[-3000:]}")
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
+
+
+def input_pages(paths):
+    """Conversion records of the WET files and their text in MB (our reader)."""
+    from pipelines import wet
+    from pipelines.files import open_raw
+    from pipelines.page import Page
+    pages = [item for path in paths for item in wet.read_wet(lambda: open_raw(path), 760_000)
+             if isinstance(item, Page)]
+    return len(pages), sum(len(page.text.encode("utf-8")) for page in pages) / 1e6
+
+
+def dedup_shuffle_bytes(paths):
+    """Bytes per window (span or line) that span dedup moves through its shuffle, encoded as
+    Beam encodes them, under each rule set, on the pages that reach dedup."""
+    import apache_beam as beam
+
+    from pipelines import cleaning, config, dedup, released, stages, wet
+    from pipelines.files import open_raw
+    from pipelines.page import Page
+    from text.sentences import split_sentences
+    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
+    raw = [item for path in paths for item in wet.read_wet(lambda: open_raw(path), 760_000)
+           if isinstance(item, Page)]
+    figures = {}
+    for rules in ("paper", "released"):
+        variant = config.variant("en", rules)
+        pages = raw if rules == "paper" else [
+            page for record in raw for page in released.wet_pages(record)]
+        clean = released.clean_page if rules == "released" else cleaning.clean_page
+        shuffled = windows = 0
+        for page in pages:
+            text = clean(page.text, variant.cleaning, split_sentences).text
+            if text is None:
+                continue
+            units = dedup.units_of(text, variant.dedup.mode, split_sentences)
+            keys, _ = dedup.distinct_span_keys(units, variant.dedup)
+            key_of_page = stages._page_key(page, variant.dedup)
+            shuffled += sum(len(coder.encode_nested((key, key_of_page))) for key in keys)
+            windows += max(len(units) - variant.dedup.span_units + 1, 0)
+        figures[rules] = shuffled / windows
+    return figures
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tfds_child", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.tfds_child:
+        run_tfds_chain(args.tfds_child)
+        return
+    full_pages, full_mb = input_pages(FULL_INPUT)
+    small_pages, _ = input_pages(SMALL_INPUT)
+    print(f"input: {len(FULL_INPUT)} realistic WET files, {full_pages:,} pages, {full_mb:.2f} MB "
+          f"of text; start-up baseline: {small_pages} page(s). One core, one thread, median of "
+          f"{args.repeats} interleaved runs.\n")
+    runs = {(side, size): [] for side in SIDES for size in ("full", "small")}
+    for _ in range(args.repeats):
+        for side in SIDES:
+            for size, paths in (("full", FULL_INPUT), ("small", SMALL_INPUT)):
+                runs[side, size].append(measure(side, paths))
+    figures = {}
+    for side in SIDES:
+        whole = statistics.median(cpu for cpu, _ in runs[side, "full"])
+        start_up = statistics.median(cpu for cpu, _ in runs[side, "small"])
+        marginal = (whole - start_up) / (full_pages - small_pages)
+        peak = max(rss for _, rss in runs[side, "full"])
+        figures[side] = whole, start_up, marginal, peak
+    tfds_whole, _, tfds_marginal, _ = figures["TFDS"]
+    print(f"{'side':<15}{'CPU s':>8}{'start-up s':>12}{'pages/CPU-s':>13}{'MB/CPU-s':>10}"
+          f"{'ms/page':>9}{'marginal pages/s':>18}{'peak MB':>9}{'x TFDS whole':>14}"
+          f"{'x TFDS marginal':>17}")
+    for side, (whole, start_up, marginal, peak) in figures.items():
+        print(f"{side:<15}{whole:>8.2f}{start_up:>12.2f}{full_pages / whole:>13.0f}"
+              f"{full_mb / whole:>10.2f}{marginal * 1000:>9.2f}{1 / marginal:>18.0f}{peak:>9.0f}"
+              f"{tfds_whole / whole:>14.2f}{tfds_marginal / marginal:>17.2f}")
+    shuffle = dedup_shuffle_bytes(FULL_INPUT)
+    print(f"\ndedup shuffle per window, encoded: {shuffle['paper']:.1f} bytes (paper: 3-sentence "
+          f"spans, 8-byte key + 8-byte page key), {shuffle['released']:.1f} bytes (released: "
+          f"lines, 16-byte MD5 key + 16-byte MD5 page key)")
+
+
+if __name__ == "__main__":
+    main()
