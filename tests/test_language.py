@@ -171,3 +171,10 @@ def test_drop_reasons():
     assert language_drop_reason(("fr", 0.999), config) == "other_language"
     assert language_drop_reason(None, config) == "undetectable"
     assert language_drop_reason(("fr", 0.999), LanguageConfig(languages=("de", "fr"))) is None
+
+
+def test_profile_table_is_the_factorys():
+    factory = language.sorted_profiles_factory()
+    languages, ngrams, table = language.profile_table()
+    assert languages == factory.langlist and ngrams == list(factory.word_lang_prob_map)
+    assert table.tolist() == [factory.word_lang_prob_map[ngram] for ngram in ngrams]
