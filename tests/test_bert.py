@@ -454,3 +454,44 @@ def test_span_head_memorises_squad_v1_and_v2_samples(tmp_path, shared_data, voca
     gold = metrics.squad([q.answers or [""] for q in questions],
                          [q.answer_text(q.start, q.end) for q in questions])
     assert scores == gold
+
+
+# ------------------------------------------------------------------------------------------------
+# The TPU path: the model function as TPUEstimator builds it (use_tpu=False here).
+
+@pytest.mark.parametrize("activation_dtype", ["float32", "bfloat16"])
+def test_tpu_path_builds_with_saver_in_scaffold_and_values_by_host_call(tmp_path,
+                                                                        activation_dtype):
+    from model.mesh import MeshConfig
+    from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+
+    setup = ModelFnSetup(
+        model_config=ModelConfig(architecture="bert", d_model=16, d_ff=32, num_heads=2, d_kv=8,
+                                 num_layers=1),
+        mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
+        model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
+        decode_length=4, precision=PrecisionConfig(activation_dtype=activation_dtype))
+    lengths = {"masked_lm_positions": 3, "masked_lm_ids": 3, "masked_lm_weights": 3,
+               "next_sentence_labels": 1}
+    with tf.Graph().as_default():
+        features = {key: tf.ones([2, lengths.get(key, 8)], tf.int32)
+                    for key in setup.family.feature_keys}
+        spec = make_model_fn(setup)(features, None, tf.estimator.ModeKeys.TRAIN, {})
+        assert spec.loss.dtype == tf.float32
+        assert not tf.get_collection(tf.GraphKeys.SAVERS)
+        scaffold = spec.scaffold_fn()
+        assert tf.get_collection(tf.GraphKeys.SAVERS) == [scaffold.saver]
+        _, tensors = spec.host_call
+        assert [t.shape.as_list() for t in tensors] == [[1], [1], [1]]
+        for hook in spec.training_hooks:
+            assert not isinstance(hook, tf.train.LoggingTensorHook)
+        # BERT's AdamWeightDecay: two slots per variable, no decay on layer norms and biases.
+        names = [v.op.name for v in tf.global_variables()]
+        assert "bert/embeddings/word_embeddings/adam_m" in names
+        optimizer = setup.family.optimizer(1e-4)
+        decayed = {name for name in names if "adam_" not in name and name.startswith("bert/")
+                   and optimizer._do_use_weight_decay(name)}
+        assert "bert/encoder/block_000/attention/query/kernel" in decayed
+        assert "bert/embeddings/position_embeddings" in decayed
+        assert not any(name.endswith(("/bias", "/scale")) for name in decayed)
+        assert "bert/encoder/block_000/feedforward/layer_norm/scale" in names

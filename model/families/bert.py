@@ -81,6 +81,29 @@ class BertConfig:
             raise ValueError(f"unknown BERT head {self.head!r}; choose one of {HEADS}")
 
 
+class AdamWeightDecay(mtf.optimize.AdamWeightDecayOptimizer):
+    """BERT's optimizer, mtf's `AdamWeightDecayOptimizer` (Adam without bias correction, the
+    decay added to the update, not to the loss), with the weights read in float32: mtf adds
+    `weight_decay_rate * var.value`, the weights in the activation dtype, to a float32 update,
+    which fails with bfloat16 activations (mtf's Adafactor reads `to_float(var.value)`)."""
+
+    def apply_grad(self, grad, var):
+        if grad is None:
+            return []
+        grad = mtf.to_float(grad)
+        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
+        next_v = self.beta_2 * v + (1.0 - self.beta_2) * mtf.square(grad)
+        update = next_m / (mtf.sqrt(next_v) + self.epsilon)
+        if self._do_use_weight_decay(var.name):
+            update += self.weight_decay_rate * mtf.to_float(var.value)
+        return [mtf.assign_sub(var, self.learning_rate * update),
+                mtf.assign(m, next_m), mtf.assign(v, next_v)]
+
+
 @dataclasses.dataclass(frozen=True)
 class Built:
     """What `build` returns: BERT's variables are created as its graph is built, in `losses` /
@@ -133,7 +156,7 @@ class Bert(ModelFamily):
         return Built(training=training)
 
     def optimizer(self, learning_rate):
-        return mtf.optimize.AdamWeightDecayOptimizer(
+        return AdamWeightDecay(
             learning_rate=learning_rate, weight_decay_rate=self.bert.weight_decay_rate,
             beta_1=self.bert.adam_beta1, beta_2=self.bert.adam_beta2,
             epsilon=self.bert.adam_epsilon, exclude_from_weight_decay=["layer_norm", "bias"])
@@ -263,7 +286,8 @@ class Bert(ModelFamily):
                ) -> Tuple[mtf.Tensor, mtf.Tensor]:
         """[batch, length, d_model] final hidden states and [batch, d_model] pooled [CLS]."""
         tokens = batch["bert_input_tokens"]
-        key_bias = mtf.cast(mtf.equal(tokens, PAD_ID), tf.float32) * _ATTENTION_MASK_BIAS
+        key_bias = mtf.cast(mtf.cast(mtf.equal(tokens, PAD_ID), tf.float32) * _ATTENTION_MASK_BIAS,
+                            self.variable_dtype.activation_dtype)
         with tf.variable_scope("bert"):
             x = self.embed(batch, training)
             with tf.variable_scope("encoder"):
