@@ -6,6 +6,12 @@ only for the prefix LM, whole stream for the LM, no padding) where mtf weighs ev
 target: softmax cross entropy (mtf's), averaged over the tokens that carry loss whatever the
 packing; T5's auxiliary z-loss, `z_loss * log(sum(exp(logits)))^2` per token (mtf's formula),
 added to the minimised objective only. Evaluation reports per-token loss and accuracy.
+
+The cross entropy is computed as `log_z - logit of the target`, with one `log_z` shared by the
+cross entropy and the z-loss: mtf's `softmax_cross_entropy_with_logits` materialises
+`log_softmax` over the whole [batch, length, vocab] tensor, and a separate z-loss would take a
+second log-sum-exp over it, the two largest element-wise passes of a step. Equal to mtf's
+formula up to float rounding (tests/test_speed_paths.py).
 """
 from __future__ import annotations
 
@@ -37,11 +43,12 @@ def token_losses(logits: mtf.Tensor, targets: mtf.Tensor, loss_weights: mtf.Tens
     length_dim = targets.shape.dims[-1]
     logits = mtf.cast(logits, tf.float32)
     weights = mtf.cast(loss_weights, tf.float32)
-    cross_entropy = mtf.layers.softmax_cross_entropy_with_logits(
-        logits, mtf.one_hot(targets, vocab_dim, dtype=tf.float32), vocab_dim) * weights
+    log_z = mtf.reduce_logsumexp(logits, vocab_dim)
+    target_logits = mtf.reduce_sum(logits * mtf.one_hot(targets, vocab_dim, dtype=tf.float32),
+                                   reduced_dim=vocab_dim)
+    cross_entropy = (log_z - target_logits) * weights
     predictions = mtf.cast(mtf.argmax(logits, vocab_dim), tf.int32)
     correct = mtf.cast(mtf.equal(predictions, targets), tf.float32) * weights
-    log_z = mtf.reduce_logsumexp(logits, vocab_dim)
     num_tokens = mtf.maximum(mtf.reduce_sum(weights), 1.0)
     loss = mtf.reduce_sum(cross_entropy) / num_tokens
     objective = loss + z_loss * mtf.reduce_sum(mtf.square(log_z) * weights) / num_tokens
