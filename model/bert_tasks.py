@@ -193,3 +193,84 @@ def head_outputs(run, tokens: np.ndarray) -> np.ndarray:
             params["batch_size"], drop_remainder=True),
         yield_single_examples=True)
     return np.stack([p["outputs"] for p in predictions])[:len(tokens)]
+
+
+# ------------------------------------------------------------------------------------------------
+# The command line's finetune / eval / decode with --task for BERT's heads.
+
+def _task_files(specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
+    files = {}
+    for spec in specs:
+        key, equals, paths = spec.partition("=")
+        name, colon, split = key.partition(":")
+        if not (equals and colon and name and split and paths):
+            raise ValueError(f"--task_files {spec!r}: expected TASK:SPLIT=PATH[,PATH...]")
+        files[(name, split)] = tuple(paths.split(","))
+    return files
+
+
+@dataclasses.dataclass(frozen=True)
+class HeadTask:
+    """One task for a BERT head: its features and how predictions are scored."""
+
+    name: str
+    head: str
+    vocabulary: WordPieceVocabulary
+    length: int
+    files: Dict[Tuple[str, str], Tuple[str, ...]]
+
+    def questions(self, split: str) -> List[SquadInput]:
+        paths = self.files.get((self.name, split))
+        if not paths:
+            raise ValueError(f"the span head reads SQuAD JSON files: give --task_files "
+                             f"{self.name}:{split}=PATH")
+        return [squad_input(raw, self.vocabulary, self.length)
+                for path in paths for raw in read_squad_v2(path)]
+
+    def features(self, split: str, training: bool) -> Dict[str, np.ndarray]:
+        if self.head == "span":
+            questions = self.questions(split)
+            if training:  # v1.1: a question whose answer was cut off teaches nothing true
+                questions = [q for q in questions if q.start or not q.answers
+                             or self.name.endswith("v2")]
+            return squad_features(questions, self.length)
+        return task_classification_features(self.name, split, self.vocabulary, self.length,
+                                            self.files.get((self.name, split)))
+
+    def scores(self, run, split: str) -> Dict[str, float]:
+        from model.tasks import metrics
+
+        features = self.features(split, training=False)
+        outputs = head_outputs(run, features["bert_input_tokens"])
+        if self.head == "span":
+            questions = self.questions(split)
+            predictions = [q.answer_text(int(o[0]), int(o[1])) for q, o in zip(questions, outputs)]
+            # An impossible question's one reference is "" (SQuAD 2.0's no-answer).
+            return metrics.squad([q.answers or [""] for q in questions], predictions)
+        return {"accuracy": 100 * float(np.mean(outputs[:, 0] == features["labels"][:, 0]))}
+
+
+def run_mode(mode: str, run, args) -> Dict[str, dict]:
+    """finetune: train the head on the task's train split for TrainConfig.train_steps (from the
+    warm-start checkpoint's step), then score the validation split; eval / decode: score the
+    newest checkpoint. Returns {task: {"step", "scores"}}."""
+    from model import train
+    from model.families.bert import BertConfig
+
+    head = BertConfig().head
+    if head not in ("classification", "span"):
+        raise ValueError(f"--task needs a BERT fine-tuning head (BertConfig.head "
+                         f"'classification' or 'span'), not {head!r}")
+    if args.mixture:
+        raise ValueError("BERT's heads fine-tune on one --task at a time")
+    task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length,
+                    _task_files(args.task_files))
+    if mode == "finetune":
+        features = task.features("train", training=True)
+        train.train(run, lambda: features_dataset(features).shuffle(
+            len(features["bert_input_tokens"]), seed=run.data_config.seed),
+            run.vocabulary.vocab_size)
+    step = train.checkpoint_step(run.model_dir)
+    if not step:
+        raise FileNotFoundError(f"no checkpoint to score in {run.model_dir}")
+    return {task.name: {"step": step, "scores": task.scores(run, "validation")}}

@@ -411,6 +411,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(json.dumps(export_hf.export(run, args.export_dir, args.checkpoint)))
         elif finetune.uses_tasks(args) and gpt1_finetune.uses_gpt1_head(run):
             print(json.dumps(gpt1_finetune.run_mode(args.mode, run, args)))
+        elif finetune.uses_tasks(args) and run.feature_converter == "bert":
+            from model import bert_tasks  # BERT's heads: features of the raw task fields
+            print(json.dumps(bert_tasks.run_mode(args.mode, run, args)))
         elif finetune.uses_tasks(args):
             print(json.dumps(finetune.run_mode(args.mode, run, args)))
         elif args.mode in ("pretrain", "finetune"):

@@ -411,30 +411,51 @@ def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
             assert read_back.startswith(reference) and read_back != reference
 
 
-def head_run(model_dir, vocabulary, head, length, batch, steps, *extra) -> train.Run:
+def head_bindings(vocabulary, head, length, batch, steps):
+    return [f"DataConfig.vocabulary = '{vocabulary.path}'", f"BertConfig.head = '{head}'",
+            f"DataConfig.inputs_length = {length}",
+            f"BertConfig.max_positions = {max(length, 128)}", "ModelConfig.dropout_rate = 0.0",
+            f"TrainConfig.tokens_per_batch = {batch * length}", "TrainConfig.decode_length = 4",
+            f"TrainConfig.train_steps = {steps}", f"TrainConfig.save_checkpoints_steps = {steps}",
+            "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+            "OptimizationConfig.learning_rate_schedule = @lr.constant",
+            "lr.constant.value = 0.003"]
+
+
+def finetune_command(model_dir, bindings, task, files, capsys) -> dict:
+    """`python -m model.train --mode finetune --task TASK` in this process; its JSON."""
+    argv = ["--mode", "finetune", "--model_dir", str(model_dir), "--gin_file", "bert/tiny.gin",
+            "--task", task]
+    for split in ("train", "validation"):
+        argv += ["--task_files", f"{task}:{split}={files}"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "bert/tiny.gin"], [
-        f"DataConfig.vocabulary = '{vocabulary.path}'", f"BertConfig.head = '{head}'",
-        f"BertConfig.max_positions = {max(length, 128)}", "ModelConfig.dropout_rate = 0.0",
-        f"TrainConfig.tokens_per_batch = {batch * length}", "TrainConfig.decode_length = 4",
-        f"TrainConfig.save_checkpoints_steps = {steps}",
-        "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
-        "OptimizationConfig.learning_rate_schedule = @lr.constant",
-        "lr.constant.value = 0.003", *extra])
+    capsys.readouterr()
+    assert train.main(argv) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)[task]
+
+
+def test_classification_head_memorises_real_pairs_from_the_command_line(
+        tmp_path, shared_data, vocabulary, capsys, clean_gin):
+    # Eight real MRPC pairs (the header and the first eight rows of the shared dev file).
+    lines = (shared_data / "tasks" / "glue_mrpc" / "dev.tsv").read_text(
+        encoding="utf-8-sig").splitlines()[:9]
+    sample = tmp_path / "mrpc.tsv"
+    sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    labels = [int(line.split("\t")[0]) for line in lines[1:]]
+    assert 0 < np.mean(labels) < 1
+    result = finetune_command(tmp_path / "model", head_bindings(vocabulary, "classification",
+                                                                64, 8, 150),
+                              "glue_mrpc", sample, capsys)
+    assert result == {"step": 150, "scores": {"accuracy": 100.0}}
+
+
+def head_run(model_dir, vocabulary, head, length, batch, steps) -> train.Run:
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", "bert/tiny.gin"],
+                    head_bindings(vocabulary, head, length, batch, steps))
     return train.configured_run(str(model_dir))
-
-
-def test_classification_head_memorises_real_pairs(tmp_path, shared_data, vocabulary, clean_gin):
-    features = bert_tasks.task_classification_features(
-        "glue_mrpc", "validation", vocabulary, 64,
-        [str(shared_data / "tasks" / "glue_mrpc" / "dev.tsv")])
-    sample = {key: values[:8] for key, values in features.items()}
-    assert 0 < sample["labels"].mean() < 1
-    run = head_run(tmp_path, vocabulary, "classification", 64, 8, 150)
-    train.train(run, lambda: bert_tasks.features_dataset(sample), vocabulary.vocab_size, 150)
-    outputs = bert_tasks.head_outputs(run, sample["bert_input_tokens"])
-    assert outputs[:, 0].tolist() == sample["labels"][:, 0].tolist()
-    assert not outputs[:, 1:].any()
 
 
 @pytest.mark.slow
