@@ -26,7 +26,7 @@ silent):
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, List, Sequence
+from typing import Callable, Iterable, List, Sequence
 
 import gin
 import numpy as np
@@ -35,6 +35,7 @@ import tensorflow as tf
 from model import bert_inputs
 from model.bert_inputs import CLS_ID, SEP_ID
 from model.input_position import InputPosition
+from model.tasks.discriminative import Example
 from text.splitters import Splitter, load_splitter
 
 # Texts -> their token ids (a batch: tokenizers run faster on many texts at once).
@@ -125,9 +126,24 @@ def windows(sentences: Sequence[StructuredTokens], length: int) -> List[Structur
 
 def frame(window: StructuredTokens, cls_id: int, sep_id: int) -> StructuredTokens:
     """`[CLS] window [SEP]` with the indices of the module docstring (unclamped)."""
-    first, last = window[:1], window[-1:]
-    sep = StructuredTokens((sep_id,), (last.token_index[0] + 1,), last.sentence_index, last.paragraph_index)
-    return StructuredTokens((cls_id,), first.token_index, first.sentence_index, first.paragraph_index) + window + sep
+    return frame_segments([window], cls_id, sep_id)[0]
+
+
+def frame_segments(parts: Sequence[StructuredTokens], cls_id: int, sep_id: int
+                   ) -> tuple[StructuredTokens, tuple[int, ...]]:
+    """`[CLS] A [SEP] (B [SEP] ...)` and its token types (0 for [CLS] A [SEP], then 1, ...):
+    [CLS] takes the indices of the first token, each [SEP] those of its segment's last token
+    with the token index one further (an empty segment: the start of its paragraph)."""
+    first = parts[0][:1] if len(parts[0]) else StructuredTokens((cls_id,), (0,), (0,), (0,))
+    framed = StructuredTokens((cls_id,), first.token_index, first.sentence_index, first.paragraph_index)
+    types: tuple[int, ...] = (0,)
+    for kind, part in enumerate(parts):
+        last = part[-1:] if len(part) else StructuredTokens((sep_id,), (-1,), (0,), (kind,))
+        sep = StructuredTokens((sep_id,), (last.token_index[0] + 1,), last.sentence_index,
+                               last.paragraph_index)
+        framed = framed + part + sep
+        types += (kind,) * (len(part) + 1)
+    return framed, types
 
 
 def limit(window: StructuredTokens, limits: StructureLimits) -> StructuredTokens:
@@ -164,6 +180,44 @@ def structured_windows(text: str, tokenize: Tokenize, config: StructureConfig,
     sentences = document_tokens(paragraph_sentences(text, split_sentences), tokenize)
     return [limit(frame(window, config.cls_id, config.sep_id), config.limits)
             for window in windows(sentences, config.length - 2)]
+
+
+def structured_segments(segments: Sequence[str], tokenize: Tokenize, config: StructureConfig,
+                        split_sentences: Splitter | None = None
+                        ) -> tuple[StructuredTokens, tuple[int, ...]]:
+    """A fine-tuning input `[CLS] A [SEP] (B [SEP])` and its token types (0 up to the first
+    [SEP], 1 after): each segment is a paragraph of its sentences; the longer segment loses a
+    token from its end at a time until all fit (BERT's run_classifier); [CLS] and each [SEP]
+    get their indices as in `frame_segments`."""
+    split_sentences = split_sentences or load_splitter(config.splitter)
+    parts = []
+    for number, text in enumerate(segments):
+        part = sum(document_tokens([split_sentences(text)], tokenize), EMPTY)
+        parts.append(dataclasses.replace(part, paragraph_index=(number,) * len(part)))
+    while sum(map(len, parts)) > config.length - 1 - len(parts):
+        # The later segment on a tie, as BERT's _truncate_seq_pair.
+        longest = max(reversed(range(len(parts))), key=lambda i: len(parts[i]))
+        parts[longest] = parts[longest][:-1]
+    framed, types = frame_segments(parts, config.cls_id, config.sep_id)
+    return limit(framed, config.limits), types
+
+
+def classification_features(examples: Iterable[Example], tokenize: Tokenize,
+                            config: StructureConfig) -> dict[str, np.ndarray]:
+    """[n, length] bert_input_tokens, bert_token_types and the three indices, [n, 1] labels:
+    the classification head's features of a task's examples (model/tasks/discriminative.py)."""
+    split_sentences = load_splitter(config.splitter)
+    pad = lambda values: np.array(list(values) + [0] * (config.length - len(values)), np.int32)
+    rows: dict[str, list] = {key: [] for key in ("bert_input_tokens", "bert_token_types", "labels")
+                             + INDEX_KEYS}
+    for example in examples:
+        framed, types = structured_segments(example.segments, tokenize, config, split_sentences)
+        rows["bert_input_tokens"].append(pad(framed.tokens))
+        rows["bert_token_types"].append(pad(types))
+        rows["labels"].append(np.array([int(example.label)], np.int32))
+        for key in INDEX_KEYS:
+            rows[key].append(pad(getattr(framed, key)))
+    return {key: np.stack(values) for key, values in rows.items()}
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """SegaBERT: the document-structure path (model/structure.py) and the family."""
 import gzip
+import itertools
 import json
 import re
 import shutil
@@ -339,9 +340,7 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
     from model.families.segabert import indices_from_tokens
     from model.mtf_compat import mtf
     cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
-    # [CLS] a b [SEP] c [SEP] [PAD]: two one-sentence segments of one paragraph, as
-    # structure.frame gives a window of one sentence ([SEP] one past its last token).
-    row = [cls, 7, 8, sep, 9, sep, 0]
+    row = [cls, 7, 8, sep, 9, sep, 0]  # [CLS] a b [SEP] c [SEP] [PAD]
     with tf1.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
@@ -351,12 +350,24 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
             shape=[], layout={}, devices=[""])})
         with tf1.Session() as session:
             got = session.run({k: lowering.export_to_tf_tensor(v) for k, v in derived.items()})
-    assert got["token_index"][0, :6].tolist() == [0, 0, 1, 2, 0, 1]
-    assert got["sentence_index"][0, :6].tolist() == [0, 0, 0, 0, 1, 1]
-    assert not got["paragraph_index"].any()
-    config = structure.StructureConfig(cls, sep, 6)
-    [window] = structure.structured_windows("W7 w8.", lambda texts: [[7, 8] for _ in texts], config)
-    assert indices(window)[1] == got["token_index"][0, :4].tolist()
+    got = [got[key][0, :6].tolist() for key in structure.INDEX_KEYS]
+    assert got == [[0, 0, 1, 2, 0, 1], [0] * 6, [0, 0, 0, 0, 1, 1]]
+    # Fine-tuning frames two one-sentence segments the same way.
+    config = structure.StructureConfig(cls, sep, 16)
+    framed, types = structure.structured_segments(["W7 w8.", "W9."], word_ids, config)
+    assert list(framed.tokens) == [cls, 7, 8, sep, 9, sep] and list(types) == [0, 0, 0, 0, 1, 1]
+    assert indices(framed)[1:] == got
+
+
+def test_fine_tuning_segments_are_paragraphs_trimmed_from_the_longer_end():
+    config = structure.StructureConfig(CLS, SEP, 10)  # 7 tokens besides [CLS] and two [SEP]
+    framed, types = structure.structured_segments(["W1 w2. W3 w4 w5 w6.", "W7 w8. W9 w10."],
+                                                  word_ids, config)
+    assert indices(framed) == [[CLS, 1, 2, 3, 4, SEP, 7, 8, 9, SEP],
+                               [0, 0, 1, 0, 1, 2, 0, 1, 0, 1],
+                               [0, 0, 0, 1, 1, 1, 0, 0, 1, 1],
+                               [0, 0, 0, 0, 0, 0, 1, 1, 1, 1]]
+    assert list(types) == [0] * 6 + [1] * 4
 
 
 @pytest.mark.parametrize("mode", ["train", "infer"])
@@ -387,3 +398,67 @@ def test_graph_builds_for_the_tpu_path(tmp_path, clean_gin, mode):
         # The host call carries the loss, step and learning rate to the host.
         if mode == "train":
             assert [t.shape.as_list() for t in spec.host_call[1]] == [[1], [1], [1]]
+
+
+# --------------------------------------------------------------------------------------------
+# Fine-tuning: BERT's classification head on SegaBERT.
+
+def configure_classification(model_dir, vocabulary, *extra):
+    import gin
+    from model import train
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", "segabert/tiny.gin"], [
+        f"DataConfig.vocabulary = '{vocabulary.path}'", "BertConfig.head = 'classification'",
+        "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 768",  # 8 pairs
+        "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+        "TrainConfig.save_checkpoints_steps = 1000", *extra])
+    return train.configured_run(str(model_dir))
+
+
+@pytest.fixture(scope="module")
+def mrpc_features(shared_data, wordpiece_vocabulary):
+    """16 real MRPC pairs of one sentence per segment, as the classification head reads them.
+
+    Decoding derives the indices from the pieces (a paragraph per segment, one sentence each),
+    so with one sentence per segment what the head learns with is what decoding gives it."""
+    from model.tasks import discriminative
+    mrpc = discriminative.examples("glue_mrpc", "validation",
+                                   [str(shared_data / "tasks/glue_mrpc/dev.tsv")])
+    examples = list(itertools.islice(
+        (e for e in mrpc if all(len(split_sentences(s)) == 1 for s in e.segments)), 16))
+    assert len(examples) == 16 and {e.label for e in examples} == {0, 1}
+    config = structure.StructureConfig(bert_inputs.CLS_ID, bert_inputs.SEP_ID, 96)
+    features = structure.classification_features(examples, wordpiece_vocabulary.encode_batch, config)
+    assert features["paragraph_index"].max() == 1 and not features["sentence_index"].any()
+    return features
+
+
+def test_classification_head_memorises_real_mrpc_pairs(mrpc_features, wordpiece_vocabulary,
+                                                       tmp_path, clean_gin):
+    from model import train
+    run = configure_classification(tmp_path, wordpiece_vocabulary)
+    dataset = lambda: tf.data.Dataset.from_tensor_slices(mrpc_features)
+    train.train(run, dataset, run.vocabulary.vocab_size, max_steps=60)
+    predictions = run.estimator(8).predict(
+        lambda params: tf.data.Dataset.from_tensor_slices(
+            {"inputs": mrpc_features["bert_input_tokens"]}).batch(params["batch_size"],
+                                                                   drop_remainder=True),
+        yield_single_examples=True)
+    assert [int(p["outputs"][0]) for p in predictions] == mrpc_features["labels"][:, 0].tolist()
+
+
+def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_features,
+                                                          wordpiece_vocabulary, tmp_path, clean_gin):
+    """The pre-trained encoder is loaded; the classifier, and the pooler's Adam moments (masked
+    LM alone never trains the pooler), start fresh."""
+    from model import train
+    run = configure_classification(tmp_path, wordpiece_vocabulary,
+                                   f"TrainConfig.init_checkpoint = '{pretrained}'")
+    dataset = lambda: tf.data.Dataset.from_tensor_slices(mrpc_features)
+    assert train.train(run, dataset, run.vocabulary.vocab_size, max_steps=1) == STEPS + 1
+    before, after = tf.train.load_checkpoint(str(pretrained)), tf.train.load_checkpoint(str(tmp_path))
+    assert "cls/classifier/kernel" in after.get_variable_to_shape_map()
+    assert "bert/pooler/dense/kernel/adam_m" not in before.get_variable_to_shape_map()
+    name = "bert/embeddings/paragraph_index_embeddings"
+    # One step of Adam at 0.001 moves a weight by about 0.001 at most.
+    assert np.abs(after.get_tensor(name) - before.get_tensor(name)).max() < 0.01

@@ -10,9 +10,10 @@ counted, what [CLS] and [SEP] get, what happens at the maxima); the features are
 `token_index`, `sentence_index`, `paragraph_index` ([batch, length] int32 each).
 
 PREDICT receives token ids alone (model_fn.py's one `inputs` feature), so the indices are derived
-from them in the graph: one paragraph; each segment ([CLS] A [SEP], then B [SEP]) one sentence,
-its tokens counted from 0 ([CLS] 0, as its first token's). The structure of a fine-tuning task's
-texts is therefore only seen in training and evaluation; decoding sees this simpler one.
+from them in the graph: each segment ([CLS] A [SEP], then B [SEP]) is a paragraph of one
+sentence, its tokens counted from 0 ([CLS] 0, as its first token; [SEP] one past its last), as
+fine-tuning frames a task's segments (structure.structured_segments) when each has one sentence.
+A segment of several sentences is seen with its sentences in training and evaluation only.
 """
 from __future__ import annotations
 
@@ -29,12 +30,12 @@ TABLES = ("token_index_embeddings", "sentence_index_embeddings", "paragraph_inde
 
 
 def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
-    """PREDICT's indices (see the module docstring): paragraph 0, sentence = the number of
-    [SEP] before the token, token index = the distance from its segment's first token (the one
-    after [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its segment's last."""
+    """PREDICT's indices (see the module docstring): paragraph = the number of [SEP] before the
+    token, sentence 0, token index = the distance from its segment's first token (the one after
+    [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its segment's last."""
     length_dim = tokens.shape.dims[-1]
     is_sep = mtf.cast(mtf.equal(tokens, SEP_ID), tf.int32)
-    sentence = mtf.cumsum(is_sep, length_dim, exclusive=True)
+    paragraph = mtf.cumsum(is_sep, length_dim, exclusive=True)
     position = mtf.range(tokens.mesh, length_dim, tf.int32)
     special = mtf.cast(mtf.equal(tokens, CLS_ID), tf.int32) + is_sep
     first_of_segment = mtf.shift(special, 1, length_dim, wrap=False)
@@ -45,8 +46,8 @@ def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
                        tf.int32)
     segment_start = mtf.reduce_max(starts * visible, reduced_dim=memory_dim)
     token = position - segment_start
-    return {"token_index": token, "sentence_index": sentence,
-            "paragraph_index": mtf.zeros_like(token)}
+    return {"token_index": token, "sentence_index": mtf.zeros_like(token),
+            "paragraph_index": paragraph}
 
 
 class SegaBert(Bert):
@@ -54,6 +55,10 @@ class SegaBert(Bert):
     # structure.SegaBertStream.
     name = "segabert"
     architectures = ("segabert",)
+    # Patterns match whole names (model/warm_start.py). New heads start fresh, and so do the
+    # pooler's Adam moments: masked LM alone never trains the pooler, so a pre-trained
+    # checkpoint has its (initial) weights but no optimizer slots for them.
+    fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*", r"bert/pooler/.*/adam_[mv]")
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
