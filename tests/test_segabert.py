@@ -10,7 +10,6 @@ import pytest
 import tensorflow as tf
 
 from model import bert_inputs, structure
-from tests.trained_vocab import trained_vocabulary
 from text.sentences import split_sentences
 
 CLS, SEP = 1001, 1002
@@ -107,15 +106,6 @@ C4_PAGES = "c4_samples/olmo/*.json*.gz"
 
 
 @pytest.fixture(scope="module")
-def vocabulary(shared_data):
-    return trained_vocabulary(shared_data)
-
-
-def sentencepiece(vocabulary):
-    return lambda texts: [vocabulary.encode(text) for text in texts]
-
-
-@pytest.fixture(scope="module")
 def pages(shared_data):
     texts = []
     for path in sorted(shared_data.glob(C4_PAGES)):
@@ -124,11 +114,19 @@ def pages(shared_data):
     return texts
 
 
-def test_indices_on_real_pages(pages, vocabulary):
+@pytest.fixture(scope="module")
+def wordpiece_vocabulary(pages, tmp_path_factory):
+    """A small WordPiece vocabulary learned from the shared C4 pages (BERT's tools)."""
+    from model import wordpiece
+    path = tmp_path_factory.mktemp("wordpiece") / "vocab.txt"
+    return wordpiece.train_vocabulary(pages, str(path), wordpiece.WordPieceSettings(size=2000))
+
+
+def test_indices_on_real_pages(pages, wordpiece_vocabulary):
     config = structure.StructureConfig(cls_id=CLS, sep_id=SEP, length=64)
     sentence_count = 0
     for text in pages:
-        windows = structure.structured_windows(text, sentencepiece(vocabulary), config)
+        windows = structure.structured_windows(text, wordpiece_vocabulary.encode_batch, config)
         body = sum((w[1:-1] for w in windows), structure.EMPTY)
         for window in windows:
             assert len(window) <= config.length
@@ -145,12 +143,11 @@ def test_indices_on_real_pages(pages, vocabulary):
         heads = [(body.paragraph_index[s], body.sentence_index[s]) for s in starts[:-1]]
         for (p0, s0), (p1, s1) in zip(heads, heads[1:]):
             assert (p1, s1) in {(p0, s0 + 1), (p0 + 1, 0)}
-        # Nothing lost: the paragraphs are the page's lines, and the tokens decode to its text
-        # as SentencePiece normalises it.
+        # Nothing lost: the paragraphs are the page's lines, and the pieces are the page's
+        # (WordPiece tokenizes word by word, and sentences end between words).
         lines = [line for line in text.split("\n") if line.strip()]
         assert body.paragraph_index[-1] + 1 == len(lines)
-        page = vocabulary.decode(vocabulary.encode(text))
-        assert " ".join(vocabulary.decode(list(body.tokens)).split()) == " ".join(page.split())
+        assert list(body.tokens) == wordpiece_vocabulary.encode(text)
         sentence_count += len(starts) - 1
     assert sentence_count == sum(len(split_sentences(line)) for text in pages for line in text.split("\n"))
 
@@ -159,14 +156,6 @@ def test_indices_on_real_pages(pages, vocabulary):
 
 # --------------------------------------------------------------------------------------------
 # SegaBERT's training examples.
-
-@pytest.fixture(scope="module")
-def wordpiece_vocabulary(pages, tmp_path_factory):
-    """A small WordPiece vocabulary learned from the shared C4 pages (BERT's tools)."""
-    from model import wordpiece
-    path = tmp_path_factory.mktemp("wordpiece") / "vocab.txt"
-    return wordpiece.train_vocabulary(pages, str(path), wordpiece.WordPieceSettings(size=2000))
-
 
 def segabert_stream(shared_data, vocabulary, length=64, max_predictions=10):
     return structure.SegaBertStream(str(shared_data / C4_PAGES), vocabulary, length, seed=0,
