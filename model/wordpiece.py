@@ -10,8 +10,9 @@ family reads them (model/families/bert.py): [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, 
 Sources are those of `model.inputs.text_dataset_from_source` (the first `--sample_size` texts of
 each, in order). Learning: `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`
 (BasicTokenizer splitting on white space and punctuation, lower case, accents stripped, then
-WordPiece learning from word counts); its `vocab_size` is a target, the result may be a little
-smaller or larger.
+WordPiece learning from word counts); its `vocab_size` is a target: a smaller result is padded
+with BERT's `[unusedN]` pieces up to `--size` (so a model-parallel mesh can split it), a larger one
+is kept.
 """
 from __future__ import annotations
 
@@ -54,7 +55,9 @@ def learn_vocabulary(texts: Iterable[str], settings: WordPieceSettings = WordPie
         bert_tokenizer_params={"lower_case": settings.lower_case})
     if tuple(pieces[:len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
         raise RuntimeError(f"the learner did not put {RESERVED_TOKENS} first: {pieces[:5]}")
-    return list(pieces)
+    # The learner's size is a target; padding to it with BERT's [unusedN] pieces (text never
+    # tokenises to them: "[" is punctuation) keeps the size a model-parallel mesh divides.
+    return list(pieces) + [f"[unused{i}]" for i in range(settings.size - len(pieces))]
 
 
 def train_vocabulary(texts: Iterable[str], path: str,

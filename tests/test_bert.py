@@ -21,7 +21,7 @@ from model.input_position import InputPosition
 from model.mtf_compat import mtf
 
 C4_SAMPLES = "c4_samples/olmo/*"
-TINY_VOCAB_SIZE = 2000  # a target: the shared samples give a few hundred pieces
+TINY_VOCAB_SIZE = 600  # the learner gives ~570 pieces from the shared samples: padded to 600
 LENGTH_FEATURES_OF_ONE = ("next_sentence_labels", "labels", "start_positions", "end_positions")
 
 
@@ -94,7 +94,8 @@ def vocabulary(c4_texts, tmp_path_factory) -> wordpiece.WordPieceVocabulary:
 
 def test_wordpiece_vocabulary_has_bert_reserved_tokens_first(vocabulary):
     assert vocabulary.pieces[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    assert len(set(vocabulary.pieces)) == vocabulary.vocab_size > 200
+    assert len(set(vocabulary.pieces)) == vocabulary.vocab_size == TINY_VOCAB_SIZE
+    assert vocabulary.pieces[-1].startswith("[unused")  # padded up to the size asked for
     assert any(p.startswith("##") for p in vocabulary.pieces)
     written = json.loads(pathlib.Path(vocabulary.path + ".json").read_text())
     assert written["pieces"] == vocabulary.vocab_size and written["settings"]["lower_case"]
@@ -222,17 +223,17 @@ def test_next_sentence_labels_are_fair_on_real_pages(c4_examples):
 
 
 def test_stream_is_deterministic_and_resumes_at_a_position(shared_data, vocabulary):
-    config = bert_inputs.BertDataConfig(window_documents=8)
+    config = bert_inputs.BertDataConfig(window_documents=4)
     stream = bert_inputs.BertPretrainingStream(str(shared_data / C4_SAMPLES), vocabulary, 64,
                                                seed=3, config=config)
-    rows = list(stream.rows().take(300).as_numpy_iterator())
-    again = list(stream.rows().take(300).as_numpy_iterator())
+    rows = list(stream.rows().take(150).as_numpy_iterator())
+    again = list(stream.rows().take(150).as_numpy_iterator())
     for (features, position), (features2, _) in zip(rows, again):
         assert all(np.array_equal(features[k], features2[k]) for k in features)
     # A position inside the second window, as a checkpoint records it.
     index = [position["example"] for _, position in rows].index(1) + 5
     position = InputPosition(**{k: int(v) for k, v in rows[index][1].items()})
-    assert position.example == 1 and position.row == 5 and position.document == 8
+    assert position.example == 1 and position.row == 5 and position.document == 4
     resumed = list(stream.rows(position).take(20).as_numpy_iterator())
     for (features, _), (expected, _) in zip(resumed, rows[index:]):
         assert all(np.array_equal(features[k], expected[k]) for k in features)
@@ -318,7 +319,10 @@ def one_device_losses(tmp_path_factory, shared_data, vocabulary):
                        shared_data / C4_SAMPLES, "")
 
 
-@pytest.mark.parametrize("mesh_shape", ["batch:2", "model:2"])
+# model:2 splits heads, d_ff and the vocabulary (and so every layer's sums); batch:2 only the
+# batch, which the T5 tests already check on the same model function: slow here.
+@pytest.mark.parametrize("mesh_shape", [pytest.param("batch:2", marks=pytest.mark.slow),
+                                        "model:2"])
 def test_two_device_meshes_match_one_device(tmp_path, shared_data, vocabulary, mesh_shape,
                                             one_device_losses):
     parallel = mesh_losses(tmp_path, vocabulary, shared_data / C4_SAMPLES, mesh_shape)
