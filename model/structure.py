@@ -3,9 +3,16 @@
 A C4 page keeps its structure: its paragraphs are its non-blank lines, its sentences come from
 the shared sentence splitter (`text/`, the C4 build's own), and every token gets three indices,
 all from 0: its index in its sentence, its sentence's index in its paragraph and its paragraph's
-index in the document. The indices travel with the tokens through chunking into model-length
-windows and through packing (model/features.py's `segabert` converter), where they replace
-BERT's position in the sequence.
+index in the document. The indices travel with the tokens into model-length windows and into
+the model's features (`token_index`, `sentence_index`, `paragraph_index` beside BERT's), where
+they replace BERT's position in the sequence (model/families/segabert.py).
+
+Pre-training examples: `SegaBertStream`, BERT's resumable stream (model/bert_inputs.py) over
+these windows, masked as BERT (15% of the pieces, 80/10/10), one window per row. Rows are not
+packed: BERT's attention separates padding only, not packed examples; windows of whole
+sentences fill 77% of a row on the shared C4 pages (at 128 and at 512 pieces), so packing
+would save about a fifth of the compute once BERT's attention takes segment ids.
+Fine-tuning examples: `classification_features`, each segment of a task input a paragraph.
 
 Choices (SegaBERT's, read from the authors' code, rsvp-ai/segatron_aaai, where the paper is
 silent):
@@ -202,12 +209,16 @@ def structured_segments(segments: Sequence[str], tokenize: Tokenize, config: Str
     return limit(framed, config.limits), types
 
 
+def _padded(values: Sequence[int], size: int) -> np.ndarray:
+    return np.array(list(values) + [0] * (size - len(values)), np.int32)
+
+
 def classification_features(examples: Iterable[Example], tokenize: Tokenize,
                             config: StructureConfig) -> dict[str, np.ndarray]:
     """[n, length] bert_input_tokens, bert_token_types and the three indices, [n, 1] labels:
     the classification head's features of a task's examples (model/tasks/discriminative.py)."""
     split_sentences = load_splitter(config.splitter)
-    pad = lambda values: np.array(list(values) + [0] * (config.length - len(values)), np.int32)
+    pad = lambda values: _padded(values, config.length)
     rows: dict[str, list] = {key: [] for key in ("bert_input_tokens", "bert_token_types", "labels")
                              + INDEX_KEYS}
     for example in examples:
@@ -230,15 +241,14 @@ def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_
     never [CLS]/[SEP], 80/10/10), one segment (token type 0), plus the three indices; all zero
     padded to `length` (the predictions to `max_predictions`)."""
     masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng, masking)
-    pad = lambda values, size: np.array(list(values) + [0] * (size - len(values)), np.int32)
     features = {
-        "bert_input_tokens": pad(masked.tokens, length),
-        "bert_token_types": pad([], length),
-        "masked_lm_positions": pad(masked.positions, max_predictions),
-        "masked_lm_ids": pad(masked.labels, max_predictions),
-        "masked_lm_weights": pad([1] * len(masked.positions), max_predictions),
+        "bert_input_tokens": _padded(masked.tokens, length),
+        "bert_token_types": _padded([], length),
+        "masked_lm_positions": _padded(masked.positions, max_predictions),
+        "masked_lm_ids": _padded(masked.labels, max_predictions),
+        "masked_lm_weights": _padded([1] * len(masked.positions), max_predictions),
     }
-    features.update({key: pad(getattr(window, key), length) for key in INDEX_KEYS})
+    features.update({key: _padded(getattr(window, key), length) for key in INDEX_KEYS})
     return features
 
 
@@ -246,8 +256,7 @@ def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_
 class SegaBertStream(bert_inputs.BertPretrainingStream):
     """SegaBERT's training stream: BERT's (windows of documents, resumable positions, a
     generator seeded per window and epoch) with structured windows instead of segment pairs, so
-    masked LM alone, one window per row. Rows are not packed: BERT's attention separates only
-    padding, and windows of whole sentences already fill most of a row."""
+    masked LM alone, one window per row (not packed: see the module docstring)."""
 
     # None: StructureLimits() as gin binds it when the stream is made (a default instance here
     # would be made at import, before any binding).
