@@ -2,6 +2,7 @@
 import gzip
 import itertools
 import json
+import pathlib
 import re
 import shutil
 
@@ -451,3 +452,23 @@ def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_featu
     name = "bert/embeddings/paragraph_index_embeddings"
     # One step of Adam at 0.001 moves a weight by about 0.001 at most.
     assert np.abs(after.get_tensor(name) - before.get_tensor(name)).max() < 0.01
+
+
+@pytest.mark.slow
+def test_command_line_pretrains_segabert(shared_data, wordpiece_vocabulary, tmp_path):
+    """The trainer's command line, as for T5 and BERT (a separate process, about 30 s)."""
+    import subprocess
+    import sys
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    command = [sys.executable, "-m", "model.train", "--mode", "pretrain", "--model_dir",
+               str(tmp_path), "--gin_file", "segabert/tiny.gin", "--gin_file", "segabert/pretrain.gin"]
+    for binding in TINY_RUN + [f"DataConfig.vocabulary = '{wordpiece_vocabulary.path}'",
+                               f"DataConfig.source = '{shared_data / C4_PAGES}'",
+                               "TrainConfig.train_steps = 2"]:
+        command += ["--gin_param", binding]
+    done = subprocess.run(command, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.splitlines()[-1]) == {"step": 2}
+    operative = (tmp_path / "operative_config.gin").read_text()
+    assert "ModelConfig.architecture = 'segabert'" in operative
+    assert "StructureLimits.paragraphs_per_document = 50" in operative
