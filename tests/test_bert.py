@@ -268,13 +268,21 @@ def logged_losses(model_dir) -> dict:
     return {entry["step"]: entry["loss"] for entry in map(json.loads, lines)}
 
 
-def test_tiny_bert_pretrains_on_c4_with_falling_loss(tmp_path, shared_data, vocabulary,
-                                                     clean_gin):
-    run = configure(tmp_path, vocabulary, shared_data / C4_SAMPLES,
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory, shared_data, vocabulary) -> train.Run:
+    """A tiny BERT pre-trained for 60 steps on the shared C4 pages (MLM + NSP, dropout 0.1)."""
+    run = configure(tmp_path_factory.mktemp("pretrained"), vocabulary, shared_data / C4_SAMPLES,
                     "OptimizationConfig.learning_rate_schedule = @lr.constant",
                     "lr.constant.value = 0.003", "TrainConfig.save_checkpoints_steps = 30")
     assert train.train(run, run.training_examples(), run.vocabulary.vocab_size, 60) == 60
-    losses = logged_losses(tmp_path)
+    yield run
+    gin.clear_config()
+
+
+def test_tiny_bert_pretrains_on_c4_with_falling_loss(pretrained, vocabulary, shared_data):
+    # BertConfig is read from gin when a model is built: bind the run's configuration again.
+    run = configure(pretrained.model_dir, vocabulary, shared_data / C4_SAMPLES)
+    losses = logged_losses(run.model_dir)
     first = np.mean([losses[s] for s in range(1, 6)])
     last = np.mean([losses[s] for s in range(56, 61)])
     # Starts near uniform over the pieces plus ln 2 for next-sentence prediction.
@@ -441,7 +449,7 @@ def finetune_command(model_dir, bindings, task, files, capsys) -> dict:
 
 
 def test_classification_head_memorises_real_pairs_from_the_command_line(
-        tmp_path, shared_data, vocabulary, capsys, clean_gin):
+        tmp_path, shared_data, vocabulary, pretrained, capsys, clean_gin):
     # Eight real MRPC pairs (the header and the first eight rows of the shared dev file).
     lines = (shared_data / "tasks" / "glue_mrpc" / "dev.tsv").read_text(
         encoding="utf-8-sig").splitlines()[:9]
@@ -449,10 +457,11 @@ def test_classification_head_memorises_real_pairs_from_the_command_line(
     sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
     labels = [int(line.split("\t")[0]) for line in lines[1:]]
     assert 0 < np.mean(labels) < 1
-    result = finetune_command(tmp_path / "model", head_bindings(vocabulary, "classification",
-                                                                64, 8, 150),
-                              "glue_mrpc", sample, capsys)
-    assert result == {"step": 150, "scores": {"accuracy": 100.0}}
+    # Warm-started from the pre-trained BERT (a fresh classifier); the step continues from 60.
+    bindings = head_bindings(vocabulary, "classification", 64, 8, 150) + [
+        f"TrainConfig.init_checkpoint = '{pretrained.model_dir}'"]
+    result = finetune_command(tmp_path / "model", bindings, "glue_mrpc", sample, capsys)
+    assert result == {"step": 210, "scores": {"accuracy": 100.0}}
 
 
 def head_run(model_dir, vocabulary, head, length, batch, steps) -> train.Run:

@@ -127,7 +127,8 @@ class Bert(ModelFamily):
     # {"inputs", "targets"} examples by a converter of model/features.py.
     converter = "bert"
     architectures = ("bert",)
-    fresh_on_warm_start = (r"^cls/classifier/", r"^cls/squad/")
+    # Heads that pre-training does not have (patterns match whole names).
+    fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*")
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
