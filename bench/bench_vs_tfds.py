@@ -26,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -122,6 +123,71 @@ def dedup_shuffle_bytes(paths):
     return figures
 
 
+def _timed(function):
+    start = time.process_time()
+    result = function()
+    return result, time.process_time() - start
+
+
+def stage_costs(paths):
+    """CPU ms per page read of each stage's work on both sides, in this process (no Beam):
+    where the marginal time goes. Our language detector starts with an empty word cache, as
+    in a job; 'warm' is the same pages again, as most pages of a long run find it."""
+    import dataclasses
+
+    import langdetect
+    from tensorflow_datasets.text import c4_utils
+
+    from pipelines import badwords, cleaning, dedup, language, output, wet
+    from pipelines.files import open_raw
+    from pipelines.page import Page
+    from tests.tfds_reference import _tfds_dedup
+    from text.sentences import split_sentences
+    c4_utils._get_sentences = split_sentences
+    langdetect.DetectorFactory.seed = 0
+    ours, tfds = {}, {}
+    pages, ours["read WET"] = _timed(lambda: [
+        item for path in paths for item in wet.read_wet(lambda: open_raw(path), 760_000)
+        if isinstance(item, Page)])
+    results, ours["clean"] = _timed(lambda: [
+        cleaning.clean_page(page.text, cleaning.PUBLIC_C4_CLEANING) for page in pages])
+    cleaned = [dataclasses.replace(page, text=result.text)
+               for page, result in zip(pages, results) if result.text]
+    _, ours["dedup (span keys)"] = _timed(lambda: [dedup.distinct_span_keys(
+        dedup.units_of(page.text, "spans", split_sentences), dedup.PAPER_SPAN_DEDUP)
+        for page in cleaned])
+    detector = language.LanguageDetector()
+    texts = [page.text for page in cleaned]
+
+    def detect_all():
+        return [detector.detect_texts(texts[i:i + 256]) for i in range(0, len(texts), 256)]
+    _, ours["language (cold word cache)"] = _timed(detect_all)
+    _, ours["language (warm word cache)"] = _timed(detect_all)
+    matcher = badwords.compile_badwords(
+        badwords.parse_badwords(pathlib.Path(BADWORDS).read_bytes(), BADWORDS))
+    _, ours["bad words"] = _timed(lambda: [badwords.contains_badword(text, matcher)
+                                           for text in texts])
+    _, ours["write (JSON + gzip)"] = _timed(lambda: output.encode_shard(cleaned))
+
+    # TFDS imports TensorFlow on its first read and langdetect loads its profiles on its first
+    # page: start-up, left out here as our detector's loading is.
+    list(c4_utils.split_wet_file(SMALL_INPUT[0]))
+    list(c4_utils.detect_english(c4_utils.PageFeatures(url="u", text="Some English words.")))
+    tfds_pages, tfds["read WET"] = _timed(lambda: [
+        page for path in paths for page in c4_utils.split_wet_file(path)])
+    clean_page = c4_utils.get_clean_page_fn()
+    tfds_cleaned, tfds["clean"] = _timed(lambda: [
+        kept for page in tfds_pages for kept in clean_page(page)])
+    tfds_deduped, tfds["dedup (line keys)"] = _timed(
+        lambda: _tfds_dedup(tfds_cleaned, c4_utils._MIN_NUM_SENTENCES))
+    english, tfds["language (langdetect)"] = _timed(lambda: [
+        kept for page in tfds_deduped for kept in c4_utils.detect_english(page)])
+    with open(BADWORDS, encoding="utf-8") as lines:
+        keep = c4_utils.get_badwords_filter_fn({"en": {line.strip() for line in lines}}, 1.0)
+    _, tfds["bad words"] = _timed(lambda: [keep(page) for page in english])
+    return len(pages), ours, tfds
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -156,6 +222,12 @@ def main():
         print(f"{side:<15}{whole:>8.2f}{start_up:>12.2f}{full_pages / whole:>13.0f}"
               f"{full_mb / whole:>10.2f}{marginal * 1000:>9.2f}{1 / marginal:>18.0f}{peak:>9.0f}"
               f"{tfds_whole / whole:>14.2f}{tfds_marginal / marginal:>17.2f}")
+    pages, ours, tfds = stage_costs(FULL_INPUT)
+    print(f"\nwhere the marginal time goes, CPU ms per page read ({pages:,} pages), pure "
+          "functions without Beam, one process:")
+    for side, costs in (("ours", ours), ("TFDS", tfds)):
+        print(f"  {side}: " + ", ".join(f"{stage} {seconds / pages * 1000:.2f}"
+                                        for stage, seconds in costs.items()))
     shuffle = dedup_shuffle_bytes(FULL_INPUT)
     print(f"\ndedup shuffle per window, encoded: {shuffle['paper']:.1f} bytes (paper: 3-sentence "
           f"spans, 8-byte key + 8-byte page key), {shuffle['released']:.1f} bytes (released: "

@@ -323,10 +323,14 @@ class LanguageDetector:
         parts = list(map(cache.get, words))
         for index, part in enumerate(parts):
             if part is None:
-                if len(cache) >= _MAX_CACHED_WORDS:
-                    cache.clear()
-                    cache[""] = b""
-                parts[index] = cache[words[index]] = self._rows_of(words[index] + " ")
+                word = words[index]
+                part = cache.get(word)  # A new word may come twice in a text.
+                if part is None:
+                    if len(cache) >= _MAX_CACHED_WORDS:
+                        cache.clear()
+                        cache[""] = b""
+                    part = cache[word] = self._rows_of(word + " ")
+                parts[index] = part
         parts.append(self._rows_of(last_word) if last_word else b"")
         return np.frombuffer(b"".join(parts), dtype=np.int32)
 
