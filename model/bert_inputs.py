@@ -249,7 +249,8 @@ class BertPretrainingStream:
     def __post_init__(self) -> None:
         # An empty source would make the stream look for a first row epoch after epoch; checked
         # where it can be (an estimator's input function builds a graph).
-        if tf.executing_eagerly() and not any(True for _ in inputs.documents_from_source(self.source).take(1)):
+        documents = inputs.documents_from_source(self.source) if tf.executing_eagerly() else None
+        if documents is not None and not any(True for _ in documents.take(1)):
             raise ValueError(f"the training source {self.source!r} has no text")
 
     @property

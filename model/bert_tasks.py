@@ -20,6 +20,7 @@ the characters more finely).
 from __future__ import annotations
 
 import dataclasses
+import json
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -123,8 +124,6 @@ def read_squad_v2(path: str) -> Iterable[dict]:
     """Every question of a SQuAD JSON file (v2.0 or v1.1) in the task reader's form, impossible
     ones with no answers. The task layer's reader (sources.read_squad_json) is v1.1's: it
     merges questions by id, which v2.0 files repeat for an impossible variant of a question."""
-    import json
-
     with open(path, encoding="utf-8") as f:
         data = json.load(f)["data"]
     for article in data:

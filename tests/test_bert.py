@@ -406,7 +406,8 @@ def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
     impossible = [q for q in questions if not q.answers]
     assert len(impossible) == 1 and (impossible[0].start, impossible[0].end) == (0, 0)
     for question in questions:
-        assert question.tokens[0] == bert_inputs.CLS_ID and question.tokens[-1] == bert_inputs.SEP_ID
+        assert question.tokens[0] == bert_inputs.CLS_ID
+        assert question.tokens[-1] == bert_inputs.SEP_ID
         assert len(question.tokens) == len(question.types) == len(question.piece_words) <= 384
         if question.answers:
             assert 0 < question.start <= question.end
@@ -529,3 +530,25 @@ def test_tpu_path_builds_with_saver_in_scaffold_and_values_by_host_call(tmp_path
         assert "bert/embeddings/position_embeddings" in decayed
         assert not any(name.endswith(("/bias", "/scale")) for name in decayed)
         assert "bert/encoder/block_000/feedforward/layer_norm/scale" in names
+
+
+@pytest.mark.slow
+def test_resumed_pretraining_continues_the_same_loss_curve(tmp_path, shared_data, vocabulary,
+                                                           clean_gin):
+    """20 steps in one run equal 10 steps, a restart from the checkpoint, and 10 more (dropout 0:
+    dropout masks are not replayed); the input resumes at the recorded position."""
+    def run_to(model_dir, steps):
+        run = configure(model_dir, vocabulary, shared_data / C4_SAMPLES,
+                        "ModelConfig.dropout_rate = 0.0", "TrainConfig.save_checkpoints_steps = 10",
+                        "OptimizationConfig.learning_rate_schedule = @lr.constant",
+                        "lr.constant.value = 0.003", "BertDataConfig.window_documents = 4")
+        train.train(run, run.training_examples(), vocabulary.vocab_size, steps)
+
+    run_to(tmp_path / "whole", 20)
+    run_to(tmp_path / "resumed", 10)
+    run_to(tmp_path / "resumed", 20)
+    whole, resumed = logged_losses(tmp_path / "whole"), logged_losses(tmp_path / "resumed")
+    assert sorted(resumed) == list(range(1, 21))
+    assert (tmp_path / "resumed" / "input_positions" / "step-000000010.json").is_file()
+    for step in range(11, 21):
+        assert resumed[step] == pytest.approx(whole[step], rel=1e-4)

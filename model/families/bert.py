@@ -425,7 +425,8 @@ def _classification_losses(heads: Dict[str, Tuple[mtf.Tensor, mtf.Tensor]]) -> L
     all_correct = first.per_example_correct[0]
     for term in list(terms.values())[1:]:
         all_correct *= term.per_example_correct[0]
-    per_example_loss = mtf.add_n([t.per_example_loss[0] for t in terms.values()]) / float(len(terms))
+    per_example_loss = (mtf.add_n([t.per_example_loss[0] for t in terms.values()])
+                        / float(len(terms)))
     return Losses(loss=loss, objective=loss, metrics={
         "loss": (per_example_loss, first.per_example_loss[1]),
         "accuracy": (all_correct, first.per_example_correct[1])})
