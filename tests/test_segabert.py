@@ -209,6 +209,15 @@ def test_parameter_count_is_bert_base_with_the_three_tables_for_positions(clean_
     assert not [k for k in sizes if "position" in k or "seq_relationship" in k]
 
 
+def test_next_sentence_prediction_is_refused(clean_gin):
+    import gin
+    from model.architectures import ModelConfig
+    from model.families.segabert import SegaBert
+    gin.parse_config("BertConfig.head = 'pretraining'")
+    with pytest.raises(ValueError, match="masked LM alone"):
+        SegaBert(ModelConfig(architecture="segabert"), 100)
+
+
 def variable_sizes(gin_files, vocab_size):
     import gin
     import tensorflow.compat.v1 as tf1

@@ -64,7 +64,7 @@ class SegaBert(Bert):
         super().__init__(config, vocab_size, variable_dtype)
         if self.bert.head == "pretraining":
             raise ValueError("SegaBERT pre-trains with masked LM alone: set BertConfig.head = "
-                             "'mlm' (model/gin/families/segabert/)")
+                             "'mlm' (model/gin/segabert/)")
         self.limits = structure.StructureLimits()
 
     @property
