@@ -27,7 +27,9 @@ import statistics
 import sys
 import tempfile
 import time
-from typing import Dict, List
+from typing import Dict, List, Sequence
+
+import numpy as np
 
 import tensorflow.compat.v1 as tf
 
@@ -36,6 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from bench.bench_train import INPUTS, TARGETS, synthetic_examples  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
+from model.hooks import logged_losses  # noqa: E402
 from model.mesh import MeshConfig  # noqa: E402
 from model.model_fn import OptimizationConfig, PrecisionConfig  # noqa: E402
 from model.mtf_compat import (learning_rate_schedules, mtf, placement_mesh_impl,  # noqa: E402
@@ -163,7 +166,8 @@ class Interleave(tf.train.SessionRunHook):
 
 
 class Trace(tf.train.SessionRunHook):
-    """Traces steps 1..`steps` (after the first, which optimises the graph)."""
+    """Traces steps 1..`steps` (after the first, which optimises the graph): keep them within
+    the warm-up windows."""
 
     def __init__(self, steps: int):
         self.steps = steps
@@ -182,19 +186,26 @@ class Trace(tf.train.SessionRunHook):
         self.step += 1
 
 
-def bench_option(name: str, option: Option, reference: Reference, warmup: int, windows: int,
-                 window: int, profile: int) -> dict:
+def train_ours(option: Option, steps: int, hooks: Sequence[tf.train.SessionRunHook] = (),
+               dropout_rate: float = 0.1) -> List[float]:
+    """Trains our trainer `steps` steps on the synthetic batches; returns its logged losses."""
     model_config = ModelConfig(d_model=D_MODEL, d_ff=D_FF, num_heads=HEADS, d_kv=D_KV,
-                               num_layers=LAYERS)
+                               num_layers=LAYERS, dropout_rate=dropout_rate)
     train_config = TrainConfig(tokens_per_batch=BATCH * INPUTS, save_checkpoints_steps=10**9,
                                keep_checkpoint_max=1, intra_op_threads=1, inter_op_threads=1)
-    hook = Interleave(reference, window)
-    trace = Trace(profile)
     with tempfile.TemporaryDirectory() as model_dir:
         estimator = make_estimator(model_config, MeshConfig(), OptimizationConfig(), train_config,
                                    model_dir, VOCAB, BATCH, option.precision)
         estimator.train(lambda params: synthetic_batches(params["batch_size"]),
-                        max_steps=1 + (warmup + windows) * window, hooks=[trace, hook])
+                        max_steps=steps, hooks=list(hooks))
+        return [entry["loss"] for entry in logged_losses(model_dir)]
+
+
+def bench_option(name: str, option: Option, reference: Reference, warmup: int, windows: int,
+                 window: int, profile: int) -> dict:
+    hook = Interleave(reference, window)
+    trace = Trace(profile)
+    train_ours(option, 1 + (warmup + windows) * window, [trace, hook])
     ours = statistics.median(hook.ours[warmup:])
     theirs = statistics.median(hook.theirs[warmup:])
     result = {"option": name, "ours_tokens_per_s": TOKENS_PER_STEP / ours,
@@ -228,6 +239,17 @@ def profile_reference(reference: Reference, steps: int) -> None:
     print(f"plain mtf float32, op time by type: {op_time_summary(metadata)}")
 
 
+def compare_curves(steps: int) -> None:
+    """bfloat16 against float32 activations, dropout 0 (the same steps on the same batches)."""
+    float32 = np.array(train_ours(OPTIONS["float32"], steps, dropout_rate=0.0))
+    bfloat16 = np.array(train_ours(OPTIONS["bfloat16"], steps, dropout_rate=0.0))
+    relative = np.abs(bfloat16 - float32) / float32
+    print(f"loss curves over {steps} steps, dropout 0: float32 {float32[0]:.4f} -> "
+          f"{float32[-1]:.4f}, bfloat16 {bfloat16[0]:.4f} -> {bfloat16[-1]:.4f}; bfloat16 vs "
+          f"float32 relative difference: max {relative.max():.2%} (step "
+          f"{relative.argmax() + 1}), mean {relative.mean():.2%}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--options", nargs="+", choices=sorted(OPTIONS), default=list(OPTIONS))
@@ -237,6 +259,9 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0,
                         help="trace this many steps of each side (in the warm-up of ours) and "
                         "print op time by type")
+    parser.add_argument("--curves", type=int, default=0,
+                        help="also train this many steps with float32 and with bfloat16 "
+                        "activations (dropout 0) and compare the loss curves")
     args = parser.parse_args()
     tf.disable_eager_execution()
     reference = Reference()
@@ -246,6 +271,8 @@ def main() -> None:
     for name in args.options:
         bench_option(name, OPTIONS[name], reference, args.warmup, args.windows, args.window,
                      args.profile)
+    if args.curves:
+        compare_curves(args.curves)
 
 
 if __name__ == "__main__":
