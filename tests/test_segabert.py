@@ -323,10 +323,8 @@ def test_resumed_run_continues_on_the_same_losses(pretrained, run_bindings, tmp_
 
 def test_two_device_mesh_matches_one_device(pretrained, run_bindings, tmp_path, clean_gin):
     from model import train
-    # Model parallel over heads and d_ff: BERT does not pad its vocabulary, and this small one
-    # has an odd number of pieces (BERT-Base's 30,522 splits in two).
-    run = configure(tmp_path, run_bindings, "MeshConfig.mesh_shape = 'model:2'",
-                    "MeshConfig.layout = 'batch:batch,d_ff:model,heads:model'")
+    # Model parallel over heads, d_ff and the vocabulary (the default layout).
+    run = configure(tmp_path, run_bindings, "MeshConfig.mesh_shape = 'model:2'")
     train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps=3)
     single, parallel = logged_losses(pretrained), logged_losses(tmp_path)
     assert sorted(parallel) == [1, 2, 3]
