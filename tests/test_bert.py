@@ -449,20 +449,42 @@ def finetune_command(model_dir, bindings, task, files, capsys) -> dict:
     return json.loads(capsys.readouterr().out)[task]
 
 
-def test_classification_head_memorises_real_pairs_from_the_command_line(
-        tmp_path, shared_data, vocabulary, pretrained, capsys, clean_gin):
-    # Eight real MRPC pairs (the header and the first eight rows of the shared dev file).
+def mrpc_sample(shared_data, folder, size=8) -> pathlib.Path:
+    """The header and the first `size` real pairs of the shared MRPC dev file."""
     lines = (shared_data / "tasks" / "glue_mrpc" / "dev.tsv").read_text(
-        encoding="utf-8-sig").splitlines()[:9]
-    sample = tmp_path / "mrpc.tsv"
-    sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        encoding="utf-8-sig").splitlines()[:size + 1]
     labels = [int(line.split("\t")[0]) for line in lines[1:]]
     assert 0 < np.mean(labels) < 1
-    # Warm-started from the pre-trained BERT (a fresh classifier); the step continues from 60.
-    bindings = head_bindings(vocabulary, "classification", 64, 8, 150) + [
-        f"TrainConfig.init_checkpoint = '{pretrained.model_dir}'"]
-    result = finetune_command(tmp_path / "model", bindings, "glue_mrpc", sample, capsys)
-    assert result == {"step": 210, "scores": {"accuracy": 100.0}}
+    sample = folder / "mrpc.tsv"
+    sample.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return sample
+
+
+def test_classification_head_memorises_real_pairs_from_the_command_line(
+        tmp_path, shared_data, vocabulary, capsys, clean_gin):
+    sample = mrpc_sample(shared_data, tmp_path)
+    result = finetune_command(tmp_path / "model",
+                              head_bindings(vocabulary, "classification", 64, 8, 150),
+                              "glue_mrpc", sample, capsys)
+    assert result == {"step": 150, "scores": {"accuracy": 100.0}}
+
+
+def test_heads_warm_start_from_pretrained_bert(tmp_path, shared_data, vocabulary, pretrained,
+                                               capsys, clean_gin):
+    """The encoder comes from the pre-training checkpoint, the classifier starts fresh, the
+    step continues (learning rate 0: the weights stay the checkpoint's)."""
+    bindings = head_bindings(vocabulary, "classification", 64, 8, 1) + [
+        f"TrainConfig.init_checkpoint = '{pretrained.model_dir}'", "lr.constant.value = 0.0"]
+    result = finetune_command(tmp_path / "model", bindings, "glue_mrpc",
+                              mrpc_sample(shared_data, tmp_path), capsys)
+    assert result["step"] == 61
+    before = tf.train.load_checkpoint(tf.train.latest_checkpoint(pretrained.model_dir))
+    after = tf.train.load_checkpoint(tf.train.latest_checkpoint(str(tmp_path / "model")))
+    for name in ("bert/embeddings/word_embeddings", "bert/pooler/dense/kernel",
+                 "bert/encoder/block_001/feedforward/intermediate/kernel"):
+        np.testing.assert_array_equal(after.get_tensor(name), before.get_tensor(name))
+    assert after.has_tensor("cls/classifier/kernel")
+    assert not before.has_tensor("cls/classifier/kernel")
 
 
 def head_run(model_dir, vocabulary, head, length, batch, steps) -> train.Run:
