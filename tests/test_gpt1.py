@@ -1,11 +1,18 @@
 """GPT-1 (model/families/gpt1.py) and the discriminative views of tasks it fine-tunes on
 (model/tasks/discriminative.py)."""
+import contextlib
 import dataclasses
+import io
+import json
+import pathlib
 
+import gin
+import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import tasks, train
+from model import gpt1_finetune, tasks, train
+from model.hooks import LOSS_LOG_NAME
 from model.families import gpt1
 from model.tasks import discriminative
 
@@ -182,3 +189,203 @@ def test_head_features_pad_each_sequence_to_the_length(shared_data):
         assert row.tolist() == expected + [0] * (12 - len(expected))
     with pytest.raises(ValueError, match="regression"):
         gpt1.head_features(examples, discriminative.view("glue_stsb"), vocabulary, 12)
+
+
+# --- GPT-1: training through the trainer ----------------------------------------------------
+
+TINY_RUN = ["DataConfig.targets_length = 64", "TrainConfig.tokens_per_batch = 512",
+            "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+            "TrainConfig.save_checkpoints_steps = 20", "ModelConfig.dropout_rate = 0.0"]
+PRETRAIN_STEPS = 40
+
+
+def logged_losses(model_dir) -> dict:
+    lines = (pathlib.Path(model_dir) / LOSS_LOG_NAME).read_text().splitlines()
+    return {entry["step"]: entry["loss"] for entry in map(json.loads, lines)}
+
+
+def configure(model_dir, gin_files, bindings) -> train.Run:
+    gin.clear_config()
+    train.parse_gin(gin_files, bindings)
+    return train.configured_run(str(model_dir))
+
+
+@pytest.fixture(scope="module")
+def vocabulary(shared_data):
+    from tests.trained_vocab import trained_vocabulary
+    return trained_vocabulary(shared_data)
+
+
+@pytest.fixture(scope="module")
+def pretrained(shared_data, vocabulary, tmp_path_factory):
+    """Tiny GPT-1 pre-trained on real C4 pages (the shared sample), in two runs of 20 steps:
+    the second resumes from the first's checkpoint."""
+    model_dir = tmp_path_factory.mktemp("gpt1_pretrained")
+    source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
+    bindings = [f"DataConfig.vocabulary = '{vocabulary.path}'", f"DataConfig.source = '{source}'",
+                f"TRAIN_STEPS = {PRETRAIN_STEPS}", "lr.warmup_cosine.peak = 0.003",
+                "lr.warmup_cosine.warmup_steps = 5"] + TINY_RUN
+    steps = []
+    for max_steps in (PRETRAIN_STEPS // 2, PRETRAIN_STEPS):
+        run = configure(model_dir, ["pretrain.gin", "gpt1/tiny.gin", "gpt1/pretrain.gin"], bindings)
+        steps.append(train.train(run, run.training_examples(), vocabulary.vocab_size, max_steps))
+    gin.clear_config()
+    return model_dir, steps
+
+
+def test_pretraining_on_c4_lowers_the_loss_and_resumes(pretrained):
+    model_dir, steps = pretrained
+    assert steps == [PRETRAIN_STEPS // 2, PRETRAIN_STEPS]
+    losses = logged_losses(model_dir)
+    assert sorted(losses) == list(range(1, PRETRAIN_STEPS + 1))
+    first, last = np.mean([losses[s] for s in (1, 2, 3)]), np.mean([losses[s] for s in (38, 39, 40)])
+    assert first == pytest.approx(np.log(1100), rel=0.05)  # uniform over the vocabulary at first
+    assert last < first - 1.0
+    names = {name for name, _ in tf.train.list_variables(str(model_dir))}
+    assert {"gpt1/position_embedding", "gpt1/block_001/mlp_norm/g",
+            "gpt1/token_embedding/adam_v"} <= names
+
+
+def synthetic_lm_examples(num=16, length=16, seed=0):
+    rng = np.random.RandomState(seed)
+    tokens = rng.randint(3, 150, size=(num, length)).astype(np.int32)
+    features = {"decoder_target_tokens": tokens,
+                "decoder_input_tokens": np.pad(tokens[:, :-1], [(0, 0), (1, 0)]),
+                "decoder_segment_ids": np.ones_like(tokens),
+                "decoder_positions": np.tile(np.arange(length, dtype=np.int32), (num, 1)),
+                "decoder_loss_weights": np.ones_like(tokens)}
+    return lambda: tf.data.Dataset.from_tensor_slices(features)
+
+
+def mesh_losses(mesh_shape, model_dir) -> dict:
+    run = configure(model_dir, ["pretrain.gin", "gpt1/tiny.gin", "gpt1/pretrain.gin"],
+                    TINY_RUN + ["TrainConfig.tokens_per_batch = 64", "TRAIN_STEPS = 3",
+                                "lr.warmup_cosine.peak = 0.001", "lr.warmup_cosine.warmup_steps = 1",
+                                f"MeshConfig.mesh_shape = '{mesh_shape}'"])
+    train.train(run, synthetic_lm_examples(), vocab_size=200, max_steps=3)
+    gin.clear_config()
+    return logged_losses(model_dir)
+
+
+@pytest.fixture(scope="module")
+def one_device_losses(tmp_path_factory):
+    return mesh_losses("", tmp_path_factory.mktemp("gpt1_one_device"))
+
+
+# model:2 splits heads, d_ff and vocab (the embedding gather, the tied logits); batch:2 only the
+# batch, as for every family: it runs with the slow tests.
+@pytest.mark.parametrize("mesh_shape", ["model:2", pytest.param("batch:2", marks=pytest.mark.slow)])
+def test_two_device_meshes_match_one_device(tmp_path, one_device_losses, mesh_shape):
+    single = one_device_losses
+    parallel = mesh_losses(mesh_shape, tmp_path)
+    assert sorted(single) == [1, 2, 3] and single[3] < single[1]
+    for step in single:
+        assert parallel[step] == pytest.approx(single[step], rel=1e-3), (single, parallel)
+
+
+@pytest.mark.parametrize("activation_dtype", ["float32", "bfloat16"])
+def test_tpu_path_graph_builds(tmp_path, clean_gin, activation_dtype):
+    """The TRAIN spec as TPUEstimator builds it (use_tpu=False, the same model function), for
+    pre-training and for a multiple-choice head."""
+    from model.architectures import ModelConfig
+    from model.mesh import MeshConfig
+    from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+    train.parse_gin(["gpt1/tiny.gin", "gpt1/pretrain.gin"],
+                    ["TRAIN_STEPS = 10", "lr.warmup_cosine.warmup_steps = 2"])
+    for head in ([], ["GPT1Config.head = 'multiple_choice'", "GPT1Config.num_classes = 2",
+                      "GPT1Config.sequences_per_example = 2"]):
+        gin.parse_config(head)
+        setup = ModelFnSetup(
+            model_config=ModelConfig(), mesh_config=MeshConfig(),
+            optimization=OptimizationConfig(), vocab_size=128, model_dir=str(tmp_path),
+            save_checkpoints_steps=10, keep_checkpoint_max=1, decode_length=4,
+            precision=PrecisionConfig(activation_dtype=activation_dtype))
+        with tf.Graph().as_default():
+            shapes = {"head_tokens": [2, 16], "label": [2, 1]}
+            features = {key: tf.ones(shapes.get(key, [2, 8]), tf.int32)
+                        for key in setup.family.feature_keys}
+            spec = make_model_fn(setup)(features, None, tf.estimator.ModeKeys.TRAIN, {})
+            assert spec.loss.dtype == tf.float32 and spec.train_op is not None
+            assert not tf.get_collection(tf.GraphKeys.SAVERS)  # the saver is the scaffold's
+            assert ("head_tokens" in features) == bool(head)
+
+
+# --- GPT-1: fine-tuning with a head -------------------------------------------------------
+
+def head_losses(task, examples, vocabulary, length=24, seed=0):
+    """Per-example classification losses of a freshly initialised tiny model with a head."""
+    from model.architectures import ModelConfig
+    from model.mesh import MeshConfig, cpu_mesh_impl
+    from model.model_fn import import_features
+    from model.mtf_compat import mtf
+    view = discriminative.view(task)
+    gin.clear_config()
+    train.parse_gin(["gpt1/tiny.gin"], ["ModelConfig.dropout_rate = 0.0"])
+    gpt1_finetune.bind_head(view)
+    family = gpt1.GPT1(ModelConfig(), vocabulary.vocab_size)
+    rows = gpt1.head_features(examples, view, vocabulary, length)
+    with tf.Graph().as_default():
+        tf.set_random_seed(seed)
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        batch = import_features({k: tf.constant(v) for k, v in rows.items()}, gpt1.HEAD_KEYS, mesh)
+        per_example, _ = family.losses(family.build(False), batch, "eval").metrics[
+            "classification_loss"]
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        result = lowering.export_to_tf_tensor(per_example)
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(lowering.copy_masters_to_slices())
+            return session.run(result)
+
+
+def test_similarity_adds_both_orders_and_choices_are_scored_alike(vocabulary, clean_gin):
+    a, b = "The cat sat on the mat.", "A dog ran in the park today."
+    pair, swapped = discriminative.Example((a, b), 1), discriminative.Example((b, a), 1)
+    symmetric = head_losses("glue_mrpc", [pair, swapped], vocabulary)
+    # At initialisation the head's logits are small (weights of 0.02): ordered pairs' losses
+    # differ from the sixth digit on, far above float noise (< 1e-7).
+    assert abs(symmetric[0] - symmetric[1]) < 1e-7
+    ordered = head_losses("glue_rte", [pair, swapped], vocabulary)
+    assert abs(ordered[0] - ordered[1]) > 1e-6
+    # Softmax over answers: the same answers in another order, with the label following.
+    choices = ("He slipped on the ice.", "He sang a song.")
+    mc = head_losses("super_glue_copa", [discriminative.Example(("The man fell. cause",), 0, choices),
+                                         discriminative.Example(("The man fell. cause",), 1,
+                                                                choices[::-1])], vocabulary)
+    assert abs(mc[0] - mc[1]) < 1e-7 and mc[0] > 0
+
+
+def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained, shared_data,
+                                                                     vocabulary, tmp_path,
+                                                                     clean_gin):
+    model_dir, _ = pretrained
+    sample = tmp_path / "copa16.jsonl"
+    lines = (shared_data / "tasks/superglue_copa/train.jsonl").read_text().splitlines()[:16]
+    sample.write_text("\n".join(lines) + "\n")
+    task_files = ["--task_files", f"super_glue_copa:train={sample}",
+                  "--task_files", f"super_glue_copa:validation={sample}"]
+    bindings = [f"DataConfig.vocabulary = '{vocabulary.path}'",
+                f"TrainConfig.init_checkpoint = '{model_dir}'",
+                "DataConfig.targets_length = 48", "GPT1FinetuneConfig.epochs = 60",
+                "GPT1FinetuneConfig.batch_size = 16", "lr.warmup_linear.peak = 0.01",
+                "lr.warmup_linear.warmup_fraction = 0.1", "ModelConfig.dropout_rate = 0.0",
+                "GPT1Config.classifier_dropout = 0.0", "TrainConfig.save_checkpoints_steps = 30",
+                "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1"]
+    argv = ["--model_dir", str(tmp_path / "copa"), "--task", "super_glue_copa",
+            "--gin_file", "gpt1/tiny.gin", "--gin_file", "gpt1/finetune.gin"] + task_files
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    assert train.main(["--mode", "finetune"] + argv) == 0
+    losses = logged_losses(tmp_path / "copa")
+    # Warm start: the global step continues from the pre-trained checkpoint's.
+    assert sorted(losses) == list(range(PRETRAIN_STEPS + 1, PRETRAIN_STEPS + 61))
+    # `eval` scores the newest checkpoint: every example right.
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert train.main(["--mode", "eval"] + argv) == 0
+    scores = json.loads(out.getvalue())["super_glue_copa/validation"]
+    assert scores["examples"] == 16 and scores["accuracy"] == 100.0
+    assert scores["step"] == PRETRAIN_STEPS + 60
+    names = {name for name, _ in tf.train.list_variables(str(tmp_path / "copa"))}
+    assert {"gpt1/head/classifier/kernel", "gpt1/head/special_embedding"} <= names

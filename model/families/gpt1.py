@@ -254,7 +254,7 @@ class GPT1Model:
             position_embedding = self._variable(
                 tokens.mesh, "position_embedding", [d["positions"], d["d_model"]],
                 tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
-            x = (mtf.gather(embedding, tokens, d["vocab"])
+            x = (self._token_embeddings(embedding, tokens)
                  + mtf.gather(position_embedding, positions, d["positions"]))
             x = mtf.cast(self._dropout(x, self.config.dropout_rate),
                          self.variable_dtype.activation_dtype)
@@ -267,6 +267,24 @@ class GPT1Model:
                     x = self._layer_norm(x + self._dropout(sublayer, self.config.dropout_rate),
                                          d["d_model"], "mlp_norm")
             return x
+
+    def _token_embeddings(self, embedding: mtf.Tensor, tokens: mtf.Tensor) -> mtf.Tensor:
+        """Rows of the token embedding; with a head, the special tokens take fresh rows of their
+        own (`gpt1/head/special_embedding`), as OpenAI appended them at fine-tuning: the rows of
+        pieces that pre-training never reads only ever get pushed away by the tied softmax (with
+        Adam, by about the learning rate per step), so they would start fine-tuning far off."""
+        embedded = mtf.gather(embedding, tokens, self.dims["vocab"])
+        if not self.gpt1.head:
+            return embedded
+        first = special_tokens(self.vocab_size).extract  # extract, delimiter, start: the last 3
+        special_dim = mtf.Dimension("special", 3)
+        with tf.variable_scope("head"):
+            special = self._variable(tokens.mesh, "special_embedding",
+                                     [special_dim, self.dims["d_model"]],
+                                     tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+        is_special = mtf.greater_equal(tokens, first)
+        index = mtf.maximum(tokens - first, 0)
+        return mtf.where(is_special, mtf.gather(special, index, special_dim), embedded)
 
     def logits(self, hidden: mtf.Tensor) -> mtf.Tensor:
         """Next-token logits from the tied token embedding."""
@@ -292,7 +310,7 @@ class GPT1(ModelFamily):
     name = "gpt1"
     converter = "decoder_only"
     architectures = (ARCHITECTURE,)
-    fresh_on_warm_start = (r"^gpt1/head/",)
+    fresh_on_warm_start = (r"gpt1/head/.*",)
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
@@ -331,10 +349,13 @@ class GPT1(ModelFamily):
         per_example = mtf.layers.softmax_cross_entropy_with_logits(
             logits, mtf.one_hot(label, classes_dim, dtype=tf.float32), classes_dim)
         classification = mtf.reduce_mean(per_example)
-        # The auxiliary LM loss: each token predicts the next within its sequence.
+        # The auxiliary LM loss: each token predicts the next text token of its sequence (the
+        # special tokens are not predicted: their output rows are the pre-trained sentinels').
         next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
-        lm = token_losses(model.logits(hidden), next_tokens,
-                          mtf.cast(mtf.not_equal(next_tokens, 0), tf.int32), z_loss=0.0)
+        is_text = mtf.logical_and(mtf.not_equal(next_tokens, 0),
+                                  mtf.less(next_tokens, special_tokens(self.vocab_size).extract))
+        lm = token_losses(model.logits(hidden), next_tokens, mtf.cast(is_text, tf.int32),
+                          z_loss=0.0)
         correct = mtf.cast(mtf.equal(mtf.cast(mtf.argmax(logits, classes_dim), tf.int32), label),
                            tf.float32)
         ones = mtf.ones(flat.mesh, mtf.Shape([batch_dim]), tf.float32)
@@ -388,7 +409,7 @@ class GPTAdam(mtf.optimize.Optimizer):
         v_hat = next_v * (1.0 / (1.0 - tf.pow(self.beta2, step)))
         update = m_hat / (mtf.sqrt(v_hat) + self.epsilon)
         if self.weight_decay and is_weight(var.name):
-            update += self.weight_decay * var.value
+            update += self.weight_decay * mtf.to_float(var.value)
         return [mtf.assign_sub(var, update * self.learning_rate),
                 mtf.assign(m, next_m), mtf.assign(v, next_v)]
 
