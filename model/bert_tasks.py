@@ -26,6 +26,7 @@ from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 import tensorflow as tf
 
+from model import structure
 from model.bert_inputs import CLS_ID, SEP_ID
 from model.tasks import discriminative
 from model.wordpiece import WordPieceVocabulary
@@ -217,6 +218,9 @@ class HeadTask:
     vocabulary: WordPieceVocabulary
     length: int
     files: Dict[Tuple[str, str], Tuple[str, ...]]
+    # SegaBERT: each segment a paragraph of its sentences, with the three structure indices
+    # (model/structure.py); classification only.
+    structured: bool = False
 
     def questions(self, split: str) -> List[SquadInput]:
         paths = self.files.get((self.name, split))
@@ -227,6 +231,8 @@ class HeadTask:
                 for path in paths for raw in read_squad_v2(path)]
 
     def features(self, split: str, training: bool) -> Dict[str, np.ndarray]:
+        if self.structured:
+            return self.structured_features(split)
         if self.head == "span":
             questions = self.questions(split)
             if training:  # v1.1: a question whose answer was cut off teaches nothing true
@@ -235,6 +241,14 @@ class HeadTask:
             return squad_features(questions, self.length)
         return task_classification_features(self.name, split, self.vocabulary, self.length,
                                             self.files.get((self.name, split)))
+
+    def structured_features(self, split: str) -> Dict[str, np.ndarray]:
+        if self.head != "classification" or discriminative.view(self.name).kind != "classification":
+            raise ValueError(f"SegaBERT fine-tunes the classification head on classification "
+                             f"tasks here, not the {self.head} head on {self.name}")
+        return structure.classification_features(
+            discriminative.examples(self.name, split, self.files.get((self.name, split))),
+            self.vocabulary.encode_batch, structure.StructureConfig(CLS_ID, SEP_ID, self.length))
 
     def scores(self, run, split: str) -> Dict[str, float]:
         from model.tasks import metrics
@@ -263,7 +277,8 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
     if args.mixture:
         raise ValueError("BERT's heads fine-tune on one --task at a time")
     task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length,
-                    _task_files(args.task_files))
+                    _task_files(args.task_files),
+                    structured=run.model_config.architecture == "segabert")
     if mode == "finetune":
         features = task.features("train", training=True)
         train.train(run, lambda: features_dataset(features).shuffle(

@@ -413,35 +413,39 @@ def configure_classification(model_dir, vocabulary, *extra):
 
 
 @pytest.fixture(scope="module")
-def mrpc_features(shared_data, wordpiece_vocabulary):
-    """16 real MRPC pairs of one sentence per segment, as the classification head reads them.
+def mrpc_task(shared_data, wordpiece_vocabulary, tmp_path_factory):
+    """16 real MRPC pairs of one sentence per segment as a task file, read by the trainer's
+    task path for BERT's heads (model/bert_tasks.py), which gives SegaBERT structured features.
 
     Decoding derives the indices from the pieces (a paragraph per segment, one sentence each),
     so with one sentence per segment what the head learns with is what decoding gives it."""
-    from model.tasks import discriminative
-    mrpc = discriminative.examples("glue_mrpc", "validation",
-                                   [str(shared_data / "tasks/glue_mrpc/dev.tsv")])
-    examples = list(itertools.islice(
-        (e for e in mrpc if all(len(split_sentences(s)) == 1 for s in e.segments)), 16))
-    assert len(examples) == 16 and {e.label for e in examples} == {0, 1}
-    config = structure.StructureConfig(bert_inputs.CLS_ID, bert_inputs.SEP_ID, 96)
-    features = structure.classification_features(examples, wordpiece_vocabulary.encode_batch, config)
+    from model import bert_tasks
+    lines = (shared_data / "tasks/glue_mrpc/dev.tsv").read_text(encoding="utf-8").splitlines()
+    rows = [line for line in lines[1:]
+            if all(len(split_sentences(text)) == 1 for text in line.split("\t")[3:5])][:16]
+    path = tmp_path_factory.mktemp("mrpc") / "pairs.tsv"
+    path.write_text("\n".join([lines[0]] + rows) + "\n", encoding="utf-8")
+    files = {("glue_mrpc", "train"): (str(path),), ("glue_mrpc", "validation"): (str(path),)}
+    return bert_tasks.HeadTask("glue_mrpc", "classification", wordpiece_vocabulary, 96, files,
+                               structured=True)
+
+
+@pytest.fixture(scope="module")
+def mrpc_features(mrpc_task, wordpiece_vocabulary):
+    features = mrpc_task.features("train", training=True)
+    assert len(features["labels"]) == 16 and set(features["labels"][:, 0]) == {0, 1}
     assert features["paragraph_index"].max() == 1 and not features["sentence_index"].any()
     return features
 
 
-def test_classification_head_memorises_real_mrpc_pairs(mrpc_features, wordpiece_vocabulary,
-                                                       tmp_path, clean_gin):
+def test_classification_head_memorises_real_mrpc_pairs(mrpc_task, mrpc_features,
+                                                       wordpiece_vocabulary, tmp_path, clean_gin):
     from model import train
     run = configure_classification(tmp_path, wordpiece_vocabulary)
     dataset = lambda: tf.data.Dataset.from_tensor_slices(mrpc_features)
     train.train(run, dataset, run.vocabulary.vocab_size, max_steps=60)
-    predictions = run.estimator(8).predict(
-        lambda params: tf.data.Dataset.from_tensor_slices(
-            {"inputs": mrpc_features["bert_input_tokens"]}).batch(params["batch_size"],
-                                                                   drop_remainder=True),
-        yield_single_examples=True)
-    assert [int(p["outputs"][0]) for p in predictions] == mrpc_features["labels"][:, 0].tolist()
+    # Scored as `--mode eval --task` scores: decoding the pieces alone.
+    assert mrpc_task.scores(run, "validation") == {"accuracy": 100.0}
 
 
 def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_features,
