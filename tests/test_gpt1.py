@@ -389,3 +389,20 @@ def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained,
     assert scores["step"] == PRETRAIN_STEPS + 60
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "copa"))}
     assert {"gpt1/head/classifier/kernel", "gpt1/head/special_embedding"} <= names
+
+
+def test_train_vocab_bpe_option(tmp_path, shared_data, capsys):
+    from sentencepiece import sentencepiece_model_pb2
+    from model import train_vocab
+    from model.vocabulary import Vocabulary
+    prefix = tmp_path / "bpe"
+    assert train_vocab.main(["--output", str(prefix), "--size", "300", "--sample_size", "5000",
+                             "--model_type", "bpe", "--weights", "en=1",
+                             "--source", f"en={shared_data}/c4_samples/olmo/*.json*.gz"]) == 0
+    proto = sentencepiece_model_pb2.ModelProto.FromString((tmp_path / "bpe.model").read_bytes())
+    assert proto.trainer_spec.model_type == sentencepiece_model_pb2.TrainerSpec.BPE
+    assert json.loads((tmp_path / "bpe.json").read_text())["model_type"] == "bpe"
+    vocabulary = Vocabulary(f"{prefix}.model")
+    assert vocabulary.vocab_size == 400
+    text = "The weather is nice today."
+    assert vocabulary.decode(vocabulary.encode(text)) == text
