@@ -43,11 +43,11 @@ import tensorflow as tf
 
 from model import inputs
 from model.input_position import InputPosition
-from model.wordpiece import WordPieceVocabulary
+from model.wordpiece import (CLS_ID, MASK_ID, PAD_ID, RESERVED_TOKENS, SEP_ID,
+                             WordPieceVocabulary)
 from text.sentences import split_sentences
 
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
-NUM_RESERVED = 5
+NUM_RESERVED = len(RESERVED_TOKENS)
 Sentence = List[int]
 Document = List[Sentence]
 

@@ -29,6 +29,8 @@ import tensorflow as tf
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD, UNK, CLS, SEP, MASK = RESERVED_TOKENS
+# Their ids: the model (model/families/bert.py) and the data (model/bert_inputs.py) read these.
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(RESERVED_TOKENS))
 # Texts handed to the learner per batch (it counts words in a tf.data pass).
 LEARN_BATCH = 1000
 

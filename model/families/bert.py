@@ -17,7 +17,12 @@ pooled output. Where we differ, and why:
 - dimension names are the model core's (`d_model`, `heads`, `d_kv`, `d_ff`, `vocab`), so the
   default layout splits heads, d_ff and vocabulary over a `model` mesh axis, as for T5;
 - PREDICT reads token types from the inputs (everything after the first [SEP] is segment B),
-  so the one-feature predict path of model_fn.py serves every head.
+  so the one-feature predict path of model_fn.py serves every head;
+- the optimizer is mtf's AdamWeightDecay (BERT's) with the weights read in float32, so that
+  bfloat16 activations work; ModelConfig.z_loss is not used.
+GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers uses erf).
+`BertConfig` is read from gin when the family is made (each estimator call), as the model
+function's other settings are bound once per process.
 
 Special ids are fixed by our WordPiece vocabulary (model/wordpiece.py): [PAD] 0, [UNK] 1, [CLS] 2,
 [SEP] 3, [MASK] 4. Padding is [PAD]; attention never looks at it.
@@ -43,8 +48,8 @@ import tensorflow.compat.v1 as tf
 from model.families.base import ModelFamily
 from model.losses import Losses
 from model.mtf_compat import mtf
+from model.wordpiece import CLS_ID, PAD_ID, SEP_ID  # noqa: F401  (CLS_ID: for SegaBERT)
 
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = 0, 1, 2, 3, 4
 OUTPUT_LENGTH = "outputs_length"  # the dimension of PREDICT's [batch, decode_length] ids
 HEADS = ("pretraining", "mlm", "classification", "span")
 _ATTENTION_MASK_BIAS = -10000.0  # BERT's additive bias on padding keys
