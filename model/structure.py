@@ -98,7 +98,8 @@ def paragraph_sentences(text: str, split_sentences: Splitter) -> List[List[str]]
     return [sentences for sentences in map(split_sentences, text.split("\n")) if sentences]
 
 
-def document_tokens(paragraphs: Sequence[Sequence[str]], tokenize: Tokenize) -> List[StructuredTokens]:
+def document_tokens(paragraphs: Sequence[Sequence[str]], tokenize: Tokenize
+                    ) -> List[StructuredTokens]:
     """Every sentence of the document as tokens with the document's indices (unclamped)."""
     flat = list(tokenize([text for texts in paragraphs for text in texts]))
     sentences = []
@@ -108,7 +109,8 @@ def document_tokens(paragraphs: Sequence[Sequence[str]], tokenize: Tokenize) -> 
         tokenized = [list(ids) for ids in tokenized if len(ids)]
         for number, ids in enumerate(tokenized):
             n = len(ids)
-            sentences.append(StructuredTokens(tuple(ids), tuple(range(n)), (number,) * n, (paragraph,) * n))
+            sentences.append(StructuredTokens(tuple(ids), tuple(range(n)), (number,) * n,
+                                              (paragraph,) * n))
         paragraph += bool(tokenized)
     return sentences
 
@@ -142,7 +144,8 @@ def frame_segments(parts: Sequence[StructuredTokens], cls_id: int, sep_id: int
     [CLS] takes the indices of the first token, each [SEP] those of its segment's last token
     with the token index one further (an empty segment: the start of its paragraph)."""
     first = parts[0][:1] if len(parts[0]) else StructuredTokens((cls_id,), (0,), (0,), (0,))
-    framed = StructuredTokens((cls_id,), first.token_index, first.sentence_index, first.paragraph_index)
+    framed = StructuredTokens((cls_id,), first.token_index, first.sentence_index,
+                              first.paragraph_index)
     types: tuple[int, ...] = (0,)
     for kind, part in enumerate(parts):
         last = part[-1:] if len(part) else StructuredTokens((sep_id,), (-1,), (0,), (kind,))
@@ -177,7 +180,8 @@ class StructureConfig:
 
     def __post_init__(self) -> None:
         if self.length < 3:
-            raise ValueError(f"a window needs room for [CLS], a token and [SEP]: length {self.length}")
+            raise ValueError(f"a window needs room for [CLS], a token and [SEP]: "
+                             f"length {self.length}")
 
 
 def structured_windows(text: str, tokenize: Tokenize, config: StructureConfig,
@@ -240,7 +244,8 @@ def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_
     """BERT's masked-LM features of a window (bert_inputs.mask_sequence: 15% of the pieces,
     never [CLS]/[SEP], 80/10/10), one segment (token type 0), plus the three indices; all zero
     padded to `length` (the predictions to `max_predictions`)."""
-    masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng, masking)
+    masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng,
+                                       masking)
     features = {
         "bert_input_tokens": _padded(masked.tokens, length),
         "bert_token_types": _padded([], length),
@@ -294,6 +299,7 @@ class SegaBertStream(bert_inputs.BertPretrainingStream):
         for first, texts in self.windows(epoch, start):
             rng = np.random.default_rng([self.seed, epoch, first.example])
             rows = self.window_examples(texts, rng)
-            skip = start.row if (first.shard, first.document) == (start.shard, start.document) else 0
+            same_window = (first.shard, first.document) == (start.shard, start.document)
+            skip = start.row if same_window else 0
             for row in range(skip, len(rows)):
                 yield rows[row], dataclasses.asdict(dataclasses.replace(first, row=row))

@@ -1,6 +1,5 @@
 """SegaBERT: the document-structure path (model/structure.py) and the family."""
 import gzip
-import itertools
 import json
 import pathlib
 import re
@@ -150,7 +149,8 @@ def test_indices_on_real_pages(pages, wordpiece_vocabulary):
         assert body.paragraph_index[-1] + 1 == len(lines)
         assert list(body.tokens) == wordpiece_vocabulary.encode(text)
         sentence_count += len(starts) - 1
-    assert sentence_count == sum(len(split_sentences(line)) for text in pages for line in text.split("\n"))
+    assert sentence_count == sum(len(split_sentences(line))
+                                 for text in pages for line in text.split("\n"))
 
 
 
@@ -159,15 +159,16 @@ def test_indices_on_real_pages(pages, wordpiece_vocabulary):
 # SegaBERT's training examples.
 
 def segabert_stream(shared_data, vocabulary, length=64, max_predictions=10):
+    masking = bert_inputs.BertDataConfig(max_predictions=max_predictions)
     return structure.SegaBertStream(str(shared_data / C4_PAGES), vocabulary, length, seed=0,
-                                    config=bert_inputs.BertDataConfig(max_predictions=max_predictions))
+                                    config=masking)
 
 
 def test_stream_masks_windows_and_keeps_their_indices(shared_data, pages, wordpiece_vocabulary):
     stream = segabert_stream(shared_data, wordpiece_vocabulary)
     config = structure.StructureConfig(bert_inputs.CLS_ID, bert_inputs.SEP_ID, 64)
-    windows = [w for text in pages
-               for w in structure.structured_windows(text, wordpiece_vocabulary.encode_batch, config)]
+    tokenize = wordpiece_vocabulary.encode_batch
+    windows = [w for text in pages for w in structure.structured_windows(text, tokenize, config)]
     rows = [features for features, _ in stream.examples(0)]
     assert len(rows) == len(windows)
     masked = 0
@@ -449,7 +450,8 @@ def test_classification_head_memorises_real_mrpc_pairs(mrpc_task, mrpc_features,
 
 
 def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_features,
-                                                          wordpiece_vocabulary, tmp_path, clean_gin):
+                                                          wordpiece_vocabulary, tmp_path,
+                                                          clean_gin):
     """The pre-trained encoder is loaded; the classifier, and the pooler's Adam moments (masked
     LM alone never trains the pooler), start fresh."""
     from model import train
@@ -457,7 +459,8 @@ def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_featu
                                    f"TrainConfig.init_checkpoint = '{pretrained}'")
     dataset = lambda: tf.data.Dataset.from_tensor_slices(mrpc_features)
     assert train.train(run, dataset, run.vocabulary.vocab_size, max_steps=1) == STEPS + 1
-    before, after = tf.train.load_checkpoint(str(pretrained)), tf.train.load_checkpoint(str(tmp_path))
+    before = tf.train.load_checkpoint(str(pretrained))
+    after = tf.train.load_checkpoint(str(tmp_path))
     assert "cls/classifier/kernel" in after.get_variable_to_shape_map()
     assert "bert/pooler/dense/kernel/adam_m" not in before.get_variable_to_shape_map()
     name = "bert/embeddings/paragraph_index_embeddings"
@@ -472,7 +475,8 @@ def test_command_line_pretrains_segabert(shared_data, wordpiece_vocabulary, tmp_
     import sys
     repo = pathlib.Path(__file__).resolve().parents[1]
     command = [sys.executable, "-m", "model.train", "--mode", "pretrain", "--model_dir",
-               str(tmp_path), "--gin_file", "segabert/tiny.gin", "--gin_file", "segabert/pretrain.gin"]
+               str(tmp_path), "--gin_file", "segabert/tiny.gin",
+               "--gin_file", "segabert/pretrain.gin"]
     for binding in TINY_RUN + [f"DataConfig.vocabulary = '{wordpiece_vocabulary.path}'",
                                f"DataConfig.source = '{shared_data / C4_PAGES}'",
                                "TrainConfig.train_steps = 2"]:
