@@ -574,3 +574,36 @@ def test_resumed_pretraining_continues_the_same_loss_curve(tmp_path, shared_data
     assert (tmp_path / "resumed" / "input_positions" / "step-000000010.json").is_file()
     for step in range(11, 21):
         assert resumed[step] == pytest.approx(whole[step], rel=1e-4)
+
+
+# ------------------------------------------------------------------------------------------------
+# Named configurations.
+
+@pytest.mark.parametrize("phase, length, predictions", [("pretrain_128", 128, 20),
+                                                        ("pretrain_512", 512, 77)])
+def test_pretraining_phases_follow_the_paper(phase, length, predictions, clean_gin):
+    gin.clear_config()
+    train.parse_gin(["pretrain.gin", "bert/base.gin", f"bert/{phase}.gin"], [])
+    run = train.configured_run("unused")
+    assert run.model_config.architecture == "bert" and run.data_config.inputs_length == length
+    assert train.batch_size_for(run.train_config, length) == 256
+    assert bert_inputs.BertDataConfig().predictions(length) == predictions
+    family = train.families.family_for(run.model_config, 30522)
+    assert family.bert.head == "pretraining" and family.bert.weight_decay_rate == 0.01
+    schedule = run.optimization.learning_rate_schedule
+    rates = [float(schedule(tf.constant(step, tf.int64))) for step in (0, 5000, 10000, 1000000)]
+    assert rates == pytest.approx([0.0, 5e-5, 1e-4, 0.0])
+    # Phase 1 runs 90% of the 1M steps; phase 2 the rest, continuing the global step.
+    assert run.train_config.train_steps == (900000 if length == 128 else 100000)
+
+
+@pytest.mark.parametrize("head_file, head", [("finetune_classification", "classification"),
+                                             ("finetune_squad", "span")])
+def test_finetuning_configurations_build(head_file, head, clean_gin):
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"],
+                    ["lr.warmup_linear.total_steps = 1000"])
+    run = train.configured_run("unused")
+    family = train.families.family_for(run.model_config, 30522)
+    assert family.bert.head == head and run.model_config.num_layers == 24
+    assert train.batch_size_for(run.train_config, run.data_config.inputs_length) == 32
