@@ -470,7 +470,8 @@ def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_featu
 
 @pytest.mark.slow
 def test_command_line_pretrains_segabert(shared_data, wordpiece_vocabulary, tmp_path):
-    """The trainer's command line, as for T5 and BERT (a separate process, about 30 s)."""
+    """The trainer's command line, as for T5 and BERT: pre-train, then evaluate (separate
+    processes, about a minute)."""
     import subprocess
     import sys
     repo = pathlib.Path(__file__).resolve().parents[1]
@@ -487,3 +488,13 @@ def test_command_line_pretrains_segabert(shared_data, wordpiece_vocabulary, tmp_
     operative = (tmp_path / "operative_config.gin").read_text()
     assert "ModelConfig.architecture = 'segabert'" in operative
     assert "StructureLimits.paragraphs_per_document = 50" in operative
+    # --mode eval: masked LM loss and accuracy of the checkpoint on an evaluation source.
+    evaluation = list(command)
+    evaluation[evaluation.index("pretrain")] = "eval"
+    evaluation += ["--gin_param", f"DataConfig.eval_source = '{shared_data / C4_PAGES}'",
+                   "--gin_param", "TrainConfig.eval_steps = 2",
+                   "--gin_param", "TrainConfig.eval_batch_size = 4"]
+    done = subprocess.run(evaluation, cwd=repo, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    metrics = json.loads(done.stdout.splitlines()[-1])
+    assert metrics["step"] == 2 and 0 < metrics["masked_lm_loss"] < 10, metrics
