@@ -219,17 +219,24 @@ def vocabulary(shared_data):
 
 @pytest.fixture(scope="module")
 def pretrained(shared_data, vocabulary, tmp_path_factory):
-    """Tiny GPT-1 pre-trained on real C4 pages (the shared sample), in two runs of 20 steps:
-    the second resumes from the first's checkpoint."""
+    """Tiny GPT-1 pre-trained on real C4 pages (the shared sample) by the command line, in two
+    runs of 20 steps: the second resumes from the first's checkpoint."""
     model_dir = tmp_path_factory.mktemp("gpt1_pretrained")
     source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
     bindings = [f"DataConfig.vocabulary = '{vocabulary.path}'", f"DataConfig.source = '{source}'",
                 f"TRAIN_STEPS = {PRETRAIN_STEPS}", "lr.warmup_cosine.peak = 0.003",
                 "lr.warmup_cosine.warmup_steps = 5"] + TINY_RUN
     steps = []
-    for max_steps in (PRETRAIN_STEPS // 2, PRETRAIN_STEPS):
-        run = configure(model_dir, ["pretrain.gin", "gpt1/tiny.gin", "gpt1/pretrain.gin"], bindings)
-        steps.append(train.train(run, run.training_examples(), vocabulary.vocab_size, max_steps))
+    gin.clear_config()
+    for train_steps in (PRETRAIN_STEPS // 2, PRETRAIN_STEPS):
+        argv = ["--mode", "pretrain", "--model_dir", str(model_dir),
+                "--gin_file", "gpt1/tiny.gin", "--gin_file", "gpt1/pretrain.gin"]
+        for binding in bindings + [f"TrainConfig.train_steps = {train_steps}"]:
+            argv += ["--gin_param", binding]
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            assert train.main(argv) == 0
+        steps.append(json.loads(out.getvalue())["step"])
     gin.clear_config()
     return model_dir, steps
 
