@@ -1,5 +1,7 @@
 """BERT's WordPiece vocabulary: trained on our C4 with tensorflow-text's learner, used with
-tensorflow-text's BertTokenizer (uncased, as BERT-Base-Uncased).
+tensorflow-text's FastBertTokenizer (uncased, as BERT-Base-Uncased: lower case, accents
+stripped, split on white space and punctuation, then WordPiece; tests/test_bert.py checks it
+against transformers' BertTokenizer on real pages).
 
     python -m model.wordpiece --output vocab/c4_wordpiece.txt --size 30522 \
         --sample_size 1000000 --source tfds:t5_c4/en@DATA_DIR
@@ -77,8 +79,8 @@ def train_vocabulary(texts: Iterable[str], path: str,
 
 
 class WordPieceVocabulary:
-    """A vocab.txt with tensorflow-text's BertTokenizer: text -> piece ids, in Python and in
-    tf.data."""
+    """A vocab.txt with tensorflow-text's FastBertTokenizer (several times its BertTokenizer):
+    text -> piece ids, in Python and in tf.data."""
 
     def __init__(self, path: str, lower_case: bool = True):
         self.path = str(path)
@@ -91,18 +93,15 @@ class WordPieceVocabulary:
         self._tokenizers: dict = {}
 
     def _tokenizer(self):
-        """The BertTokenizer of the current context: its lookup table belongs to one graph (or
-        to eager execution), and an estimator's input function builds its own graph."""
+        """The FastBertTokenizer of the current context (its model is a constant of one graph,
+        or of eager execution, and an estimator's input function builds its own graph)."""
         import tensorflow_text as tf_text
 
         key = "eager" if tf.executing_eagerly() else id(tf.compat.v1.get_default_graph())
         if key not in self._tokenizers:
-            table = tf.lookup.StaticVocabularyTable(
-                tf.lookup.KeyValueTensorInitializer(
-                    tf.constant(self.pieces), tf.range(len(self.pieces), dtype=tf.int64)),
-                num_oov_buckets=1)
-            self._tokenizers[key] = tf_text.BertTokenizer(
-                table, token_out_type=tf.int32, lower_case=self.lower_case, unknown_token=UNK)
+            self._tokenizers[key] = tf_text.FastBertTokenizer(
+                vocab=self.pieces, token_out_type=tf.int32, unknown_token=UNK,
+                lower_case_nfd_strip_accents=self.lower_case)
         return self._tokenizers[key]
 
     @property
@@ -115,7 +114,7 @@ class WordPieceVocabulary:
 
     def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """[n] strings -> [n, (pieces)] int32 ids (words' pieces concatenated)."""
-        return self._tokenizer().tokenize(texts).merge_dims(-2, -1)
+        return self._tokenizer().tokenize(texts)
 
     def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
         if not texts:
