@@ -277,42 +277,30 @@ class BertPretrainingStream:
         if window:
             yield first, window
 
-    def window_rows(self, epoch: int, start: InputPosition = InputPosition()
-                    ) -> Iterator[Tuple[Dict[str, np.ndarray], Dict[str, np.ndarray]]]:
-        """Each window's examples from `start` on, stacked ([rows, ...] features and the
-        [rows] fields of each example's position): tf.data takes a window per call, as one
-        call per example costs more than making the example."""
+    def examples(self, epoch: int, start: InputPosition = InputPosition()
+                 ) -> Iterator[Tuple[Dict[str, np.ndarray], Dict[str, int]]]:
         for first, texts in self.windows(epoch, start):
             rng = np.random.default_rng([self.seed, epoch, first.example])
             rows = window_examples(texts, self.vocabulary, self.length, rng, self.config)
             skip = start.row if (first.shard, first.document) == (start.shard, start.document) \
                 else 0
-            if skip >= len(rows):
-                continue
-            features = {key: np.stack([row[key] for row in rows[skip:]]) for key in rows[0]}
-            positions = {key: np.full(len(rows) - skip, value, np.int64)
-                         for key, value in dataclasses.asdict(first).items()}
-            positions["row"] = np.arange(skip, len(rows), dtype=np.int64)
-            yield features, positions
-
-    def _dataset(self, windows) -> tf.data.Dataset:
-        batched = {key: tf.TensorSpec([None] + spec.shape.as_list(), spec.dtype)
-                   for key, spec in self.spec.items()}
-        positions = {key: tf.TensorSpec([None], tf.int64)
-                     for key in dataclasses.asdict(InputPosition())}
-        return tf.data.Dataset.from_generator(
-            windows, output_signature=(batched, positions)).unbatch()
+            for row in range(skip, len(rows)):
+                yield rows[row], dataclasses.asdict(dataclasses.replace(first, row=row))
 
     def __call__(self) -> tf.data.Dataset:
         """The features of one pass (epoch 0)."""
-        return self._dataset(lambda: self.window_rows(0)).map(lambda features, _: features)
+        return tf.data.Dataset.from_generator(
+            lambda: (features for features, _ in self.examples(0)), output_signature=self.spec)
 
     def rows(self, start: InputPosition = InputPosition()) -> tf.data.Dataset:
         """(features, position) pairs from `start` on, without end."""
         def generate():
             epoch, position = start.epoch, start
             while epoch < inputs.MAX_EPOCHS:
-                yield from self.window_rows(epoch, position)
+                yield from self.examples(epoch, position)
                 epoch, position = epoch + 1, InputPosition()
 
-        return self._dataset(generate)
+        position_spec = {k: tf.TensorSpec([], tf.int64)
+                         for k in dataclasses.asdict(InputPosition())}
+        return tf.data.Dataset.from_generator(generate,
+                                              output_signature=(self.spec, position_spec))
