@@ -238,7 +238,8 @@ class BertPretrainingStream:
     """BERT's training stream over a source, epoch after epoch, resumable at a recorded
     `InputPosition` (model/input_position.py): a position names the first document of a window
     (`shard`, `document`), the window's number in the epoch (`example`, which seeds it) and the
-    next example of the window (`row`)."""
+    next example of the window (`row`). `examples(epoch, start)` is the one source of rows
+    (`__call__` and `rows` read it): SegaBERT's stream (model/structure.py) overrides it."""
 
     source: str
     vocabulary: WordPieceVocabulary
