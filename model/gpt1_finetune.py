@@ -5,7 +5,8 @@ architecture):
         --gin_file gpt1/base.gin --gin_file gpt1/finetune.gin \
         --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
         --gin_param "DataConfig.vocabulary = 'spm.model'" \
-        --task_files super_glue_copa:train=train.jsonl --task_files super_glue_copa:validation=val.jsonl
+        --task_files super_glue_copa:train=train.jsonl \
+        --task_files super_glue_copa:validation=val.jsonl
     python -m model.train --mode eval --task super_glue_copa ...   (the newest checkpoint)
 
 The task's discriminative view (model/tasks/discriminative.py) gives its segments and labels; the

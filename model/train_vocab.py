@@ -62,9 +62,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--character_coverage", type=float, default=VocabularySettings.character_coverage,
                         help="share of characters covered by pieces; the rarest others become unk")
     parser.add_argument("--weights", default="en=10,de=1,fr=1,ro=1", help="mixture weights, LANG=W,...")
-    parser.add_argument("--model_type", choices=("unigram", "bpe"), default=VocabularySettings.model_type,
-                        help="SentencePiece algorithm: unigram (T5's) or bpe (for GPT-1: --size 40378 "
-                             "gives its 40,478 ids with the 100 sentinels)")
+    parser.add_argument("--model_type", choices=("unigram", "bpe"),
+                        default=VocabularySettings.model_type,
+                        help="SentencePiece algorithm: unigram (T5's) or bpe (for GPT-1: "
+                             "--size 40378 gives its 40,478 ids with the 100 sentinels)")
     parser.add_argument("--repeat_short_sources", action="store_true",
                         help="repeat the lines of a source shorter than its share up to that share "
                              "(default: use what it has, and warn that the mixture falls short)")

@@ -20,8 +20,10 @@ from model.tasks import discriminative
 # --- discriminative views ------------------------------------------------------------------
 
 def test_every_view_of_a_registry_task_converts_its_release_files(shared_data):
-    files = {"glue_rte": ("glue_rte/train.tsv", "train"), "glue_mrpc": ("glue_mrpc/dev.tsv", "validation"),
-             "glue_stsb": ("glue_stsb/train.tsv", "train"), "glue_qqp": ("glue_qqp/train.tsv", "train"),
+    files = {"glue_rte": ("glue_rte/train.tsv", "train"),
+             "glue_mrpc": ("glue_mrpc/dev.tsv", "validation"),
+             "glue_stsb": ("glue_stsb/train.tsv", "train"),
+             "glue_qqp": ("glue_qqp/train.tsv", "train"),
              "super_glue_boolq": ("superglue_boolq/boolq.jsonl", "train"),
              "super_glue_cb": ("superglue_cb/train.jsonl", "train"),
              "super_glue_copa": ("superglue_copa/train.jsonl", "train")}
@@ -55,7 +57,8 @@ def test_views_name_fields_in_reading_order():
 
 def test_story_cloze_and_race_read_their_release_files(shared_data):
     stories = list(discriminative.examples(
-        "story_cloze", "validation", [str(shared_data / "tasks/story_cloze/cloze_test_val__spring2016.csv")]))
+        "story_cloze", "validation",
+        [str(shared_data / "tasks/story_cloze/cloze_test_val__spring2016.csv")]))
     assert stories[0].segments[0].startswith("Rick grew up in a troubled household. He never")
     assert stories[0].choices == ("He is happy now.", "He joined a gang.") and stories[0].label == 0
     race = list(discriminative.examples("race", "dev", [str(shared_data / "tasks/race/RACE/dev")]))
@@ -119,7 +122,8 @@ def test_schedules_warm_up_then_decay_to_zero():
     from model import schedules
     with tf.Graph().as_default(), tf.Session() as session:
         cosine = [session.run(schedules.warmup_cosine(tf.constant(s), peak=1.0, warmup_steps=10,
-                                                      total_steps=110)) for s in (0, 5, 10, 60, 110)]
+                                                      total_steps=110))
+                  for s in (0, 5, 10, 60, 110)]
         linear = [session.run(schedules.warmup_linear(tf.constant(s), peak=1.0, warmup_fraction=0.1,
                                                       total_steps=100, start_step=1000))
                   for s in (1000, 1005, 1010, 1055, 1100)]
@@ -246,7 +250,8 @@ def test_pretraining_on_c4_lowers_the_loss_and_resumes(pretrained):
     assert steps == [PRETRAIN_STEPS // 2, PRETRAIN_STEPS]
     losses = logged_losses(model_dir)
     assert sorted(losses) == list(range(1, PRETRAIN_STEPS + 1))
-    first, last = np.mean([losses[s] for s in (1, 2, 3)]), np.mean([losses[s] for s in (38, 39, 40)])
+    first = np.mean([losses[s] for s in (1, 2, 3)])
+    last = np.mean([losses[s] for s in range(PRETRAIN_STEPS - 2, PRETRAIN_STEPS + 1)])
     assert first == pytest.approx(np.log(1100), rel=0.05)  # uniform over the vocabulary at first
     assert last < first - 1.0
     names = {name for name, _ in tf.train.list_variables(str(model_dir))}
@@ -266,9 +271,13 @@ def synthetic_lm_examples(num=16, length=16, seed=0):
 
 
 def mesh_losses(mesh_shape, model_dir) -> dict:
+    """Three steps' losses. The learning rate is small: Adam's normalised update turns float
+    noise in near-zero gradients into full steps, so at 1e-2 the meshes' losses (equal at step 1)
+    part by ~1e-3 after two updates."""
     run = configure(model_dir, ["pretrain.gin", "gpt1/tiny.gin", "gpt1/pretrain.gin"],
                     TINY_RUN + ["TrainConfig.tokens_per_batch = 64", "TRAIN_STEPS = 3",
-                                "lr.warmup_cosine.peak = 0.001", "lr.warmup_cosine.warmup_steps = 1",
+                                "lr.warmup_cosine.peak = 0.001",
+                                "lr.warmup_cosine.warmup_steps = 1",
                                 f"MeshConfig.mesh_shape = '{mesh_shape}'"])
     train.train(run, synthetic_lm_examples(), vocab_size=200, max_steps=3)
     gin.clear_config()
@@ -359,9 +368,10 @@ def test_similarity_adds_both_orders_and_choices_are_scored_alike(vocabulary, cl
     assert abs(ordered[0] - ordered[1]) > 1e-6
     # Softmax over answers: the same answers in another order, with the label following.
     choices = ("He slipped on the ice.", "He sang a song.")
-    mc = head_losses("super_glue_copa", [discriminative.Example(("The man fell. cause",), 0, choices),
-                                         discriminative.Example(("The man fell. cause",), 1,
-                                                                choices[::-1])], vocabulary)
+    context = ("The man fell. cause",)
+    mc = head_losses("super_glue_copa", [discriminative.Example(context, 0, choices),
+                                         discriminative.Example(context, 1, choices[::-1])],
+                     vocabulary)
     assert abs(mc[0] - mc[1]) < 1e-7 and mc[0] > 0
 
 

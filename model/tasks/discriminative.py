@@ -90,7 +90,8 @@ def read_story_cloze(*paths: str) -> Iterator[dict]:
             for row in csv.DictReader(f):
                 yield {"id": row["InputStoryid"],
                        "story": " ".join(row[f"InputSentence{i}"] for i in range(1, 5)),
-                       "endings": [row["RandomFifthSentenceQuiz1"], row["RandomFifthSentenceQuiz2"]],
+                       "endings": [row["RandomFifthSentenceQuiz1"],
+                                   row["RandomFifthSentenceQuiz2"]],
                        "label": int(row["AnswerRightEnding"]) - 1}
 
 
