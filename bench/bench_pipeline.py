@@ -52,10 +52,11 @@ def report(name, seconds, pages, megabytes):
 
 
 def hot_span_child(count):
-    """Span dedup alone on the DirectRunner over `count` pages that share one span."""
+    """Span dedup alone on the DirectRunner over `count` pages that share one span (or, for a
+    negative count, as many pages with a span each of their own)."""
     from pipelines.stages import DedupText
     from tests.test_dedup import hot_span_pages
-    pages = hot_span_pages(count)
+    pages = hot_span_pages(abs(count), shared=count > 0)
     options = beam.options.pipeline_options.PipelineOptions(
         ["--direct_running_mode=in_memory", "--direct_num_workers=1"])
     with beam.Pipeline(options=options) as pipeline:
@@ -64,15 +65,18 @@ def hot_span_child(count):
 
 
 def hot_span(count):
-    """Runs hot_span_child in a fresh process and prints its CPU time and peak memory."""
-    for pages in (count // 10, count):
+    """Runs hot_span_child in fresh processes, with the hot span and without it (the same pages
+    and volume, each span its own: what the DirectRunner holds anyway, since it keeps every
+    shuffle in memory), and prints their CPU time and peak memory."""
+    for pages in (count // 10, -count // 10, count, -count):
         child = subprocess.Popen([sys.executable, __file__, "--hot_span_child", str(pages)],
                                  cwd=pathlib.Path(__file__).resolve().parents[1],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _, status, usage = os.wait4(child.pid, 0)
         if os.waitstatus_to_exitcode(status) != 0:
             sys.exit("the hot-span run failed")
-        print(f"hot span in {pages:,} pages, span dedup alone (DirectRunner, one process): "
+        what = f"hot span in {pages:,} pages" if pages > 0 else f"no hot span, {-pages:,} pages"
+        print(f"{what}, span dedup alone (DirectRunner, one process): "
               f"{usage.ru_utime + usage.ru_stime:.1f} CPU s, peak memory "
               f"{usage.ru_maxrss / 1024:,.0f} MB")
 

@@ -1,13 +1,16 @@
 """Language identification: langdetect's algorithm, with its profiles, seeded, and fast.
 
-langdetect spends most of its time in per-character Python method calls (n-gram extraction) and
-in a Python loop over its 55 languages for each sampled n-gram. `LanguageDetector` computes the
-same thing with the same profiles, the same random draws and the same floating-point operations
-in the same order (elementwise numpy, Python's sum), so it returns exactly what
+langdetect spends most of its time in per-character Python method calls (n-gram extraction), in
+a Python loop over its 55 languages for each sampled n-gram and in one `random.choice` call per
+sample. `LanguageDetector` computes the same thing with the same profiles, the same random draws
+and the same floating-point operations in the same order, so it returns exactly what
 `langdetect.detector_factory.DetectorFactory(seed=0).create().get_probabilities()` returns with
 the profiles loaded in name order (the library's own order is os.listdir's, which differs between
-machines); tests/test_language.py checks this on real pages and on a seeded fuzz of mixed
-scripts, and bench/bench_pipeline.py measures the gain.
+machines): each word's n-grams are computed once and cached; the draws are read in bulk from the
+seeded Mersenne Twister stream, computed once (`_DrawStream`); and the trials of a batch of texts
+run side by side, one numpy step advancing every text's trial by a block of iterations
+(`_Trials`). tests/test_language.py checks the results on real pages and on a seeded fuzz of
+mixed scripts, one by one and in batches; bench/bench_pipeline.py measures the gain.
 """
 import array
 import dataclasses
