@@ -15,7 +15,9 @@ classes and sequences per example are bound from the view (`GPT1Config`). Traini
 `GPT1FinetuneConfig.epochs` passes over the labelled training examples in batches of
 `batch_size` examples (shuffled each epoch, seeded by DataConfig.seed), with the schedule of
 gpt1/finetune.gin (`lr.warmup_linear`) told the run's total steps and first step. Then the
-newest checkpoint is evaluated on every validation split given: accuracy and classification loss.
+newest checkpoint is evaluated on every validation split given: accuracy and classification loss,
+or for a regression task (STS-B) the task's own metrics (`model.tasks`: Pearson and Spearman
+correlation, in percent) of the predicted values, and their mean squared error.
 
 Data: `--task_files TASK:SPLIT=PATH[,PATH]` (release files, read by the view's or the task's
 local reader), else TFDS (`--tfds_data_dir`) for the registry's tasks and their validation splits.
@@ -127,7 +129,8 @@ def evaluate(run: train.Run, task: str, files: Mapping[Tuple[str, str], Tuple[st
              data_dir: str | None = None, batch_size: int | None = None) -> Dict[str, dict]:
     """{"task/split": {"step", "examples", "accuracy", "classification_loss"}} of the newest
     checkpoint on every validation split, every example counted once (batches of the largest
-    divisor of the split's size within the batch size)."""
+    divisor of the split's size within the batch size); a regression task has its metrics
+    (`regression_scores`) in place of accuracy and classification loss."""
     view = discriminative.view(task)
     bind_head(view)
     results = {}
@@ -140,6 +143,9 @@ def evaluate(run: train.Run, task: str, files: Mapping[Tuple[str, str], Tuple[st
         batch = max(d for d in range(1, min(cap, count) + 1) if count % d == 0)
         evaluated = _with_batch(run, batch, rows["head_tokens"].shape[1])
         estimator = evaluated.estimator(batch)
+        if view.kind == discriminative.REGRESSION:
+            results[f"{task}/{split}"] = regression_scores(task, estimator, rows)
+            continue
         scores = estimator.evaluate(
             lambda params: tf.data.Dataset.from_tensor_slices(rows).batch(
                 params["batch_size"], drop_remainder=True),
@@ -149,6 +155,22 @@ def evaluate(run: train.Run, task: str, files: Mapping[Tuple[str, str], Tuple[st
             "accuracy": 100 * float(scores["accuracy"]),
             "classification_loss": float(scores["classification_loss"])}
     return results
+
+
+def regression_scores(task: str, estimator, rows: Mapping[str, np.ndarray]) -> dict:
+    """The newest checkpoint's predicted values for `rows` scored by the task's metrics (the
+    task registry's: STS-B's Pearson and Spearman correlation), and their mean squared error."""
+    from model import tasks
+    predictions = estimator.predict(
+        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": rows["head_tokens"]}).batch(
+            params["batch_size"], drop_remainder=True),
+        yield_single_examples=True)
+    values = np.array([float(p["outputs"][0]) for p in predictions])
+    labels = rows["label"][:, 0].astype(np.float64)
+    step = estimator.get_variable_value("global_step")
+    return {"step": int(step), "examples": len(labels),
+            **tasks.get(task).score_postprocessed(labels.tolist(), values.tolist()),
+            "squared_error": float(np.mean((values - labels) ** 2))}
 
 
 def run_mode(mode: str, run: train.Run, args: argparse.Namespace) -> Dict[str, dict]:

@@ -98,16 +98,17 @@ class ModelFnSetup:
                                    self.precision.variable_dtype)
 
 
-def import_features(features: Dict[str, tf.Tensor], keys: Sequence[str], mesh: mtf.Mesh
-                    ) -> Dict[str, mtf.Tensor]:
-    """[batch, length] int32 features as mtf tensors, replicated on every mesh slice (one core
+def import_features(features: Dict[str, tf.Tensor], keys: Sequence[str], mesh: mtf.Mesh,
+                    float_keys: Sequence[str] = ()) -> Dict[str, mtf.Tensor]:
+    """[batch, length] int32 features (float32 for `float_keys`: values such as regression
+    labels, which int32 would truncate) as mtf tensors, replicated on every mesh slice (one core
     per replica broadcasts the batch; the layout then splits it)."""
     missing = [key for key in keys if key not in features]
     if missing:
         raise ValueError(f"the input features lack {missing}; they have {sorted(features)}")
     imported = {}
     for key in keys:
-        tensor = tf.cast(features[key], tf.int32)
+        tensor = tf.cast(features[key], tf.float32 if key in float_keys else tf.int32)
         batch, length = tensor.shape.as_list()
         if batch is None or length is None:
             raise ValueError(f"feature {key} needs a fixed shape, got {tensor.shape}")
@@ -172,7 +173,8 @@ def make_model_fn(setup: ModelFnSetup):
                 scaffold_fn=_restore_scaffold_fn(lowering),
                 prediction_hooks=[mtf.MtfRestoreHook(lowering)])
 
-        batch = import_features(features, family.feature_keys, mesh)
+        batch = import_features(features, family.feature_keys, mesh,
+                                family.float_feature_keys)
         losses = family.losses(model, batch, mode)
 
         if mode == tf.estimator.ModeKeys.EVAL:

@@ -191,8 +191,21 @@ def test_head_features_pad_each_sequence_to_the_length(shared_data):
     for row, (a, b) in ((first, ("Is it?", "Is it not?")), (second, ("Is it not?", "Is it?"))):
         expected = [S] + vocabulary.encode(a) + [D] + vocabulary.encode(b) + [E]
         assert row.tolist() == expected + [0] * (12 - len(expected))
-    with pytest.raises(ValueError, match="regression"):
-        gpt1.head_features(examples, discriminative.view("glue_stsb"), vocabulary, 12)
+
+
+def test_stsb_features_are_both_orders_and_the_float_score(shared_data, vocabulary):
+    path = str(shared_data / "tasks/glue_stsb/train.tsv")
+    first, second = list(discriminative.examples("glue_stsb", "train", [path]))[:2]
+    assert first.segments == ("A plane is taking off.", "An air plane is taking off.")
+    rows = gpt1.head_features([first, second], discriminative.view("glue_stsb"), vocabulary, 40)
+    a, b = (vocabulary.encode(text) for text in first.segments)
+    for order, (x, y) in enumerate(((a, b), (b, a))):
+        expected = [S] + x + [D] + y + [E]
+        assert rows["head_tokens"][0, order * 40:(order + 1) * 40].tolist() == \
+            expected + [0] * (40 - len(expected))
+    # The label keeps its fraction (3.8), which an int32 feature would drop.
+    assert rows["label"].dtype == np.float32 and rows["label"][:, 0].tolist() == \
+        pytest.approx([5.0, 3.8])
 
 
 # --- GPT-1: training through the trainer ----------------------------------------------------
@@ -373,6 +386,53 @@ def test_similarity_adds_both_orders_and_choices_are_scored_alike(vocabulary, cl
                                          discriminative.Example(context, 1, choices[::-1])],
                      vocabulary)
     assert abs(mc[0] - mc[1]) < 1e-7 and mc[0] > 0
+
+
+def regression_outputs(examples, vocabulary, length=40):
+    """A fresh tiny model's regression head on `examples`: predicted values (the PREDICT path),
+    per-example squared errors, the loss and the objective (the EVAL path), as numpy."""
+    from model.architectures import ModelConfig
+    from model.mesh import MeshConfig, cpu_mesh_impl
+    from model.model_fn import import_features
+    from model.mtf_compat import mtf
+    view = discriminative.view("glue_stsb")
+    gin.clear_config()
+    train.parse_gin(["gpt1/tiny.gin"], ["ModelConfig.dropout_rate = 0.0"])
+    gpt1_finetune.bind_head(view)
+    family = gpt1.GPT1(ModelConfig(), vocabulary.vocab_size)
+    rows = gpt1.head_features(examples, view, vocabulary, length)
+    with tf.Graph().as_default():
+        tf.set_random_seed(0)
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        batch = import_features({k: tf.constant(v) for k, v in rows.items()}, family.feature_keys,
+                                mesh, family.float_feature_keys)
+        model = family.build(False)
+        losses = family.losses(model, batch, "eval")
+        with tf.variable_scope("", reuse=True):
+            values = family.predict(model, batch["head_tokens"], decode_length=1)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        tensors = [lowering.export_to_tf_tensor(t) for t in
+                   (values, losses.metrics["squared_error"][0], losses.loss, losses.objective)]
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(lowering.copy_masters_to_slices())
+            return session.run(tensors)
+
+
+def test_regression_head_loss_is_the_squared_error_plus_half_the_lm_loss(vocabulary, clean_gin):
+    a, b = "A plane is taking off.", "An air plane is taking off."
+    examples = [discriminative.Example((a, b), 3.8), discriminative.Example((b, a), 1.25)]
+    values, squared_error, loss, objective = regression_outputs(examples, vocabulary)
+    assert values.shape == (2, 1) and values.dtype == np.float32
+    # The similarity transformation: both orders, states added, so a swapped pair scores alike.
+    assert values[0, 0] == pytest.approx(values[1, 0], abs=1e-6)
+    labels = np.array([3.8, 1.25])
+    assert squared_error == pytest.approx((values[:, 0] - labels) ** 2, rel=1e-5)
+    assert loss == pytest.approx(np.mean((values[:, 0] - labels) ** 2), rel=1e-5)
+    # The LM auxiliary loss at weight 0.5: a fresh model's LM loss is near log(vocabulary).
+    lm = (objective - loss) / 0.5
+    assert lm == pytest.approx(np.log(vocabulary.vocab_size), rel=0.05)
 
 
 def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained, shared_data,

@@ -50,6 +50,12 @@ class ModelFamily(abc.ABC):
         """The features the model reads: every key of its converter's output."""
         return features.FEATURE_KEYS[self.converter]
 
+    @property
+    def float_feature_keys(self) -> Tuple[str, ...]:
+        """The `feature_keys` the model function imports as float32 (a regression head's
+        label); every other feature is int32."""
+        return ()
+
     def convert_features(self, dataset: tf2.data.Dataset, sequence_lengths: Mapping[str, int],
                          pack: bool = True) -> tf2.data.Dataset:
         """Task examples -> this family's features."""
@@ -61,7 +67,8 @@ class ModelFamily(abc.ABC):
 
     @abc.abstractmethod
     def losses(self, model: Any, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
-        """Losses and metrics for a batch of `feature_keys` ([batch, length] int32 each)."""
+        """Losses and metrics for a batch of `feature_keys` ([batch, length] int32 each, but
+        `float_feature_keys` float32)."""
 
     @abc.abstractmethod
     def predict(self, model: Any, inputs: mtf.Tensor, decode_length: int, beam_size: int = 1,

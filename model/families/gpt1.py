@@ -20,13 +20,16 @@ segment, positions restart at 0). The optimizer is OpenAI's Adam (bias-corrected
 eps 1e-8) with their "modified L2": w * param added to the update (decoupled from the gradient
 moments) for weights of rank > 1 only, not biases or gains (`GPTAdam`).
 
-Fine-tuning (`GPT1Config.head`, set by model/head_finetune.py from the task's discriminative
+Fine-tuning (`GPT1Config.head`, set by model/gpt1_finetune.py from the task's discriminative
 view) reads `head_tokens` [batch, sequences * length] (each example's transformed sequences, see
 `transform`) and `label` [batch, 1]: the final states at the extract tokens go through dropout
-(`classifier_dropout`) and a linear head; classification sums the states of its sequences (one,
-or the two orders of a symmetric pair, GPT-1's similarity) before the head; multiple choice
-scores each sequence and takes the softmax over them. The objective adds `lm_loss_weight` times
-the LM loss over the same sequences.
+(`classifier_dropout`) and a linear head; classification and regression sum the states of their
+sequences (one, or the two orders of a symmetric pair, GPT-1's similarity) before the head;
+multiple choice scores each sequence and takes the softmax over them. Classification and
+multiple choice minimise cross entropy; regression (STS-B) predicts one value and minimises the
+squared error, its float label kept float32 by the model function (`float_feature_keys`). The
+objective adds `lm_loss_weight` times the LM loss over the same sequences. PREDICT reads
+`head_tokens` as its `inputs` and returns the head's value or class.
 
 Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
 `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/vocabulary.py adds them to every model;
@@ -52,8 +55,10 @@ from model.vocabulary import TokenIds
 
 ARCHITECTURE = "gpt1"
 HEAD_KEYS = ("head_tokens", "label")
-# Heads: none (pre-training), one class score vector per example, or one score per sequence.
-HEADS = ("", discriminative.CLASSIFICATION, discriminative.MULTIPLE_CHOICE)
+# Heads: none (pre-training), one class score vector per example, one value per example
+# (regression), or one score per sequence (multiple choice).
+HEADS = ("", discriminative.CLASSIFICATION, discriminative.REGRESSION,
+         discriminative.MULTIPLE_CHOICE)
 INITIALIZER_STDDEV = 0.02
 
 
@@ -70,8 +75,8 @@ class GPT1Config:
     adam_beta2: float = 0.999
     adam_epsilon: float = 1e-8
     weight_decay: float = 0.01
-    # Fine-tuning head ("" when pre-training): its kind, classes (or choices) and sequences per
-    # example (1, 2 for a symmetric pair, the number of choices).
+    # Fine-tuning head ("" when pre-training): its kind, classes (or choices; 1 for regression)
+    # and sequences per example (1, 2 for a symmetric pair, the number of choices).
     head: str = ""
     num_classes: int = 0
     sequences_per_example: int = 1
@@ -88,6 +93,9 @@ class GPT1Config:
                 self.num_classes != self.sequences_per_example:
             raise ValueError("a multiple-choice head scores one sequence per choice: "
                              "num_classes must equal sequences_per_example")
+        if self.head == discriminative.REGRESSION and self.num_classes != 1:
+            raise ValueError(f"a regression head predicts one value: num_classes must be 1, got "
+                             f"{self.num_classes}")
 
 
 # --- Input transformations (the paper's Figure 1), over token ids ---------------------------
@@ -150,16 +158,19 @@ def sequences_per_example(view: discriminative.View) -> int:
     return 2 if view.symmetric else 1
 
 
+def label_dtype(head: str) -> type:
+    return np.float32 if head == discriminative.REGRESSION else np.int32
+
+
 def head_features(examples: Sequence[discriminative.Example], view: discriminative.View,
                   vocabulary, length: int) -> Dict[str, np.ndarray]:
     """The head's features of labelled examples: `head_tokens` [n, sequences * length] (each
-    sequence zero padded to `length`) and `label` [n, 1]."""
-    if view.kind == discriminative.REGRESSION:
-        raise ValueError(f"{view.task}: regression heads are not built for GPT-1 yet")
+    sequence zero padded to `length`) and `label` [n, 1]: int32 class indices, float32 values
+    for a regression view (STS-B's similarity scores)."""
     special = special_tokens(vocabulary.vocab_size)
     count = sequences_per_example(view)
     tokens = np.zeros([len(examples), count * length], np.int32)
-    labels = np.zeros([len(examples), 1], np.int32)
+    labels = np.zeros([len(examples), 1], label_dtype(view.kind))
     for row, example in enumerate(examples):
         for i, sequence in enumerate(transform(example, view, vocabulary.encode, special, length)):
             tokens[row, i * length:i * length + len(sequence)] = sequence
@@ -292,7 +303,9 @@ class GPT1Model:
                           reduced_dims=[self.dims["d_model"]])
 
     def head_logits(self, extract_states: mtf.Tensor, choices_dim: mtf.Dimension) -> mtf.Tensor:
-        """[batch, classes] from [batch, choices, d_model] extract states."""
+        """[batch, classes] from [batch, choices, d_model] extract states (regression: one
+        class, the value; the similarity transformation's two states are summed as a
+        classification's)."""
         d = self.dims
         states = self._dropout(extract_states, self.gpt1.classifier_dropout)
         with tf.variable_scope("gpt1/head"):
@@ -320,6 +333,11 @@ class GPT1(ModelFamily):
     def feature_keys(self) -> Tuple[str, ...]:
         return HEAD_KEYS if self.gpt1.head else features.FEATURE_KEYS[self.converter]
 
+    @property
+    def float_feature_keys(self) -> Tuple[str, ...]:
+        """A regression head's label is a float value (STS-B's scores from 0 to 5)."""
+        return ("label",) if self.gpt1.head == discriminative.REGRESSION else ()
+
     def build(self, training: bool) -> GPT1Model:
         return GPT1Model(self.config, self.gpt1, self.vocab_size, training, self.variable_dtype)
 
@@ -331,8 +349,11 @@ class GPT1(ModelFamily):
         return token_losses(model.logits(hidden), batch["decoder_target_tokens"],
                             batch["decoder_loss_weights"], z_loss=0.0)
 
-    def _head_losses(self, model: GPT1Model, batch: Dict[str, mtf.Tensor]) -> Losses:
-        flat = batch["head_tokens"]
+    def _head_outputs(self, model: GPT1Model, flat: mtf.Tensor
+                      ) -> Tuple[mtf.Tensor, mtf.Tensor, mtf.Tensor]:
+        """The head's float32 [batch, classes] logits (or [batch, 1] value), the final hidden
+        states and the [batch, sequences, length] tokens of `head_tokens` [batch, sequences *
+        length]."""
         batch_dim, flat_dim = flat.shape.dims
         count = self.gpt1.sequences_per_example
         choices_dim = mtf.Dimension("choices", count)
@@ -344,29 +365,48 @@ class GPT1(ModelFamily):
         at_extract = mtf.cast(mtf.equal(tokens, extract_id), hidden.dtype)
         extract_states = mtf.reduce_sum(hidden * at_extract, reduced_dim=length_dim)
         logits = mtf.cast(model.head_logits(extract_states, choices_dim), tf.float32)
-        classes_dim = logits.shape.dims[-1]
+        return logits, hidden, tokens
+
+    def _head_losses(self, model: GPT1Model, batch: Dict[str, mtf.Tensor]) -> Losses:
+        logits, hidden, tokens = self._head_outputs(model, batch["head_tokens"])
+        batch_dim, classes_dim = logits.shape.dims
         label = mtf.reshape(batch["label"], mtf.Shape([batch_dim]))
-        per_example = mtf.layers.softmax_cross_entropy_with_logits(
-            logits, mtf.one_hot(label, classes_dim, dtype=tf.float32), classes_dim)
-        classification = mtf.reduce_mean(per_example)
+        ones = mtf.ones(tokens.mesh, mtf.Shape([batch_dim]), tf.float32)
+        if self.gpt1.head == discriminative.REGRESSION:
+            value = mtf.reshape(logits, mtf.Shape([batch_dim]))
+            per_example = mtf.square(value - label)
+            metrics = {"squared_error": (per_example, ones)}
+        else:
+            per_example = mtf.layers.softmax_cross_entropy_with_logits(
+                logits, mtf.one_hot(label, classes_dim, dtype=tf.float32), classes_dim)
+            predicted = mtf.cast(mtf.argmax(logits, classes_dim), tf.int32)
+            correct = mtf.cast(mtf.equal(predicted, label), tf.float32)
+            metrics = {"accuracy": (correct, ones), "classification_loss": (per_example, ones)}
+        head_loss = mtf.reduce_mean(per_example)
         # The auxiliary LM loss: each token predicts the next text token of its sequence (the
         # special tokens are not predicted: their output rows are the pre-trained sentinels').
+        length_dim = tokens.shape.dims[-1]
         next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
         is_text = mtf.logical_and(mtf.not_equal(next_tokens, 0),
                                   mtf.less(next_tokens, special_tokens(self.vocab_size).extract))
         lm = token_losses(model.logits(hidden), next_tokens, mtf.cast(is_text, tf.int32),
                           z_loss=0.0)
-        correct = mtf.cast(mtf.equal(mtf.cast(mtf.argmax(logits, classes_dim), tf.int32), label),
-                           tf.float32)
-        ones = mtf.ones(flat.mesh, mtf.Shape([batch_dim]), tf.float32)
-        return Losses(loss=classification,
-                      objective=classification + self.gpt1.lm_loss_weight * lm.loss,
-                      metrics={"accuracy": (correct, ones),
-                               "classification_loss": (per_example, ones)})
+        return Losses(loss=head_loss, objective=head_loss + self.gpt1.lm_loss_weight * lm.loss,
+                      metrics=metrics)
 
     def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
-        raise ValueError("GPT-1 has no decode mode here: it is pre-trained as a language model "
-                         "and fine-tuned with heads (model/head_finetune.py)")
+        """A fine-tuned head's answer for `inputs` laid out as `head_tokens`: [batch, 1], the
+        value (float32) of a regression head, else the chosen class or answer (int32). GPT-1
+        has no text decoding here: it is pre-trained as a language model and fine-tuned with
+        heads (model/gpt1_finetune.py)."""
+        if not self.gpt1.head:
+            raise ValueError("GPT-1 predicts with a fine-tuning head only (GPT1Config.head)")
+        logits, _, _ = self._head_outputs(model, inputs)
+        if self.gpt1.head == discriminative.REGRESSION:
+            return logits
+        classes_dim = logits.shape.dims[-1]
+        chosen = mtf.cast(mtf.argmax(logits, classes_dim), tf.int32)
+        return mtf.reshape(chosen, mtf.Shape([logits.shape.dims[0], mtf.Dimension("classes", 1)]))
 
     def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
         return GPTAdam(learning_rate, self.gpt1.adam_beta1, self.gpt1.adam_beta2,
