@@ -23,6 +23,7 @@ import dataclasses
 import json
 from typing import Dict, Iterable, List, Optional, Sequence, Tuple
 
+import gin
 import numpy as np
 import tensorflow as tf
 
@@ -279,7 +280,14 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
     task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length,
                     _task_files(args.task_files),
                     structured=run.model_config.architecture == "segabert")
+    if head == "classification":
+        # The head's size is the task's (bound in gin, so the operative config records it).
+        gin.bind_parameter("BertConfig.num_classes", discriminative.view(args.task).num_classes)
     if mode == "finetune":
+        # The schedule counts from the warm-start checkpoint's step over this run's steps, so a
+        # user sets only TrainConfig.train_steps (as GPT-1's fine-tuning does).
+        gin.bind_parameter("lr.warmup_linear.start_step", train.first_step(run.train_config))
+        gin.bind_parameter("lr.warmup_linear.total_steps", run.train_config.train_steps)
         features = task.features("train", training=True)
         train.train(run, lambda: features_dataset(features).shuffle(
             len(features["bert_input_tokens"]), seed=run.data_config.seed),
