@@ -30,6 +30,7 @@ import tensorflow as tf
 from model import structure
 from model.bert_inputs import CLS_ID, SEP_ID
 from model.tasks import discriminative
+from model.tasks.sources import parse_task_files
 from model.wordpiece import WordPieceVocabulary
 
 
@@ -199,17 +200,6 @@ def head_outputs(run, tokens: np.ndarray) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------
 # The command line's finetune / eval / decode with --task for BERT's heads.
 
-def _task_files(specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
-    files = {}
-    for spec in specs:
-        key, equals, paths = spec.partition("=")
-        name, colon, split = key.partition(":")
-        if not (equals and colon and name and split and paths):
-            raise ValueError(f"--task_files {spec!r}: expected TASK:SPLIT=PATH[,PATH...]")
-        files[(name, split)] = tuple(paths.split(","))
-    return files
-
-
 @dataclasses.dataclass(frozen=True)
 class HeadTask:
     """One task for a BERT head: its features and how predictions are scored."""
@@ -278,7 +268,7 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
     if args.mixture:
         raise ValueError("BERT's heads fine-tune on one --task at a time")
     task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length,
-                    _task_files(args.task_files),
+                    parse_task_files(args.task_files),
                     structured=run.model_config.architecture == "segabert")
     if head == "classification":
         # The head's size is the task's (bound in gin, so the operative config records it).

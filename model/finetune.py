@@ -40,6 +40,7 @@ import tensorflow as tf
 from model import evaluation, features, inputs, objectives, tasks, train
 from model.tasks import Mixing, SequenceLengths, Task, mixtures
 from model.tasks import tf_data
+from model.tasks.sources import parse_task_files
 from model.vocabulary import EOS_ID, Vocabulary
 
 TOKENIZE_BATCH = 64
@@ -280,14 +281,9 @@ def uses_tasks(args: argparse.Namespace) -> bool:
 
 
 def task_data(args: argparse.Namespace) -> TaskData:
-    files = {}
-    for spec in args.task_files:
-        key, equals, paths = spec.partition("=")
-        name, colon, split = key.partition(":")
-        if not (equals and colon and name and split and paths):
-            raise ValueError(f"--task_files {spec!r}: expected TASK:SPLIT=PATH[,PATH...]")
+    files = parse_task_files(args.task_files)
+    for name, _ in files:
         tasks.get(name)  # an unknown task fails here
-        files[(name, split)] = tuple(paths.split(","))
     return TaskData(files, args.tfds_data_dir)
 
 

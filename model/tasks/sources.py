@@ -10,9 +10,25 @@ import csv
 import hashlib
 import json
 import pathlib
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Dict, Iterator, Mapping, Sequence, Tuple
 
 from model.tasks.base import TfdsSplit
+
+
+TaskFiles = Dict[Tuple[str, str], Tuple[str, ...]]
+
+
+def parse_task_files(specs: Sequence[str]) -> TaskFiles:
+    """The command line's `--task_files TASK:SPLIT=PATH[,PATH...]` -> {(task, split): paths}.
+    Only the format is checked here; each caller knows which task names it reads."""
+    files: TaskFiles = {}
+    for spec in specs:
+        key, equals, paths = spec.partition("=")
+        name, colon, split = key.partition(":")
+        if not (equals and colon and name and split and paths):
+            raise ValueError(f"--task_files {spec!r}: expected TASK:SPLIT=PATH[,PATH...]")
+        files[(name, split)] = tuple(paths.split(","))
+    return files
 
 
 def _python(value: Any) -> Any:
