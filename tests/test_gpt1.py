@@ -470,6 +470,40 @@ def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained,
     assert {"gpt1/head/classifier/kernel", "gpt1/head/special_embedding"} <= names
 
 
+STSB_STEPS = 80  # 9 pairs, one batch per epoch
+
+
+def test_regression_head_memorises_real_stsb_pairs(pretrained, shared_data, vocabulary,
+                                                   tmp_path, clean_gin):
+    """STS-B's float scores reach the head through the command line (finetune, then eval: the
+    task's Pearson and Spearman correlation of the predicted values)."""
+    model_dir, _ = pretrained
+    pairs = str(shared_data / "tasks/glue_stsb/train.tsv")
+    bindings = [f"DataConfig.vocabulary = '{vocabulary.path}'",
+                f"TrainConfig.init_checkpoint = '{model_dir}'",
+                "DataConfig.targets_length = 40", f"GPT1FinetuneConfig.epochs = {STSB_STEPS}",
+                "GPT1FinetuneConfig.batch_size = 9", "lr.warmup_linear.peak = 0.003",
+                "lr.warmup_linear.warmup_fraction = 0.1", "ModelConfig.dropout_rate = 0.0",
+                "GPT1Config.classifier_dropout = 0.0", "TrainConfig.save_checkpoints_steps = 80",
+                "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1"]
+    argv = ["--model_dir", str(tmp_path / "stsb"), "--task", "glue_stsb",
+            "--gin_file", "gpt1/tiny.gin", "--gin_file", "gpt1/finetune.gin",
+            "--task_files", f"glue_stsb:train={pairs}",
+            "--task_files", f"glue_stsb:validation={pairs}"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert train.main(["--mode", "finetune"] + argv) == 0
+    scores = json.loads(out.getvalue())["glue_stsb/validation"]
+    labels = [e.label for e in discriminative.examples("glue_stsb", "train", [pairs])]
+    assert scores["examples"] == len(labels) == 9
+    assert scores["step"] == PRETRAIN_STEPS + STSB_STEPS
+    assert scores["pearson_corrcoef"] > 95 and scores["spearman_corrcoef"] > 95, scores
+    # Squared error far below the scores' own variance (what a constant prediction would get).
+    assert scores["squared_error"] < 0.1 * np.var(labels), scores
+
+
 def test_train_vocab_bpe_option(tmp_path, shared_data, capsys):
     from sentencepiece import sentencepiece_model_pb2
     from model import train_vocab
