@@ -13,6 +13,8 @@ Interleaving: ours runs inside `estimator.train`; a hook pauses it after every w
 and runs a window of the reference session, so both see the same machine state. Each side's
 figure is the median over its windows after warm-up; the ratio is ours / reference tokens/s.
 Each trainer option (`--options`) is a separate training run against the same reference session.
+`--reference_activations bfloat16` gives the reference bfloat16 activations too (mtf's
+`VariableDType` activation dtype), comparing the two trainers at the same precision.
 `--profile N` traces N steps of each side and prints the share of op time per op type;
 `--curves N` trains N steps with float32 and with bfloat16 activations (dropout 0) and prints
 how far apart the loss curves are.
@@ -105,7 +107,8 @@ def reference_model() -> transformer.Bitransformer:
 class Reference:
     """Plain Mesh TensorFlow: its own graph, session and training loop."""
 
-    def __init__(self):
+    def __init__(self, activation_dtype: str = "float32"):
+        self.activation_dtype = activation_dtype
         self.graph = tf.Graph()
         with self.graph.as_default():
             tf.set_random_seed(0)
@@ -121,6 +124,8 @@ class Reference:
                 inputs=imported["encoder_input_tokens"],
                 targets=imported["decoder_target_tokens"], compute_loss=True,
                 mode=tf.estimator.ModeKeys.TRAIN,
+                variable_dtype=mtf.VariableDType(
+                    tf.float32, tf.float32, tf.as_dtype(activation_dtype)),
                 encoder_sequence_id=imported["encoder_segment_ids"],
                 decoder_sequence_id=imported["decoder_segment_ids"])
             global_step = tf.train.get_or_create_global_step()
@@ -215,23 +220,25 @@ def bench_option(name: str, option: Option, reference: Reference, warmup: int, w
               "mtf_tokens_per_s": TOKENS_PER_STEP / theirs, "ratio": theirs / ours,
               "windows": len(hook.ours) - warmup}
     print(f"{name:>14}: ours {result['ours_tokens_per_s']:7,.0f} tokens/s, plain mtf "
+          f"({reference.activation_dtype}) "
           f"{result['mtf_tokens_per_s']:7,.0f} tokens/s, ratio {result['ratio']:.2f}x "
           f"(medians of {result['windows']} interleaved windows of {window} steps after "
           f"{warmup} warm-up windows)", flush=True)
     if profile:
-        print(f"{name:>14}: op time by type: {op_time_summary(trace.metadata)}", flush=True)
+        print(f"{name:>14}: {op_time_summary(trace.metadata, profile)}", flush=True)
     return result
 
 
-def op_time_summary(run_metadata: tf.RunMetadata, top: int = 12) -> str:
-    """Share of traced op time per op type (all steps traced)."""
+def op_time_summary(run_metadata: tf.RunMetadata, steps: int, top: int = 12) -> str:
+    """Traced op time per step (one thread: the step's compute) and its share per op type."""
     per_type = collections.Counter()
     for device in run_metadata.step_stats.dev_stats:
         for node in device.node_stats:
             kind = node.timeline_label.split("(")[0].split("=")[-1].strip() or node.node_name
             per_type[kind.split(" ")[0]] += node.all_end_rel_micros
     total = sum(per_type.values())
-    return ", ".join(f"{kind} {micros / total:.0%}" for kind, micros in per_type.most_common(top))
+    return f"{total / steps / 1e6:.3f} s/step in ops: " + ", ".join(
+        f"{kind} {micros / total:.0%}" for kind, micros in per_type.most_common(top))
 
 
 def profile_reference(reference: Reference, steps: int) -> None:
@@ -239,7 +246,7 @@ def profile_reference(reference: Reference, steps: int) -> None:
     options = tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE)
     for _ in range(steps):
         reference.session.run(reference.train_op, options=options, run_metadata=metadata)
-    print(f"plain mtf float32, op time by type: {op_time_summary(metadata)}")
+    print(f"plain mtf ({reference.activation_dtype}): {op_time_summary(metadata, steps)}")
 
 
 def compare_curves(steps: int) -> None:
@@ -262,12 +269,15 @@ def main() -> None:
     parser.add_argument("--profile", type=int, default=0,
                         help="trace this many steps of each side (in the warm-up of ours) and "
                         "print op time by type")
+    parser.add_argument("--reference_activations", choices=["float32", "bfloat16"],
+                        default="float32", help="the reference's activation dtype (mtf's "
+                        "default float32; bfloat16 compares the two at the same precision)")
     parser.add_argument("--curves", type=int, default=0,
                         help="also train this many steps with float32 and with bfloat16 "
                         "activations (dropout 0) and compare the loss curves")
     args = parser.parse_args()
     tf.disable_eager_execution()
-    reference = Reference()
+    reference = Reference(args.reference_activations)
     reference.window(2)  # warm-up
     if args.profile:
         profile_reference(reference, args.profile)
