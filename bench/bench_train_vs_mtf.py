@@ -230,14 +230,15 @@ def bench_option(name: str, option: Option, reference: Reference, warmup: int, w
 
 
 def op_time_summary(run_metadata: tf.RunMetadata, steps: int, top: int = 12) -> str:
-    """Traced op time per step (one thread: the step's compute) and its share per op type."""
+    """Op time summed over the traced ops per step (tracing slows them and ops may overlap, so
+    not the step's wall time) and its share per op type."""
     per_type = collections.Counter()
     for device in run_metadata.step_stats.dev_stats:
         for node in device.node_stats:
             kind = node.timeline_label.split("(")[0].split("=")[-1].strip() or node.node_name
             per_type[kind.split(" ")[0]] += node.all_end_rel_micros
     total = sum(per_type.values())
-    return f"{total / steps / 1e6:.3f} s/step in ops: " + ", ".join(
+    return f"{total / steps / 1e6:.3f} s of traced op time per step: " + ", ".join(
         f"{kind} {micros / total:.0%}" for kind, micros in per_type.most_common(top))
 
 
