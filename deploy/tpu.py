@@ -1,25 +1,30 @@
-"""Pre-train a T5 model on Cloud TPU: create the TPU VM (or pod slice), install, launch.
+"""Pre-train a model (T5, GPT-1, BERT or SegaBERT) on Cloud TPU: create the TPU VM (or pod
+slice), install, launch.
 
     python -m deploy.tpu --project my-project --zone europe-west4-a --tpu_name t5-small-en \
         --accelerator_type v3-8 --size small --variant en --bucket gs://my-bucket \
         --vocabulary gs://my-bucket/vocab/spm.model --dry-run
 
 prints every command (gcloud and the remote shell scripts) without running any; without
---dry-run it runs them in order and stops at the first failure. Checkpoints and TensorBoard
-event files go to --model_dir on gs:// (default BUCKET/models/SIZE-VARIANT), so a rerun of the
-`train` stage resumes from the latest checkpoint there.
+--dry-run it runs them in order and stops at the first failure. `--family gpt1 --size base`
+(or bert base/large, segabert base) picks another family's size from its gin directory;
+`--size PATH.gin` takes a size file of the checkout (its ModelConfig.architecture names the
+family). Checkpoints and TensorBoard event files go to --model_dir on gs:// (default
+BUCKET/models/SIZE-VARIANT for T5, BUCKET/models/FAMILY-SIZE-VARIANT for the others), so a rerun
+of the `train` stage resumes from the latest checkpoint there.
 """
 import argparse
 import dataclasses
+import pathlib
 import re
 import shlex
 import subprocess
 import sys
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
-from model.gin_files import GIN_DIR, literal_bindings
+from model.gin_files import GIN_DIR, Unresolved, literal_bindings
 from pipelines.config import TFDS_VARIANTS
 
 
@@ -38,43 +43,140 @@ TFDS_BUILDER = "t5_c4"
 STAGES = ("create", "install", "train", "delete")
 DEFAULT_STAGES = ("create", "install", "train")
 
-# Model sizes and the batch are model/gin's: sizes/NAME.gin and pretrain.gin, read here with
-# gin's parser (no TensorFlow). The trainer reads the same files on the TPU host, and tpu.gin (use
-# the TPU, T5's bfloat16 precision). The mesh layout (which tensor dimension goes to which mesh
-# axis) is the trainer's own default (model/mesh.py), so the launcher binds only the mesh shape.
-SIZES_DIR = GIN_DIR / "sizes"
+# Model sizes and the batch are model/gin's: a family's size file (sizes/NAME.gin for T5,
+# gpt1/base.gin, bert/large.gin, ...) and its pre-training files (pretrain.gin, the --mode
+# pretrain default, then the family's), read here with gin's parser (no TensorFlow). The trainer
+# reads the same files on the TPU host, and tpu.gin (use the TPU, T5's bfloat16 precision). The
+# mesh layout (which tensor dimension goes to which mesh axis) is the trainer's own default
+# (model/mesh.py), so the launcher binds only the mesh shape.
 PRETRAIN_GIN = "pretrain.gin"
 TPU_GIN = "tpu.gin"
-# Model parallelism the T5 authors used on 8-core TPUs (v2-8/v3-8) for the sizes that need it:
-# below it the weights, gradients and activations of one replica do not fit one core's memory.
-# Sizes not listed fit one core.
-MIN_MODEL_PARALLELISM = {"base": 2, "large": 8, "3B": 8, "11B": 8}
+
+
+@dataclasses.dataclass(frozen=True)
+class Family:
+    """What the launcher adds to a family's gin files: where its sizes are and which files
+    configure its pre-training."""
+
+    name: str
+    size_dir: str  # under model/gin/: the family's size files (those that bind d_model)
+    pretrain_gin: tuple[str, ...]  # read after pretrain.gin
+    architecture_gin: tuple[str, ...] = ()  # T5's size files name no architecture
+    # Model parallelism needed on 8-core TPUs (v2-8/v3-8) by size name: below it the weights,
+    # gradients and activations of one replica do not fit one core's memory. Sizes not listed
+    # fit one core.
+    min_model_parallelism: Mapping[str, int] = dataclasses.field(default_factory=dict)
+
+    def sizes(self) -> dict[str, pathlib.Path]:
+        """{size name: size file}, smallest first (as the README's mesh table)."""
+        files = {path.stem: path for path in sorted((GIN_DIR / self.size_dir).glob("*.gin"))
+                 if "ModelConfig.d_model" in literal_bindings(path)}
+        return dict(sorted(files.items(),
+                           key=lambda item: _approximate_parameters(literal_bindings(item[1]))))
+
+    def pretrain_bindings(self) -> dict:
+        bindings = {}
+        for name in (PRETRAIN_GIN, *self.pretrain_gin):
+            bindings.update(literal_bindings(name))
+        return bindings
+
+    def batch_sequences(self) -> int:
+        """Sequences per pre-training batch: the token budget over the longest sequence (the
+        trainer divides by its longest feature): T5's 2^16 tokens in 512-token inputs (128),
+        GPT-1's 64 x 512, BERT's 256 x 128 (phase 1), SegaBERT's 256 x 512."""
+        bindings = self.pretrain_bindings()
+        length = max(bindings["DataConfig.inputs_length"], bindings["DataConfig.targets_length"])
+        return bindings["TrainConfig.tokens_per_batch"] // length
+
+    def train_steps(self) -> tuple[str, int]:
+        """The gin name that sets the number of steps and its value: TrainConfig.train_steps, or
+        the macro it is bound to (GPT-1's TRAIN_STEPS, which the schedule's decay also reads)."""
+        bindings = self.pretrain_bindings()
+        steps = bindings["TrainConfig.train_steps"]
+        if isinstance(steps, Unresolved):
+            macro = steps.text.lstrip("%")
+            return macro, bindings[f"{macro}."]
+        return "TrainConfig.train_steps", steps
+
+
+# BERT pre-trains in two phases; the launcher starts phase 1 (90% of the steps at 128 pieces).
+FAMILIES = {family.name: family for family in (
+    Family("t5", "sizes", (), ("architectures/encoder_decoder.gin",),
+           # The T5 authors' model parallelism for the sizes that need it.
+           {"base": 2, "large": 8, "3B": 8, "11B": 8}),
+    Family("gpt1", "gpt1", ("gpt1/pretrain.gin",)),
+    Family("bert", "bert", ("bert/pretrain_128.gin",)),
+    Family("segabert", "segabert", ("segabert/pretrain.gin",)),
+)}
+# ModelConfig.architecture of a size file -> its family (T5's size files bind none).
+ARCHITECTURE_FAMILIES = {"gpt1": "gpt1", "bert": "bert", "segabert": "segabert"}
 
 
 def _approximate_parameters(bindings: dict) -> int:
-    """Attention and feed-forward weights of the encoder and decoder stacks: only to order sizes."""
+    """Attention and feed-forward weights of the stacks: only to order sizes."""
     d_model, layers = bindings["ModelConfig.d_model"], bindings["ModelConfig.num_layers"]
     attention = 4 * d_model * bindings["ModelConfig.num_heads"] * bindings["ModelConfig.d_kv"]
     return layers * (attention + 2 * d_model * bindings["ModelConfig.d_ff"])
 
 
-def _size_bindings() -> dict[str, dict]:
-    return {path.stem: literal_bindings(path) for path in SIZES_DIR.glob("*.gin")}
+@dataclasses.dataclass(frozen=True)
+class Size:
+    """One size of one family: its gin file, as the trainer on the TPU host names it."""
+
+    family: Family
+    name: str
+    gin_file: str  # relative to model/gin/, or to the checkout's root
+
+    @property
+    def bindings(self) -> dict:
+        return literal_bindings(_local_path(self.gin_file))
+
+    @property
+    def num_heads(self) -> int:
+        return self.bindings["ModelConfig.num_heads"]
+
+    @property
+    def min_model_parallelism(self) -> int:
+        return self.family.min_model_parallelism.get(self.name, 1)
 
 
-SIZE_BINDINGS = _size_bindings()
-# Smallest first, as the README's mesh table.
-MODEL_SIZES = tuple(sorted(SIZE_BINDINGS, key=lambda size: _approximate_parameters(SIZE_BINDINGS[size])))
+def _local_path(gin_file: str) -> pathlib.Path:
+    in_gin_dir = GIN_DIR / gin_file
+    return in_gin_dir if in_gin_dir.is_file() else REPO_ROOT / gin_file
 
 
-def num_heads(size: str) -> int:
-    return SIZE_BINDINGS[size]["ModelConfig.num_heads"]
+def named_size(family: str, name: str) -> Size:
+    chosen = FAMILIES[family]
+    sizes = chosen.sizes()
+    if name not in sizes:
+        raise ValueError(f"{family} has no size {name!r}: choose one of {', '.join(sizes)} "
+                         f"(model/gin/{chosen.size_dir}/), or give a size file PATH.gin")
+    return Size(chosen, name, f"{chosen.size_dir}/{name}.gin")
 
 
-def batch_sequences() -> int:
-    """Sequences per batch of pre-training: the paper's 2^16 tokens in 512-token inputs (128)."""
-    pretrain = literal_bindings(PRETRAIN_GIN)
-    return pretrain["TrainConfig.tokens_per_batch"] // pretrain["DataConfig.inputs_length"]
+def size_file(path: str) -> Size:
+    """A size file of the checkout (the TPU host runs the committed tree), its family named by
+    its ModelConfig.architecture."""
+    local = pathlib.Path(path).resolve()
+    if not local.is_file():
+        raise ValueError(f"size file {path} not found")
+    try:
+        relative = local.relative_to(GIN_DIR)
+    except ValueError:
+        try:
+            relative = local.relative_to(REPO_ROOT)
+        except ValueError:
+            raise ValueError(f"size file {path} is outside the checkout, which is what the TPU "
+                             f"host receives") from None
+    bindings = literal_bindings(local)
+    if "ModelConfig.d_model" not in bindings:
+        raise ValueError(f"{path} binds no ModelConfig sizes")
+    architecture = bindings.get("ModelConfig.architecture")
+    if architecture and architecture not in ARCHITECTURE_FAMILIES:
+        raise ValueError(f"{path}: the launcher pre-trains T5 (size files without an "
+                         f"architecture), GPT-1, BERT and SegaBERT, not {architecture!r}")
+    family = ARCHITECTURE_FAMILIES[architecture] if architecture else "t5"
+    return Size(FAMILIES[family], local.stem, str(relative))
 
 
 # Largest slice of each generation; sizes are powers of two from 8 up.
@@ -122,20 +224,21 @@ def accelerator_type(value: str) -> Accelerator:
     return Accelerator(generation, cores)
 
 
-def mesh_plan(accelerator: Accelerator, size: str) -> MeshPlan:
+def mesh_plan(accelerator: Accelerator, size: Size) -> MeshPlan:
     """The Mesh TensorFlow mesh for one model size on one TPU slice.
 
-    The batch dimension cannot be split over more replicas than the batch has sequences (128),
-    so slices with more devices than that must use model parallelism even for small models.
-    Heads, d_ff and the vocabulary are split over the `model` dimension (the trainer's layout,
-    model.mesh.DEFAULT_LAYOUT), so it must divide the number of heads (d_ff and the padded
-    vocabulary are multiples of 128 for every size).
+    The batch dimension cannot be split over more replicas than the batch has sequences (T5's
+    128), so slices with more devices than that must use model parallelism even for small
+    models. Heads, d_ff and the vocabulary are split over the `model` dimension (the trainer's
+    layout, model.mesh.DEFAULT_LAYOUT), so it must divide the number of heads (d_ff and the
+    padded vocabulary are multiples of 128 for every size).
     """
-    sequences, heads = batch_sequences(), num_heads(size)
-    model = max(MIN_MODEL_PARALLELISM.get(size, 1), accelerator.devices // sequences)
+    sequences, heads = size.family.batch_sequences(), size.num_heads
+    model = max(size.min_model_parallelism, accelerator.devices // sequences)
     if model > accelerator.devices or heads % model:
         raise ValueError(
-            f"T5 {size} cannot be laid out on {accelerator.name}: it needs model parallelism "
+            f"{size.family.name} {size.name} cannot be laid out on {accelerator.name}: it needs "
+            f"model parallelism "
             f"{model}, which must divide {heads} heads and be at most "
             f"{accelerator.devices} devices")
     batch = accelerator.devices // model
@@ -150,7 +253,7 @@ class TpuRun:
     zone: str
     tpu_name: str
     accelerator: Accelerator
-    size: str
+    size: Size
     variant: str
     model_dir: str
     tfds_data_dir: str
@@ -169,9 +272,14 @@ class TpuRun:
 
 REMOTE_SOURCE_ARCHIVE = "t5-c4-src.tar.gz"
 REMOTE_CHECKOUT = "t5-c4"
-# model.vocabulary.Vocabulary reads a local file: the train stage copies --vocabulary from gs://
-# to this path, relative to the checkout the trainer runs in.
-LOCAL_VOCABULARY = "vocabulary.model"
+# The vocabularies read local files: the train stage copies --vocabulary from gs:// to
+# `local_vocabulary` in the checkout the trainer runs in, keeping its extension (a SentencePiece
+# .model; BERT's and SegaBERT's WordPiece vocab .txt).
+LOCAL_VOCABULARY_STEM = "vocabulary"
+
+
+def local_vocabulary(run: TpuRun) -> str:
+    return LOCAL_VOCABULARY_STEM + pathlib.PurePosixPath(run.vocabulary).suffix
 
 
 def _gcloud_tpu(run: TpuRun, verb: str, *args: str) -> list[str]:
@@ -214,8 +322,9 @@ def install_script(pins: Sequence[str]) -> str:
 
 def train_argv(run: TpuRun) -> list[str]:
     """The trainer's command line (model/train.py) as words for the TPU host's shell: gin files
-    for the size and the TPU, gin bindings for data, mesh shape and TPU name. The paper's batch
-    (2^16 tokens = 128 x 512) comes from model/gin/pretrain.gin, which pretrain mode reads."""
+    for the size, the family's pre-training and the TPU, gin bindings for data, mesh shape, TPU
+    name and steps. The batch comes from model/gin/pretrain.gin, which pretrain mode reads (T5's
+    2^16 tokens = 128 x 512), and the family's pre-training files."""
     plan = mesh_plan(run.accelerator, run.size)
     # One host talks to its own TPU; on a pod slice the program runs on host 0 and reaches
     # the other hosts through the TPU cluster resolver, by the slice's name.
@@ -223,15 +332,18 @@ def train_argv(run: TpuRun) -> list[str]:
     source = f"tfds:{TFDS_BUILDER}/{run.variant}@{run.tfds_data_dir}"
     bindings = [
         f"DataConfig.source={_gin_string(source)}",
-        f"DataConfig.vocabulary={_gin_string(LOCAL_VOCABULARY)}",
+        f"DataConfig.vocabulary={_gin_string(local_vocabulary(run))}",
         f"MeshConfig.mesh_shape={_gin_string(plan.mesh_shape)}",
         f"TrainConfig.tpu={_gin_string(tpu)}",
-        f"TrainConfig.train_steps={run.train_steps}",
+        f"{run.size.family.train_steps()[0]}={run.train_steps}",
     ]
+    family = run.size.family
+    gin_files = [_shell_word(run.size.gin_file), *family.architecture_gin, *family.pretrain_gin,
+                 TPU_GIN]
     argv = ["python3", "-m", "model.train", "--mode", "pretrain",
-            "--model_dir", _shell_word(run.model_dir),
-            "--gin_file", f"sizes/{run.size}.gin",
-            "--gin_file", "architectures/encoder_decoder.gin", "--gin_file", TPU_GIN]
+            "--model_dir", _shell_word(run.model_dir)]
+    for gin_file in gin_files:
+        argv += ["--gin_file", gin_file]
     for binding in bindings:
         argv += ["--gin_param", binding]
     return argv
@@ -257,7 +369,8 @@ def train_script(run: TpuRun) -> str:
     """Fetches the vocabulary, then starts training detached from the ssh session."""
     log = f"~/train-{run.tpu_name}.log"
     environment = "TPU_LOAD_LIBRARY=0 " if run.accelerator.hosts > 1 else ""
-    fetch_vocabulary = f"gcloud storage cp {_shell_word(run.vocabulary)} {LOCAL_VOCABULARY}"
+    fetch_vocabulary = (f"gcloud storage cp {_shell_word(run.vocabulary)} "
+                        f"{local_vocabulary(run)}")
     # Not shlex.join: the gin strings carry their own shell escaping (see _gin_string).
     return (f"cd ~/{REMOTE_CHECKOUT} && {fetch_vocabulary} && "
             f"{environment}nohup {' '.join(train_argv(run))} > {log} 2>&1 &")
@@ -296,13 +409,21 @@ def _stages(value: str) -> tuple[str, ...]:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m deploy.tpu", allow_abbrev=False,
-                                     description="Pre-train T5 on a Cloud TPU VM or pod slice.")
+                                     description="Pre-train T5, GPT-1, BERT or SegaBERT on a "
+                                                 "Cloud TPU VM or pod slice.")
     parser.add_argument("--project", required=True, type=arguments.project_id)
     parser.add_argument("--zone", required=True, type=arguments.zone)
     parser.add_argument("--tpu_name", required=True, type=arguments.resource_name)
     parser.add_argument("--accelerator_type", required=True, type=accelerator_type,
                         help="v3-8, v3-256, v4-64, ...")
-    parser.add_argument("--size", required=True, choices=list(MODEL_SIZES))
+    parser.add_argument("--family", choices=list(FAMILIES),
+                        help="the model family whose --size is named (default t5; a size file "
+                             "names its own)")
+    parser.add_argument("--size", required=True,
+                        help="a size of the family (" + "; ".join(
+                            f"{name}: {', '.join(family.sizes())}"
+                            for name, family in FAMILIES.items())
+                        + "), or a size file PATH.gin of this checkout")
     parser.add_argument("--variant", default="en", choices=TFDS_VARIANTS,
                         help="the C4 variant to pre-train on (prepared as TFDS on gs://)")
     parser.add_argument("--bucket", type=arguments.gcs_path,
@@ -310,11 +431,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--model_dir", type=arguments.gcs_path)
     parser.add_argument("--tfds_data_dir", type=arguments.gcs_path)
     parser.add_argument("--vocabulary", required=True, type=arguments.gcs_path,
-                        help="gs:// path of the SentencePiece .model (model/train_vocab.py)")
-    # model/gin/pretrain.gin's, the paper's 2^19 steps (about 34B tokens at 2^16 tokens per
-    # batch); passing it keeps the printed command explicit.
-    parser.add_argument("--train_steps", type=arguments.positive_int,
-                        default=literal_bindings(PRETRAIN_GIN)["TrainConfig.train_steps"])
+                        help="gs:// path of the SentencePiece .model (model/train_vocab.py); "
+                             "BERT and SegaBERT: the WordPiece vocab .txt")
+    # Default: the family's pre-training gin files' (T5: the paper's 2^19 steps, about 34B
+    # tokens at 2^16 tokens per batch); the printed command always states it.
+    parser.add_argument("--train_steps", type=arguments.positive_int)
     parser.add_argument("--preemptible", action="store_true")
     parser.add_argument("--runtime_version",
                         help=f"TPU software version (default: tpu-vm-tf-{TENSORFLOW_VERSION}-se, "
@@ -327,20 +448,37 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _size(family: Optional[str], size: str) -> Size:
+    """--family and --size: a named size of the family (T5 by default), or a size file whose
+    family must agree with --family when both are given."""
+    if not size.endswith(".gin"):
+        return named_size(family or "t5", size)
+    chosen = size_file(size)
+    if family and family != chosen.family.name:
+        raise ValueError(f"{size} is a {chosen.family.name} size, not {family}")
+    return chosen
+
+
 def parse_run(argv: Sequence[str]) -> tuple[TpuRun, tuple[str, ...], bool]:
     """The run an argv describes, its stages, and whether it is a dry run."""
     parser = _parser()
     args = parser.parse_args(list(argv))
     if args.bucket is None and (args.model_dir is None or args.tfds_data_dir is None):
         parser.error("give --bucket gs://BUCKET, or both --model_dir and --tfds_data_dir")
+    try:
+        size = _size(args.family, args.size)
+    except ValueError as error:
+        parser.error(str(error))
+    # T5's model directories keep their names (SIZE-VARIANT); the other families' say which.
+    run_name = size.name if size.family.name == "t5" else f"{size.family.name}-{size.name}"
     run = TpuRun(
         project=args.project, zone=args.zone, tpu_name=args.tpu_name,
-        accelerator=args.accelerator_type, size=args.size, variant=args.variant,
-        model_dir=args.model_dir or f"{args.bucket}/models/{args.size}-{args.variant}",
+        accelerator=args.accelerator_type, size=size, variant=args.variant,
+        model_dir=args.model_dir or f"{args.bucket}/models/{run_name}-{args.variant}",
         tfds_data_dir=args.tfds_data_dir or f"{args.bucket}/tensorflow_datasets",
         vocabulary=args.vocabulary,
-        train_steps=args.train_steps, preemptible=args.preemptible,
-        runtime_version=args.runtime_version)
+        train_steps=args.train_steps or size.family.train_steps()[1],
+        preemptible=args.preemptible, runtime_version=args.runtime_version)
     try:
         train_argv(run)  # the mesh plan and the remote command line can be made
     except ValueError as error:

@@ -263,24 +263,31 @@ def test_pod_slice_uses_the_pod_image_and_the_slice_name():
     assert r'MeshConfig.mesh_shape=\"model:8,batch:32\"' in script
 
 
-@pytest.mark.parametrize("accelerator, size", [
-    (accelerator, size) for accelerator in ("v2-8", "v3-8", "v3-32", "v3-256", "v4-64", "v4-512")
-    for size in tpu.MODEL_SIZES])
-def test_mesh_plan_covers_every_device_and_splits_the_papers_batch(accelerator, size):
+@pytest.mark.parametrize("accelerator, family, size", [
+    (accelerator, family, size)
+    for accelerator in ("v2-8", "v3-8", "v3-32", "v3-256", "v4-64", "v4-512")
+    for family in tpu.FAMILIES for size in tpu.FAMILIES[family].sizes()])
+def test_mesh_plan_covers_every_device_and_splits_the_papers_batch(accelerator, family, size):
     slice_ = tpu.accelerator_type(accelerator)
-    plan = tpu.mesh_plan(slice_, size)
+    chosen = tpu.named_size(family, size)
+    plan = tpu.mesh_plan(slice_, chosen)
     assert plan.model_parallelism * plan.data_parallelism == slice_.devices
-    assert plan.data_parallelism * plan.sequences_per_replica == 128  # the paper's batch
-    assert tpu.num_heads(size) % plan.model_parallelism == 0
+    # The family's batch: T5's 128, GPT-1's 64, BERT's and SegaBERT's 256 sequences.
+    assert plan.data_parallelism * plan.sequences_per_replica == \
+        {"t5": 128, "gpt1": 64, "bert": 256, "segabert": 256}[family]
+    assert chosen.num_heads % plan.model_parallelism == 0
     assert plan.mesh_shape == f"model:{plan.model_parallelism},batch:{plan.data_parallelism}"
 
 
 def test_mesh_plan_uses_model_parallelism_once_devices_outnumber_sequences():
-    assert tpu.mesh_plan(tpu.accelerator_type("v3-8"), "small").mesh_shape == "model:1,batch:8"
+    small, gpt1 = tpu.named_size("t5", "small"), tpu.named_size("gpt1", "base")
+    assert tpu.mesh_plan(tpu.accelerator_type("v3-8"), small).mesh_shape == "model:1,batch:8"
     # v4 counts TensorCores; a chip (two cores) is one device, so v4-64 has 32 devices.
-    assert tpu.mesh_plan(tpu.accelerator_type("v4-64"), "small").mesh_shape == "model:1,batch:32"
-    assert tpu.mesh_plan(tpu.accelerator_type("v3-256"), "small").mesh_shape == (
+    assert tpu.mesh_plan(tpu.accelerator_type("v4-64"), small).mesh_shape == "model:1,batch:32"
+    assert tpu.mesh_plan(tpu.accelerator_type("v3-256"), small).mesh_shape == (
         "model:2,batch:128")
+    # GPT-1's 64 sequences: 128 devices need model parallelism 2.
+    assert tpu.mesh_plan(tpu.accelerator_type("v3-128"), gpt1).mesh_shape == "model:2,batch:64"
 
 
 def test_delete_stage_alone_only_deletes():
@@ -292,7 +299,14 @@ def test_delete_stage_alone_only_deletes():
 @pytest.mark.parametrize("bad_args, message", [
     (["--accelerator_type", "v5p-8", "--size", "small"], "not a TPU type this launcher supports"),
     (["--accelerator_type", "v3-12", "--size", "small"], "power of two from 8 to 2048"),
-    (["--accelerator_type", "v3-8", "--size", "xl"], "invalid choice: 'xl'"),
+    (["--accelerator_type", "v3-8", "--size", "xl"], "t5 has no size 'xl'"),
+    (["--accelerator_type", "v3-8", "--family", "gpt1", "--size", "large"],
+     "gpt1 has no size 'large': choose one of tiny, base"),
+    (["--accelerator_type", "v3-8", "--family", "gpt1", "--size", "model/gin/bert/base.gin"],
+     "is a bert size, not gpt1"),
+    (["--accelerator_type", "v3-8", "--size", "model/gin/gpt1/finetune.gin"],
+     "binds no ModelConfig sizes"),
+    (["--accelerator_type", "v3-8", "--size", "/etc/missing.gin"], "not found"),
     (["--accelerator_type", "v3-8", "--size", "small", "--variant", "multilingual"],
      "invalid choice: 'multilingual'"),
     (["--accelerator_type", "v3-2048", "--size", "base"], "cannot be laid out on v3-2048"),
@@ -337,17 +351,18 @@ def test_training_command_configures_the_real_trainer():
     assert (precision.activation_dtype, precision.master_dtype) == ("bfloat16", "bfloat16")
     assert (training.use_tpu, training.tpu, training.train_steps) == (True, "t5-run", 1000)
     # The launcher's plan and the trainer read the same size and batch from model/gin.
-    assert ModelConfig().num_heads == tpu.num_heads("base") == 12
-    assert training.tokens_per_batch // data.inputs_length == tpu.batch_sequences() == 128
+    assert ModelConfig().num_heads == tpu.named_size("t5", "base").num_heads == 12
+    assert training.tokens_per_batch // data.inputs_length == \
+        tpu.FAMILIES["t5"].batch_sequences() == 128
     assert data.source == "tfds:t5_c4/en@gs://my-bucket/tensorflow_datasets"
-    assert data.vocabulary == tpu.LOCAL_VOCABULARY
+    assert data.vocabulary == "vocabulary.model"
 
 
 def test_readme_mesh_table_is_what_the_launcher_computes():
     readme = (REPO_ROOT / "deploy" / "README.md").read_text()
     [header] = [line for line in readme.splitlines() if line.startswith("| TPU | devices | hosts |")]
     sizes = [cell.strip() for cell in header.strip("|").split("|")[3:]]
-    assert set(sizes) <= set(tpu.MODEL_SIZES) and "base" in sizes
+    assert set(sizes) <= set(tpu.FAMILIES["t5"].sizes()) and "base" in sizes
     rows = [line.strip("|").split("|") for line in readme.splitlines()
             if line.startswith("| v") and "`model:" in line]
     assert len(rows) >= 5
@@ -356,7 +371,7 @@ def test_readme_mesh_table_is_what_the_launcher_computes():
         assert (int(devices), int(hosts)) == (slice_.devices, slice_.hosts)
         for size, cell in zip(sizes, cells):
             try:
-                plan = tpu.mesh_plan(slice_, size)
+                plan = tpu.mesh_plan(slice_, tpu.named_size("t5", size))
                 expected = f"`{plan.mesh_shape}` ({plan.sequences_per_replica})"
             except ValueError:
                 expected = "n/a"
@@ -385,3 +400,58 @@ def test_worker_image_copies_everything_its_install_needs(tmp_path):
                    capture_output=True)
     (requires,) = context.glob("*.egg-info/requires.txt")
     assert requires.read_text().split() == requirements.pinned_requirements()
+
+
+def trainer_words(*args: str) -> list[str]:
+    (command,) = tpu_commands(*args, "--stages", "train")
+    return shlex.split(remote_script(command).split("nohup ", 1)[1].split(" > ", 1)[0])
+
+
+@pytest.mark.parametrize("family, size, heads, layers", [
+    ("gpt1", "base", 12, 12), ("bert", "base", 12, 12), ("bert", "large", 16, 24),
+    ("segabert", "base", 12, 12)])
+def test_each_familys_training_command_configures_the_real_trainer(family, size, heads, layers):
+    """GPT-1, BERT and SegaBERT: the size, batch and steps the TPU host's trainer gets are the
+    family's gin files' (read as the trainer reads them: pretrain.gin first, --mode pretrain's)."""
+    import gin
+    from model import train
+    from model.architectures import ModelConfig
+    words = trainer_words("--accelerator_type", "v3-32", "--family", family, "--size", size,
+                          "--train_steps", "1000", "--vocabulary", "gs://my-bucket/vocab.txt")
+    assert option_values(words, "--model_dir") == [f"gs://my-bucket/models/{family}-{size}-en"]
+    gin_files = option_values(words, "--gin_file")
+    assert gin_files[0] == f"{family}/{size}.gin" and gin_files[-1] == "tpu.gin"
+    try:
+        train.parse_gin(["pretrain.gin", *gin_files], option_values(words, "--gin_param"))
+        model, training, data = ModelConfig(), train.TrainConfig(), train.DataConfig()
+        schedule = gin.query_parameter("OptimizationConfig.learning_rate_schedule")
+        total_steps = gin.query_parameter(f"{schedule.selector}.total_steps")
+        if isinstance(total_steps, gin.config.ConfigurableReference):  # a %macro
+            total_steps = gin.query_parameter(f"{total_steps.scoped_selector}.value")
+    finally:
+        gin.clear_config()
+    assert (model.architecture, model.num_heads, model.num_layers) == (family, heads, layers)
+    chosen = tpu.named_size(family, size)
+    assert model.num_heads == chosen.num_heads
+    sequences = training.tokens_per_batch // max(data.inputs_length, data.targets_length)
+    assert sequences == tpu.FAMILIES[family].batch_sequences() == \
+        {"gpt1": 64, "bert": 256, "segabert": 256}[family]
+    plan = tpu.mesh_plan(tpu.accelerator_type("v3-32"), chosen)
+    assert f'MeshConfig.mesh_shape="{plan.mesh_shape}"' in option_values(words, "--gin_param")
+    assert training.train_steps == 1000 and training.use_tpu
+    # A WordPiece vocab .txt keeps its extension on the TPU host.
+    assert data.vocabulary == "vocabulary.txt"
+    # GPT-1's steps are a macro its cosine decay also reads: both follow --train_steps. BERT's
+    # and SegaBERT's decay ends where their gin files say (1M steps over BERT's two phases).
+    assert total_steps == {"gpt1": 1000, "bert": 1_000_000, "segabert": 500_000}[family]
+
+
+def test_default_steps_are_the_familys_and_a_size_file_names_its_family():
+    by_name = trainer_words("--accelerator_type", "v3-8", "--family", "gpt1", "--size", "base")
+    by_file = trainer_words("--accelerator_type", "v3-8", "--size", "model/gin/gpt1/base.gin")
+    assert by_name == by_file
+    assert "TRAIN_STEPS=524288" in option_values(by_name, "--gin_param")
+    bert = trainer_words("--accelerator_type", "v3-8", "--family", "bert", "--size", "large")
+    assert "TrainConfig.train_steps=900000" in option_values(bert, "--gin_param")  # phase 1
+    assert option_values(bert, "--gin_file") == ["bert/large.gin", "bert/pretrain_128.gin",
+                                                 "tpu.gin"]
