@@ -315,14 +315,16 @@ def test_two_device_meshes_match_one_device(tmp_path, one_device_losses, mesh_sh
 
 def test_tpu_path_graph_builds(tmp_path, clean_gin):
     """The TRAIN spec as TPUEstimator builds it (use_tpu=False, the same model function), with
-    bfloat16 activations as on TPU, for pre-training and for a multiple-choice head."""
+    bfloat16 activations as on TPU, for pre-training, a multiple-choice head and a regression
+    head (its float label imported as float32)."""
     from model.architectures import ModelConfig
     from model.mesh import MeshConfig
     from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
     train.parse_gin(["gpt1/tiny.gin", "gpt1/pretrain.gin"],
                     ["TRAIN_STEPS = 10", "lr.warmup_cosine.warmup_steps = 2"])
     for head in ([], ["GPT1Config.head = 'multiple_choice'", "GPT1Config.num_classes = 2",
-                      "GPT1Config.sequences_per_example = 2"]):
+                      "GPT1Config.sequences_per_example = 2"],
+                 ["GPT1Config.head = 'regression'", "GPT1Config.num_classes = 1"]):
         gin.parse_config(head)
         setup = ModelFnSetup(
             model_config=ModelConfig(), mesh_config=MeshConfig(),
@@ -331,7 +333,8 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
             precision=PrecisionConfig(activation_dtype="bfloat16"))
         with tf.Graph().as_default():
             shapes = {"head_tokens": [2, 16], "label": [2, 1]}
-            features = {key: tf.ones(shapes.get(key, [2, 8]), tf.int32)
+            float_keys = setup.family.float_feature_keys
+            features = {key: tf.fill(shapes.get(key, [2, 8]), 2.5 if key in float_keys else 1)
                         for key in setup.family.feature_keys}
             spec = make_model_fn(setup)(features, None, tf.estimator.ModeKeys.TRAIN, {})
             assert spec.loss.dtype == tf.float32 and spec.train_op is not None
@@ -339,6 +342,7 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
                        for op in tf.get_default_graph().get_operations())
             assert not tf.get_collection(tf.GraphKeys.SAVERS)  # the saver is the scaffold's
             assert ("head_tokens" in features) == bool(head)
+            assert float_keys == (("label",) if "regression" in str(head) else ())
 
 
 # --- GPT-1: fine-tuning with a head -------------------------------------------------------
