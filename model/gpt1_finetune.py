@@ -36,6 +36,7 @@ import tensorflow.compat.v1 as tf
 from model import train
 from model.families import gpt1
 from model.tasks import discriminative
+from model.tasks.sources import TaskFiles, parse_task_files
 
 
 @gin.configurable
@@ -58,16 +59,11 @@ def bind_head(view: discriminative.View) -> None:
     gin.bind_parameter("GPT1Config.sequences_per_example", gpt1.sequences_per_example(view))
 
 
-def task_files(specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
-    """--task_files TASK:SPLIT=PATH[,PATH] -> {(task, split): paths}."""
-    files = {}
-    for spec in specs:
-        key, equals, paths = spec.partition("=")
-        name, colon, split = key.partition(":")
-        if not (equals and colon and name and split and paths):
-            raise ValueError(f"--task_files {spec!r}: expected TASK:SPLIT=PATH[,PATH...]")
+def task_files(specs: Sequence[str]) -> TaskFiles:
+    """--task_files for GPT-1's heads: every named task must have a discriminative view."""
+    files = parse_task_files(specs)
+    for name, _ in files:
         discriminative.view(name)  # a task without a view fails here
-        files[(name, split)] = tuple(paths.split(","))
     return files
 
 
