@@ -94,6 +94,14 @@ def _with_batch(run: train.Run, examples_per_batch: int, row_length: int) -> tra
         eval_batch_size=examples_per_batch))
 
 
+def batch_and_steps(config: GPT1FinetuneConfig, count: int) -> Tuple[int, int]:
+    """Examples per batch and the steps that make `config.epochs` passes over `count` examples:
+    a task smaller than the batch size trains on batches of all its examples, so the steps
+    follow the batch actually used (at least one)."""
+    batch = min(config.batch_size, count)
+    return batch, max(1, math.ceil(config.epochs * count / batch))
+
+
 def finetune(run: train.Run, task: str, files: Mapping[Tuple[str, str], Tuple[str, ...]],
              data_dir: str | None = None, config: GPT1FinetuneConfig = None) -> Dict[str, dict]:
     """Trains the head (and the whole model) on the task, then evaluates the newest checkpoint."""
@@ -104,10 +112,9 @@ def finetune(run: train.Run, task: str, files: Mapping[Tuple[str, str], Tuple[st
     count = len(rows["label"])
     if not count:
         raise ValueError(f"{task}: no labelled training examples")
-    steps = max(1, math.ceil(config.epochs * count / config.batch_size))
+    batch, steps = batch_and_steps(config, count)
     gin.bind_parameter("lr.warmup_linear.total_steps", steps)
     gin.bind_parameter("lr.warmup_linear.start_step", train.first_step(run.train_config))
-    batch = min(config.batch_size, count)
     run = _with_batch(run, batch, rows["head_tokens"].shape[1])
     seed = run.data_config.seed
 

@@ -72,6 +72,19 @@ def test_a_task_without_view_is_a_clear_error():
         discriminative.view("squad_v1")
 
 
+@pytest.mark.parametrize("count, epochs, batch_size", [
+    (20, 3.0, 32), (100, 3.0, 32), (64, 3.0, 32), (1, 0.5, 32), (33, 1.0, 32)])
+def test_finetuning_steps_make_the_epochs_over_the_batch_actually_used(count, epochs, batch_size):
+    config = gpt1_finetune.GPT1FinetuneConfig(epochs=epochs, batch_size=batch_size)
+    batch, steps = gpt1_finetune.batch_and_steps(config, count)
+    assert batch == min(batch_size, count)
+    # The fewest steps whose examples cover the epochs (at least one step).
+    assert steps >= 1 and steps * batch >= epochs * count
+    assert steps == 1 or (steps - 1) * batch < epochs * count
+    if count < batch_size:  # a small task: one batch is one epoch
+        assert steps == max(1, int(np.ceil(epochs)))
+
+
 # --- GPT-1: architecture ------------------------------------------------------------------
 
 @pytest.fixture
