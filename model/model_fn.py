@@ -150,6 +150,17 @@ def _eval_metric_fn(names: Sequence[str]):
     return metric_fn
 
 
+def clipped_by_global_norm(gradients: Sequence[Optional[mtf.Tensor]], clip_norm: float
+                           ) -> list:
+    """The gradients scaled by clip_norm / max(global norm, clip_norm), as
+    tf.clip_by_global_norm (None stays None: a variable without a gradient)."""
+    present = [g for g in gradients if g is not None]
+    norm = mtf.sqrt(mtf.add_n([mtf.reduce_sum(mtf.square(mtf.cast(g, tf.float32)))
+                               for g in present]))
+    scale = clip_norm / mtf.maximum(norm, clip_norm)
+    return [None if g is None else g * mtf.cast(scale, g.dtype) for g in gradients]
+
+
 def make_model_fn(setup: ModelFnSetup):
     """The TPUEstimator model function (TRAIN, EVAL, PREDICT) for `setup`."""
     family = setup.family
@@ -197,6 +208,8 @@ def make_model_fn(setup: ModelFnSetup):
         gradients = finetune_methods.gated_gradients(
             variables, gradients, setup.fine_tuning, this_step,
             warm_start.checkpoint_step(setup.init_checkpoint) if setup.init_checkpoint else 0)
+        if family.gradient_clip_norm is not None:
+            gradients = clipped_by_global_norm(gradients, family.gradient_clip_norm)
         learning_rate = setup.optimization.learning_rate_schedule(global_step)
         update_ops = family.optimizer(learning_rate).apply_grads(gradients, variables)
         lowering = mtf.Lowering(graph, {mesh: impl})

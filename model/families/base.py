@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Any, ClassVar, Dict, Mapping, Tuple
+from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf2
 
@@ -38,6 +38,9 @@ class ModelFamily(abc.ABC):
     # Regular expressions of variable names that warm start may leave freshly initialised
     # (new heads); every other variable must come from the checkpoint.
     fresh_on_warm_start: ClassVar[Tuple[str, ...]] = ()
+    # The global gradient norm is clipped to this before the update (None: no clipping; T5's
+    # Adafactor clips its updates instead). BERT's and OpenAI's code clip at 1.0.
+    gradient_clip_norm: ClassVar[Optional[float]] = None
 
     def __init__(self, config: Any, vocab_size: int,
                  variable_dtype: mtf.VariableDType = mtf.VariableDType()):

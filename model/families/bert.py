@@ -134,6 +134,7 @@ class Bert(ModelFamily):
     architectures = ("bert",)
     # Heads that pre-training does not have (patterns match whole names).
     fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*")
+    gradient_clip_norm = 1.0
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)

@@ -324,6 +324,7 @@ class GPT1(ModelFamily):
     converter = "decoder_only"
     architectures = (ARCHITECTURE,)
     fresh_on_warm_start = (r"gpt1/head/.*",)
+    gradient_clip_norm = 1.0
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
