@@ -441,9 +441,9 @@ def test_each_familys_training_command_configures_the_real_trainer(family, size,
     assert training.train_steps == 1000 and training.use_tpu
     # A WordPiece vocab .txt keeps its extension on the TPU host.
     assert data.vocabulary == "vocabulary.txt"
-    # GPT-1's steps are a macro its cosine decay also reads: both follow --train_steps. BERT's
-    # and SegaBERT's decay ends where their gin files say (1M steps over BERT's two phases).
-    assert total_steps == {"gpt1": 1000, "bert": 1_000_000, "segabert": 500_000}[family]
+    # GPT-1's and SegaBERT's steps are a macro their decay also reads: both follow
+    # --train_steps. BERT's decay ends where its gin files say (1M steps over its two phases).
+    assert total_steps == {"gpt1": 1000, "bert": 1_000_000, "segabert": 1000}[family]
 
 
 def test_default_steps_are_the_familys_and_a_size_file_names_its_family():
@@ -451,6 +451,8 @@ def test_default_steps_are_the_familys_and_a_size_file_names_its_family():
     by_file = trainer_words("--accelerator_type", "v3-8", "--size", "model/gin/gpt1/base.gin")
     assert by_name == by_file
     assert "TRAIN_STEPS=524288" in option_values(by_name, "--gin_param")
+    segabert = trainer_words("--accelerator_type", "v3-8", "--family", "segabert", "--size", "base")
+    assert "TRAIN_STEPS=500000" in option_values(segabert, "--gin_param")
     bert = trainer_words("--accelerator_type", "v3-8", "--family", "bert", "--size", "large")
     assert "TrainConfig.train_steps=900000" in option_values(bert, "--gin_param")  # phase 1
     assert option_values(bert, "--gin_file") == ["bert/large.gin", "bert/pretrain_128.gin",
