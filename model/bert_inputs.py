@@ -124,7 +124,10 @@ def document_pairs(documents: Sequence[Document], index: int, max_tokens: int,
         at_end = i == len(document) - 1
         if at_end or chunk_length >= target:
             if not config.next_sentence:
-                pairs.append(Pair([t for s in chunk for t in s], [], False))
+                # The chunk's last sentence can overshoot the target: trimmed as a pair would be.
+                a = [t for s in chunk for t in s]
+                trim_pair(a, [], max_tokens, rng)
+                pairs.append(Pair(a, [], False))
             # One sentence at the end of the document has no next segment: no pair (BERT
             # makes it a random pair, which tips the labels towards NotNext on long sentences).
             elif len(chunk) >= 2 or not at_end:
@@ -191,16 +194,30 @@ def pair_tokens(pair: Pair) -> Tuple[List[int], List[int]]:
     return tokens, types
 
 
+def trimmed_segments(segments: Sequence[Sequence], budget: int) -> List[Sequence]:
+    """A fine-tuning input's segments cut to `budget` pieces together: a piece from the end of
+    the longest at a time, the later segment on a tie (BERT's _truncate_seq_pair)."""
+    lengths = [len(segment) for segment in segments]
+    while sum(lengths) > budget:
+        longest = max(reversed(range(len(lengths))), key=lengths.__getitem__)
+        lengths[longest] -= 1
+    return [segment[:size] for segment, size in zip(segments, lengths)]
+
+
+def padded(values: Sequence[int], size: int) -> np.ndarray:
+    """`values` zero padded to `size` (int32), the one padding of BERT's and SegaBERT's rows."""
+    return np.array(list(values) + [0] * (size - len(values)), np.int32)
+
+
 def example_features(pair: Pair, masked: Masked, length: int, max_predictions: int
                      ) -> Dict[str, np.ndarray]:
     _, types = pair_tokens(pair)
-    pad = lambda values, size: np.array(list(values) + [0] * (size - len(values)), np.int32)
     return {
-        "bert_input_tokens": pad(masked.tokens, length),
-        "bert_token_types": pad(types, length),
-        "masked_lm_positions": pad(masked.positions, max_predictions),
-        "masked_lm_ids": pad(masked.labels, max_predictions),
-        "masked_lm_weights": pad([1] * len(masked.positions), max_predictions),
+        "bert_input_tokens": padded(masked.tokens, length),
+        "bert_token_types": padded(types, length),
+        "masked_lm_positions": padded(masked.positions, max_predictions),
+        "masked_lm_ids": padded(masked.labels, max_predictions),
+        "masked_lm_weights": padded([1] * len(masked.positions), max_predictions),
         "next_sentence_labels": np.array([int(pair.is_random_next)], np.int32),
     }
 
@@ -239,7 +256,8 @@ class BertPretrainingStream:
     `InputPosition` (model/input_position.py): a position names the first document of a window
     (`shard`, `document`), the window's number in the epoch (`example`, which seeds it) and the
     next example of the window (`row`). `examples(epoch, start)` is the one source of rows
-    (`__call__` and `rows` read it): SegaBERT's stream (model/structure.py) overrides it."""
+    (`__call__` and `rows` read it); it reads each window's rows from `window_examples`, which
+    SegaBERT's stream (model/structure.py) overrides."""
 
     source: str
     vocabulary: WordPieceVocabulary
@@ -278,11 +296,17 @@ class BertPretrainingStream:
         if window:
             yield first, window
 
+    def window_examples(self, texts: Sequence[str], rng: np.random.Generator
+                        ) -> List[Dict[str, np.ndarray]]:
+        """The examples of one window of pages, in document order (SegaBERT's stream overrides
+        this)."""
+        return window_examples(texts, self.vocabulary, self.length, rng, self.config)
+
     def examples(self, epoch: int, start: InputPosition = InputPosition()
                  ) -> Iterator[Tuple[Dict[str, np.ndarray], Dict[str, int]]]:
         for first, texts in self.windows(epoch, start):
             rng = np.random.default_rng([self.seed, epoch, first.example])
-            rows = window_examples(texts, self.vocabulary, self.length, rng, self.config)
+            rows = self.window_examples(texts, rng)
             skip = start.row if (first.shard, first.document) == (start.shard, start.document) \
                 else 0
             for row in range(skip, len(rows)):

@@ -28,43 +28,36 @@ import numpy as np
 import tensorflow as tf
 
 from model import structure
-from model.bert_inputs import CLS_ID, SEP_ID
+from model.bert_inputs import CLS_ID, SEP_ID, padded, trimmed_segments
 from model.tasks import discriminative
 from model.tasks.sources import parse_task_files
 from model.wordpiece import WordPieceVocabulary
 
 
 def pair_input(segments: Sequence[Sequence[int]], length: int) -> Tuple[List[int], List[int]]:
-    """`[CLS] A [SEP] (B [SEP])` trimmed to `length` (a piece from the end of the longer segment
-    at a time, BERT's _truncate_seq_pair), and its token types."""
-    segments = [list(s) for s in segments]
-    budget = length - 1 - len(segments)
-    while sum(map(len, segments)) > budget:
-        max(segments, key=len).pop()
+    """`[CLS] A [SEP] (B [SEP])` trimmed to `length` (bert_inputs.trimmed_segments: BERT's
+    _truncate_seq_pair), and its token types."""
     tokens, types = [CLS_ID], [0]
-    for kind, segment in enumerate(segments):
-        tokens += segment + [SEP_ID]
+    for kind, segment in enumerate(trimmed_segments(segments, length - 1 - len(segments))):
+        tokens += list(segment) + [SEP_ID]
         types += [kind] * (len(segment) + 1)
     return tokens, types
-
-
-def _padded(values: Sequence[int], length: int) -> np.ndarray:
-    return np.array(list(values) + [0] * (length - len(values)), np.int32)
 
 
 def classification_features(examples: Iterable[discriminative.Example],
                             vocabulary: WordPieceVocabulary, length: int
                             ) -> Dict[str, np.ndarray]:
-    """[n, length] bert_input_tokens / bert_token_types and [n, 1] labels."""
-    examples = list(examples)
+    """[n, length] bert_input_tokens / bert_token_types and [n, 1] labels of the labelled
+    examples (test-release examples, label -1, are left out)."""
+    examples = [example for example in examples if example.label != -1]
     if any(example.choices for example in examples):
         raise ValueError("multiple-choice examples need a choice head; BERT's heads here are "
                          "classification and span")
     rows = {"bert_input_tokens": [], "bert_token_types": [], "labels": []}
     for example in examples:
         tokens, types = pair_input(vocabulary.encode_batch(list(example.segments)), length)
-        rows["bert_input_tokens"].append(_padded(tokens, length))
-        rows["bert_token_types"].append(_padded(types, length))
+        rows["bert_input_tokens"].append(padded(tokens, length))
+        rows["bert_token_types"].append(padded(types, length))
         rows["labels"].append(np.array([int(example.label)], np.int32))
     return {key: np.stack(values) for key, values in rows.items()}
 
@@ -165,7 +158,10 @@ def squad_input(raw: dict, vocabulary: WordPieceVocabulary, length: int,
         first_char = raw["answers"]["answer_start"][0]
         last_char = first_char + len(answers[0]) - 1
         first_word, last_word = char_word[first_char], char_word[last_char]
-        if word_last[last_word] < length - 1 and word_first[last_word] <= word_last[last_word]:
+        # Every piece of the answer's last word kept (the context is cut at the length), and
+        # at least one (a word without pieces has no position).
+        kept = word_last[last_word] - word_first[last_word] + 1
+        if 0 < kept == len(word_pieces[last_word]):
             start, end = word_first[first_word], word_last[last_word]
     return SquadInput(raw["id"], tokens, types, piece_words, words, start, end, answers)
 
@@ -173,8 +169,8 @@ def squad_input(raw: dict, vocabulary: WordPieceVocabulary, length: int,
 def squad_features(questions: Sequence[SquadInput], length: int) -> Dict[str, np.ndarray]:
     """[n, length] bert_input_tokens / bert_token_types and [n, 1] start/end positions."""
     return {
-        "bert_input_tokens": np.stack([_padded(q.tokens, length) for q in questions]),
-        "bert_token_types": np.stack([_padded(q.types, length) for q in questions]),
+        "bert_input_tokens": np.stack([padded(q.tokens, length) for q in questions]),
+        "bert_token_types": np.stack([padded(q.types, length) for q in questions]),
         "start_positions": np.array([[q.start] for q in questions], np.int32),
         "end_positions": np.array([[q.end] for q in questions], np.int32),
     }
@@ -184,14 +180,21 @@ def features_dataset(features: Dict[str, np.ndarray]) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensor_slices(features)
 
 
-def head_outputs(run, tokens: np.ndarray) -> np.ndarray:
-    """[n, decode_length] outputs of the newest checkpoint of `run` (a BERT head) for
-    [n, length] input pieces: the class first (classification), or start and end (span)."""
+def head_outputs(run, features: Dict[str, np.ndarray]) -> np.ndarray:
+    """[n, decode_length] outputs of the newest checkpoint of `run` (a BERT head) for the
+    [n, length] `bert_input_tokens` of `features`, with SegaBERT's structure indices where
+    `features` has them (PREDICT reads them as training did): the class first
+    (classification), or start and end (span)."""
+    tokens = features["bert_input_tokens"]
+    inputs = {"inputs": tokens, **{key: features[key] for key in structure.INDEX_KEYS
+                                   if key in features}}
     batch_size = min(len(tokens), run.train_config.eval_batch_size)
-    padded = np.concatenate([tokens, np.zeros([-len(tokens) % batch_size, tokens.shape[1]],
-                                              np.int32)])
+    # Whole batches: zero rows after the last (their outputs are dropped).
+    filled = {key: np.concatenate([value, np.zeros([-len(tokens) % batch_size, value.shape[1]],
+                                                   np.int32)])
+              for key, value in inputs.items()}
     predictions = run.estimator(batch_size).predict(
-        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": padded}).batch(
+        lambda params: tf.data.Dataset.from_tensor_slices(filled).batch(
             params["batch_size"], drop_remainder=True),
         yield_single_examples=True)
     return np.stack([p["outputs"] for p in predictions])[:len(tokens)]
@@ -245,7 +248,7 @@ class HeadTask:
         from model.tasks import metrics
 
         features = self.features(split, training=False)
-        outputs = head_outputs(run, features["bert_input_tokens"])
+        outputs = head_outputs(run, features)
         if self.head == "span":
             questions = self.questions(split)
             predictions = [q.answer_text(int(o[0]), int(o[1])) for q, o in zip(questions, outputs)]
@@ -254,12 +257,23 @@ class HeadTask:
         return {"accuracy": 100 * float(np.mean(outputs[:, 0] == features["labels"][:, 0]))}
 
 
+def checked_task_files(task: str, specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
+    """The command line's --task_files, each naming this run's task (a typo would otherwise
+    leave the task read from TFDS)."""
+    files = parse_task_files(specs)
+    others = sorted({name for name, _ in files if name != task})
+    if others:
+        raise ValueError(f"--task_files names {others}; this run fine-tunes {task!r} alone")
+    return files
+
+
 def run_mode(mode: str, run, args) -> Dict[str, dict]:
     """finetune: train the head on the task's train split for TrainConfig.train_steps (from the
-    warm-start checkpoint's step), then score the validation split; eval / decode: score the
-    newest checkpoint. Returns {task: {"step", "scores"}}."""
+    warm-start checkpoint's step), then score every validation split (GLUE MNLI has two); eval
+    / decode: score the newest checkpoint. Returns {"task/split": {"step", "scores"}}."""
     from model import train
     from model.families.bert import BertConfig
+    from model.gpt1_finetune import validation_splits
 
     head = BertConfig().head
     if head not in ("classification", "span"):
@@ -267,8 +281,13 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
                          f"'classification' or 'span'), not {head!r}")
     if args.mixture:
         raise ValueError("BERT's heads fine-tune on one --task at a time")
-    task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length,
-                    parse_task_files(args.task_files),
+    files = checked_task_files(args.task, args.task_files)
+    # The task's local validation files, else its registered validation splits.
+    splits = validation_splits(args.task, files)
+    if not splits:
+        raise ValueError(f"{args.task}: no validation split to score; give --task_files "
+                         f"{args.task}:validation=PATH")
+    task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length, files,
                     structured=run.model_config.architecture == "segabert")
     if head == "classification":
         # The head's size is the task's (bound in gin, so the operative config records it).
@@ -285,4 +304,5 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
     step = train.checkpoint_step(run.model_dir)
     if not step:
         raise FileNotFoundError(f"no checkpoint to score in {run.model_dir}")
-    return {task.name: {"step": step, "scores": task.scores(run, "validation")}}
+    return {f"{task.name}/{split}": {"step": step, "scores": task.scores(run, split)}
+            for split in splits}

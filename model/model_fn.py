@@ -18,7 +18,8 @@ Follows `mesh_tensorflow.transformer.utils.tpu_estimator_model_fn` (what T5 ran)
   the TPU rewrite (T5 uses `outside_all_rewrites` in the model function); warm start fails on
   missing variables (model/warm_start.py);
 - predictions are ids (the driver decodes text), without T5's in-graph detokenisation.
-PREDICT mode takes one feature, `inputs`: token ids ending in EOS, zero padded.
+PREDICT mode takes one feature, `inputs`: token ids ending in EOS, zero padded (and those of the
+family's `predict_feature_keys` that are given, passed to its `predict` by name).
 """
 from __future__ import annotations
 
@@ -174,9 +175,10 @@ def make_model_fn(setup: ModelFnSetup):
         model = family.build(training=train)
 
         if mode == tf.estimator.ModeKeys.PREDICT:
-            inputs = import_features(features, ["inputs"], mesh)["inputs"]
-            outputs = mtf.anonymize(family.predict(model, inputs, setup.decode_length,
-                                                   setup.beam_size, setup.alpha))
+            extra_keys = [key for key in family.predict_feature_keys if key in features]
+            batch = import_features(features, ["inputs"] + extra_keys, mesh)
+            outputs = mtf.anonymize(family.predict(model, batch.pop("inputs"), setup.decode_length,
+                                                   setup.beam_size, setup.alpha, **batch))
             lowering = mtf.Lowering(graph, {mesh: impl})
             return tpu_estimator.TPUEstimatorSpec(
                 mode=mode,

@@ -41,7 +41,6 @@ import tensorflow as tf
 
 from model import bert_inputs
 from model.bert_inputs import CLS_ID, SEP_ID
-from model.input_position import InputPosition
 from model.tasks.discriminative import Example
 from text.splitters import Splitter, load_splitter
 
@@ -197,35 +196,29 @@ def structured_segments(segments: Sequence[str], tokenize: Tokenize, config: Str
                         split_sentences: Splitter | None = None
                         ) -> tuple[StructuredTokens, tuple[int, ...]]:
     """A fine-tuning input `[CLS] A [SEP] (B [SEP])` and its token types (0 up to the first
-    [SEP], 1 after): each segment is a paragraph of its sentences; the longer segment loses a
-    token from its end at a time until all fit (BERT's run_classifier); [CLS] and each [SEP]
+    [SEP], 1 after): each segment is a paragraph of its sentences, the pair trimmed as BERT's
+    run_classifier (bert_inputs.trimmed_segments); [CLS] and each [SEP]
     get their indices as in `frame_segments`."""
     split_sentences = split_sentences or load_splitter(config.splitter)
     parts = []
     for number, text in enumerate(segments):
         part = sum(document_tokens([split_sentences(text)], tokenize), EMPTY)
         parts.append(dataclasses.replace(part, paragraph_index=(number,) * len(part)))
-    while sum(map(len, parts)) > config.length - 1 - len(parts):
-        # The later segment on a tie, as BERT's _truncate_seq_pair.
-        longest = max(reversed(range(len(parts))), key=lambda i: len(parts[i]))
-        parts[longest] = parts[longest][:-1]
+    parts = bert_inputs.trimmed_segments(parts, config.length - 1 - len(parts))
     framed, types = frame_segments(parts, config.cls_id, config.sep_id)
     return limit(framed, config.limits), types
-
-
-def _padded(values: Sequence[int], size: int) -> np.ndarray:
-    return np.array(list(values) + [0] * (size - len(values)), np.int32)
 
 
 def classification_features(examples: Iterable[Example], tokenize: Tokenize,
                             config: StructureConfig) -> dict[str, np.ndarray]:
     """[n, length] bert_input_tokens, bert_token_types and the three indices, [n, 1] labels:
-    the classification head's features of a task's examples (model/tasks/discriminative.py)."""
+    the classification head's features of a task's labelled examples
+    (model/tasks/discriminative.py; test-release examples, label -1, are left out)."""
     split_sentences = load_splitter(config.splitter)
-    pad = lambda values: _padded(values, config.length)
+    pad = lambda values: bert_inputs.padded(values, config.length)
     rows: dict[str, list] = {key: [] for key in ("bert_input_tokens", "bert_token_types", "labels")
                              + INDEX_KEYS}
-    for example in examples:
+    for example in (example for example in examples if example.label != -1):
         framed, types = structured_segments(example.segments, tokenize, config, split_sentences)
         rows["bert_input_tokens"].append(pad(framed.tokens))
         rows["bert_token_types"].append(pad(types))
@@ -247,13 +240,13 @@ def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_
     masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng,
                                        masking)
     features = {
-        "bert_input_tokens": _padded(masked.tokens, length),
-        "bert_token_types": _padded([], length),
-        "masked_lm_positions": _padded(masked.positions, max_predictions),
-        "masked_lm_ids": _padded(masked.labels, max_predictions),
-        "masked_lm_weights": _padded([1] * len(masked.positions), max_predictions),
+        "bert_input_tokens": bert_inputs.padded(masked.tokens, length),
+        "bert_token_types": bert_inputs.padded([], length),
+        "masked_lm_positions": bert_inputs.padded(masked.positions, max_predictions),
+        "masked_lm_ids": bert_inputs.padded(masked.labels, max_predictions),
+        "masked_lm_weights": bert_inputs.padded([1] * len(masked.positions), max_predictions),
     }
-    features.update({key: _padded(getattr(window, key), length) for key in INDEX_KEYS})
+    features.update({key: bert_inputs.padded(getattr(window, key), length) for key in INDEX_KEYS})
     return features
 
 
@@ -294,12 +287,3 @@ class SegaBertStream(bert_inputs.BertPretrainingStream):
                 for text in texts
                 for window in structured_windows(text, self.vocabulary.encode_batch, self.structure,
                                                  split_sentences)]
-
-    def examples(self, epoch: int, start: InputPosition = InputPosition()):
-        for first, texts in self.windows(epoch, start):
-            rng = np.random.default_rng([self.seed, epoch, first.example])
-            rows = self.window_examples(texts, rng)
-            same_window = (first.shard, first.document) == (start.shard, start.document)
-            skip = start.row if same_window else 0
-            for row in range(skip, len(rows)):
-                yield rows[row], dataclasses.asdict(dataclasses.replace(first, row=row))

@@ -209,6 +209,40 @@ def test_next_sentence_pairs_on_an_exact_example():
     assert 0.3 < np.mean(labels) < 0.7
 
 
+def test_without_next_sentence_chunks_are_trimmed_to_the_target():
+    # Sentences of 3 tokens: the third overshoots a target of 7, so the chunk of 9 is trimmed.
+    documents = sentence_documents([6])
+    config = bert_inputs.BertDataConfig(short_sequence_rate=0.0, next_sentence=False)
+    pairs = bert_inputs.document_pairs(documents, 0, max_tokens=7,
+                                       rng=np.random.default_rng(0), config=config)
+    assert [len(pair.a) for pair in pairs] == [7, 7] and not any(pair.b for pair in pairs)
+
+
+def test_pair_input_trims_the_later_segment_on_a_tie():
+    """BERT's _truncate_seq_pair: the longer segment loses its last piece; on a tie, B."""
+    a, b = [10, 11, 12], [20, 21, 22]
+    cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
+    assert bert_tasks.pair_input([a, b], 8)[0] == [cls, 10, 11, 12, sep, 20, 21, sep]
+    assert bert_tasks.pair_input([a, b], 7)[0] == [cls, 10, 11, sep, 20, 21, sep]
+    assert bert_tasks.pair_input([a + [13], b], 7) == (
+        [cls, 10, 11, sep, 20, 21, sep], [0, 0, 0, 0, 1, 1, 1])
+
+
+def test_unlabelled_examples_are_left_out(vocabulary):
+    from model.tasks.discriminative import Example
+    examples = [Example(("a cat", "a dog"), 1), Example(("the test", "release"), -1)]
+    features = bert_tasks.classification_features(examples, vocabulary, 16)
+    assert features["labels"].tolist() == [[1]]
+    assert len(features["bert_input_tokens"]) == 1
+
+
+def test_task_files_must_name_the_task():
+    files = bert_tasks.checked_task_files("glue_mnli", ["glue_mnli:validation_matched=a.tsv"])
+    assert files == {("glue_mnli", "validation_matched"): ("a.tsv",)}
+    with pytest.raises(ValueError, match="glue_mrcp"):
+        bert_tasks.checked_task_files("glue_mrpc", ["glue_mrcp:train=a.tsv"])
+
+
 def test_next_sentence_labels_are_fair_on_real_pages(c4_examples):
     labels = [int(example["next_sentence_labels"][0]) for example in c4_examples]
     # ~2,800 pairs: one standard deviation is under 0.01.
@@ -424,6 +458,19 @@ def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
             assert read_back.startswith(reference) and read_back != reference
 
 
+def test_an_answer_whose_last_word_is_cut_is_no_answer(vocabulary):
+    """The context is cut at the length: an answer needs every piece of its last word."""
+    word = next(w for w in ("antidisestablishment", "zyxwvutsrq", "qqqqzzzzxxxx")
+                if len(vocabulary.encode(w)) >= 2)
+    raw = {"id": "q", "question": "what", "context": f"the {word}",
+           "answers": {"answer_start": [0], "text": [f"the {word}"]}}
+    head = len(vocabulary.encode("what")) + 2 + len(vocabulary.encode("the"))
+    whole = bert_tasks.squad_input(raw, vocabulary, head + len(vocabulary.encode(word)) + 1)
+    assert (whole.start, whole.end) == (head - len(vocabulary.encode("the")), len(whole.tokens) - 2)
+    cut = bert_tasks.squad_input(raw, vocabulary, head + 2)  # the word's first piece and [SEP]
+    assert len(cut.tokens) == head + 2 and (cut.start, cut.end) == (0, 0)
+
+
 def head_bindings(vocabulary, head, length, batch, steps):
     return [f"DataConfig.vocabulary = '{vocabulary.path}'", f"BertConfig.head = '{head}'",
             f"DataConfig.inputs_length = {length}",
@@ -446,7 +493,7 @@ def finetune_command(model_dir, bindings, task, files, capsys) -> dict:
     gin.clear_config()
     capsys.readouterr()
     assert train.main(argv) == 0, capsys.readouterr().err
-    return json.loads(capsys.readouterr().out)[task]
+    return json.loads(capsys.readouterr().out)[f"{task}/validation"]
 
 
 def mrpc_sample(shared_data, folder, size=8) -> pathlib.Path:
@@ -503,7 +550,7 @@ def test_span_head_memorises_squad_v1_and_v2_samples(tmp_path, shared_data, voca
     features = bert_tasks.squad_features(questions, 384)
     run = head_run(tmp_path, vocabulary, "span", 384, len(questions), 200)
     train.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 200)
-    outputs = bert_tasks.head_outputs(run, features["bert_input_tokens"])
+    outputs = bert_tasks.head_outputs(run, features)
     assert [list(o[:2]) for o in outputs] == [[q.start, q.end] for q in questions]
     predictions = [q.answer_text(o[0], o[1]) for q, o in zip(questions, outputs)]
     assert predictions[questions.index(next(q for q in questions if not q.answers))] == ""

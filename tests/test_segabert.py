@@ -357,6 +357,55 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
     assert indices(framed)[1:] == got
 
 
+def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin, monkeypatch):
+    """A segment of two sentences: PREDICT (through the model function, as bert_tasks scores a
+    task) embeds the indices of structure.classification_features, not ones derived from the
+    pieces (which would count the segment as one sentence)."""
+    import gin
+    import tensorflow.compat.v1 as tf1
+    from model.architectures import ModelConfig
+    from model.families.segabert import SegaBert
+    from model.mesh import MeshConfig
+    from model.model_fn import ModelFnSetup, OptimizationConfig, make_model_fn
+    from model.mtf_compat import mtf
+    from model.tasks.discriminative import Example
+    config = structure.StructureConfig(CLS, SEP, 12)
+    trained = structure.classification_features(
+        [Example(("W7 w8. W9 w10.", "W11."), 1), Example(("W3.", "W4."), -1)], word_ids, config)
+    assert len(trained["labels"]) == 1  # the unlabelled example is left out
+    assert trained["sentence_index"][0].tolist() == [0, 0, 0, 1, 1, 1, 0, 0] + [0] * 4
+    seen = {}
+    original = SegaBert.position_embedding
+
+    def recording(family, batch):
+        # Lowered with the model function's graph: the indices the embeddings gather.
+        seen.update({key: batch[key] for key in structure.INDEX_KEYS if key in batch})
+        return original(family, batch)
+    monkeypatch.setattr(SegaBert, "position_embedding", recording)
+    gin.parse_config("BertConfig.head = 'classification'")
+    setup = ModelFnSetup(
+        model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
+                                 d_kv=8, num_layers=1),
+        mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=2000,
+        model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
+        decode_length=2)
+    features = {"inputs": trained["bert_input_tokens"],
+                **{key: trained[key] for key in structure.INDEX_KEYS}}
+    with tf1.Graph().as_default():
+        make_model_fn(setup)({k: tf1.constant(v) for k, v in features.items()}, None,
+                             "infer", {})
+        assert set(seen) == set(structure.INDEX_KEYS)
+        # The recorded tensors are the imported features: lowered, they are the features.
+        graph = next(iter(seen.values())).mesh.graph
+        mesh = next(iter(seen.values())).mesh
+        lowering = mtf.Lowering(graph, {mesh: mtf.placement_mesh_impl.PlacementMeshImpl(
+            shape=[], layout={}, devices=[""])})
+        with tf1.Session() as session:
+            got = session.run({key: lowering.export_to_tf_tensor(seen[key]) for key in seen})
+    for key in structure.INDEX_KEYS:
+        np.testing.assert_array_equal(got[key], trained[key])
+
+
 def test_fine_tuning_segments_are_paragraphs_trimmed_from_the_longer_end():
     config = structure.StructureConfig(CLS, SEP, 10)  # 7 tokens besides [CLS] and two [SEP]
     framed, types = structure.structured_segments(["W1 w2. W3 w4 w5 w6.", "W7 w8. W9 w10."],
@@ -416,10 +465,8 @@ def configure_classification(model_dir, vocabulary, *extra):
 @pytest.fixture(scope="module")
 def mrpc_task(shared_data, wordpiece_vocabulary, tmp_path_factory):
     """16 real MRPC pairs of one sentence per segment as a task file, read by the trainer's
-    task path for BERT's heads (model/bert_tasks.py), which gives SegaBERT structured features.
-
-    Decoding derives the indices from the pieces (a paragraph per segment, one sentence each),
-    so with one sentence per segment what the head learns with is what decoding gives it."""
+    task path for BERT's heads (model/bert_tasks.py), which gives SegaBERT structured features
+    (and scores with them)."""
     from model import bert_tasks
     lines = (shared_data / "tasks/glue_mrpc/dev.tsv").read_text(encoding="utf-8").splitlines()
     rows = [line for line in lines[1:]

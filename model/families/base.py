@@ -38,6 +38,9 @@ class ModelFamily(abc.ABC):
     # Regular expressions of variable names that warm start may leave freshly initialised
     # (new heads); every other variable must come from the checkpoint.
     fresh_on_warm_start: ClassVar[Tuple[str, ...]] = ()
+    # Features PREDICT passes to `predict` by name, beside `inputs`, when the input has them
+    # (SegaBERT's structure indices).
+    predict_feature_keys: ClassVar[Tuple[str, ...]] = ()
     # The global gradient norm is clipped to this before the update (None: no clipping; T5's
     # Adafactor clips its updates instead). BERT's and OpenAI's code clip at 1.0.
     gradient_clip_norm: ClassVar[Optional[float]] = None

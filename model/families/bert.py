@@ -180,11 +180,13 @@ class Bert(ModelFamily):
                                        "end": (end, batch["end_positions"])})
 
     def predict(self, model: Built, inputs: mtf.Tensor, decode_length: int, beam_size: int = 1,
-                alpha: float = 0.6) -> mtf.Tensor:
+                alpha: float = 0.6, **features: mtf.Tensor) -> mtf.Tensor:
         """classification: [class, 0, ...]; span: [start, end, 0, ...] (0, 0 = no answer);
-        pretraining / mlm: the most likely piece at every input position."""
+        pretraining / mlm: the most likely piece at every input position. `features`: those of
+        `predict_feature_keys` the input has (SegaBERT's indices), read as in training."""
         del beam_size, alpha
-        batch = {"bert_input_tokens": inputs, "bert_token_types": token_types_from_inputs(inputs)}
+        batch = {"bert_input_tokens": inputs, "bert_token_types": token_types_from_inputs(inputs),
+                 **features}
         sequence, pooled = self.encode(batch, model.training)
         if self.bert.head == "classification":
             class_dim = mtf.Dimension("classes", self.bert.num_classes)

@@ -9,11 +9,12 @@ the classification and span heads. The indices come from model/structure.py (how
 counted, what [CLS] and [SEP] get, what happens at the maxima); the features are BERT's plus
 `token_index`, `sentence_index`, `paragraph_index` ([batch, length] int32 each).
 
-PREDICT receives token ids alone (model_fn.py's one `inputs` feature), so the indices are derived
-from them in the graph: each segment ([CLS] A [SEP], then B [SEP]) is a paragraph of one
-sentence, its tokens counted from 0 ([CLS] 0, as its first token; [SEP] one past its last), as
-fine-tuning frames a task's segments (structure.structured_segments) when each has one sentence.
-A segment of several sentences is seen with its sentences in training and evaluation only.
+PREDICT reads the indices as training does when the input has them (`predict_feature_keys`:
+model/bert_tasks.py scores a task with the indices of structure.classification_features, so a
+segment of several sentences is seen as in fine-tuning). Given token ids alone (decoding raw
+text), it derives them in the graph: each segment ([CLS] A [SEP], then B [SEP]) a paragraph of
+one sentence, its tokens counted from 0 ([CLS] 0, as its first token; [SEP] one past its last),
+which is what structure.structured_segments gives a segment of one sentence.
 """
 from __future__ import annotations
 
@@ -30,9 +31,10 @@ TABLES = ("token_index_embeddings", "sentence_index_embeddings", "paragraph_inde
 
 
 def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
-    """PREDICT's indices (see the module docstring): paragraph = the number of [SEP] before the
-    token, sentence 0, token index = the distance from its segment's first token (the one after
-    [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its segment's last."""
+    """PREDICT's indices for token ids alone (see the module docstring): paragraph = the number
+    of [SEP] before the token, sentence 0, token index = the distance from its segment's first
+    token (the one after [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its
+    segment's last."""
     length_dim = tokens.shape.dims[-1]
     is_sep = mtf.cast(mtf.equal(tokens, SEP_ID), tf.int32)
     paragraph = mtf.cumsum(is_sep, length_dim, exclusive=True)
@@ -66,6 +68,8 @@ class SegaBert(Bert):
             raise ValueError("SegaBERT pre-trains with masked LM alone: set BertConfig.head = "
                              "'mlm' (model/gin/segabert/)")
         self.limits = structure.StructureLimits()
+
+    predict_feature_keys = structure.INDEX_KEYS
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
