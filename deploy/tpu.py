@@ -15,6 +15,7 @@ of the `train` stage resumes from the latest checkpoint there.
 """
 import argparse
 import dataclasses
+import math
 import pathlib
 import re
 import shlex
@@ -60,6 +61,11 @@ class Family:
 
     name: str
     size_dir: str  # under model/gin/: the family's size files (those that bind d_model)
+    # Ids of the vocabulary the layout splits over the `model` mesh axis: T5 pads its
+    # SentencePiece vocabulary to a multiple of 128 (32,128); GPT-1's 40,478 (OpenAI's BPE) and
+    # BERT's and SegaBERT's 30,522 WordPiece pieces are not padded (divisible by 2 only). The
+    # launcher does not read --vocabulary (on gs://), so it plans for the family's own.
+    vocab_size: int
     pretrain_gin: tuple[str, ...]  # read after pretrain.gin
     architecture_gin: tuple[str, ...] = ()  # T5's size files name no architecture
     # Model parallelism needed on 8-core TPUs (v2-8/v3-8) by size name: below it the weights,
@@ -101,12 +107,12 @@ class Family:
 
 # BERT pre-trains in two phases; the launcher starts phase 1 (90% of the steps at 128 pieces).
 FAMILIES = {family.name: family for family in (
-    Family("t5", "sizes", (), ("architectures/encoder_decoder.gin",),
+    Family("t5", "sizes", 32_128, (), ("architectures/encoder_decoder.gin",),
            # The T5 authors' model parallelism for the sizes that need it.
            {"base": 2, "large": 8, "3B": 8, "11B": 8}),
-    Family("gpt1", "gpt1", ("gpt1/pretrain.gin",)),
-    Family("bert", "bert", ("bert/pretrain_128.gin",)),
-    Family("segabert", "segabert", ("segabert/pretrain.gin",)),
+    Family("gpt1", "gpt1", 40_478, ("gpt1/pretrain.gin",)),
+    Family("bert", "bert", 30_522, ("bert/pretrain_128.gin",)),
+    Family("segabert", "segabert", 30_522, ("segabert/pretrain.gin",)),
 )}
 # ModelConfig.architecture of a size file -> its family (T5's size files bind none).
 ARCHITECTURE_FAMILIES = {"gpt1": "gpt1", "bert": "bert", "segabert": "segabert"}
@@ -228,19 +234,33 @@ def mesh_plan(accelerator: Accelerator, size: Size) -> MeshPlan:
     """The Mesh TensorFlow mesh for one model size on one TPU slice.
 
     The batch dimension cannot be split over more replicas than the batch has sequences (T5's
-    128), so slices with more devices than that must use model parallelism even for small
-    models. Heads, d_ff and the vocabulary are split over the `model` dimension (the trainer's
-    layout, model.mesh.DEFAULT_LAYOUT), so it must divide the number of heads (d_ff and the
-    padded vocabulary are multiples of 128 for every size).
+    128, GPT-1's 64), so slices with more devices than that must use model parallelism even for
+    small models. Heads, d_ff and the vocabulary are split over the `model` dimension (the
+    trainer's layout, model.mesh.DEFAULT_LAYOUT), so model parallelism must divide the number of
+    heads, d_ff and the family's vocabulary (Family.vocab_size). Only T5 pads its vocabulary
+    (to a multiple of 128); GPT-1's and BERT's are divisible by 2 only, so a slice that needs
+    model parallelism 4 or more for their batch is refused (a larger batch would make room).
     """
-    sequences, heads = size.family.batch_sequences(), size.num_heads
+    sequences = size.family.batch_sequences()
     model = max(size.min_model_parallelism, accelerator.devices // sequences)
-    if model > accelerator.devices or heads % model:
-        raise ValueError(
-            f"{size.family.name} {size.name} cannot be laid out on {accelerator.name}: it needs "
-            f"model parallelism "
-            f"{model}, which must divide {heads} heads and be at most "
-            f"{accelerator.devices} devices")
+    split = {"heads": size.num_heads, "d_ff": size.bindings["ModelConfig.d_ff"],
+             "vocabulary ids": size.family.vocab_size}
+    indivisible = [f"{count:,} {name}" for name, count in split.items() if count % model]
+    if model > accelerator.devices or indivisible:
+        message = (f"{size.family.name} {size.name} cannot be laid out on {accelerator.name}: "
+                   f"it needs model parallelism {model} (at least {size.min_model_parallelism} "
+                   f"for memory, and {accelerator.devices} devices over its batch of "
+                   f"{sequences} sequences), which must be at most the devices and "
+                   f"divide {', '.join(f'{count:,} {name}' for name, count in split.items())}")
+        # Mesh sizes are powers of two: the most model parallelism the split dimensions allow
+        # is the lowest set bit of their greatest common divisor.
+        common = math.gcd(*split.values())
+        widest_model = common & -common
+        if indivisible and size.min_model_parallelism <= widest_model:
+            message += (f" (not divisible: {', '.join(indivisible)}); model parallelism "
+                        f"{widest_model} at most, so a slice of at most "
+                        f"{widest_model * sequences} devices")
+        raise ValueError(message)
     batch = accelerator.devices // model
     return MeshPlan(mesh_shape=f"model:{model},batch:{batch}", model_parallelism=model,
                     data_parallelism=batch, sequences_per_replica=sequences // batch)

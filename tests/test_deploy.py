@@ -270,12 +270,23 @@ def test_pod_slice_uses_the_pod_image_and_the_slice_name():
 def test_mesh_plan_covers_every_device_and_splits_the_papers_batch(accelerator, family, size):
     slice_ = tpu.accelerator_type(accelerator)
     chosen = tpu.named_size(family, size)
+    # The family's batch: T5's 128, GPT-1's 64, BERT's and SegaBERT's 256 sequences.
+    sequences = {"t5": 128, "gpt1": 64, "bert": 256, "segabert": 256}[family]
+    # The vocabulary the layout splits over `model`: T5's padded SentencePiece, GPT-1's BPE,
+    # BERT's WordPiece.
+    vocab_size = {"t5": 32_128, "gpt1": 40_478, "bert": 30_522, "segabert": 30_522}[family]
+    assert tpu.FAMILIES[family].vocab_size == vocab_size
+    needed = slice_.devices // sequences
+    if needed > 1 and vocab_size % needed:
+        # The batch forces more model parallelism than the vocabulary divides.
+        with pytest.raises(ValueError, match=f"{vocab_size:,} vocabulary ids"):
+            tpu.mesh_plan(slice_, chosen)
+        return
     plan = tpu.mesh_plan(slice_, chosen)
     assert plan.model_parallelism * plan.data_parallelism == slice_.devices
-    # The family's batch: T5's 128, GPT-1's 64, BERT's and SegaBERT's 256 sequences.
-    assert plan.data_parallelism * plan.sequences_per_replica == \
-        {"t5": 128, "gpt1": 64, "bert": 256, "segabert": 256}[family]
+    assert plan.data_parallelism * plan.sequences_per_replica == sequences
     assert chosen.num_heads % plan.model_parallelism == 0
+    assert vocab_size % plan.model_parallelism == 0
     assert plan.mesh_shape == f"model:{plan.model_parallelism},batch:{plan.data_parallelism}"
 
 
@@ -288,6 +299,17 @@ def test_mesh_plan_uses_model_parallelism_once_devices_outnumber_sequences():
         "model:2,batch:128")
     # GPT-1's 64 sequences: 128 devices need model parallelism 2.
     assert tpu.mesh_plan(tpu.accelerator_type("v3-128"), gpt1).mesh_shape == "model:2,batch:64"
+
+
+def test_mesh_plan_refuses_model_parallelism_the_vocabulary_does_not_divide():
+    """GPT-1's 64 sequences on 256 devices need model parallelism 4; its 40,478 ids (2 x 20,239)
+    split over 2 at most, so the launcher names the largest slice that works (128 devices)."""
+    gpt1 = tpu.named_size("gpt1", "base")
+    for accelerator in ("v3-256", "v4-512"):
+        with pytest.raises(ValueError, match=r"model parallelism 4.*not divisible: 40,478 "
+                                             r"vocabulary ids.*at most 128 devices"):
+            tpu.mesh_plan(tpu.accelerator_type(accelerator), gpt1)
+    assert tpu.mesh_plan(tpu.accelerator_type("v3-128"), gpt1).model_parallelism == 2
 
 
 def test_delete_stage_alone_only_deletes():
@@ -310,6 +332,8 @@ def test_delete_stage_alone_only_deletes():
     (["--accelerator_type", "v3-8", "--size", "small", "--variant", "multilingual"],
      "invalid choice: 'multilingual'"),
     (["--accelerator_type", "v3-2048", "--size", "base"], "cannot be laid out on v3-2048"),
+    (["--accelerator_type", "v3-256", "--family", "gpt1", "--size", "base"],
+     "not divisible: 40,478 vocabulary ids"),
     (["--accelerator_type", "v3-8", "--size", "small", "--stages", "create,launch"],
      "unknown stage(s) launch"),
     (["--accelerator_type", "v3-8", "--size", "small", "--model_dir", "/local/dir"],
