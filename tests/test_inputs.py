@@ -76,7 +76,8 @@ def test_first_epoch_is_the_pretraining_dataset(shared_data, vocabulary):
     assert {int(p["epoch"]) for _, p in rows[:len(expected)]} == {0} and rows[-1][1]["epoch"] == 1
 
 
-@pytest.mark.parametrize("source", ["c4_samples/olmo/*.json*.gz", "text/*/tatoeba.*-eng.eng"])
+@pytest.mark.parametrize("source", ["c4_samples/olmo/*.json*.gz",
+                                    pytest.param("text/*/tatoeba.*-eng.eng", marks=pytest.mark.slow)])
 def test_resumed_stream_sees_the_batches_of_an_uninterrupted_run(shared_data, vocabulary, tmp_path, source):
     """Resume at recorded steps (mid-window, mid-document, later shards, later epochs) and at an
     unrecorded one: the same batches as one run; each epoch draws fresh noise."""
