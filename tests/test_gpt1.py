@@ -360,8 +360,9 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
 
 # --- GPT-1: fine-tuning with a head -------------------------------------------------------
 
-def head_losses(task, examples, vocabulary, length=24, seed=0):
-    """Per-example classification losses of a freshly initialised tiny model with a head."""
+def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0):
+    """`fetch(family, model, batch)` (mtf tensors) on a freshly initialised tiny model with the
+    head of `task`'s view, fed `examples`, as numpy."""
     from model.architectures import ModelConfig
     from model.mesh import MeshConfig, cpu_mesh_impl
     from model.model_fn import import_features
@@ -376,15 +377,22 @@ def head_losses(task, examples, vocabulary, length=24, seed=0):
         tf.set_random_seed(seed)
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
-        batch = import_features({k: tf.constant(v) for k, v in rows.items()}, gpt1.HEAD_KEYS, mesh)
-        per_example, _ = family.losses(family.build(False), batch, "eval").metrics[
-            "classification_loss"]
+        batch = import_features({k: tf.constant(v) for k, v in rows.items()}, family.feature_keys,
+                                mesh, family.float_feature_keys)
+        tensors = fetch(family, family.build(False), batch)
         lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        result = lowering.export_to_tf_tensor(per_example)
+        results = [lowering.export_to_tf_tensor(t) for t in tensors]
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             session.run(lowering.copy_masters_to_slices())
-            return session.run(result)
+            return session.run(results)
+
+
+def head_losses(task, examples, vocabulary, length=24, seed=0):
+    """Per-example classification losses of a freshly initialised tiny model with a head."""
+    def fetch(family, model, batch):
+        return [family.losses(model, batch, "eval").metrics["classification_loss"][0]]
+    return fresh_head_outputs(task, examples, vocabulary, length, fetch, seed)[0]
 
 
 def test_similarity_adds_both_orders_and_choices_are_scored_alike(vocabulary, clean_gin):
@@ -408,33 +416,12 @@ def test_similarity_adds_both_orders_and_choices_are_scored_alike(vocabulary, cl
 def regression_outputs(examples, vocabulary, length=40):
     """A fresh tiny model's regression head on `examples`: predicted values (the PREDICT path),
     per-example squared errors, the loss and the objective (the EVAL path), as numpy."""
-    from model.architectures import ModelConfig
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.model_fn import import_features
-    from model.mtf_compat import mtf
-    view = discriminative.view("glue_stsb")
-    gin.clear_config()
-    train.parse_gin(["gpt1/tiny.gin"], ["ModelConfig.dropout_rate = 0.0"])
-    gpt1_finetune.bind_head(view)
-    family = gpt1.GPT1(ModelConfig(), vocabulary.vocab_size)
-    rows = gpt1.head_features(examples, view, vocabulary, length)
-    with tf.Graph().as_default():
-        tf.set_random_seed(0)
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        batch = import_features({k: tf.constant(v) for k, v in rows.items()}, family.feature_keys,
-                                mesh, family.float_feature_keys)
-        model = family.build(False)
+    def fetch(family, model, batch):
         losses = family.losses(model, batch, "eval")
         with tf.variable_scope("", reuse=True):
             values = family.predict(model, batch["head_tokens"], decode_length=1)
-        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        tensors = [lowering.export_to_tf_tensor(t) for t in
-                   (values, losses.metrics["squared_error"][0], losses.loss, losses.objective)]
-        with tf.Session() as session:
-            session.run(tf.global_variables_initializer())
-            session.run(lowering.copy_masters_to_slices())
-            return session.run(tensors)
+        return [values, losses.metrics["squared_error"][0], losses.loss, losses.objective]
+    return fresh_head_outputs("glue_stsb", examples, vocabulary, length, fetch)
 
 
 def test_regression_head_loss_is_the_squared_error_plus_half_the_lm_loss(vocabulary, clean_gin):
