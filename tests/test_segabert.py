@@ -358,16 +358,27 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
     assert indices(framed)[1:] == got
 
 
+def one_layer_setup(model_dir, vocab_size, decode_length):
+    """The model function's setup for a one-layer SegaBERT of width 16."""
+    from model.architectures import ModelConfig
+    from model.mesh import MeshConfig
+    from model.model_fn import ModelFnSetup, OptimizationConfig
+    return ModelFnSetup(
+        model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
+                                 d_kv=8, num_layers=1),
+        mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=vocab_size,
+        model_dir=str(model_dir), save_checkpoints_steps=10, keep_checkpoint_max=1,
+        decode_length=decode_length)
+
+
 def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin, monkeypatch):
     """A segment of two sentences: PREDICT (through the model function, as bert_tasks scores a
     task) embeds the indices of structure.classification_features, not ones derived from the
     pieces (which would count the segment as one sentence)."""
     import gin
     import tensorflow.compat.v1 as tf1
-    from model.architectures import ModelConfig
     from model.families.segabert import SegaBert
-    from model.mesh import MeshConfig
-    from model.model_fn import ModelFnSetup, OptimizationConfig, make_model_fn
+    from model.model_fn import make_model_fn
     from model.mtf_compat import mtf
     from model.tasks.discriminative import Example
     config = structure.StructureConfig(CLS, SEP, 12)
@@ -384,12 +395,7 @@ def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin,
         return original(family, batch)
     monkeypatch.setattr(SegaBert, "position_embedding", recording)
     gin.parse_config("BertConfig.head = 'classification'")
-    setup = ModelFnSetup(
-        model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
-                                 d_kv=8, num_layers=1),
-        mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=2000,
-        model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
-        decode_length=2)
+    setup = one_layer_setup(tmp_path, vocab_size=2000, decode_length=2)
     features = {"inputs": trained["bert_input_tokens"],
                 **{key: trained[key] for key in structure.INDEX_KEYS}}
     with tf1.Graph().as_default():
@@ -421,20 +427,13 @@ def test_fine_tuning_segments_are_paragraphs_trimmed_from_the_longer_end():
 @pytest.mark.parametrize("mode", ["train", "infer"])
 def test_graph_builds_for_the_tpu_path(tmp_path, clean_gin, mode):
     """The model function's TRAIN and PREDICT graphs, built as TPUEstimator builds them on CPU
-    (use_tpu=False). In float32: BERT's family does not build with bfloat16 activations yet
-    (its attention bias and mtf's AdamWeightDecay mix float32 and bfloat16)."""
+    (use_tpu=False), in float32 (BERT's family is built with bfloat16 activations too in
+    tests/test_bert.py)."""
     import gin
     import tensorflow.compat.v1 as tf1
-    from model.architectures import ModelConfig
-    from model.mesh import MeshConfig
-    from model.model_fn import ModelFnSetup, OptimizationConfig, make_model_fn
+    from model.model_fn import make_model_fn
     gin.parse_config("BertConfig.head = 'mlm'")
-    setup = ModelFnSetup(
-        model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
-                                 d_kv=8, num_layers=1),
-        mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
-        model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
-        decode_length=8)
+    setup = one_layer_setup(tmp_path, vocab_size=64, decode_length=8)
     keys = setup.family.feature_keys if mode == "train" else ("inputs",)
     with tf1.Graph().as_default():
         features = {key: tf1.ones([2, 8], tf1.int32) for key in keys}
