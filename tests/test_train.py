@@ -173,7 +173,12 @@ def test_killed_run_resumes_on_the_same_loss_curve(tmp_path, data_bindings):
     process = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL,
                                stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(REPO)))
     deadline = time.monotonic() + 120
-    while not (killed_dir / "model.ckpt-4.index").exists():
+    # Written means recorded: the checkpoint state names it (the saver writes the index file
+    # first) and its input position is beside it.
+    def step_4_recorded() -> bool:
+        step = train.checkpoint_step(str(killed_dir))
+        return step >= 4 and (killed_dir / "input_positions" / f"step-{step:09d}.json").is_file()
+    while not step_4_recorded():
         assert process.poll() is None and time.monotonic() < deadline, "trainer never checkpointed"
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)
