@@ -158,6 +158,9 @@ def test_two_device_meshes_match_one_device(tmp_path, data_bindings, mesh_shape)
         assert parallel[step] == pytest.approx(single[step], rel=1e-3)
 
 
+# Slow (a minute: a real process killed mid-run); resuming at a checkpoint is also checked in
+# the default set by tests/test_segabert.py and tests/test_gpt1.py.
+@pytest.mark.slow
 def test_killed_run_resumes_on_the_same_loss_curve(tmp_path, data_bindings):
     common = ["ModelConfig.dropout_rate = 0.0", "TrainConfig.save_checkpoints_steps = 4"]
     reference_dir, killed_dir = tmp_path / "reference", tmp_path / "killed"
