@@ -4,11 +4,21 @@ Beam's text sink numbers shards and orders lines by bundling, so two runs of the
 could differ. Here a page's shard is a hash of its URL, a shard's lines are sorted by URL, and
 gzip writes no time stamp, so the files are byte-identical on any runner and any bundling.
 A retried shard rewrites the same bytes.
+
+A shard is written in one pass over its pages with memory bounded by a budget, not by the
+shard's size (a shard of C4 en from a whole dump is hundreds of MB): lines are sorted in memory
+up to the budget, beyond it sorted runs go to temporary files and are merged while the gzip
+stream goes straight to the sink.
 """
+import contextlib
+import dataclasses
 import gzip
+import heapq
 import io
 import json
-from typing import Iterable, List
+import pickle
+import tempfile
+from typing import BinaryIO, Iterable, Iterator, List, Optional, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -18,49 +28,140 @@ from apache_beam.metrics import Metrics
 from pipelines.page import Page
 from text.hashing import hash64
 
+# Encoded lines and sort keys a shard writer holds before it spills a sorted run to disk.
+DEFAULT_SORT_BUDGET_BYTES = 64 * 2**20
+
+# (normalized URL, URL, timestamp, encoded line): the order of a shard's lines. URL dedup
+# leaves one page per normalized URL, so the first three already decide in the pipeline; the
+# line itself makes the order total for any input (equal entries are equal lines), so it never
+# depends on the order in which the pages arrive.
+SortEntry = Tuple[str, str, str, bytes]
+
 
 def shard_name(split: str, index: int, num_shards: int) -> str:
     return f"{split}-{index:05d}-of-{num_shards:05d}.jsonl.gz"
 
 
+def encode_line(page: Page) -> bytes:
+    """A page's line in the output: its JSON record, UTF-8, newline-terminated."""
+    return (json.dumps(page.to_json_record(), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def sort_entry(page: Page) -> SortEntry:
+    return (page.normalized_url, page.url, page.timestamp, encode_line(page))
+
+
+def _entry_bytes(entry: SortEntry) -> int:
+    """What an entry costs against the budget: its line and key text (Python's per-object
+    overhead comes on top)."""
+    normalized_url, url, timestamp, line = entry
+    return len(normalized_url) + len(url) + len(timestamp) + len(line)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardWritten:
+    pages: int
+    spilled_runs: int  # Sorted runs that went to temporary files (0: sorted in memory).
+
+
+def _spill(entries: List[SortEntry], spill_dir: Optional[str], runs: contextlib.ExitStack):
+    """Sorts entries into an anonymous temporary file (closed, and so deleted, with `runs`)."""
+    entries.sort()
+    run = runs.enter_context(tempfile.TemporaryFile(dir=spill_dir))
+    pickler = pickle.Pickler(run, protocol=pickle.HIGHEST_PROTOCOL)
+    for entry in entries:
+        pickler.dump(entry)
+        pickler.clear_memo()  # The memo would keep every entry alive until the run ends.
+    run.seek(0)
+    return run
+
+
+def _read_run(run: BinaryIO) -> Iterator[SortEntry]:
+    unpickler = pickle.Unpickler(run)
+    while True:
+        try:
+            yield unpickler.load()
+        except EOFError:
+            return
+
+
+def write_shard(pages: Iterable[Page], sink: BinaryIO,
+                sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
+                spill_dir: Optional[str] = None) -> ShardWritten:
+    """Writes the gzipped JSON lines of a shard's pages to `sink`, in URL order.
+
+    Reads `pages` once. Holds at most about `sort_budget_bytes` of lines and keys; past that,
+    sorted runs are spilled to temporary files in `spill_dir` (the system's temporary folder
+    by default), deleted when the shard is written or fails. The bytes do not depend on the
+    budget: gzip with no name, time stamp 0 and level 9, whatever the runs.
+    """
+    with contextlib.ExitStack() as runs:
+        spilled: List[BinaryIO] = []
+        held: List[SortEntry] = []
+        held_bytes = 0
+        count = 0
+        for page in pages:
+            entry = sort_entry(page)
+            held.append(entry)
+            held_bytes += _entry_bytes(entry)
+            count += 1
+            if held_bytes > sort_budget_bytes:
+                spilled.append(_spill(held, spill_dir, runs))
+                held, held_bytes = [], 0
+        held.sort()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=sink, mtime=0) as compressed:
+            for *_, line in heapq.merge(*(_read_run(run) for run in spilled), held):
+                compressed.write(line)
+    return ShardWritten(pages=count, spilled_runs=len(spilled))
+
+
 def encode_shard(pages: Iterable[Page]) -> bytes:
-    """The gzipped JSON lines of a shard's pages, in URL order."""
-    ordered = sorted(pages, key=lambda page: (page.normalized_url, page.url, page.timestamp))
+    """A shard's whole file in memory (for small inputs: tests, benchmarks)."""
     buffer = io.BytesIO()
-    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as compressed:
-        for page in ordered:
-            line = json.dumps(page.to_json_record(), ensure_ascii=False) + "\n"
-            compressed.write(line.encode("utf-8"))
+    write_shard(pages, buffer)
     return buffer.getvalue()
 
 
 class _WriteShardFn(beam.DoFn):
 
-    def __init__(self, directory: str, split: str, num_shards: int):
+    def __init__(self, directory: str, split: str, num_shards: int, sort_budget_bytes: int):
         self._directory = directory
         self._split = split
         self._num_shards = num_shards
+        self._sort_budget_bytes = sort_budget_bytes
 
     def process(self, keyed):
         index, pages = keyed
-        pages: List[Page] = [page for page in pages if page is not None]
         path = FileSystems.join(self._directory, shard_name(self._split, index, self._num_shards))
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
-            sink.write(encode_shard(pages))
-        Metrics.counter("c4.write", f"pages.written:{self._split}").inc(len(pages))
+            # The grouped pages are streamed, never listed: a runner that pages its shuffle
+            # (Dataflow) keeps the worker's memory within the sort budget.
+            written = write_shard((page for page in pages if page is not None), sink,
+                                  self._sort_budget_bytes)
+        Metrics.counter("c4.write", f"pages.written:{self._split}").inc(written.pages)
+        if written.spilled_runs:
+            Metrics.counter("c4.write", f"runs.spilled:{self._split}").inc(written.spilled_runs)
         yield path
 
 
 class WriteShards(beam.PTransform):
-    """Pages of one split -> `num_shards` files in `directory` (empty shards are written too)."""
+    """Pages of one split -> `num_shards` files in `directory` (empty shards are written too).
 
-    def __init__(self, directory: str, split: str, num_shards: int):
+    `sort_budget_bytes`: the lines and keys a shard's writer holds in memory before it spills
+    sorted runs to local temporary files; the output is the same whatever the budget.
+    """
+
+    def __init__(self, directory: str, split: str, num_shards: int,
+                 sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES):
         super().__init__()
         if num_shards < 1:
             raise ValueError("the number of shards must be >= 1")
+        if sort_budget_bytes < 1:
+            raise ValueError("the sort budget must be >= 1 byte")
         self._directory = directory
         self._split = split
         self._num_shards = num_shards
+        self._sort_budget_bytes = sort_budget_bytes
 
     def expand(self, pages):
         num_shards = self._num_shards
@@ -71,4 +172,5 @@ class WriteShards(beam.PTransform):
         return ((keyed, every_shard)
                 | "Merge" >> beam.Flatten()
                 | "GroupShards" >> beam.GroupByKey()
-                | "WriteShard" >> beam.ParDo(_WriteShardFn(self._directory, self._split, num_shards)))
+                | "WriteShard" >> beam.ParDo(_WriteShardFn(
+                    self._directory, self._split, num_shards, self._sort_budget_bytes)))

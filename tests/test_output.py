@@ -1,0 +1,157 @@
+"""Shard writing: the same bytes whatever the sort budget, and no temporary file left behind."""
+import gzip
+import io
+import json
+import os
+import pathlib
+import random
+import struct
+import zlib
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+
+from pipelines.output import ShardWritten, WriteShards, encode_shard, shard_name, write_shard
+from pipelines.page import Page
+from text.hashing import hash64
+
+WORDS = ["alpha", "Beta", "gamma", "délta", "ε", "ζήτα", "\u2028", "\"quoted\"", "tab\there",
+         "new\nline", "emoji 🙂", "back\\slash", "日本語"]
+
+
+def synthetic_pages(count: int, seed: int = 0) -> list[Page]:
+    """Pages in a random order whose URL order differs from their normalized URL order."""
+    rng = random.Random(seed)
+    pages = []
+    for index in range(count):
+        host = f"Example{rng.randrange(7)}.com"
+        url = f"http://{host}/{rng.choice(WORDS)}/{index}"
+        pages.append(Page(
+            url=url, normalized_url=f"com.{host.lower()}/{index % 11}/{index}",
+            timestamp=f"2019-04-{rng.randrange(1, 29):02d}T10:13:24Z",
+            content_type="text/plain", content_length=rng.randrange(100_000),
+            text=" ".join(rng.choice(WORDS) for _ in range(rng.randrange(1, 60))),
+            language_probability=rng.random()))
+    return pages
+
+
+def reference_shard(pages) -> bytes:
+    """The file format, independently of the writer: each page's JSON record on a line (non-ASCII
+    kept), sorted by (normalized URL, URL, timestamp), in one gzip member (RFC 1952) as Python's
+    GzipFile writes it with no file name and time stamp 0: deflate level 9, XFL 2, OS 255."""
+    ordered = sorted(pages, key=lambda page: (page.normalized_url, page.url, page.timestamp))
+    text = "".join(json.dumps(page.to_json_record(), ensure_ascii=False) + "\n" for page in ordered)
+    data = text.encode("utf-8")
+    header = struct.pack("<4sIBB", b"\x1f\x8b\x08\x00", 0, 2, 255)
+    trailer = struct.pack("<II", zlib.crc32(data), len(data) % 2**32)
+    return header + zlib.compress(data, level=9, wbits=-zlib.MAX_WBITS) + trailer
+
+
+def written(pages, **budget) -> tuple[bytes, ShardWritten]:
+    sink = io.BytesIO()
+    result = write_shard(iter(pages), sink, **budget)
+    return sink.getvalue(), result
+
+
+def files_open_in(directory: pathlib.Path) -> list[str]:
+    """This process's open files in `directory` (unlinked temporary files included)."""
+    links = (os.readlink(f"/proc/self/fd/{fd}") for fd in os.listdir("/proc/self/fd")
+             if os.path.exists(f"/proc/self/fd/{fd}"))
+    return [link for link in links if link.startswith(str(directory))]
+
+
+PAGES = synthetic_pages(400)
+
+
+@pytest.mark.parametrize("budget, runs", [(10**9, 0), (20_000, "several"), (1, len(PAGES))])
+def test_spilled_runs_write_the_same_bytes_as_sorting_in_memory(budget, runs, tmp_path):
+    content, result = written(PAGES, sort_budget_bytes=budget, spill_dir=str(tmp_path))
+    assert result.pages == len(PAGES)
+    if runs == "several":
+        assert 3 <= result.spilled_runs < len(PAGES)
+    else:
+        assert result.spilled_runs == runs
+    assert content == reference_shard(PAGES)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_encode_shard_is_the_file_in_memory():
+    assert encode_shard(PAGES[:50]) == reference_shard(PAGES[:50])
+
+
+def test_empty_shard_is_an_empty_gzip_file():
+    content, result = written([])
+    assert result == ShardWritten(pages=0, spilled_runs=0)
+    assert content == reference_shard([])
+    assert gzip.decompress(content) == b""
+
+
+@pytest.mark.parametrize("budget", [10**9, 1_000])
+def test_pages_with_equal_keys_are_ordered_by_their_line_whatever_the_input_order(budget):
+    twins = [Page(url="http://a.com/", normalized_url="com.a/", timestamp="2019-01-01T00:00:00Z",
+                  content_type="text/plain", content_length=1, text=f"version {i} " * 30)
+             for i in range(12)]
+    shuffled = twins[:]
+    random.Random(1).shuffle(shuffled)
+    content, _ = written(twins + PAGES[:40], sort_budget_bytes=budget)
+    assert written(PAGES[:40] + shuffled, sort_budget_bytes=budget)[0] == content
+    lines = gzip.decompress(content).decode("utf-8").splitlines()
+    texts = [json.loads(line)["text"] for line in lines if '"url": "http://a.com/"' in line]
+    assert texts == sorted(page.text for page in twins)
+
+
+def test_runs_are_deleted_once_written_and_on_failure(tmp_path):
+    seen_open = []
+
+    def pages_then_failure():
+        yield from PAGES[:200]
+        seen_open.extend(files_open_in(tmp_path))
+        raise RuntimeError("the shuffle broke")
+
+    before = files_open_in(tmp_path)
+    with pytest.raises(RuntimeError, match="the shuffle broke"):
+        write_shard(pages_then_failure(), io.BytesIO(), sort_budget_bytes=5_000,
+                    spill_dir=str(tmp_path))
+    assert len(seen_open) >= 3, "the runs should have been spilled into the spill directory"
+    assert files_open_in(tmp_path) == before == []
+    assert list(tmp_path.iterdir()) == []
+
+    _, result = written(PAGES, sort_budget_bytes=5_000, spill_dir=str(tmp_path))
+    assert result.spilled_runs >= 3
+    assert files_open_in(tmp_path) == [] and list(tmp_path.iterdir()) == []
+
+
+def test_write_shards_pipeline_output_does_not_depend_on_the_budget(tmp_path):
+    num_shards = 4
+    pages = PAGES[:240]
+    with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
+        created = pipeline | "Pages" >> beam.Create(pages)
+        _ = created | "InMemory" >> WriteShards(str(tmp_path / "memory"), "train", num_shards)
+        _ = created | "Spilled" >> WriteShards(str(tmp_path / "spilled"), "train", num_shards,
+                                               sort_budget_bytes=2_000)
+        _ = (pipeline | "NoPages" >> beam.Create([]).with_output_types(Page)
+             | "Empty" >> WriteShards(str(tmp_path / "empty"), "validation", 2))
+    metrics = pipeline.result.metrics().query(MetricsFilter().with_namespace("c4.write"))
+    counters = {}
+    for counter in metrics["counters"]:
+        counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + counter.committed
+    assert counters["pages.written:train"] == 2 * len(pages)
+    assert counters["runs.spilled:train"] >= num_shards
+
+    for index in range(num_shards):
+        name = shard_name("train", index, num_shards)
+        expected = reference_shard(page for page in pages
+                                   if hash64(page.normalized_url) % num_shards == index)
+        assert (tmp_path / "memory" / name).read_bytes() == expected
+        assert (tmp_path / "spilled" / name).read_bytes() == expected
+    assert sorted(path.name for path in (tmp_path / "empty").iterdir()) == [
+        shard_name("validation", 0, 2), shard_name("validation", 1, 2)]
+    for path in (tmp_path / "empty").iterdir():
+        assert path.read_bytes() == reference_shard([])
+
+
+def test_the_sort_budget_must_be_positive():
+    with pytest.raises(ValueError, match="sort budget"):
+        WriteShards("out", "train", 1, sort_budget_bytes=0)
