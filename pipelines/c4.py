@@ -112,7 +112,7 @@ def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: sta
     """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
     return (pipeline
             | "ReadWet" >> stages.ReadWetFiles(paths, max_record_bytes=4 * config.max_page_chars)
-            | "C4" >> stages.C4Pages(config, resources))
+            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, len(paths))))
 
 
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,

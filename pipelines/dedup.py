@@ -17,13 +17,19 @@ copy does not depend on runner, bundling or input order.
   repeats inside a page are removed too. Every page is checked again, its sentences counted by
   the splitter over the joined text, as the released code does.
 
-The shuffle moves keys, not text: each page sends every distinct key it has once, with its page
-key (`spans`: 8 + 8 bytes; `lines`: 16 + 16, MD5s as the released C4). The smallest page key of
-a key keeps its first occurrence; each other page that has the key is sent the key back (16
-bytes), and a page's repeats of its own keys are found in the page, so positions never travel.
+The shuffle moves keys, not text, as fixed-width records: a key then the page key (`spans`:
+8 + 8 bytes; `lines`: 16 + 16, MD5s as the released C4). Choosing survivors is associative: the
+records of any part of the dataset resolve to their winners (each key once, with its smallest page
+key) and their losers (every other record), and the winners of the parts resolve as the records
+would have. So a worker resolves the records of its own pages first and sends only their winners
+on, packed into one block per bucket of keys: a key in a million pages crosses the shuffle once
+per worker buffer, not a million times. Each page that loses a key is sent the key back, and a
+page's repeats of its own keys are found in the page, so positions never travel.
 """
 import dataclasses
 from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+
+import numpy as np
 
 from pipelines.cleaning import count_sentences
 from text.hashing import digest64, md5_digest
@@ -89,14 +95,51 @@ def distinct_span_keys(units: Sequence[Unit], config: DedupConfig) -> Tuple[List
     return keys, len(keys) < max(len(units) - config.span_units + 1, 0)
 
 
-def losing_pages(page_keys: Iterable[bytes]) -> Iterator[bytes]:
-    """The pages that lose a key: all that have it but the one that keeps it (the smallest).
+def record_widths(mode: str) -> Tuple[int, int]:
+    """The bytes of a key and of a page key in a record: 8 and 8, or MD5s under `lines`."""
+    return (16, 16) if mode == "lines" else (8, 8)
 
-    Streams over `page_keys` twice instead of holding them, because a boilerplate span can be
-    in millions of pages; Beam's grouped values may be iterated again.
+
+def _rows_of(records: bytes, mode: str) -> np.ndarray:
+    """Records as rows of big-endian 64-bit words: rows sort as the records' bytes do."""
+    key_width, page_width = record_widths(mode)
+    if len(records) % (key_width + page_width):
+        raise ValueError(f"a block of {len(records)} bytes is not whole {mode} records")
+    return np.frombuffer(records, dtype=">u8").reshape(-1, (key_width + page_width) // 8)
+
+
+def resolve_records(records: bytes, mode: str) -> Tuple[bytes, List[Tuple[bytes, bytes]]]:
+    """Splits a block of (key, page key) records into its winners, each key once with its
+    smallest page key (a block, sorted), and its losers, (page key, key) of every other page.
+
+    Associative: resolving the winners of several blocks gives what resolving all their records
+    at once gives, which lets workers resolve their own records before the shuffle.
     """
-    survivor = min(page_keys)
-    return (page for page in page_keys if page != survivor)
+    rows = _rows_of(records, mode)
+    if not len(rows):
+        return b"", []
+    rows = rows[np.lexsort(rows.T[::-1])]
+    key_words = record_widths(mode)[0] // 8
+    keys, pages = rows[:, :key_words], rows[:, key_words:]
+    first_of_key = np.ones(len(rows), dtype=bool)
+    first_of_key[1:] = np.any(keys[1:] != keys[:-1], axis=1)
+    winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(rows)), 0))
+    losing = np.any(pages != pages[winner_row], axis=1)
+    key_width, width = key_words * 8, rows.shape[1] * 8
+    losing_records = rows[losing].tobytes()
+    losers = [(losing_records[start + key_width:start + width],
+               losing_records[start:start + key_width])
+              for start in range(0, len(losing_records), width)]
+    return rows[first_of_key].tobytes(), losers
+
+
+def bucket_blocks(records: bytes, mode: str, buckets: int) -> Iterator[Tuple[int, bytes]]:
+    """(bucket, block) for each bucket that has records: a key's bucket is its first eight
+    bytes modulo `buckets`, so all records of a key meet in one bucket."""
+    rows = _rows_of(records, mode)
+    bucket_of_row = rows[:, 0] % np.uint64(buckets)
+    for bucket in np.unique(bucket_of_row):
+        yield int(bucket), rows[bucket_of_row == bucket].tobytes()
 
 
 def removed_starts(units: Sequence[Unit], config: DedupConfig, lost_keys: Set[bytes]

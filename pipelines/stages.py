@@ -9,6 +9,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
 from pipelines import (badwords, cleaning, dedup, domains, files, language, lists, released,
@@ -241,10 +242,11 @@ def _normalizer_of(rules: str):
 
 class FilterDomains(beam.PTransform):
 
-    def __init__(self, config: VariantConfig, resources: Resources):
+    def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1):
         super().__init__()
         self._config = config
         self._resources = resources
+        self._dedup_buckets = dedup_buckets
 
     def expand(self, pages):
         if self._config.domain_filter == "realnews":
@@ -284,25 +286,57 @@ def _page_key(page: Page, config: dedup.DedupConfig) -> bytes:
 
 # The message a page sends itself when it repeats one of its own keys: check me at the join.
 _REPEATS_IN_PAGE = b""
+# Records a worker buffers before it resolves them and sends the winners on: 16 MB of span records.
+_RECORDS_PER_FLUSH = 1 << 20
 
 
-def _page_span_keys(page: Page, config: dedup.DedupConfig, split: Splitter):
-    """(key, page key) for each distinct key of the page; (page key, _REPEATS_IN_PAGE) tagged
-    `repeats` if a window repeats in the page."""
-    key_of_page = _page_key(page, config)
-    keys, repeats = dedup.distinct_span_keys(dedup.units_of(page.text, config.mode, split),
-                                             config)
-    for key in keys:
-        yield key, key_of_page
-    if repeats:
-        yield beam.pvalue.TaggedOutput("repeats", (key_of_page, _REPEATS_IN_PAGE))
+class _SpanRecordsFn(beam.DoFn):
+    """Pages -> their (key, page key) records, resolved per worker buffer (dedup.resolve_records):
+    the winners go out as one block per bucket (main output), the losers straight to the join
+    (`removals`, with each page that repeats a key of its own)."""
+
+    def __init__(self, config: dedup.DedupConfig, split: Splitter, buckets: int):
+        self._config = config
+        self._split = split
+        self._buckets = buckets
+        self._flush_bytes = _RECORDS_PER_FLUSH * sum(dedup.record_widths(config.mode))
+        self._records = bytearray()
+
+    def start_bundle(self):
+        self._records = bytearray()
+
+    def process(self, page: Page):
+        key_of_page = _page_key(page, self._config)
+        keys, repeats = dedup.distinct_span_keys(
+            dedup.units_of(page.text, self._config.mode, self._split), self._config)
+        self._records += key_of_page.join(keys) + key_of_page if keys else b""
+        if repeats:
+            yield beam.pvalue.TaggedOutput("removals", (key_of_page, _REPEATS_IN_PAGE))
+        if len(self._records) >= self._flush_bytes:
+            for output in self._flush():
+                yield output
+
+    def finish_bundle(self):
+        for output in self._flush():
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag,
+                                               GlobalWindows.windowed_value(output.value))
+            else:
+                yield GlobalWindows.windowed_value(output)
+
+    def _flush(self):
+        records, self._records = bytes(self._records), bytearray()
+        winners, losers = dedup.resolve_records(records, self._config.mode)
+        for loser in losers:
+            yield beam.pvalue.TaggedOutput("removals", loser)
+        yield from dedup.bucket_blocks(winners, self._config.mode, self._buckets)
 
 
-def _losing_pages_of_key(keyed):
-    """(page key, key) for each page that has the key and does not keep it."""
-    key, page_keys = keyed
-    for key_of_page in dedup.losing_pages(page_keys):
-        yield key_of_page, key
+def _losers_of_bucket(bucket_and_blocks, mode: str):
+    """(page key, key) for each page that has a key of the bucket and does not keep it."""
+    _, blocks = bucket_and_blocks
+    _, losers = dedup.resolve_records(b"".join(blocks), mode)
+    return losers
 
 
 class _ApplyRemovalsFn(beam.DoFn):
@@ -338,26 +372,33 @@ class _ApplyRemovalsFn(beam.DoFn):
 class DedupText(beam.PTransform):
     """Keeps one occurrence of every repeated span (or line) across the whole dataset.
 
-    Only keys cross the shuffle (dedup.py): (key, page key) once per distinct key of a page,
-    grouped by key; (page key, key) back to each page that loses the key; then the pages join
-    what they lost by page key.
+    Only keys cross the shuffle (dedup.py): each worker resolves the (key, page key) records of
+    its pages and sends their winners, packed per bucket of keys, to be resolved by bucket;
+    (page key, key) goes back to each page that loses a key; then the pages join what they lost
+    by page key. A bucket holds about 1/`buckets` of the dataset's keys: pipelines.c4 uses one
+    bucket per input file, so a bucket's memory stays that of about one file's keys.
     """
 
-    def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter):
+    def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter,
+                 buckets: int = 1):
         super().__init__()
+        if buckets < 1:
+            raise ValueError("the number of dedup buckets must be >= 1")
         self._config = config
         self._min_sentences = min_sentences
         self._split = split
+        self._buckets = buckets
 
     def expand(self, pages):
-        keys = (pages
-                | "EmitSpans" >> beam.FlatMap(_page_span_keys, self._config, self._split)
-                .with_output_types(Tuple[bytes, bytes])  # Encoded as 1 + 8 + 1 + 8 bytes.
-                .with_outputs("repeats", main="keys"))
-        losses = (keys.keys
-                  | "GroupSpans" >> beam.GroupByKey()
-                  | "PickLosers" >> beam.FlatMap(_losing_pages_of_key))
-        removals = (losses, keys.repeats) | "AllRemovals" >> beam.Flatten()
+        mode = self._config.mode
+        records = (pages
+                   | "SendKeys" >> beam.ParDo(_SpanRecordsFn(self._config, self._split,
+                                                             self._buckets))
+                   .with_outputs("removals", main="winners"))
+        losses = (records.winners
+                  | "GroupBuckets" >> beam.GroupByKey()
+                  | "PickLosers" >> beam.FlatMap(_losers_of_bucket, mode))
+        removals = (losses, records.removals) | "AllRemovals" >> beam.Flatten()
         keyed_pages = pages | "KeyByPage" >> beam.Map(
             lambda page, config: (_page_key(page, config), page), self._config)
         return ({"pages": keyed_pages, "removals": removals}
@@ -427,10 +468,11 @@ class C4Pages(beam.PTransform):
     (The released code filters RealNews domains before URL dedup; the filter depends on the
     normalized URL alone, which is also the dedup key, so the order gives the same pages.)"""
 
-    def __init__(self, config: VariantConfig, resources: Resources):
+    def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1):
         super().__init__()
         self._config = config
         self._resources = resources
+        self._dedup_buckets = dedup_buckets
 
     def expand(self, pages):
         config = self._config
@@ -446,7 +488,7 @@ class C4Pages(beam.PTransform):
                 _CleanFn(config.cleaning, config.rules, self._resources.splitter))
         if config.dedup:
             pages = pages | "Dedup" >> DedupText(config.dedup, config.min_sentences_after_dedup,
-                                                 self._resources.splitter)
+                                                 self._resources.splitter, self._dedup_buckets)
         pages = pages | "Language" >> beam.ParDo(_LanguageFn(config.language))
         if config.filter_badwords:
             pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(self._resources.badword_terms))

@@ -3,24 +3,22 @@ import collections
 
 import pytest
 
-from pipelines.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig,
-                             distinct_span_keys, drop_reason_after_dedup, losing_pages, page_key,
-                             remove_units, removed_starts, span_keys, units_of)
+from pipelines.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig, bucket_blocks,
+                             distinct_span_keys, drop_reason_after_dedup, page_key,
+                             remove_units, removed_starts, resolve_records, span_keys, units_of)
 from text.sentences import split_sentences
 
 
 def dedup_pages(pages, config):
     """The whole-dataset rule applied to a dict url -> text, as the Beam stage applies it (the
     URLs serve as raw and normalized URL)."""
-    pages_of_key = collections.defaultdict(list)
+    records = b""
     for url, text in pages.items():
         keys, _ = distinct_span_keys(units_of(text, config.mode, split_sentences), config)
-        for key in keys:
-            pages_of_key[key].append(page_key(url, url, config.mode))
+        records += b"".join(key + page_key(url, url, config.mode) for key in keys)
     lost = collections.defaultdict(set)
-    for key, page_keys in pages_of_key.items():
-        for loser in losing_pages(page_keys):
-            lost[loser].add(key)
+    for loser, key in resolve_records(records, config.mode)[1]:
+        lost[loser].add(key)
     result = {}
     for url, text in pages.items():
         units = units_of(text, config.mode, split_sentences)
@@ -122,9 +120,50 @@ def test_line_mode_counts_sentences_over_the_joined_text():
         "empty_after_dedup")
 
 
-def test_losing_pages_are_all_but_the_smallest():
-    page_keys = [b"\x02" * 8, b"\x01" * 8, b"\x03" * 8]
-    assert sorted(losing_pages(page_keys)) == [b"\x02" * 8, b"\x03" * 8]
+def records(*pairs):
+    return b"".join(key + page for key, page in pairs)
+
+
+def test_a_key_is_won_by_its_smallest_page_and_lost_by_every_other():
+    hot, once = b"\x07" * 8, b"\x01" * 8
+    pages = [b"\x02" * 8, b"\x01" * 8, b"\x03" * 8]
+    winners, losers = resolve_records(records(*[(hot, page) for page in pages], (once, pages[2])),
+                                      "spans")
+    assert winners == records((once, pages[2]), (hot, pages[1]))
+    assert sorted(losers) == [(pages[0], hot), (pages[2], hot)]
+    assert resolve_records(b"", "spans") == (b"", [])
+    with pytest.raises(ValueError, match="not whole"):
+        resolve_records(b"\x00" * 20, "spans")
+
+
+def test_resolving_parts_first_gives_the_same_losers():
+    """What lets each worker resolve its own pages' records before the shuffle."""
+    import random
+    draw = random.Random(3)
+    keys = [draw.randbytes(16) for _ in range(40)]  # MD5-wide: `lines` mode records.
+    pairs = [(draw.choice(keys), draw.randbytes(16)) for _ in range(500)]
+    winners, losers = resolve_records(records(*pairs), "lines")
+    parts = [pairs[i:i + 70] for i in range(0, len(pairs), 70)]
+    part_winners, part_losers = b"", []
+    for part in parts:
+        won, lost = resolve_records(records(*part), "lines")
+        part_winners += won
+        part_losers += lost
+    final_winners, final_losers = resolve_records(part_winners, "lines")
+    assert final_winners == winners
+    assert sorted(part_losers + final_losers) == sorted(losers)
+    assert len(losers) == len(pairs) - len(set(key for key, _ in pairs))
+
+
+def test_buckets_split_records_by_key():
+    pairs = [(bytes([i]) * 8, bytes([j]) * 8) for i in range(10) for j in range(3)]
+    blocks = dict(bucket_blocks(records(*pairs), "spans", 4))
+    assert b"".join(blocks.values()) != b"" and len(blocks) == 4
+    for bucket, block in blocks.items():
+        keys = {block[i:i + 8] for i in range(0, len(block), 16)}
+        assert all(int.from_bytes(key, "big") % 4 == bucket for key in keys)
+    assert sorted(b"".join(blocks.values())[i:i + 16] for i in range(0, 480, 16)) == sorted(
+        key + page for key, page in pairs)
 
 
 def test_a_page_sends_each_key_once_and_finds_its_own_repeats():
@@ -164,12 +203,16 @@ def hot_span_pages(count, shared=True):
     return pages
 
 
-def test_a_hot_span_keeps_one_copy_on_the_direct_runner():
+@pytest.mark.parametrize("records_per_flush,buckets", [(1 << 20, 1), (64, 3)])
+def test_a_hot_span_keeps_one_copy_on_the_direct_runner(monkeypatch, records_per_flush, buckets):
+    """With one buffer for all pages and one bucket, and with many small buffers (the hot key
+    resolved in each, its winners meeting again in the shuffle) over three buckets."""
     import apache_beam as beam
     from apache_beam.testing.util import assert_that
 
-    from pipelines.stages import DedupText
+    from pipelines import stages
     from text.hashing import digest64
+    monkeypatch.setattr(stages, "_RECORDS_PER_FLUSH", records_per_flush)
     pages = hot_span_pages(3000)
     survivor = min(pages, key=lambda page: digest64(page.normalized_url)).url
 
@@ -185,5 +228,6 @@ def test_a_hot_span_keeps_one_copy_on_the_direct_runner():
     with beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(
             ["--direct_running_mode=in_memory", "--direct_num_workers=1"])) as pipeline:
         kept = (pipeline | beam.Create(pages)
-                | DedupText(PAPER_SPAN_DEDUP, min_sentences=1, split=split_sentences))
+                | stages.DedupText(PAPER_SPAN_DEDUP, min_sentences=1, split=split_sentences,
+                                   buckets=buckets))
         assert_that(kept, check)
