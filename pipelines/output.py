@@ -68,19 +68,17 @@ def _spill(entries: List[SortEntry], spill_dir: Optional[str], runs: contextlib.
     """Sorts entries into an anonymous temporary file (closed, and so deleted, with `runs`)."""
     entries.sort()
     run = runs.enter_context(tempfile.TemporaryFile(dir=spill_dir))
-    pickler = pickle.Pickler(run, protocol=pickle.HIGHEST_PROTOCOL)
+    # One pickle per entry: a shared (un)pickler's memo would keep every entry of the run alive.
     for entry in entries:
-        pickler.dump(entry)
-        pickler.clear_memo()  # The memo would keep every entry alive until the run ends.
+        pickle.dump(entry, run, protocol=pickle.HIGHEST_PROTOCOL)
     run.seek(0)
     return run
 
 
 def _read_run(run: BinaryIO) -> Iterator[SortEntry]:
-    unpickler = pickle.Unpickler(run)
     while True:
         try:
-            yield unpickler.load()
+            yield pickle.load(run)
         except EOFError:
             return
 

@@ -1,4 +1,5 @@
 """Shard writing: the same bytes whatever the sort budget, and no temporary file left behind."""
+import collections
 import gzip
 import io
 import json
@@ -6,6 +7,7 @@ import os
 import pathlib
 import random
 import struct
+import tracemalloc
 import zlib
 
 import apache_beam as beam
@@ -13,7 +15,8 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.output import ShardWritten, WriteShards, encode_shard, shard_name, write_shard
+from pipelines.output import (ShardWritten, WriteShards, encode_line, encode_shard, shard_name,
+                              write_shard)
 from pipelines.page import Page
 from text.hashing import hash64
 
@@ -134,9 +137,9 @@ def test_write_shards_pipeline_output_does_not_depend_on_the_budget(tmp_path):
         _ = (pipeline | "NoPages" >> beam.Create([]).with_output_types(Page)
              | "Empty" >> WriteShards(str(tmp_path / "empty"), "validation", 2))
     metrics = pipeline.result.metrics().query(MetricsFilter().with_namespace("c4.write"))
-    counters = {}
+    counters = collections.Counter()
     for counter in metrics["counters"]:
-        counters[counter.key.metric.name] = counters.get(counter.key.metric.name, 0) + counter.committed
+        counters[counter.key.metric.name] += counter.committed
     assert counters["pages.written:train"] == 2 * len(pages)
     assert counters["runs.spilled:train"] >= num_shards
 
@@ -155,3 +158,27 @@ def test_write_shards_pipeline_output_does_not_depend_on_the_budget(tmp_path):
 def test_the_sort_budget_must_be_positive():
     with pytest.raises(ValueError, match="sort budget"):
         WriteShards("out", "train", 1, sort_budget_bytes=0)
+
+
+def test_memory_is_bounded_by_the_budget_not_by_the_shard():
+    budget = 200_000
+
+    def lazy_pages(count):
+        """Generated as they are read (as a runner that pages its shuffle hands them over), in
+        no URL order, so that every run is read until the end of the merge."""
+        for index in range(count):
+            path = f"{hash64(str(index)):016x}"
+            yield Page(url=f"http://b.com/{path}", normalized_url=f"com.b/{path}",
+                       timestamp="2019-04-18T10:13:24Z", content_type="text/plain",
+                       content_length=2_000, text=f"{index} " + "words " * 330)
+
+    shard_bytes = sum(map(len, map(encode_line, lazy_pages(2_000))))
+    tracemalloc.start()
+    try:
+        _, result = written(lazy_pages(2_000), sort_budget_bytes=budget)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert shard_bytes > 4_000_000 and result.spilled_runs >= 15
+    # The budget's lines, zlib's level-9 state (~300 KB) and a read buffer per run.
+    assert peak < 1_500_000, f"peak {peak:,} bytes for a {shard_bytes:,}-byte shard"
