@@ -4,10 +4,14 @@
 
 Per stage: the pure function alone, one core, over every page that reaches that stage.
 End to end: `python -m pipelines.c4 --variant en` with the DirectRunner (one process), timed
-as a whole, with its peak memory. Also the bytes per page that the dedup shuffle moves.
+as a whole, with its peak memory. Also the bytes per page that the dedup shuffle moves, and
+the peak memory of writing one large shard (`--shard_write_only` runs that alone).
 """
 import argparse
 import glob
+import gzip
+import hashlib
+import io
 import os
 import pathlib
 import resource
@@ -81,15 +85,96 @@ def hot_span(count):
               f"{usage.ru_maxrss / 1024:,.0f} MB")
 
 
+def synthetic_shard(megabytes):
+    """About `megabytes` of text in ~2 KB pages, in no URL order, generated as they are read
+    (as a runner that pages its shuffle hands a shard's pages to the writer)."""
+    import random
+    rng = random.Random(0)
+    words = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz", k=rng.randrange(2, 10)))
+             for _ in range(20_000)]
+    sentences = [" ".join(rng.choices(words, k=15)).capitalize() + "." for _ in range(5_000)]
+    for index in range(megabytes * 1_000_000 // 2_000):
+        url = f"https://example{index % 97}.com/{rng.getrandbits(64):016x}"
+        yield Page(url=url, normalized_url=url.replace("https://", "com."),
+                   timestamp="2019-04-18T10:13:24Z", content_type="text/plain",
+                   content_length=2_000, text=" ".join(rng.choices(sentences, k=20)),
+                   language_probability=rng.random())
+
+
+def shard_write_child(mode, megabytes):
+    """Writes one synthetic shard to a local file the way `mode` says, and prints its size and
+    sha256: "streamed" (pipelines.output.write_shard), "listed" (the writer before it: the
+    shard's pages listed, sorted, its whole gzip file built in memory), or "read" (the pages
+    only, none written: the process's floor)."""
+    from pipelines import output
+    pages = synthetic_shard(megabytes)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "shard.jsonl.gz")
+        with open(path, "wb") as sink:
+            if mode == "streamed":
+                output.write_shard(pages, sink)
+            elif mode == "listed":
+                listed = sorted(pages, key=lambda page: (page.normalized_url, page.url,
+                                                         page.timestamp))
+                buffer = io.BytesIO()
+                with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as compressed:
+                    for page in listed:
+                        compressed.write(output.encode_line(page))
+                sink.write(buffer.getvalue())
+            else:
+                for _ in pages:
+                    pass
+        with open(path, "rb") as written:
+            digest = hashlib.file_digest(written, "sha256")
+        print(os.path.getsize(path), digest.hexdigest())
+
+
+def shard_write_memory(megabytes):
+    """Peak memory and CPU time of writing one shard of `megabytes` of text, each way in a
+    fresh process; the two writers must give the same bytes."""
+    digests = {}
+    for mode in ("read", "listed", "streamed"):
+        child = subprocess.Popen([sys.executable, __file__, "--shard_write_child", mode,
+                                  "--shard_mb", str(megabytes)],
+                                 cwd=pathlib.Path(__file__).resolve().parents[1],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        stdout = child.stdout.read()
+        _, status, usage = os.wait4(child.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"the {mode} shard write failed")
+        size, digests[mode] = stdout.split()
+        what = {"read": "pages generated, none written",
+                "listed": "pages listed, file built in memory (before)",
+                "streamed": "write_shard, 64 MB sort budget (now)"}[mode]
+        print(f"one shard of {megabytes} MB of text, {what}: "
+              f"{usage.ru_utime + usage.ru_stime:.1f} CPU s, peak memory "
+              f"{usage.ru_maxrss / 1024:,.0f} MB" + ("" if mode == "read" else
+                                                     f", file {int(size) / 1e6:,.0f} MB"))
+    if digests["listed"] != digests["streamed"]:
+        sys.exit("the two shard writers wrote different bytes")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--hot_span", type=int, default=100_000,
                         help="pages that share one span in the hot-key run")
     parser.add_argument("--hot_span_child", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--shard_mb", type=int, default=200,
+                        help="MB of text in the one-shard write-memory run")
+    parser.add_argument("--shard_write_only", action="store_true",
+                        help="run only the one-shard write-memory comparison")
+    parser.add_argument("--shard_write_child", choices=["read", "listed", "streamed"],
+                        help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.hot_span_child:
         hot_span_child(args.hot_span_child)
+        return
+    if args.shard_write_child:
+        shard_write_child(args.shard_write_child, args.shard_mb)
+        return
+    if args.shard_write_only:
+        shard_write_memory(args.shard_mb)
         return
     paths = sorted(glob.glob(WET_GLOB))
     compressed_mb = sum(pathlib.Path(p).stat().st_size for p in paths) / 1e6
@@ -146,6 +231,8 @@ def main():
           f"{statistics.mean(shuffled):.0f} bytes), against "
           f"{cleaned_mb * 1e6 / len(cleaned):,.0f} bytes of text per page")
     hot_span(args.hot_span)
+    print()
+    shard_write_memory(args.shard_mb)
 
     with tempfile.TemporaryDirectory() as output:
         command = [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", WET_GLOB,
