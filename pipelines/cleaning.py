@@ -67,9 +67,15 @@ def line_drop_reason(line: str, config: CleaningConfig) -> Optional[str]:
     return None
 
 
-def count_sentences(text: str, split: Splitter = split_sentences) -> int:
-    """The sentences of a page, counted line by line: they never cross a line break."""
-    return sum(len(split(line)) for line in text.split("\n"))
+def has_sentences(text: str, minimum: int, split: Splitter = split_sentences) -> bool:
+    """Whether a page has at least `minimum` sentences, counted line by line (they never cross a
+    line break); it stops splitting once it has counted them."""
+    found = 0
+    for line in text.split("\n"):
+        if found >= minimum:
+            break
+        found += len(split(line))
+    return found >= minimum
 
 
 def clean_page(text: str, config: CleaningConfig,
@@ -94,6 +100,6 @@ def clean_page(text: str, config: CleaningConfig,
             kept_lines.append(line)
 
     cleaned = "\n".join(kept_lines)
-    if count_sentences(cleaned, split) < config.min_sentences_per_page:
+    if not has_sentences(cleaned, config.min_sentences_per_page, split):
         return CleaningResult(None, "too_few_sentences", len(kept_lines), dropped)
     return CleaningResult(cleaned, None, len(kept_lines), dropped)

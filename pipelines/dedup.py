@@ -27,11 +27,11 @@ per worker buffer, not a million times. Each page that loses a key is sent the k
 page's repeats of its own keys are found in the page, so positions never travel.
 """
 import dataclasses
-from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Iterable, Iterator, List, NamedTuple, Optional, Sequence, Set, Tuple
 
 import numpy as np
 
-from pipelines.cleaning import count_sentences
+from pipelines.cleaning import has_sentences
 from text.hashing import digest64, md5_digest
 from text.splitters import Splitter
 
@@ -51,8 +51,7 @@ PAPER_SPAN_DEDUP = DedupConfig(mode="spans", span_units=3)
 RELEASED_LINE_DEDUP = DedupConfig(mode="lines", span_units=1)
 
 
-@dataclasses.dataclass(frozen=True)
-class Unit:
+class Unit(NamedTuple):  # A tuple: pages have dozens, made on every dedup pass.
     line_index: int
     text: str
 
@@ -194,7 +193,8 @@ def drop_reason_after_dedup(text: str, config: DedupConfig, split: Splitter,
     """Why a page is dropped after dedup (nothing left, too few sentences), or None."""
     if not text.strip():
         return "empty_after_dedup"
-    sentences = len(split(text)) if config.mode == "lines" else count_sentences(text, split)
-    if sentences < min_sentences:
+    enough = (len(split(text)) >= min_sentences if config.mode == "lines"
+              else has_sentences(text, min_sentences, split))
+    if not enough:
         return "too_few_sentences_after_dedup"
     return None

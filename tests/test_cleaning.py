@@ -2,7 +2,8 @@
 import pytest
 
 from pipelines.cleaning import (PAPER_TEXT_CLEANING, PUBLIC_C4_CLEANING, CleaningConfig,
-                                clean_page, line_drop_reason)
+                                clean_page, has_sentences, line_drop_reason)
+from text.sentences import split_sentences
 
 GOOD = "This line is a perfectly fine sentence."
 
@@ -85,3 +86,19 @@ def test_empty_page_is_dropped():
 def test_invalid_thresholds_are_rejected():
     with pytest.raises(ValueError, match="min_words_per_line"):
         CleaningConfig(min_words_per_line=0)
+
+
+def test_sentences_are_counted_line_by_line_until_there_are_enough():
+    text = page("One. Two.", "Three. Four. Five.", "Six.", "Seven.")
+    split_lines = []
+
+    def recording_split(line):
+        split_lines.append(line)
+        return split_sentences(line)
+    for minimum in range(9):
+        split_lines.clear()
+        assert has_sentences(text, minimum, recording_split) is (minimum <= 7)
+        assert len(split_lines) == {0: 0, 1: 1, 2: 1, 3: 2, 4: 2, 5: 2, 6: 3}.get(minimum, 4)
+    # A line break ends a sentence: three here, where the whole text splits into two.
+    assert has_sentences("Sentence one. Sentence\ntwo.", 3)
+    assert len(split_sentences("Sentence one. Sentence\ntwo.")) == 2
