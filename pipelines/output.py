@@ -90,8 +90,9 @@ def write_shard(pages: Iterable[Page], sink: BinaryIO,
 
     Reads `pages` once. Holds at most about `sort_budget_bytes` of lines and keys; past that,
     sorted runs are spilled to temporary files in `spill_dir` (the system's temporary folder
-    by default), deleted when the shard is written or fails. The bytes do not depend on the
-    budget: gzip with no name, time stamp 0 and level 9, whatever the runs.
+    by default). They have no name on POSIX, so even a killed worker leaves none behind, and
+    are closed when the shard is written or fails; each is open (a file descriptor) until
+    then. The bytes do not depend on the budget: gzip with no name, time stamp 0 and level 9.
     """
     with contextlib.ExitStack() as runs:
         spilled: List[BinaryIO] = []
