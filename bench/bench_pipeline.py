@@ -222,13 +222,24 @@ def main():
     report("bad words", timed(lambda: [badwords.contains_badword(t, pattern) for t in cleaned],
                               args.repeats), len(cleaned), cleaned_mb)
 
-    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
-    shuffled = [len(coder.encode_nested((key, b"\0" * 8))) for text in cleaned
-                for key in dedup.distinct_span_keys(dedup.units_of(text, "spans", split_sentences),
-                                                    dedup.PAPER_SPAN_DEDUP)[0]]
-    print(f"\ndedup shuffle: {sum(shuffled) / len(cleaned):,.0f} bytes per page "
-          f"({len(shuffled) / len(cleaned):.1f} distinct spans of "
-          f"{statistics.mean(shuffled):.0f} bytes), against "
+    # The dedup shuffle as DedupText sends it (one worker buffer, one bucket per input file):
+    # winners as (bucket, block) elements, local losers as (page key, key).
+    records = b""
+    for number, text in enumerate(cleaned):
+        keys, _ = dedup.distinct_span_keys(dedup.units_of(text, "spans", split_sentences),
+                                           dedup.PAPER_SPAN_DEDUP)
+        records += b"".join(key + number.to_bytes(8, "big") for key in keys)
+    winners, losers = dedup.resolve_records(records, "spans")
+    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[int, bytes]).get_impl()
+    pair_coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
+    sent = sum(len(coder.encode_nested(block))
+               for block in dedup.bucket_blocks(winners, "spans", len(paths)))
+    returned = sum(len(pair_coder.encode_nested(loser)) for loser in losers)
+    spans = len(records) // 16
+    print(f"\ndedup shuffle: {spans / len(cleaned):.1f} distinct spans per page; "
+          f"{sent / spans:.2f} bytes per span to the buckets, "
+          f"{(sent + returned) / spans:.2f} with the {len(losers):,} local losses sent back; "
+          f"{(sent + returned) / len(cleaned):,.0f} bytes per page against "
           f"{cleaned_mb * 1e6 / len(cleaned):,.0f} bytes of text per page")
     hot_span(args.hot_span)
     print()

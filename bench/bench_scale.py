@@ -48,9 +48,10 @@ WORKER_VCPUS, WORKER_MEMORY_GB, WORKER_DISK_GB, MAX_WORKERS = 4, 16, 50, 500
 # Page text crosses the shuffle twice (URL dedup groups every page; span dedup joins the
 # surviving English pages back to their removals): counted as twice the WET text, an upper bound.
 SHUFFLE_PASSES = 2
-# Span dedup moves keys, not text: 18 bytes per distinct span (bench/bench_vs_tfds.py), about 23
-# spans per page, on the 83% of pages that reach dedup in the sample.
-SPAN_KEY_BYTES_PER_PAGE = 18 * 23 * 0.83
+# Span dedup moves keys, not text: at most 16 bytes per distinct span, packed records
+# (bench/bench_pipeline.py), about 23 spans per page, on the 83% of pages that reach dedup in the
+# sample.
+SPAN_KEY_BYTES_PER_PAGE = 16 * 23 * 0.83
 
 
 def cpu_seconds() -> float:
