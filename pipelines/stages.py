@@ -5,7 +5,7 @@ Counters live in one namespace per stage (`c4.read`, `c4.length`, ...) with one 
 """
 import dataclasses
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
