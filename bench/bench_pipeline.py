@@ -30,6 +30,7 @@ from pipelines import badwords, cleaning, dedup, language, urls, wet  # noqa: E4
 from pipelines.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
 from text.sentences import split_sentences  # noqa: E402
+from bench_vs_tfds import dedup_shuffle_bytes  # noqa: E402  (a script beside this one)
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 WET_GLOB = str(SHARED / "wet" / "*" / "*")
@@ -222,25 +223,9 @@ def main():
     report("bad words", timed(lambda: [badwords.contains_badword(t, pattern) for t in cleaned],
                               args.repeats), len(cleaned), cleaned_mb)
 
-    # The dedup shuffle as DedupText sends it (one worker buffer, one bucket per input file):
-    # winners as (bucket, block) elements, local losers as (page key, key).
-    records = b""
-    for number, text in enumerate(cleaned):
-        keys, _ = dedup.distinct_span_keys(dedup.units_of(text, "spans", split_sentences),
-                                           dedup.PAPER_SPAN_DEDUP)
-        records += b"".join(key + number.to_bytes(8, "big") for key in keys)
-    winners, losers = dedup.resolve_records(records, "spans")
-    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[int, bytes]).get_impl()
-    pair_coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
-    sent = sum(len(coder.encode_nested(block))
-               for block in dedup.bucket_blocks(winners, "spans", len(paths)))
-    returned = sum(len(pair_coder.encode_nested(loser)) for loser in losers)
-    spans = len(records) // 16
-    print(f"\ndedup shuffle: {spans / len(cleaned):.1f} distinct spans per page; "
-          f"{sent / spans:.2f} bytes per span to the buckets, "
-          f"{(sent + returned) / spans:.2f} with the {len(losers):,} local losses sent back; "
-          f"{(sent + returned) / len(cleaned):,.0f} bytes per page against "
-          f"{cleaned_mb * 1e6 / len(cleaned):,.0f} bytes of text per page")
+    shuffle = dedup_shuffle_bytes(paths)["paper"]
+    print(f"\ndedup shuffle: {shuffle[0]:.2f} bytes per span to the buckets, {shuffle[1]:.2f} "
+          f"with the worker's own losses sent back (bench_vs_tfds.dedup_shuffle_bytes)")
     hot_span(args.hot_span)
     print()
     shard_write_memory(args.shard_mb)

@@ -92,34 +92,42 @@ def input_pages(paths):
 
 
 def dedup_shuffle_bytes(paths):
-    """Bytes per window (span or line) that span dedup moves through its shuffle, encoded as
-    Beam encodes them, under each rule set, on the pages that reach dedup."""
+    """Bytes per window (span or line) that dedup moves through its shuffles, encoded as Beam
+    encodes them, under each rule set, on the pages that reach dedup: as DedupText sends them
+    from one worker buffer (one bucket per input file), the winners' blocks to the buckets, and
+    with the worker's own losses sent back to their pages as well."""
     import apache_beam as beam
 
     from pipelines import cleaning, config, dedup, released, stages, wet
     from pipelines.files import open_raw
     from pipelines.page import Page
     from text.sentences import split_sentences
-    coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
+    block_coder = beam.coders.registry.get_coder(beam.typehints.Tuple[int, bytes]).get_impl()
+    loser_coder = beam.coders.registry.get_coder(beam.typehints.Tuple[bytes, bytes]).get_impl()
     raw = [item for path in paths for item in wet.read_wet(lambda: open_raw(path), 760_000)
            if isinstance(item, Page)]
     figures = {}
     for rules in ("paper", "released"):
         variant = config.variant("en", rules)
+        mode = variant.dedup.mode
         pages = raw if rules == "paper" else [
             page for record in raw for page in released.wet_pages(record)]
         clean = released.clean_page if rules == "released" else cleaning.clean_page
-        shuffled = windows = 0
+        records, windows = [], 0
         for page in pages:
             text = clean(page.text, variant.cleaning, split_sentences).text
             if text is None:
                 continue
-            units = dedup.units_of(text, variant.dedup.mode, split_sentences)
+            units = dedup.units_of(text, mode, split_sentences)
             keys, _ = dedup.distinct_span_keys(units, variant.dedup)
             key_of_page = stages._page_key(page, variant.dedup)
-            shuffled += sum(len(coder.encode_nested((key, key_of_page))) for key in keys)
+            records += [key + key_of_page for key in keys]
             windows += max(len(units) - variant.dedup.span_units + 1, 0)
-        figures[rules] = shuffled / windows
+        winners, losers = dedup.resolve_records(b"".join(records), mode)
+        to_buckets = sum(len(block_coder.encode_nested(block))
+                         for block in dedup.bucket_blocks(winners, mode, len(paths)))
+        back = sum(len(loser_coder.encode_nested(loser)) for loser in losers)
+        figures[rules] = to_buckets / windows, (to_buckets + back) / windows
     return figures
 
 
@@ -229,9 +237,11 @@ def main():
         print(f"  {side}: " + ", ".join(f"{stage} {seconds / pages * 1000:.2f}"
                                         for stage, seconds in costs.items()))
     shuffle = dedup_shuffle_bytes(FULL_INPUT)
-    print(f"\ndedup shuffle per window, encoded: {shuffle['paper']:.1f} bytes (paper: 3-sentence "
-          f"spans, 8-byte key + 8-byte page key), {shuffle['released']:.1f} bytes (released: "
-          f"lines, 16-byte MD5 key + 16-byte MD5 page key)")
+    for rules, record in (("paper", "3-sentence spans, 8-byte key + 8-byte page key"),
+                          ("released", "lines, 16-byte MD5 key + 16-byte MD5 page key")):
+        to_buckets, with_losses = shuffle[rules]
+        print(f"dedup shuffle per window, encoded, {rules} ({record}): {to_buckets:.2f} bytes to "
+              f"the buckets, {with_losses:.2f} with the worker's own losses sent back")
 
 
 if __name__ == "__main__":
