@@ -6,14 +6,27 @@ sample. `LanguageDetector` computes the same thing with the same profiles, the s
 and the same floating-point operations in the same order, so it returns exactly what
 `langdetect.detector_factory.DetectorFactory(seed=0).create().get_probabilities()` returns with
 the profiles loaded in name order (the library's own order is os.listdir's, which differs between
-machines): each word's n-grams are computed once and cached; the draws are read in bulk from the
-seeded Mersenne Twister stream, computed once (`_DrawStream`); and the trials of a batch of texts
-run side by side, one numpy step advancing every text's trial by a block of iterations
-(`_Trials`). tests/test_language.py checks the results on real pages and on a seeded fuzz of
-mixed scripts, one by one and in batches; bench/bench_pipeline.py measures the gain.
+machines). How it stays exact:
+- n-grams: langdetect's n-gram buffer restarts after every character it normalizes to a space,
+  which every whitespace character but three is; so the n-grams of a text are those of its
+  whitespace-separated tokens, each token's depending only on the token (and on whether the text
+  ends after it). A token's n-grams are computed once, as table rows, and cached; the new tokens
+  of a batch are computed together in numpy from langdetect's own rules (normalization by
+  `NGram.normalize` itself, the capital-word rule, which n-grams the buffer holds), looked up in a
+  hash table of the profiles' n-grams. Texts holding one of the three other whitespace
+  characters are split at spaces only.
+- draws: langdetect reseeds for every text, so every text reads the same Mersenne Twister words
+  (`_DrawStream`, computed once); a text's choices are the words below its n-gram count after
+  CPython's shift, found for all texts of a batch at once; `random.gauss` is Python's own
+  arithmetic on the words it reads.
+- trials: all texts of a batch run side by side (`_Trials`), one numpy step advancing every
+  text's current trial by a block of iterations, in langdetect's order of multiplications, sums
+  and divisions.
+tests/test_language.py checks the results on real pages and on a seeded fuzz of mixed scripts,
+one by one and in batches; bench/bench_language.py measures the speed against the library.
 """
-import array
 import dataclasses
+import functools
 import itertools
 import json
 import math
@@ -21,7 +34,7 @@ import pathlib
 import random
 import re
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence, Tuple
 
 import numpy as np
 from langdetect import detector_factory
@@ -34,15 +47,21 @@ _LATIN_LETTERS = re.compile(r"[A-z]")  # langdetect's test: 'A' <= ch <= 'z'.
 # compares unicode_block()'s number with the block's name, which never matches: every character
 # from U+0300 up counts as non-Latin, and so it does here.
 _NON_LATIN = re.compile("[\u0300-\U0010ffff]")
-_SPACE_RUNS = re.compile(" {2,}")
+# str.split()'s separators (none lies above U+3000; tests check every code point), and those of
+# them that NGram.normalize does not turn into a space (they do not restart the n-gram buffer).
+_WHITESPACE = "".join(filter(str.isspace, map(chr, range(0x3001))))
+_NON_BREAKING_SPACES = tuple(char for char in _WHITESPACE if NGram.normalize(char) != " ")
 # langdetect's Detector defaults (instance attributes there, so not importable).
 _MAX_TEXT_LENGTH = 10000
 _TRIALS = 7
 _ITERATIONS_PER_CHECK = 5  # langdetect normalizes and tests convergence every 5th iteration.
-# Draws looked up ahead of need: a trial on an English page takes about 11 blocks of 5.
-_LOOKAHEAD = 61
 _BLOCK_OFFSETS = np.arange(_ITERATIONS_PER_CHECK)
-_MAX_CACHED_WORDS = 500_000
+# Stream words scanned for a batch's choices at first: enough for most texts' 7 trials (an
+# English page takes about 350 choices); the scan doubles, for the texts under way, when one
+# needs more.
+_INITIAL_WORDS = 1024
+_MAX_CACHED_TOKENS = 500_000
+_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,29 +93,138 @@ def profile_table() -> Tuple[List[str], List[str], np.ndarray]:
     profiles (langdetect's add_profile: count / n_words[len - 1] for n-grams of 1 to 3
     characters), several times faster than through the factory's lists."""
     languages: List[str] = []
-    row_of_ngram: Dict[str, int] = {}
+    grams: List[str] = []
     columns = []
     for path in _profile_paths():
         profile = json.loads(path.read_text(encoding="utf-8"))
         languages.append(profile["name"])
         frequencies = profile["freq"]
-        rows = np.array([row_of_ngram.setdefault(ngram, len(row_of_ngram))
-                         for ngram in frequencies], dtype=np.intp)
         lengths = np.fromiter(map(len, frequencies), dtype=np.intp, count=len(frequencies))
         words_of_length = np.array([0.0, *profile["n_words"]])[np.clip(lengths, 0, 3)]
         counts = np.fromiter(frequencies.values(), dtype=np.float64, count=len(frequencies))
         with np.errstate(divide="ignore", invalid="ignore"):
-            probabilities = np.where((lengths >= 1) & (lengths <= 3), counts / words_of_length, 0.0)
-        columns.append((rows, probabilities))
-    table = np.zeros((len(row_of_ngram), len(languages)))
-    for language, (rows, probabilities) in enumerate(columns):
-        table[rows, language] = probabilities
-    return languages, list(row_of_ngram), table
+            columns.append(np.where((lengths >= 1) & (lengths <= 3), counts / words_of_length, 0.0))
+        grams.extend(frequencies)
+    row_of_gram = dict(zip(dict.fromkeys(grams), itertools.count()))  # First appearance order.
+    rows = np.fromiter(map(row_of_gram.__getitem__, grams), dtype=np.intp, count=len(grams))
+    language_of = np.repeat(np.arange(len(languages)), [len(column) for column in columns])
+    table = np.zeros((len(row_of_gram), len(languages)))
+    table[rows, language_of] = np.concatenate(columns)
+    return languages, list(row_of_gram), table
+
+
+def _code_points(text: str) -> np.ndarray:
+    return np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+
+
+@functools.lru_cache(maxsize=None)
+def _upper_case_bmp() -> np.ndarray:
+    """str.isupper of every character of the Basic Multilingual Plane."""
+    return np.frombuffer(bytes(map(str.isupper, map(chr, range(0x10000)))), dtype=np.bool_)
+
+
+def _is_upper(codes: np.ndarray) -> np.ndarray:
+    upper = _upper_case_bmp()[codes & 0xFFFF]
+    astral = np.flatnonzero(codes > 0xFFFF)
+    if len(astral):
+        upper[astral] = [chr(code).isupper() for code in codes[astral].tolist()]
+    return upper
+
+
+class _GramIndex:
+    """The table rows of n-grams given as code points, looked up many at a time.
+
+    Each character of the profiles' n-grams gets a small number (its rank), 0 for none; an
+    n-gram is the number made of its characters' ranks, a fixed number of bits each, so that
+    n-grams of different lengths differ. 1-grams are looked up in an array, longer ones in an
+    open-addressing hash table (linear probing, no wrap-around) holding key and row in one word.
+    """
+
+    def __init__(self, grams: Sequence[str]):
+        lengths = np.fromiter(map(len, grams), dtype=np.intp, count=len(grams))
+        codes = _code_points("".join(grams))
+        alphabet = np.unique(codes)
+        self._bits = (len(alphabet) + 1).bit_length()
+        self._unknown = (1 << self._bits) - 1  # The rank of characters in no n-gram.
+        self._rank = np.full(int(alphabet[-1]) + 1, self._unknown, dtype=np.uint64)
+        self._rank[alphabet] = np.arange(1, len(alphabet) + 1, dtype=np.uint64)
+        rows = np.arange(len(grams))
+        usable = (lengths >= 1) & (lengths <= 3)  # langdetect emits no others.
+        ends = np.cumsum(lengths)
+        keys = np.zeros(len(grams), dtype=np.uint64)
+        for offset in range(3):  # The last, second last and third last characters.
+            has = usable & (lengths > offset)
+            keys[has] |= self._rank[codes[ends[has] - 1 - offset]] << np.uint64(
+                self._bits * offset)
+        ones = usable & (lengths == 1)
+        self._row_of_rank = np.full(1 << self._bits, -1, dtype=np.int64)
+        self._row_of_rank[keys[ones]] = rows[ones]
+        longer = usable & (lengths > 1)
+        self._row_bits = max(len(grams), 1).bit_length()
+        if 3 * self._bits + self._row_bits > 64:
+            raise ValueError("too many distinct characters or n-grams for 64-bit entries")
+        self._hash_bits = (4 * int(longer.sum())).bit_length()  # Less than half full.
+        self._hash_shift = np.uint64(64 - self._hash_bits)
+        self._entries = self._hash_table(keys[longer], rows[longer])
+
+    def _slots(self, keys: np.ndarray) -> np.ndarray:
+        return ((keys * _HASH_MULTIPLIER) >> self._hash_shift).astype(np.intp)
+
+    def _hash_table(self, keys: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """Linear probing, keys inserted in the order of their home slots: each key lands on the
+        first free slot at or after its home, past the end if need be (the table grows)."""
+        homes = self._slots(keys)
+        order = np.argsort(homes, kind="stable")
+        homes = homes[order]
+        ranks = np.arange(len(homes))
+        slots = ranks + np.maximum.accumulate(homes - ranks)
+        # Every home slot exists; the last entry stays empty, so every probe ends there at most.
+        size = max(1 << self._hash_bits, int(slots[-1]) + 1 if len(slots) else 0) + 1
+        entries = np.zeros(size, dtype=np.uint64)
+        entries[slots] = (keys[order] << np.uint64(self._row_bits)) | rows[order].astype(np.uint64)
+        return entries
+
+    def rows(self, codes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+        """For the n-grams ending at each position of `codes` but the first (a space): the table
+        row of the 1-, 2- and 3-gram langdetect's buffer holds there, -1 for none."""
+        ranks = np.zeros(len(codes), dtype=np.uint64)
+        known = codes < len(self._rank)
+        ranks[known] = self._rank[codes[known]]
+        ranks[~known] = self._unknown
+        found = np.full((len(codes) - 1, 3), -1, dtype=np.int64)
+        found[:, 0] = self._row_of_rank[ranks[1:]]
+        bits = np.uint64(self._bits)
+        pairs = (ranks[:-1] << bits) | ranks[1:]
+        found[:, 1] = self._lookup(pairs)
+        found[1:, 2] = self._lookup((ranks[:-2] << (bits + bits)) | pairs[1:])
+        return found
+
+    def _lookup(self, keys: np.ndarray) -> np.ndarray:
+        found = np.full(len(keys), -1, dtype=np.int64)
+        pending = np.arange(len(keys))
+        slots = self._slots(keys)
+        row_bits = np.uint64(self._row_bits)
+        row_mask = np.uint64((1 << self._row_bits) - 1)
+        while len(pending):
+            entries = self._entries[slots]
+            hits = (entries >> row_bits) == keys
+            found[pending[hits]] = (entries[hits] & row_mask).astype(np.int64)
+            going = (entries != 0) & ~hits
+            pending, slots, keys = pending[going], slots[going] + 1, keys[going]
+        return found
 
 
 def _uniform(first: int, second: int) -> float:
     """`random.random()` made of two 32-bit words of the stream."""
     return ((first >> 5) * 67108864.0 + (second >> 6)) * (1.0 / 9007199254740992.0)
+
+
+def _gauss_pair(words: List[int]) -> Tuple[float, float]:
+    """The two normals `random.gauss` makes of 4 words (it returns the first, keeps the other)."""
+    first, second, third, fourth = words
+    angle = _uniform(first, second) * math.tau
+    radius = math.sqrt(-2.0 * math.log(1.0 - _uniform(third, fourth)))
+    return math.cos(angle) * radius, math.sin(angle) * radius
 
 
 class _DrawStream:
@@ -116,48 +244,11 @@ class _DrawStream:
         self.grow(size)
 
     def grow(self, size: int) -> None:
-        extra = [self._generator.getrandbits(32) for _ in range(size - len(self.words))]
-        self.words = np.concatenate([self.words, np.array(extra, dtype=np.uint32)])
-
-
-class _Reader:
-    """One text's reading of a `_DrawStream`: `choice` over `count` n-grams, and raw words."""
-
-    def __init__(self, stream: _DrawStream, count: int):
-        self._stream = stream
-        self._count = count
-        self._shift = np.uint32(32 - count.bit_length())
-        self._position = 0  # The next word to read.
-        self._next_accepted = 0  # Index into _accepted of the next choice.
-        self._scan(len(stream.words))
-
-    def _scan(self, size: int) -> None:
-        if size > len(self._stream.words):
-            self._stream.grow(size)
-        self._candidates = self._stream.words[:size] >> self._shift
-        self._accepted = np.flatnonzero(self._candidates < self._count)
-
-    def words(self, count: int) -> List[int]:
-        """Reads the next `count` words as they are (what `random()` reads)."""
-        while self._position + count > len(self._candidates):
-            self._scan(2 * len(self._candidates))
-        words = self._stream.words[self._position:self._position + count].tolist()
-        self._position += count
-        self._next_accepted = int(np.searchsorted(self._accepted, self._position))
-        return words
-
-    def peek_choices(self, count: int) -> np.ndarray:
-        """The indices that the next `count` calls of `choice` would return, not yet read."""
-        end = self._next_accepted + count
-        while end > len(self._accepted):
-            self._scan(2 * len(self._candidates))
-        return self._candidates[self._accepted[self._next_accepted:end]]
-
-    def read_choices(self, count: int) -> None:
-        """Reads `count` >= 1 choices (peeked or not)."""
-        self.peek_choices(count)
-        self._next_accepted += count
-        self._position = int(self._accepted[self._next_accepted - 1]) + 1
+        """At least `size` words (getrandbits(32 n) is the next n words, the first lowest)."""
+        missing = size - len(self.words)
+        if missing > 0:
+            more = self._generator.getrandbits(32 * missing).to_bytes(4 * missing, "little")
+            self.words = np.concatenate([self.words, np.frombuffer(more, dtype="<u4")])
 
 
 def _sequential_row_sums(matrix: np.ndarray) -> np.ndarray:
@@ -171,7 +262,13 @@ def _sequential_row_sums(matrix: np.ndarray) -> np.ndarray:
 
 class _Trials:
     """The trials of a batch of texts, run side by side: one row of language probabilities per
-    text in a trial, all rows advanced by one block of iterations per numpy step."""
+    text under way (in its current trial), all rows advanced by one block of iterations per
+    numpy step.
+
+    A text's choices are read from `_positions` and `_draws` (the stream positions of the words
+    it accepts, and the table rows they choose), found for every text at once over the first
+    `_length` words of the stream, and again over twice as many when a text runs out of them.
+    """
 
     def __init__(self, detector: "LanguageDetector", rows_of_texts: List[np.ndarray]):
         self._table = detector._probabilities
@@ -179,133 +276,169 @@ class _Trials:
         self._rows_of_texts = rows_of_texts
         languages = self._table.shape[1]
         self.totals = np.zeros((len(rows_of_texts), languages))
-        self._readers = {}
-        self._trial = {}  # Text -> the number of its trial under way.
-        self._spare_normal = {}
-        # One entry per row (a text in a trial):
-        self._text = np.empty(0, dtype=np.intp)
-        self._weight = np.empty(0)
-        self._prob = np.empty((0, languages))
-        self._iteration = np.empty(0, dtype=np.intp)  # The trial's next iteration.
-        self._lookahead = np.empty((0, _LOOKAHEAD), dtype=np.int32)  # Table rows of next draws.
-        self._used = np.empty(0, dtype=np.intp)  # Draws of the lookahead multiplied in.
+        # One entry per row:
+        self._text = np.array([text for text, rows in enumerate(rows_of_texts) if len(rows)],
+                              dtype=np.intp)
+        count = len(self._text)
+        self._slot = np.arange(count)  # The row's line in _positions and _draws.
+        self._trial = np.zeros(count, dtype=np.intp)
+        self._prob = np.full((count, languages), 1.0 / languages)
+        self._weight = np.empty(count)
+        self._spare_normal = np.empty(count)  # random.gauss's second normal, for odd trials.
+        self._iteration = np.zeros(count, dtype=np.intp)  # The trial's next iteration.
+        self._next_choice = np.zeros(count, dtype=np.intp)  # Index into the row's choices.
+        self._length = 0
+        self._scan_choices(_INITIAL_WORDS)
+        self._start_trials(np.arange(count))
 
     def run(self) -> np.ndarray:
         """The sums of prob / 7 over each text's 7 trials (langdetect's langprob)."""
-        starts = []
-        for text, rows in enumerate(self._rows_of_texts):
-            if len(rows):
-                self._readers[text] = _Reader(self._stream, len(rows))
-                self._trial[text] = 0
-                self._spare_normal[text] = None
-                starts.append(text)
-        self._start_trials(starts)
         while len(self._text):
             self._step()
         return self.totals
 
-    def _start_trials(self, texts: List[int]) -> None:
-        """Adds a row per text for its next trial: random.gauss, then a fresh probability row."""
-        if not texts:
-            return
-        weights, lookaheads = [], []
-        for text in texts:
-            reader = self._readers[text]
-            spare = self._spare_normal[text]
-            if spare is None:
-                first, second, third, fourth = reader.words(4)
-                angle = _uniform(first, second) * math.tau
-                radius = math.sqrt(-2.0 * math.log(1.0 - _uniform(third, fourth)))
-                normal = math.cos(angle) * radius
-                self._spare_normal[text] = math.sin(angle) * radius
-            else:
-                normal, self._spare_normal[text] = spare, None
-            alpha = Detector.ALPHA_DEFAULT + normal * Detector.ALPHA_WIDTH
-            weights.append(alpha / Detector.BASE_FREQ)
-            lookaheads.append(self._rows_of_texts[text][reader.peek_choices(_LOOKAHEAD)])
-        languages = self._table.shape[1]
-        self._text = np.concatenate([self._text, texts])
-        self._weight = np.concatenate([self._weight, weights])
-        self._prob = np.concatenate([self._prob, np.full((len(texts), languages), 1.0 / languages)])
-        self._iteration = np.concatenate([self._iteration, np.zeros(len(texts), dtype=np.intp)])
-        self._lookahead = np.concatenate([self._lookahead, lookaheads])
-        self._used = np.concatenate([self._used, np.zeros(len(texts), dtype=np.intp)])
+    def _scan_choices(self, length: int) -> None:
+        """Every row's accepted words among the stream's first `length`: CPython's choice takes
+        word >> (32 - k) and retries while it is >= the text's count of n-grams. A row's choices
+        are `_available[slot]` entries of the flat `_positions` and `_draws` from
+        `_first_choice[slot]` on."""
+        self._stream.grow(length + 4)  # And the 4 words of a Gaussian after the last.
+        words = self._stream.words[:length]
+        rows_of_rows = [self._rows_of_texts[text] for text in self._text.tolist()]
+        counts = np.array([len(rows) for rows in rows_of_rows], dtype=np.uint32)
+        shifts = np.array([32 - len(rows).bit_length() for rows in rows_of_rows], dtype=np.uint32)
+        candidates = words[None, :] >> shifts[:, None]
+        row_of, self._positions = np.nonzero(candidates < counts[:, None])
+        self._available = np.bincount(row_of, minlength=len(counts))
+        self._first_choice = np.cumsum(self._available) - self._available
+        starts = np.cumsum(counts, dtype=np.intp) - counts
+        all_rows = np.concatenate(rows_of_rows) if rows_of_rows else np.empty(0, np.int32)
+        self._draws = all_rows[starts[row_of] + candidates[row_of, self._positions]]
+        self._slot = np.arange(len(counts))
+        self._length = length
 
-    def _refill(self, row: int) -> None:
-        """Reads the draws the row has used and looks further ahead."""
-        text, used = int(self._text[row]), int(self._used[row])
-        reader = self._readers[text]
-        ahead = reader.peek_choices(used + _LOOKAHEAD)[used:]
-        self._lookahead[row] = self._rows_of_texts[text][ahead]
-        reader.read_choices(used)
-        self._used[row] = 0
+    def _ensure_choices(self, rows: np.ndarray, choices: int, words: int = 0) -> None:
+        """Scans further until `rows` have `choices` more choices and the stream position after
+        their last choice read plus `words` lies within the scan."""
+        while True:
+            enough = self._next_choice[rows] + choices <= self._available[self._slot[rows]]
+            if words:
+                enough &= self._read_position(rows) + words <= self._length
+            if enough.all():
+                return
+            self._scan_choices(2 * self._length)
+
+    def _choice_index(self, rows: np.ndarray) -> np.ndarray:
+        """Where the rows' next choices lie in `_positions` and `_draws`."""
+        return self._first_choice[self._slot[rows]] + self._next_choice[rows]
+
+    def _read_position(self, rows: np.ndarray) -> np.ndarray:
+        """The stream position after the rows' last choice (0 before their first)."""
+        read = self._next_choice[rows] > 0
+        last = self._positions[np.where(read, self._choice_index(rows) - 1, 0)]
+        return np.where(read, last + 1, 0)
+
+    def _start_trials(self, rows: np.ndarray) -> None:
+        """random.gauss for each row's new trial (even trials read 4 words and keep the second
+        normal, odd ones use it), and the uniform probabilities it starts from."""
+        self._prob[rows] = 1.0 / self._prob.shape[1]
+        self._iteration[rows] = 0
+        normals = self._spare_normal[rows]
+        drawing = np.flatnonzero(self._trial[rows] % 2 == 0)
+        if len(drawing):
+            fresh = rows[drawing]
+            self._ensure_choices(fresh, 4, words=4)
+            positions = self._read_position(fresh)
+            words = self._stream.words[positions[:, None] + np.arange(4)].tolist()
+            pairs = [_gauss_pair(four) for four in words]
+            normals[drawing] = [first for first, _ in pairs]
+            self._spare_normal[fresh] = [second for _, second in pairs]
+            # Choices resume after the 4 words: skip the accepted ones among them.
+            later = self._positions[self._choice_index(fresh)[:, None] + np.arange(4)]
+            self._next_choice[fresh] += (later < (positions + 4)[:, None]).sum(axis=1)
+        alpha = Detector.ALPHA_DEFAULT + normals * Detector.ALPHA_WIDTH
+        self._weight[rows] = alpha / Detector.BASE_FREQ
 
     def _step(self) -> None:
         """Every row through its next block: iteration 0 alone, then 5 at a time, each block
         ending with a normalization and the convergence test."""
-        for row in np.flatnonzero(self._used > _LOOKAHEAD - _ITERATIONS_PER_CHECK).tolist():
-            self._refill(row)
+        every_row = slice(None)
+        self._ensure_choices(every_row, _ITERATIONS_PER_CHECK)
         firsts = self._iteration == 0
         blocks = np.where(firsts, 1, _ITERATIONS_PER_CHECK)
-        draws = np.take_along_axis(self._lookahead, self._used[:, None] + _BLOCK_OFFSETS, axis=1)
+        draws = self._draws[self._choice_index(every_row)[:, None] + _BLOCK_OFFSETS]
         factors = self._weight[:, None, None] + self._table[draws]
-        factors[firsts, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
+        if firsts.any():
+            factors[firsts, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
         prob = self._prob
         for draw in range(_ITERATIONS_PER_CHECK):
             prob *= factors[:, draw]
         prob /= _sequential_row_sums(prob)[:, None]
         last_iterations = self._iteration + blocks - 1
-        done = (prob.max(axis=1) > Detector.CONV_THRESHOLD) | (
-            last_iterations >= Detector.ITERATION_LIMIT)
-        self._used += blocks
+        done = np.flatnonzero((prob.max(axis=1) > Detector.CONV_THRESHOLD) | (
+            last_iterations >= Detector.ITERATION_LIMIT))
+        self._next_choice += blocks
         self._iteration = last_iterations + 1
-        if not done.any():
+        if not len(done):
             return
-        next_trials = []
-        for row in np.flatnonzero(done).tolist():
-            text = int(self._text[row])
-            self.totals[text] += prob[row] / _TRIALS
-            self._readers[text].read_choices(int(self._used[row]))
-            self._trial[text] += 1
-            if self._trial[text] < _TRIALS:
-                next_trials.append(text)
-        going = ~done
-        for name in ("_text", "_weight", "_prob", "_iteration", "_lookahead", "_used"):
-            setattr(self, name, getattr(self, name)[going])
-        self._start_trials(next_trials)
+        self.totals[self._text[done]] += prob[done] / _TRIALS
+        self._trial[done] += 1
+        finished = self._trial[done] == _TRIALS
+        self._start_trials(done[~finished])
+        if finished.any():
+            going = np.ones(len(self._text), dtype=bool)
+            going[done[finished]] = False
+            for name in ("_text", "_slot", "_trial", "_prob", "_weight", "_spare_normal",
+                         "_iteration", "_next_choice"):
+                setattr(self, name, getattr(self, name)[going])
 
 
 class LanguageDetector:
     """langdetect's Detector over its bundled profiles, with a fixed seed and vectorised maths."""
 
     def __init__(self, seed: int = LANGDETECT_SEED):
-        self.languages, words, self._probabilities = profile_table()
-        self._ngram_of_row: List[str] = words
-        self._row_of_ngram: Dict[str, int] = {word: row for row, word in enumerate(words)}
+        self.languages, self._ngram_of_row, self._probabilities = profile_table()
+        self._grams = _GramIndex(self._ngram_of_row)
         self._draws = _DrawStream(seed)
-        self._normalized_chars: Dict[int, str] = {}
-        # A word followed by a space -> the table rows of its n-grams, as int32 bytes.
-        self._rows_of_word: Dict[str, bytes] = {"": b""}
+        self._normalized_chars = {}  # str.translate's table, filled as characters come.
+        # A token -> the table rows of its n-grams as int32 bytes, followed by a space (or any
+        # whitespace but the three that NGram.normalize keeps), or ending the text.
+        self._rows_of_token = {"": b""}
+        self._rows_of_last_token = {"": b""}
 
     def _prepare(self, text: str) -> str:
-        """Detector.append followed by Detector.cleaning_text.
+        """Detector.append followed by Detector.cleaning_text, but for append's collapsing of
+        space runs, which changes no n-gram (a space after a space adds none) nor the counts of
+        Latin and non-Latin letters.
 
-        The URL and e-mail patterns are tried only on texts that can hold one (a scheme, an
-        `@`); Latin letters are counted only as far as the test needs.
+        The URL, e-mail and Vietnamese patterns are tried only on texts that can hold one (a
+        scheme, an `@`, a combining mark); Latin letters are counted only as far as the test
+        needs.
         """
         if "http" in text:
             text = Detector.URL_RE.sub(" ", text)
         if "@" in text:
             text = Detector.MAIL_RE.sub(" ", text)
-        text = NGram.normalize_vi(text)
-        text = _SPACE_RUNS.sub(" ", text[:_MAX_TEXT_LENGTH])
-        non_latin = len(_NON_LATIN.findall(text))
-        if non_latin:
+        if any(mark in text for mark in NGram.DMARK_CLASS):
+            text = NGram.normalize_vi(text)
+        text = text[:_MAX_TEXT_LENGTH]
+        if _NON_LATIN.search(text):
+            non_latin = len(_NON_LATIN.findall(text))
             enough_latin = (non_latin + 1) // 2  # latin * 2 < non_latin <=> latin < this.
             latin = sum(1 for _ in itertools.islice(_LATIN_LETTERS.finditer(text), enough_latin))
             if latin < enough_latin:
                 text = _LATIN_LETTERS.sub("", text)
         return text
+
+    @staticmethod
+    def _tokens(text: str) -> Tuple[List[str], str]:
+        """The tokens of a prepared text that a space follows, and the one ending it ("" if
+        none)."""
+        if any(space in text for space in _NON_BREAKING_SPACES):
+            *tokens, last = text.split(" ")
+            return tokens, last
+        tokens = text.split()
+        return tokens, ("" if not text or text[-1].isspace() else tokens.pop())
 
     def _normalize(self, text: str) -> str:
         table = self._normalized_chars
@@ -314,68 +447,63 @@ class LanguageDetector:
                 table[ord(char)] = NGram.normalize(char)
         return text.translate(table)
 
-    def _ngram_rows(self, text: str) -> np.ndarray:
-        """Detector._extract_ngrams, as rows of the probability table.
+    def _add_tokens(self, followed: List[str], last: List[str]) -> None:
+        """Computes the n-gram rows of new tokens, all in one text: a space before each, a
+        space after each (left out of the rows of `last`)."""
+        tokens = followed + last
+        codes = _code_points(" " + self._normalize(" ".join(tokens)) + " ")
+        spaces = codes == 32
+        upper = _is_upper(codes)
+        # The buffer after a space holds " " + the character; a space after a space adds none;
+        # no n-gram comes out while the character and the one before are both upper case.
+        emits = ~(upper[1:] & upper[:-1]) & ~(spaces[1:] & spaces[:-1])
+        kept = self._grams.rows(codes)
+        kept[~emits | spaces[1:], 0] = -1  # " " alone is no n-gram.
+        kept[~emits, 1] = -1
+        kept[~emits | spaces[:-1], 2] = -1  # The buffer restarted at the previous character.
+        present = kept >= 0
+        data = kept[present].astype(np.int32).tobytes()
+        # ends[p]: the n-grams at positions 1..p of codes (n-gram p - 1 of the rows above).
+        ends = np.concatenate([[0], np.cumsum(present.sum(axis=1))]) * 4
+        lengths = np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens))
+        firsts = np.cumsum(lengths + 1) - lengths  # The position of each token's first character.
+        starts = ends[firsts - 1].tolist()
+        after_space = ends[firsts + lengths].tolist()
+        before_space = ends[firsts + lengths - 1].tolist()
+        cache = self._rows_of_token
+        for token, start, end in zip(followed, starts, after_space):
+            cache[token] = data[start:end]
+        cache = self._rows_of_last_token
+        for token, start, end in zip(last, starts[len(followed):], before_space[len(followed):]):
+            cache[token] = data[start:end]
 
-        langdetect's n-gram buffer restarts at every space, so a word's n-grams depend only on
-        the word and on whether a space follows it: they are computed once per word, cached as
-        bytes, and a text's rows are the join of its words' bytes.
-        """
-        *words, last_word = self._normalize(text).split(" ")
-        cache = self._rows_of_word
-        parts = list(map(cache.get, words))
-        for index, part in enumerate(parts):
-            if part is None:
-                word = words[index]
-                part = cache.get(word)  # A new word may come twice in a text.
-                if part is None:
-                    if len(cache) >= _MAX_CACHED_WORDS:
-                        cache.clear()
-                        cache[""] = b""
-                    part = cache[word] = self._rows_of(word + " ")
-                parts[index] = part
-        parts.append(self._rows_of(last_word) if last_word else b"")
-        return np.frombuffer(b"".join(parts), dtype=np.int32)
-
-    def _rows_of(self, word: str) -> bytes:
-        """The n-grams langdetect emits for one word (and the space after it, if any)."""
-        row_of = self._row_of_ngram.get
-        if word[1:].islower():
-            # No two upper-case letters in a row, so langdetect's capital-word rule never skips:
-            # every 1-, 2- and 3-gram of " " + word, in its order (" " alone is no n-gram).
-            padded = " " + word
-            grams = [padded[1], padded[:2]]
-            for end in range(3, len(padded) + 1):
-                grams += (padded[end - 1], padded[end - 2:end], padded[end - 3:end])
-            return array.array("i", [row for row in map(row_of, grams)
-                                     if row is not None]).tobytes()
-        rows = array.array("i")
-        grams = " "
-        capital_word = False
-        for char in word:
-            previous = grams[-1]
-            grams = (grams[1:] if len(grams) >= NGram.N_GRAM else grams) + char
-            if char.isupper():
-                if previous.isupper():
-                    capital_word = True
-            else:
-                capital_word = False
-            if capital_word:
-                continue
-            for gram in (grams[-1], grams[-2:], grams[-3:] if len(grams) == 3 else None):
-                row = row_of(gram) if gram not in (None, " ") else None
-                if row is not None:
-                    rows.append(row)
-        return rows.tobytes()
+    def _ngram_rows(self, texts: Sequence[str]) -> List[np.ndarray]:
+        """Detector._extract_ngrams of each text, as rows of the probability table."""
+        tokens_of_texts = [self._tokens(self._prepare(text)) for text in texts]
+        if len(self._rows_of_token) > _MAX_CACHED_TOKENS:
+            self._rows_of_token = {"": b""}
+        if len(self._rows_of_last_token) > _MAX_CACHED_TOKENS:
+            self._rows_of_last_token = {"": b""}
+        cache, last_cache = self._rows_of_token, self._rows_of_last_token
+        parts_of_texts = [list(map(cache.get, tokens)) for tokens, _ in tokens_of_texts]
+        new = {token for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts)
+               if None in parts for token, part in zip(tokens, parts) if part is None}
+        new_last = {last for _, last in tokens_of_texts}.difference(last_cache)
+        if new or new_last:
+            self._add_tokens(list(new), list(new_last))
+            parts_of_texts = [parts if None not in parts else list(map(cache.__getitem__, tokens))
+                              for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts)]
+        return [np.frombuffer(b"".join(parts) + last_cache[last], dtype=np.int32)
+                for parts, (_, last) in zip(parts_of_texts, tokens_of_texts)]
 
     def ngrams(self, text: str) -> List[str]:
         """The n-grams of `text` that the random draws sample from, in langdetect's order."""
-        return [self._ngram_of_row[row] for row in self._ngram_rows(self._prepare(text))]
+        return [self._ngram_of_row[row] for row in self._ngram_rows([text])[0]]
 
     def probabilities_of_texts(self, texts: Sequence[str]) -> List[List[Tuple[str, float]]]:
         """`probabilities` of each text, the texts' trials run side by side (faster than one by
         one: each numpy step advances them all)."""
-        rows_of_texts = [self._ngram_rows(self._prepare(text)) for text in texts]
+        rows_of_texts = self._ngram_rows(texts)
         totals = _Trials(self, rows_of_texts).run()
         results = []
         for rows, total in zip(rows_of_texts, totals.tolist()):
