@@ -30,11 +30,12 @@ import functools
 import itertools
 import json
 import math
+import operator
 import pathlib
 import random
 import re
 import sys
-from typing import List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 from langdetect import detector_factory
@@ -55,7 +56,14 @@ _NON_BREAKING_SPACES = tuple(char for char in _WHITESPACE if NGram.normalize(cha
 _MAX_TEXT_LENGTH = 10000
 _TRIALS = 7
 _ITERATIONS_PER_CHECK = 5  # langdetect normalizes and tests convergence every 5th iteration.
-_BLOCK_OFFSETS = np.arange(_ITERATIONS_PER_CHECK)
+# A step runs up to this many blocks when fewer than _ROWS_PER_STEP rows share it.
+_MAX_BLOCKS_PER_STEP = 8
+_ROWS_PER_STEP = 32
+# The draws each block multiplies in, from the row's next choice: a trial's first block takes
+# one draw (and multiplies by 1.0 four times), later blocks 5.
+_LATER_BLOCK_DRAWS = np.arange(_MAX_BLOCKS_PER_STEP * _ITERATIONS_PER_CHECK).reshape(
+    _MAX_BLOCKS_PER_STEP, _ITERATIONS_PER_CHECK)
+_FIRST_BLOCK_DRAWS = np.maximum(_LATER_BLOCK_DRAWS - (_ITERATIONS_PER_CHECK - 1), 0)
 # Stream words scanned for a batch's choices at first: enough for most texts' 7 trials (an
 # English page takes about 350 choices); the scan doubles, for the texts under way, when one
 # needs more.
@@ -157,7 +165,7 @@ class _GramIndex:
             keys[has] |= self._rank[codes[ends[has] - 1 - offset]] << np.uint64(
                 self._bits * offset)
         ones = usable & (lengths == 1)
-        self._row_of_rank = np.full(1 << self._bits, -1, dtype=np.int64)
+        self._row_of_rank = np.full(1 << self._bits, -1, dtype=np.int32)
         self._row_of_rank[keys[ones]] = rows[ones]
         longer = usable & (lengths > 1)
         self._row_bits = max(len(grams), 1).bit_length()
@@ -191,7 +199,7 @@ class _GramIndex:
         known = codes < len(self._rank)
         ranks[known] = self._rank[codes[known]]
         ranks[~known] = self._unknown
-        found = np.full((len(codes) - 1, 3), -1, dtype=np.int64)
+        found = np.full((len(codes) - 1, 3), -1, dtype=np.int32)
         found[:, 0] = self._row_of_rank[ranks[1:]]
         bits = np.uint64(self._bits)
         pairs = (ranks[:-1] << bits) | ranks[1:]
@@ -200,7 +208,7 @@ class _GramIndex:
         return found
 
     def _lookup(self, keys: np.ndarray) -> np.ndarray:
-        found = np.full(len(keys), -1, dtype=np.int64)
+        found = np.full(len(keys), -1, dtype=np.int32)
         pending = np.arange(len(keys))
         slots = self._slots(keys)
         row_bits = np.uint64(self._row_bits)
@@ -208,7 +216,7 @@ class _GramIndex:
         while len(pending):
             entries = self._entries[slots]
             hits = (entries >> row_bits) == keys
-            found[pending[hits]] = (entries[hits] & row_mask).astype(np.int64)
+            found[pending[hits]] = entries[hits] & row_mask
             going = (entries != 0) & ~hits
             pending, slots, keys = pending[going], slots[going] + 1, keys[going]
         return found
@@ -360,25 +368,40 @@ class _Trials:
         self._weight[rows] = alpha / Detector.BASE_FREQ
 
     def _step(self) -> None:
-        """Every row through its next block: iteration 0 alone, then 5 at a time, each block
-        ending with a normalization and the convergence test."""
+        """Every row through its next blocks of iterations (iteration 0 alone, then 5 at a time),
+        each block ending with a normalization and the convergence test, until a block where a
+        row is done. With few rows under way, the draws of several blocks are looked up at once
+        (the same products; a step's cost is mostly numpy's per-call overhead then)."""
         every_row = slice(None)
-        self._ensure_choices(every_row, _ITERATIONS_PER_CHECK)
+        blocks = min(_MAX_BLOCKS_PER_STEP, max(1, _ROWS_PER_STEP // len(self._text)))
+        self._ensure_choices(every_row, blocks * _ITERATIONS_PER_CHECK)
         firsts = self._iteration == 0
-        blocks = np.where(firsts, 1, _ITERATIONS_PER_CHECK)
-        draws = self._draws[self._choice_index(every_row)[:, None] + _BLOCK_OFFSETS]
-        factors = self._weight[:, None, None] + self._table[draws]
+        offsets = np.where(firsts[:, None, None], _FIRST_BLOCK_DRAWS[:blocks],
+                           _LATER_BLOCK_DRAWS[:blocks])
+        draws = self._draws[self._choice_index(every_row)[:, None, None] + offsets]
+        factors = np.take(self._table, draws, axis=0)
+        factors += self._weight[:, None, None, None]  # weight + probability, as langdetect adds.
         if firsts.any():
-            factors[firsts, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
+            factors[firsts, 0, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
+        # The iteration each block ends with (and tests convergence at).
+        last_iterations = np.where(firsts, 0, self._iteration + _ITERATIONS_PER_CHECK - 1)
+        limit_block = -(-(Detector.ITERATION_LIMIT - int(last_iterations.max()))
+                        // _ITERATIONS_PER_CHECK)  # The first block where a row can reach it.
         prob = self._prob
-        for draw in range(_ITERATIONS_PER_CHECK):
-            prob *= factors[:, draw]
-        prob /= _sequential_row_sums(prob)[:, None]
-        last_iterations = self._iteration + blocks - 1
-        done = np.flatnonzero((prob.max(axis=1) > Detector.CONV_THRESHOLD) | (
-            last_iterations >= Detector.ITERATION_LIMIT))
-        self._next_choice += blocks
-        self._iteration = last_iterations + 1
+        for block in range(blocks):
+            for draw in range(_ITERATIONS_PER_CHECK):
+                prob *= factors[:, block, draw]
+            prob /= _sequential_row_sums(prob)[:, None]
+            done = prob.max(axis=1) > Detector.CONV_THRESHOLD
+            if block >= limit_block:
+                done |= last_iterations + block * _ITERATIONS_PER_CHECK >= Detector.ITERATION_LIMIT
+            if done.any():
+                break
+        checked_iterations = last_iterations + block * _ITERATIONS_PER_CHECK
+        self._next_choice += (block + 1) * _ITERATIONS_PER_CHECK - np.where(
+            firsts, _ITERATIONS_PER_CHECK - 1, 0)
+        self._iteration = checked_iterations + 1
+        done = np.flatnonzero(done)
         if not len(done):
             return
         self.totals[self._text[done]] += prob[done] / _TRIALS
@@ -400,7 +423,10 @@ class LanguageDetector:
         self.languages, self._ngram_of_row, self._probabilities = profile_table()
         self._grams = _GramIndex(self._ngram_of_row)
         self._draws = _DrawStream(seed)
-        self._normalized_chars = {}  # str.translate's table, filled as characters come.
+        # NGram.normalize of each character of the Basic Multilingual Plane met so far (0 for
+        # none yet: no character normalizes to U+0000), and of the others.
+        self._normalized_bmp = np.zeros(0x10000, dtype=np.uint32)
+        self._normalized_astral: Dict[int, int] = {}
         # A token -> the table rows of its n-grams as int32 bytes, followed by a space (or any
         # whitespace but the three that NGram.normalize keeps), or ending the text.
         self._rows_of_token = {"": b""}
@@ -440,18 +466,29 @@ class LanguageDetector:
         tokens = text.split()
         return tokens, ("" if not text or text[-1].isspace() else tokens.pop())
 
-    def _normalize(self, text: str) -> str:
-        table = self._normalized_chars
-        for char in set(text):
-            if ord(char) not in table:
-                table[ord(char)] = NGram.normalize(char)
-        return text.translate(table)
+    def _normalize(self, codes: np.ndarray) -> np.ndarray:
+        """NGram.normalize of each code point (one character for one, always)."""
+        bmp = codes <= 0xFFFF
+        table = self._normalized_bmp
+        normalized = table[codes & 0xFFFF]
+        new = np.unique(codes[bmp & (normalized == 0)]).tolist()
+        if new:
+            table[new] = [ord(NGram.normalize(chr(code))) for code in new]
+            normalized = table[codes & 0xFFFF]
+        astral = np.flatnonzero(~bmp)
+        if len(astral):
+            cache = self._normalized_astral
+            normalized[astral] = [
+                cache[code] if code in cache else
+                cache.setdefault(code, ord(NGram.normalize(chr(code))))
+                for code in codes[astral].tolist()]
+        return normalized
 
     def _add_tokens(self, followed: List[str], last: List[str]) -> None:
         """Computes the n-gram rows of new tokens, all in one text: a space before each, a
         space after each (left out of the rows of `last`)."""
         tokens = followed + last
-        codes = _code_points(" " + self._normalize(" ".join(tokens)) + " ")
+        codes = self._normalize(_code_points(" " + " ".join(tokens) + " "))
         spaces = codes == 32
         upper = _is_upper(codes)
         # The buffer after a space holds " " + the character; a space after a space adds none;
@@ -462,7 +499,7 @@ class LanguageDetector:
         kept[~emits, 1] = -1
         kept[~emits | spaces[:-1], 2] = -1  # The buffer restarted at the previous character.
         present = kept >= 0
-        data = kept[present].astype(np.int32).tobytes()
+        data = kept[present].tobytes()
         # ends[p]: the n-grams at positions 1..p of codes (n-gram p - 1 of the rows above).
         ends = np.concatenate([[0], np.cumsum(present.sum(axis=1))]) * 4
         lengths = np.fromiter(map(len, tokens), dtype=np.intp, count=len(tokens))
@@ -470,12 +507,10 @@ class LanguageDetector:
         starts = ends[firsts - 1].tolist()
         after_space = ends[firsts + lengths].tolist()
         before_space = ends[firsts + lengths - 1].tolist()
-        cache = self._rows_of_token
-        for token, start, end in zip(followed, starts, after_space):
-            cache[token] = data[start:end]
-        cache = self._rows_of_last_token
-        for token, start, end in zip(last, starts[len(followed):], before_space[len(followed):]):
-            cache[token] = data[start:end]
+        self._rows_of_token.update(zip(followed, map(data.__getitem__, map(
+            slice, starts, after_space))))
+        self._rows_of_last_token.update(zip(last, map(data.__getitem__, map(
+            slice, starts[len(followed):], before_space[len(followed):]))))
 
     def _ngram_rows(self, texts: Sequence[str]) -> List[np.ndarray]:
         """Detector._extract_ngrams of each text, as rows of the probability table."""
@@ -486,8 +521,11 @@ class LanguageDetector:
             self._rows_of_last_token = {"": b""}
         cache, last_cache = self._rows_of_token, self._rows_of_last_token
         parts_of_texts = [list(map(cache.get, tokens)) for tokens, _ in tokens_of_texts]
-        new = {token for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts)
-               if None in parts for token, part in zip(tokens, parts) if part is None}
+        new = set()
+        for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts):
+            if None in parts:
+                new.update(itertools.compress(tokens, map(operator.is_, parts,
+                                                          itertools.repeat(None))))
         new_last = {last for _, last in tokens_of_texts}.difference(last_cache)
         if new or new_last:
             self._add_tokens(list(new), list(new_last))
