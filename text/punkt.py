@@ -7,11 +7,14 @@ nothing is downloaded. The loaded tokenizer travels inside the Beam job, so work
 data files.
 """
 import os
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
-import nltk.data
-from nltk.tabdata import PunktDecoder
-from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+if TYPE_CHECKING:
+    from nltk.tokenize.punkt import PunktParameters, PunktSentenceTokenizer
+
+# NLTK is imported where a Punkt model is loaded, not with this module: importing it costs about
+# two CPU seconds (it loads SciPy), which every C4 job would pay at start-up for a splitter
+# that only `--splitter punkt` uses.
 
 PUNKT_TAB_FILES = ("collocations.tab", "sent_starters.txt", "abbrev_types.txt",
                    "ortho_context.tab")
@@ -40,6 +43,7 @@ def _model_dir(data_path: Optional[str], language: str) -> str:
             f"no punkt_tab model for {language!r} in {data_path}: expected the files "
             f"{', '.join(PUNKT_TAB_FILES)} there or in its {in_root}/ (an NLTK data folder; "
             f"get one with {install})")
+    import nltk.data
     roots = [root for root in os.environ.get("NLTK_DATA", "").split(os.pathsep) if root]
     roots += [root for root in nltk.data.path if isinstance(root, str)]
     for root in roots:
@@ -53,7 +57,7 @@ def _model_dir(data_path: Optional[str], language: str) -> str:
 class PunktSplitter:
     """A picklable sentence splitter over a Punkt model: text -> its sentences."""
 
-    def __init__(self, tokenizer: PunktSentenceTokenizer, source: str):
+    def __init__(self, tokenizer: "PunktSentenceTokenizer", source: str):
         self._tokenizer = tokenizer
         self.source = source
 
@@ -61,9 +65,11 @@ class PunktSplitter:
         return list(self._tokenizer.tokenize(text))
 
 
-def _read_params(model_dir: str) -> PunktParameters:
+def _read_params(model_dir: str) -> "PunktParameters":
     # NLTK's own loader opens files only under its data path; a user's folder is read here, with
     # NLTK's decoder for the tab format.
+    from nltk.tabdata import PunktDecoder
+    from nltk.tokenize.punkt import PunktParameters
     decoder = PunktDecoder()
     params = PunktParameters()
 
@@ -84,5 +90,6 @@ def _read_params(model_dir: str) -> PunktParameters:
 def load_punkt(data_path: Optional[str] = None, language: str = "english") -> PunktSplitter:
     """The Punkt splitter of `language` from `data_path` (or NLTK_DATA); PunktDataMissing if
     there is no model."""
+    from nltk.tokenize.punkt import PunktSentenceTokenizer
     model_dir = _model_dir(data_path, language)
     return PunktSplitter(PunktSentenceTokenizer(_read_params(model_dir)), model_dir)
