@@ -380,7 +380,8 @@ class _Trials:
                            _LATER_BLOCK_DRAWS[:blocks])
         draws = self._draws[self._choice_index(every_row)[:, None, None] + offsets]
         factors = np.take(self._table, draws, axis=0)
-        factors += self._weight[:, None, None, None]  # weight + probability, as langdetect adds.
+        factors_of_rows = factors.reshape(len(factors), -1)  # A view: each row's in one run.
+        factors_of_rows += self._weight[:, None]  # weight + probability, as langdetect adds.
         if firsts.any():
             factors[firsts, 0, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
         # The iteration each block ends with (and tests convergence at).
@@ -392,16 +393,17 @@ class _Trials:
             for draw in range(_ITERATIONS_PER_CHECK):
                 prob *= factors[:, block, draw]
             prob /= _sequential_row_sums(prob)[:, None]
-            done = prob.max(axis=1) > Detector.CONV_THRESHOLD
+            # A row's maximum passes the threshold if any of its values does (one at most can).
+            done = np.nonzero(prob > Detector.CONV_THRESHOLD)[0]
             if block >= limit_block:
-                done |= last_iterations + block * _ITERATIONS_PER_CHECK >= Detector.ITERATION_LIMIT
-            if done.any():
+                done = np.flatnonzero(
+                    (last_iterations + block * _ITERATIONS_PER_CHECK >= Detector.ITERATION_LIMIT)
+                    | (prob.max(axis=1) > Detector.CONV_THRESHOLD))
+            if len(done):
                 break
-        checked_iterations = last_iterations + block * _ITERATIONS_PER_CHECK
         self._next_choice += (block + 1) * _ITERATIONS_PER_CHECK - np.where(
             firsts, _ITERATIONS_PER_CHECK - 1, 0)
-        self._iteration = checked_iterations + 1
-        done = np.flatnonzero(done)
+        self._iteration = last_iterations + block * _ITERATIONS_PER_CHECK + 1
         if not len(done):
             return
         self.totals[self._text[done]] += prob[done] / _TRIALS

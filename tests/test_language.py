@@ -3,6 +3,7 @@ import gzip
 import json
 import os
 import random
+import sys
 from unittest import mock
 
 import pytest
@@ -178,3 +179,49 @@ def test_profile_table_is_the_factorys():
     languages, ngrams, table = language.profile_table()
     assert languages == factory.langlist and ngrams == list(factory.word_lang_prob_map)
     assert table.tolist() == [factory.word_lang_prob_map[ngram] for ngram in ngrams]
+
+
+def test_every_whitespace_and_case_rule_as_langdetect(detector, reference, reference_factory,
+                                                      shared_data):
+    # Texts are split at whitespace before their n-grams are computed; langdetect restarts its
+    # n-gram buffer at every character it normalizes to a space, which all whitespace is but
+    # U+0085, U+1680 and U+3000 (texts holding them are split at spaces only). Every whitespace
+    # character, between, before and after words, doubled, and next to upper-case letters
+    # (astral ones too), with lone surrogates.
+    whitespace = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()]
+    assert "".join(whitespace) == language._WHITESPACE
+    words = ["Hello", "WORLD", "naïve", "Ünïcödé", "ÀB", "\U00010400\U00010401x", "日本語",
+             "Привет", "x\ud800y", "a.b,c", "", "THE"]
+    texts = [space.join(words[:index] + [""]) + first + text_end
+             for index, space in enumerate(whitespace)
+             for first, text_end in ((space, ""), ("", space * 2), ("", "end"))]
+    texts += [" ".join(words + [space]) for space in whitespace]
+    texts += [space + " ".join(words) for space in whitespace]
+    for text in texts:
+        library = reference_factory.create()
+        library.append(text)
+        library.cleaning_text()
+        assert detector.ngrams(text) == library._extract_ngrams(), repr(text)
+    for text in texts[::7]:
+        assert detector.probabilities(text) == reference(text), repr(text)
+
+
+def test_choices_scanned_again_when_a_text_needs_more(sample_results, monkeypatch):
+    # The choices of a batch's texts are found among the first words of the stream and found
+    # again over twice as many when one runs out, mid-trial and before a Gaussian's 4 words.
+    monkeypatch.setattr(language, "_INITIAL_WORDS", 8)
+    texts = list(sample_results)[:60:3]
+    assert LanguageDetector().probabilities_of_texts(texts) == [
+        sample_results[text] for text in texts]
+
+
+def test_token_cache_emptied_when_full(sample_results, monkeypatch):
+    # The cache of tokens' n-grams starts afresh once it holds more than its limit, and the
+    # tokens it dropped are computed again.
+    monkeypatch.setattr(language, "_MAX_CACHED_TOKENS", 50)
+    detector = LanguageDetector()
+    texts = list(sample_results)[:40]
+    for start in (0, 10, 20, 0):
+        batch = texts[start:start + 10]
+        assert detector.probabilities_of_texts(batch) == [sample_results[t] for t in batch]
+    assert len(detector._rows_of_token) < len({token for text in texts for token in text.split()})
