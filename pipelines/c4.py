@@ -115,6 +115,13 @@ def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: sta
             | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, len(paths))))
 
 
+def _split_index(page, partitions: int, splits: Sequence[str], validation_fraction: float) -> int:
+    """The page's split's place in `splits`; the last partition, never written, for a split
+    that has no shards (one hash per page decides it)."""
+    split = split_of(page.url, validation_fraction)
+    return splits.index(split) if split in splits else partitions - 1
+
+
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
                    paths: Sequence[str], output_dir: str, shards: dict,
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> None:
@@ -127,12 +134,11 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
                 lambda page, lang: page.language == lang, language)
         else:
             pages_of_language = pages
-        for split, num_shards in shards.items():
-            (pages_of_language
-             | f"Split_{language}_{split}" >> beam.Filter(
-                 lambda page, wanted: split_of(page.url, validation_fraction) == wanted,
-                 split)
-             | f"Write_{language}_{split}" >> WriteShards(directory, split, num_shards))
+        splits = list(shards)
+        parts = pages_of_language | f"Split_{language}" >> beam.Partition(
+            _split_index, len(splits) + 1, splits, validation_fraction)
+        for split, part in zip(splits, parts):
+            part | f"Write_{language}_{split}" >> WriteShards(directory, split, shards[split])
 
 
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
