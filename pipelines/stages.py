@@ -313,8 +313,7 @@ class _SpanRecordsFn(beam.DoFn):
         if repeats:
             yield beam.pvalue.TaggedOutput("removals", (key_of_page, _REPEATS_IN_PAGE))
         if len(self._records) >= self._flush_bytes:
-            for output in self._flush():
-                yield output
+            yield from self._flush()
 
     def finish_bundle(self):
         for output in self._flush():
