@@ -59,10 +59,11 @@ _ITERATIONS_PER_CHECK = 5  # langdetect normalizes and tests convergence every 5
 # A step runs up to this many blocks when fewer than _ROWS_PER_STEP rows share it.
 _MAX_BLOCKS_PER_STEP = 8
 _ROWS_PER_STEP = 32
-# The draws each block multiplies in, from the row's next choice: a trial's first block takes
-# one draw (and multiplies by 1.0 four times), later blocks 5.
+# The draws each block multiplies in, from the row's next choice, after a first column that
+# the probabilities take: a trial's first block takes one draw (and multiplies by 1.0 four
+# times), later blocks 5.
 _LATER_BLOCK_DRAWS = np.arange(_MAX_BLOCKS_PER_STEP * _ITERATIONS_PER_CHECK).reshape(
-    _MAX_BLOCKS_PER_STEP, _ITERATIONS_PER_CHECK)
+    _MAX_BLOCKS_PER_STEP, _ITERATIONS_PER_CHECK)[:, [0, 0, 1, 2, 3, 4]]
 _FIRST_BLOCK_DRAWS = np.maximum(_LATER_BLOCK_DRAWS - (_ITERATIONS_PER_CHECK - 1), 0)
 # Stream words scanned for a batch's choices at first: enough for most texts' 7 trials (an
 # English page takes about 350 choices); the scan doubles, for the texts under way, when one
@@ -98,8 +99,16 @@ def _profile_paths() -> List[pathlib.Path]:
 def profile_table() -> Tuple[List[str], List[str], np.ndarray]:
     """(languages, n-grams, probabilities[n-gram, language]): `sorted_profiles_factory()`'s
     langlist, word_lang_prob_map keys (in its order) and values, built in numpy from the same
-    profiles (langdetect's add_profile: count / n_words[len - 1] for n-grams of 1 to 3
-    characters), several times faster than through the factory's lists."""
+    profiles (langdetect's add_profile: count / n_words[len - 1]), several times faster than
+    through the factory's lists."""
+    languages, grams, table, _ = _profiles()
+    return list(languages), list(grams), table
+
+
+def _profiles() -> Tuple[Tuple[str, ...], Tuple[str, ...], np.ndarray, "_GramIndex"]:
+    """profile_table()'s values and an index of its n-grams. An n-gram's row is its first
+    appearance's, found by sorting the n-grams' numbers (`_GramIndex`) rather than hashing
+    strings."""
     languages: List[str] = []
     grams: List[str] = []
     columns = []
@@ -108,17 +117,29 @@ def profile_table() -> Tuple[List[str], List[str], np.ndarray]:
         languages.append(profile["name"])
         frequencies = profile["freq"]
         lengths = np.fromiter(map(len, frequencies), dtype=np.intp, count=len(frequencies))
-        words_of_length = np.array([0.0, *profile["n_words"]])[np.clip(lengths, 0, 3)]
+        words_of_length = np.array([0.0, *profile["n_words"]])[np.minimum(lengths, 3)]
         counts = np.fromiter(frequencies.values(), dtype=np.float64, count=len(frequencies))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            columns.append(np.where((lengths >= 1) & (lengths <= 3), counts / words_of_length, 0.0))
+        columns.append(counts / words_of_length)
         grams.extend(frequencies)
-    row_of_gram = dict(zip(dict.fromkeys(grams), itertools.count()))  # First appearance order.
-    rows = np.fromiter(map(row_of_gram.__getitem__, grams), dtype=np.intp, count=len(grams))
+    index = _GramIndex(grams)
+    distinct, firsts, inverse = np.unique(index.keys, return_index=True, return_inverse=True)
+    order = np.argsort(firsts)  # The distinct n-grams in order of first appearance.
+    row_of_distinct = np.empty(len(order), dtype=np.intp)
+    row_of_distinct[order] = np.arange(len(order))
+    index.add_rows(distinct[order])
     language_of = np.repeat(np.arange(len(languages)), [len(column) for column in columns])
-    table = np.zeros((len(row_of_gram), len(languages)))
-    table[rows, language_of] = np.concatenate(columns)
-    return languages, list(row_of_gram), table
+    table = np.zeros((len(order), len(languages)))
+    table[row_of_distinct[inverse.ravel()], language_of] = np.concatenate(columns)
+    return tuple(languages), tuple(map(grams.__getitem__, firsts[order].tolist())), table, index
+
+
+@functools.lru_cache(maxsize=None)
+def _shared_profiles() -> Tuple[Tuple[str, ...], Tuple[str, ...], np.ndarray, "_GramIndex"]:
+    """_profiles(), built once per process (several detectors, as Beam's DoFn instances in one
+    worker, share them; nothing writes to them)."""
+    languages, grams, table, index = _profiles()
+    table.setflags(write=False)
+    return languages, grams, table, index
 
 
 def _code_points(text: str) -> np.ndarray:
@@ -149,31 +170,36 @@ class _GramIndex:
     """
 
     def __init__(self, grams: Sequence[str]):
+        """The numbers of `grams` (repeats allowed) as `keys`; `add_rows` indexes them."""
         lengths = np.fromiter(map(len, grams), dtype=np.intp, count=len(grams))
+        if len(grams) and not ((lengths >= 1) & (lengths <= 3)).all():
+            raise ValueError("langdetect's profiles hold n-grams of 1 to 3 characters")
         codes = _code_points("".join(grams))
         alphabet = np.unique(codes)
         self._bits = (len(alphabet) + 1).bit_length()
         self._unknown = (1 << self._bits) - 1  # The rank of characters in no n-gram.
-        self._rank = np.full(int(alphabet[-1]) + 1, self._unknown, dtype=np.uint64)
+        self._rank = np.full(int(alphabet[-1]) + 1 if len(alphabet) else 1, self._unknown,
+                             dtype=np.uint64)
         self._rank[alphabet] = np.arange(1, len(alphabet) + 1, dtype=np.uint64)
-        rows = np.arange(len(grams))
-        usable = (lengths >= 1) & (lengths <= 3)  # langdetect emits no others.
         ends = np.cumsum(lengths)
-        keys = np.zeros(len(grams), dtype=np.uint64)
+        self.keys = np.zeros(len(grams), dtype=np.uint64)
         for offset in range(3):  # The last, second last and third last characters.
-            has = usable & (lengths > offset)
-            keys[has] |= self._rank[codes[ends[has] - 1 - offset]] << np.uint64(
+            has = lengths > offset
+            self.keys[has] |= self._rank[codes[ends[has] - 1 - offset]] << np.uint64(
                 self._bits * offset)
-        ones = usable & (lengths == 1)
+
+    def add_rows(self, keys: np.ndarray) -> None:
+        """Makes the distinct n-grams `keys` the table's rows 0, 1, ..."""
+        rows = np.arange(len(keys))
+        ones = keys < (1 << self._bits)
         self._row_of_rank = np.full(1 << self._bits, -1, dtype=np.int32)
         self._row_of_rank[keys[ones]] = rows[ones]
-        longer = usable & (lengths > 1)
-        self._row_bits = max(len(grams), 1).bit_length()
+        self._row_bits = max(len(keys), 1).bit_length()
         if 3 * self._bits + self._row_bits > 64:
             raise ValueError("too many distinct characters or n-grams for 64-bit entries")
-        self._hash_bits = (4 * int(longer.sum())).bit_length()  # Less than half full.
+        self._hash_bits = (4 * int((~ones).sum())).bit_length()  # Less than half full.
         self._hash_shift = np.uint64(64 - self._hash_bits)
-        self._entries = self._hash_table(keys[longer], rows[longer])
+        self._entries = self._hash_table(keys[~ones], rows[~ones])
 
     def _slots(self, keys: np.ndarray) -> np.ndarray:
         return ((keys * _HASH_MULTIPLIER) >> self._hash_shift).astype(np.intp)
@@ -379,19 +405,22 @@ class _Trials:
         offsets = np.where(firsts[:, None, None], _FIRST_BLOCK_DRAWS[:blocks],
                            _LATER_BLOCK_DRAWS[:blocks])
         draws = self._draws[self._choice_index(every_row)[:, None, None] + offsets]
+        # Per block: a place for the probabilities, then the factors they are multiplied by.
         factors = np.take(self._table, draws, axis=0)
         factors_of_rows = factors.reshape(len(factors), -1)  # A view: each row's in one run.
         factors_of_rows += self._weight[:, None]  # weight + probability, as langdetect adds.
         if firsts.any():
-            factors[firsts, 0, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
+            factors[firsts, 0, 2:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
         # The iteration each block ends with (and tests convergence at).
         last_iterations = np.where(firsts, 0, self._iteration + _ITERATIONS_PER_CHECK - 1)
         limit_block = -(-(Detector.ITERATION_LIMIT - int(last_iterations.max()))
                         // _ITERATIONS_PER_CHECK)  # The first block where a row can reach it.
         prob = self._prob
         for block in range(blocks):
-            for draw in range(_ITERATIONS_PER_CHECK):
-                prob *= factors[:, block, draw]
+            block_factors = factors[:, block]
+            block_factors[:, 0] = prob
+            # ((prob * f1) * f2) ...: a product over an axis multiplies in order.
+            prob = np.multiply.reduce(block_factors, axis=1)
             prob /= _sequential_row_sums(prob)[:, None]
             # A row's maximum passes the threshold if any of its values does (one at most can).
             done = np.nonzero(prob > Detector.CONV_THRESHOLD)[0]
@@ -404,6 +433,7 @@ class _Trials:
         self._next_choice += (block + 1) * _ITERATIONS_PER_CHECK - np.where(
             firsts, _ITERATIONS_PER_CHECK - 1, 0)
         self._iteration = last_iterations + block * _ITERATIONS_PER_CHECK + 1
+        self._prob = prob
         if not len(done):
             return
         self.totals[self._text[done]] += prob[done] / _TRIALS
@@ -422,8 +452,8 @@ class LanguageDetector:
     """langdetect's Detector over its bundled profiles, with a fixed seed and vectorised maths."""
 
     def __init__(self, seed: int = LANGDETECT_SEED):
-        self.languages, self._ngram_of_row, self._probabilities = profile_table()
-        self._grams = _GramIndex(self._ngram_of_row)
+        languages, self._ngram_of_row, self._probabilities, self._grams = _shared_profiles()
+        self.languages = list(languages)
         self._draws = _DrawStream(seed)
         # NGram.normalize of each character of the Basic Multilingual Plane met so far (0 for
         # none yet: no character normalizes to U+0000), and of the others.
