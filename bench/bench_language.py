@@ -141,8 +141,8 @@ def main():
         ms = statistics.median(seconds) * 1000 / len(texts)
         print(f"{name:<20}{ms:>10.3f}{library_ms / ms:>10.1f}x")
     for name in versions:
-        print(f"{name + ' start-up':<20}{statistics.median(times[name + ' start-up']) * 1000:>10.0f}"
-              " ms (first LanguageDetector() of a process)")
+        startup_ms = statistics.median(times[name + " start-up"]) * 1000
+        print(f"{name + ' start-up':<20}{startup_ms:>10.0f} ms (a process's first detector)")
     if "before" in versions:
         for cache in ("cold", "warm"):
             ratio = statistics.median(times[f"before {cache}"]) / statistics.median(

@@ -20,8 +20,10 @@ machines). How it stays exact:
   CPython's shift, found for all texts of a batch at once; `random.gauss` is Python's own
   arithmetic on the words it reads.
 - trials: all texts of a batch run side by side (`_Trials`), one numpy step advancing every
-  text's current trial by a block of iterations, in langdetect's order of multiplications, sums
-  and divisions.
+  text's current trial by a block of iterations (by several when few texts are left), in
+  langdetect's order of multiplications, sums and divisions (a block's products are one product
+  over an axis, which numpy multiplies in order; row sums are cumulative sums, in order too).
+The profile tables are built once per process and shared by its detectors.
 tests/test_language.py checks the results on real pages and on a seeded fuzz of mixed scripts,
 one by one and in batches; bench/bench_language.py measures the speed against the library.
 """
@@ -35,7 +37,7 @@ import pathlib
 import random
 import re
 import sys
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 from langdetect import detector_factory
@@ -51,7 +53,7 @@ _NON_LATIN = re.compile("[\u0300-\U0010ffff]")
 # str.split()'s separators (none lies above U+3000; tests check every code point), and those of
 # them that NGram.normalize does not turn into a space (they do not restart the n-gram buffer).
 _WHITESPACE = "".join(filter(str.isspace, map(chr, range(0x3001))))
-_NON_BREAKING_SPACES = tuple(char for char in _WHITESPACE if NGram.normalize(char) != " ")
+_WHITESPACE_NOT_NORMALIZED = tuple(char for char in _WHITESPACE if NGram.normalize(char) != " ")
 # langdetect's Detector defaults (instance attributes there, so not importable).
 _MAX_TEXT_LENGTH = 10000
 _TRIALS = 7
@@ -70,6 +72,7 @@ _FIRST_BLOCK_DRAWS = np.maximum(_LATER_BLOCK_DRAWS - (_ITERATIONS_PER_CHECK - 1)
 # needs more.
 _INITIAL_WORDS = 1024
 _MAX_CACHED_TOKENS = 500_000
+_Rows = Union[np.ndarray, slice]  # Rows of a _Trials: indices, or all of them.
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing.
 
 
@@ -296,12 +299,13 @@ def _sequential_row_sums(matrix: np.ndarray) -> np.ndarray:
 
 class _Trials:
     """The trials of a batch of texts, run side by side: one row of language probabilities per
-    text under way (in its current trial), all rows advanced by one block of iterations per
-    numpy step.
+    text under way (in its current trial), all rows advanced by a block of iterations (or a few,
+    when few rows are left) per numpy step; a row starts its text's next trial in place.
 
-    A text's choices are read from `_positions` and `_draws` (the stream positions of the words
-    it accepts, and the table rows they choose), found for every text at once over the first
-    `_length` words of the stream, and again over twice as many when a text runs out of them.
+    A row's choices are read from `_positions` and `_draws` (the stream positions of the words
+    its text accepts, and the table rows they choose, all rows' one after the other), found for
+    every row at once over the first `_length` words of the stream, and again over twice as
+    many when a row runs out of them.
     """
 
     def __init__(self, detector: "LanguageDetector", rows_of_texts: List[np.ndarray]):
@@ -351,7 +355,7 @@ class _Trials:
         self._slot = np.arange(len(counts))
         self._length = length
 
-    def _ensure_choices(self, rows: np.ndarray, choices: int, words: int = 0) -> None:
+    def _ensure_choices(self, rows: _Rows, choices: int, words: int = 0) -> None:
         """Scans further until `rows` have `choices` more choices and the stream position after
         their last choice read plus `words` lies within the scan."""
         while True:
@@ -362,11 +366,11 @@ class _Trials:
                 return
             self._scan_choices(2 * self._length)
 
-    def _choice_index(self, rows: np.ndarray) -> np.ndarray:
+    def _choice_index(self, rows: _Rows) -> np.ndarray:
         """Where the rows' next choices lie in `_positions` and `_draws`."""
         return self._first_choice[self._slot[rows]] + self._next_choice[rows]
 
-    def _read_position(self, rows: np.ndarray) -> np.ndarray:
+    def _read_position(self, rows: _Rows) -> np.ndarray:
         """The stream position after the rows' last choice (0 before their first)."""
         read = self._next_choice[rows] > 0
         last = self._positions[np.where(read, self._choice_index(rows) - 1, 0)]
@@ -490,9 +494,9 @@ class LanguageDetector:
 
     @staticmethod
     def _tokens(text: str) -> Tuple[List[str], str]:
-        """The tokens of a prepared text that a space follows, and the one ending it ("" if
-        none)."""
-        if any(space in text for space in _NON_BREAKING_SPACES):
+        """The tokens of a prepared text that whitespace follows, and the one ending it ("" if
+        none); split at spaces only where the text holds whitespace that normalizes to itself."""
+        if any(space in text for space in _WHITESPACE_NOT_NORMALIZED):
             *tokens, last = text.split(" ")
             return tokens, last
         tokens = text.split()
@@ -553,16 +557,17 @@ class LanguageDetector:
             self._rows_of_last_token = {"": b""}
         cache, last_cache = self._rows_of_token, self._rows_of_last_token
         parts_of_texts = [list(map(cache.get, tokens)) for tokens, _ in tokens_of_texts]
-        new = set()
-        for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts):
-            if None in parts:
-                new.update(itertools.compress(tokens, map(operator.is_, parts,
-                                                          itertools.repeat(None))))
+        # Where each text misses tokens: (parts, tokens, the indices of the missing ones).
+        missing = [(parts, tokens, list(itertools.compress(itertools.count(), map(
+            operator.is_, parts, itertools.repeat(None)))))
+            for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts) if None in parts]
+        new = {tokens[index] for _, tokens, indices in missing for index in indices}
         new_last = {last for _, last in tokens_of_texts}.difference(last_cache)
         if new or new_last:
             self._add_tokens(list(new), list(new_last))
-            parts_of_texts = [parts if None not in parts else list(map(cache.__getitem__, tokens))
-                              for (tokens, _), parts in zip(tokens_of_texts, parts_of_texts)]
+        for parts, tokens, indices in missing:
+            for index in indices:
+                parts[index] = cache[tokens[index]]
         return [np.frombuffer(b"".join(parts) + last_cache[last], dtype=np.int32)
                 for parts, (_, last) in zip(parts_of_texts, tokens_of_texts)]
 
