@@ -21,8 +21,8 @@ machines). How it stays exact:
   arithmetic on the words it reads.
 - trials: all texts of a batch run side by side (`_Trials`), one numpy step advancing every
   text's current trial by a block of iterations (by several when few texts are left), in
-  langdetect's order of multiplications, sums and divisions (a block's products are one product
-  over an axis, which numpy multiplies in order; row sums are cumulative sums, in order too).
+  langdetect's order of multiplications, sums and divisions (row sums are cumulative sums, which
+  add in order).
 The profile tables are built once per process and shared by its detectors.
 tests/test_language.py checks the results on real pages and on a seeded fuzz of mixed scripts,
 one by one and in batches; bench/bench_language.py measures the speed against the library.
@@ -61,11 +61,10 @@ _ITERATIONS_PER_CHECK = 5  # langdetect normalizes and tests convergence every 5
 # A step runs up to this many blocks when fewer than _ROWS_PER_STEP rows share it.
 _MAX_BLOCKS_PER_STEP = 8
 _ROWS_PER_STEP = 32
-# The draws each block multiplies in, from the row's next choice, after a first column that
-# the probabilities take: a trial's first block takes one draw (and multiplies by 1.0 four
-# times), later blocks 5.
+# The draws each block multiplies in, from the row's next choice: a trial's first block takes
+# one draw (and multiplies by 1.0 four times), later blocks 5.
 _LATER_BLOCK_DRAWS = np.arange(_MAX_BLOCKS_PER_STEP * _ITERATIONS_PER_CHECK).reshape(
-    _MAX_BLOCKS_PER_STEP, _ITERATIONS_PER_CHECK)[:, [0, 0, 1, 2, 3, 4]]
+    _MAX_BLOCKS_PER_STEP, _ITERATIONS_PER_CHECK)
 _FIRST_BLOCK_DRAWS = np.maximum(_LATER_BLOCK_DRAWS - (_ITERATIONS_PER_CHECK - 1), 0)
 # Stream words scanned for a batch's choices at first: enough for most texts' 7 trials (an
 # English page takes about 350 choices); the scan doubles, for the texts under way, when one
@@ -409,22 +408,19 @@ class _Trials:
         offsets = np.where(firsts[:, None, None], _FIRST_BLOCK_DRAWS[:blocks],
                            _LATER_BLOCK_DRAWS[:blocks])
         draws = self._draws[self._choice_index(every_row)[:, None, None] + offsets]
-        # Per block: a place for the probabilities, then the factors they are multiplied by.
         factors = np.take(self._table, draws, axis=0)
         factors_of_rows = factors.reshape(len(factors), -1)  # A view: each row's in one run.
         factors_of_rows += self._weight[:, None]  # weight + probability, as langdetect adds.
         if firsts.any():
-            factors[firsts, 0, 2:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
+            factors[firsts, 0, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
         # The iteration each block ends with (and tests convergence at).
         last_iterations = np.where(firsts, 0, self._iteration + _ITERATIONS_PER_CHECK - 1)
         limit_block = -(-(Detector.ITERATION_LIMIT - int(last_iterations.max()))
                         // _ITERATIONS_PER_CHECK)  # The first block where a row can reach it.
         prob = self._prob
         for block in range(blocks):
-            block_factors = factors[:, block]
-            block_factors[:, 0] = prob
-            # ((prob * f1) * f2) ...: a product over an axis multiplies in order.
-            prob = np.multiply.reduce(block_factors, axis=1)
+            for draw in range(_ITERATIONS_PER_CHECK):
+                prob *= factors[:, block, draw]
             prob /= _sequential_row_sums(prob)[:, None]
             # A row's maximum passes the threshold if any of its values does (one at most can).
             done = np.nonzero(prob > Detector.CONV_THRESHOLD)[0]
@@ -437,7 +433,6 @@ class _Trials:
         self._next_choice += (block + 1) * _ITERATIONS_PER_CHECK - np.where(
             firsts, _ITERATIONS_PER_CHECK - 1, 0)
         self._iteration = last_iterations + block * _ITERATIONS_PER_CHECK + 1
-        self._prob = prob
         if not len(done):
             return
         self.totals[self._text[done]] += prob[done] / _TRIALS
