@@ -561,8 +561,11 @@ class LanguageDetector:
         if new or new_last:
             self._add_tokens(list(new), list(new_last))
         for parts, tokens, indices in missing:
-            for index in indices:
-                parts[index] = cache[tokens[index]]
+            if 4 * len(indices) > len(tokens):  # Looking all up again is then faster, in C.
+                parts[:] = map(cache.__getitem__, tokens)
+            else:
+                for index in indices:
+                    parts[index] = cache[tokens[index]]
         return [np.frombuffer(b"".join(parts) + last_cache[last], dtype=np.int32)
                 for parts, (_, last) in zip(parts_of_texts, tokens_of_texts)]
 
