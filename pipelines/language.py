@@ -165,9 +165,10 @@ def _is_upper(codes: np.ndarray) -> np.ndarray:
 class _GramIndex:
     """The table rows of n-grams given as code points, looked up many at a time.
 
-    Each character of the profiles' n-grams gets a small number (its rank), 0 for none; an
-    n-gram is the number made of its characters' ranks, a fixed number of bits each, so that
-    n-grams of different lengths differ. 1-grams are looked up in an array, longer ones in an
+    Each character of the profiles' n-grams gets a small number (its rank; all ones for the
+    characters of no n-gram); an n-gram is the number made of its characters' ranks, a fixed
+    number of bits each, the last character lowest (so that a shorter n-gram's high bits are 0,
+    and n-grams of different lengths differ). 1-grams are looked up in an array, longer ones in an
     open-addressing hash table (linear probing, no wrap-around) holding key and row in one word.
     """
 
@@ -199,7 +200,7 @@ class _GramIndex:
         self._row_bits = max(len(keys), 1).bit_length()
         if 3 * self._bits + self._row_bits > 64:
             raise ValueError("too many distinct characters or n-grams for 64-bit entries")
-        self._hash_bits = (4 * int((~ones).sum())).bit_length()  # Less than half full.
+        self._hash_bits = (4 * int((~ones).sum())).bit_length()  # At most a quarter full.
         self._hash_shift = np.uint64(64 - self._hash_bits)
         self._entries = self._hash_table(keys[~ones], rows[~ones])
 
@@ -220,7 +221,7 @@ class _GramIndex:
         entries[slots] = (keys[order] << np.uint64(self._row_bits)) | rows[order].astype(np.uint64)
         return entries
 
-    def rows(self, codes: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    def rows(self, codes: np.ndarray) -> np.ndarray:
         """For the n-grams ending at each position of `codes` but the first (a space): the table
         row of the 1-, 2- and 3-gram langdetect's buffer holds there, -1 for none."""
         ranks = np.zeros(len(codes), dtype=np.uint64)
@@ -413,7 +414,7 @@ class _Trials:
         factors_of_rows += self._weight[:, None]  # weight + probability, as langdetect adds.
         if firsts.any():
             factors[firsts, 0, 1:] = 1.0  # x * 1.0 == x: a first block multiplies one draw in.
-        # The iteration each block ends with (and tests convergence at).
+        # The iteration the first block ends with (and tests convergence at); 5 more per block.
         last_iterations = np.where(firsts, 0, self._iteration + _ITERATIONS_PER_CHECK - 1)
         limit_block = -(-(Detector.ITERATION_LIMIT - int(last_iterations.max()))
                         // _ITERATIONS_PER_CHECK)  # The first block where a row can reach it.
