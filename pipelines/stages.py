@@ -21,7 +21,7 @@ from text.splitters import Splitter, load_splitter
 
 _PROGRESS_EVERY = 1000
 # Pages per language detection batch: larger batches share each numpy step among more pages.
-_LANGUAGE_BATCH = 256
+_LANGUAGE_BATCH = 1024
 _LOG = logging.getLogger("c4")
 
 
