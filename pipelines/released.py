@@ -98,7 +98,7 @@ def clean_page(text: str, config: CleaningConfig, split: Splitter) -> CleaningRe
     sentences = 0
     for line in text.splitlines():
         line = line.strip()
-        if any(len(word) > config.max_word_length for word in line.split()):
+        if max(map(len, line.split()), default=0) > config.max_word_length:
             dropped["word_too_long"] += 1
             continue
         line = _CITATION.sub("", line)
@@ -122,7 +122,8 @@ def clean_page(text: str, config: CleaningConfig, split: Splitter) -> CleaningRe
         if any(phrase in lower for phrase in _POLICY_PHRASES):
             dropped["policy"] += 1
             continue
-        sentences += len(split(line))
+        if sentences < config.min_sentences_per_page:  # Past the minimum, the count is not needed.
+            sentences += len(split(line))
         kept.append(line)
     if sentences < config.min_sentences_per_page:
         return CleaningResult(None, "too_few_sentences", len(kept), dropped)

@@ -354,11 +354,13 @@ class _ApplyRemovalsFn(beam.DoFn):
                 _count("dedup", "pages.passed")
                 yield page
                 continue
-            units = dedup.units_of(page.text, self._config.mode, self._split)
-            removed = dedup.removed_starts(units, self._config, messages - {_REPEATS_IN_PAGE})
-            if removed:
-                _count("dedup", "spans.dropped:duplicate", len(removed))
-            text = dedup.remove_units(page.text, units, self._config, removed)
+            text = page.text
+            if messages:  # Without one, the page lost nothing: only its sentences are checked.
+                units = dedup.units_of(page.text, self._config.mode, self._split)
+                removed = dedup.removed_starts(units, self._config, messages - {_REPEATS_IN_PAGE})
+                if removed:
+                    _count("dedup", "spans.dropped:duplicate", len(removed))
+                text = dedup.remove_units(page.text, units, self._config, removed)
             reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
                                                    self._min_sentences)
             if reason:
