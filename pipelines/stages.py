@@ -242,11 +242,10 @@ def _normalizer_of(rules: str):
 
 class FilterDomains(beam.PTransform):
 
-    def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1):
+    def __init__(self, config: VariantConfig, resources: Resources):
         super().__init__()
         self._config = config
         self._resources = resources
-        self._dedup_buckets = dedup_buckets
 
     def expand(self, pages):
         if self._config.domain_filter == "realnews":
