@@ -7,7 +7,7 @@ after the released cleaning rules (PUBLIC_C4_CLEANING); `--raw` takes the WET te
 languages, longer texts). Timed, one thread, rounds interleaved, median of the rounds:
 - the library (DetectorFactory over the profiles in name order, seed 0), page by page;
 - ours with a cold word cache (a fresh LanguageDetector, its construction not timed) and warm
-  (the same pages again), in batches of 256 pages as the pipeline's stage detects them;
+  (the same pages again), in batches of the pipeline stage's size (`_LANGUAGE_BATCH`);
 - the start-up of the first LanguageDetector() in a fresh process (later ones share its tables);
 - with `--before FILE`, the same for another version of pipelines/language.py (e.g. a copy of
   the previous one), for before/after figures from one run.
@@ -34,9 +34,9 @@ from langdetect import detector_factory  # noqa: E402
 from pipelines import cleaning, language, wet  # noqa: E402
 from pipelines.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
+from pipelines.stages import _LANGUAGE_BATCH as BATCH  # noqa: E402  (the stage's batch)
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
-BATCH = 256  # The pipeline stage's batch (pipelines/stages.py _LANGUAGE_BATCH).
 
 
 def read_texts(raw: bool):
