@@ -146,7 +146,7 @@ def stage_costs(paths):
     import langdetect
     from tensorflow_datasets.text import c4_utils
 
-    from pipelines import badwords, cleaning, dedup, language, output, wet
+    from pipelines import badwords, cleaning, dedup, language, output, stages, wet
     from pipelines.files import open_raw
     from pipelines.page import Page
     from tests.tfds_reference import _tfds_dedup
@@ -168,7 +168,8 @@ def stage_costs(paths):
     texts = [page.text for page in cleaned]
 
     def detect_all():
-        return [detector.detect_texts(texts[i:i + 256]) for i in range(0, len(texts), 256)]
+        batch = stages._LANGUAGE_BATCH
+        return [detector.detect_texts(texts[i:i + batch]) for i in range(0, len(texts), batch)]
     _, ours["language (cold word cache)"] = _timed(detect_all)
     _, ours["language (warm word cache)"] = _timed(detect_all)
     matcher = badwords.compile_badwords(

@@ -107,16 +107,18 @@ def _rows_of(records: bytes, mode: str) -> np.ndarray:
     return np.frombuffer(records, dtype=">u8").reshape(-1, (key_width + page_width) // 8)
 
 
-def resolve_records(records: bytes, mode: str) -> Tuple[bytes, List[Tuple[bytes, bytes]]]:
+def resolve_records(records: bytes, mode: str
+                    ) -> Tuple[bytes, Iterator[Tuple[bytes, bytes]]]:
     """Splits a block of (key, page key) records into its winners, each key once with its
-    smallest page key (a block, sorted), and its losers, (page key, key) of every other page.
+    smallest page key (a block, sorted), and its losers, (page key, key) of every other page,
+    made one at a time from a packed block (a buffer of boilerplate loses most of its records).
 
     Associative: resolving the winners of several blocks gives what resolving all their records
     at once gives, which lets workers resolve their own records before the shuffle.
     """
     rows = _rows_of(records, mode)
     if not len(rows):
-        return b"", []
+        return b"", iter(())
     rows = rows[np.lexsort(rows.T[::-1])]
     key_words = record_widths(mode)[0] // 8
     keys, pages = rows[:, :key_words], rows[:, key_words:]
@@ -126,9 +128,9 @@ def resolve_records(records: bytes, mode: str) -> Tuple[bytes, List[Tuple[bytes,
     losing = np.any(pages != pages[winner_row], axis=1)
     key_width, width = key_words * 8, rows.shape[1] * 8
     losing_records = rows[losing].tobytes()
-    losers = [(losing_records[start + key_width:start + width],
+    losers = ((losing_records[start + key_width:start + width],
                losing_records[start:start + key_width])
-              for start in range(0, len(losing_records), width)]
+              for start in range(0, len(losing_records), width))
     return rows[first_of_key].tobytes(), losers
 
 

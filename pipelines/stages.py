@@ -292,7 +292,10 @@ _RECORDS_PER_FLUSH = 1 << 20
 class _SpanRecordsFn(beam.DoFn):
     """Pages -> their (key, page key) records, resolved per worker buffer (dedup.resolve_records):
     the winners go out as one block per bucket (main output), the losers straight to the join
-    (`removals`, with each page that repeats a key of its own)."""
+    (`removals`, with each page that repeats a key of its own).
+
+    A buffer mixes the pages of a bundle and leaves in the global window: dedup is a batch
+    stage over the whole dataset, which the C4 pipeline keeps in the global window."""
 
     def __init__(self, config: dedup.DedupConfig, split: Splitter, buckets: int):
         self._config = config
