@@ -113,7 +113,7 @@ def dedup_shuffle_bytes(paths):
         pages = raw if rules == "paper" else [
             page for record in raw for page in released.wet_pages(record)]
         clean = released.clean_page if rules == "released" else cleaning.clean_page
-        records, windows = [], 0
+        records, windows = bytearray(), 0
         for page in pages:
             text = clean(page.text, variant.cleaning, split_sentences).text
             if text is None:
@@ -121,9 +121,9 @@ def dedup_shuffle_bytes(paths):
             units = dedup.units_of(text, mode, split_sentences)
             keys, _ = dedup.distinct_span_keys(units, variant.dedup)
             key_of_page = stages._page_key(page, variant.dedup)
-            records += [key + key_of_page for key in keys]
+            records += dedup.page_records(keys, key_of_page)
             windows += max(len(units) - variant.dedup.span_units + 1, 0)
-        winners, losers = dedup.resolve_records(b"".join(records), mode)
+        winners, losers = dedup.resolve_records(bytes(records), mode)
         to_buckets = sum(len(block_coder.encode_nested(block))
                          for block in dedup.bucket_blocks(winners, mode, len(paths)))
         back = sum(len(loser_coder.encode_nested(loser)) for loser in losers)

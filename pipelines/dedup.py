@@ -99,6 +99,11 @@ def record_widths(mode: str) -> Tuple[int, int]:
     return (16, 16) if mode == "lines" else (8, 8)
 
 
+def page_records(keys: Sequence[bytes], key_of_page: bytes) -> bytes:
+    """A page's records: each of its distinct keys followed by its page key."""
+    return key_of_page.join(keys) + key_of_page if keys else b""
+
+
 def _rows_of(records: bytes, mode: str) -> np.ndarray:
     """Records as rows of big-endian 64-bit words: rows sort as the records' bytes do."""
     key_width, page_width = record_widths(mode)

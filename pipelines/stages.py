@@ -311,7 +311,7 @@ class _SpanRecordsFn(beam.DoFn):
         key_of_page = _page_key(page, self._config)
         keys, repeats = dedup.distinct_span_keys(
             dedup.units_of(page.text, self._config.mode, self._split), self._config)
-        self._records += key_of_page.join(keys) + key_of_page if keys else b""
+        self._records += dedup.page_records(keys, key_of_page)
         if repeats:
             yield beam.pvalue.TaggedOutput("removals", (key_of_page, _REPEATS_IN_PAGE))
         if len(self._records) >= self._flush_bytes:

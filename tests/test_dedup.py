@@ -4,7 +4,7 @@ import collections
 import pytest
 
 from pipelines.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig, bucket_blocks,
-                             distinct_span_keys, drop_reason_after_dedup, page_key,
+                             distinct_span_keys, drop_reason_after_dedup, page_key, page_records,
                              remove_units, removed_starts, resolve_records, span_keys, units_of)
 from text.sentences import split_sentences
 
@@ -15,7 +15,7 @@ def dedup_pages(pages, config):
     records = b""
     for url, text in pages.items():
         keys, _ = distinct_span_keys(units_of(text, config.mode, split_sentences), config)
-        records += b"".join(key + page_key(url, url, config.mode) for key in keys)
+        records += page_records(keys, page_key(url, url, config.mode))
     lost = collections.defaultdict(set)
     for loser, key in resolve_records(records, config.mode)[1]:
         lost[loser].add(key)
