@@ -14,7 +14,7 @@ from typing import Counter, Dict, Iterator, List, Optional
 
 import tldextract
 
-from pipelines.cleaning import CleaningConfig, CleaningResult
+from pipelines.cleaning import CleaningConfig, CleaningResult, has_sentences
 from pipelines.domains import AllowedSubdomains
 from pipelines.page import Page
 from pipelines.urls import released_normalize_url
@@ -95,7 +95,6 @@ def clean_page(text: str, config: CleaningConfig, split: Splitter) -> CleaningRe
     """
     kept: List[str] = []
     dropped: Counter[str] = collections.Counter()
-    sentences = 0
     for line in text.splitlines():
         line = line.strip()
         if max(map(len, line.split()), default=0) > config.max_word_length:
@@ -122,12 +121,13 @@ def clean_page(text: str, config: CleaningConfig, split: Splitter) -> CleaningRe
         if any(phrase in lower for phrase in _POLICY_PHRASES):
             dropped["policy"] += 1
             continue
-        if sentences < config.min_sentences_per_page:  # Past the minimum, the count is not needed.
-            sentences += len(split(line))
         kept.append(line)
-    if sentences < config.min_sentences_per_page:
+    # No kept line holds a line break (they come from splitlines), so the joined text splits back
+    # into them: its sentences are counted line by line.
+    cleaned = "\n".join(kept)
+    if not has_sentences(cleaned, config.min_sentences_per_page, split):
         return CleaningResult(None, "too_few_sentences", len(kept), dropped)
-    return CleaningResult("\n".join(kept).strip(), None, len(kept), dropped)
+    return CleaningResult(cleaned.strip(), None, len(kept), dropped)
 
 
 def is_realnews_url(normalized_url: str, domains: Dict[str, AllowedSubdomains],
