@@ -295,8 +295,8 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
     if mode == "finetune":
         # The schedule counts from the warm-start checkpoint's step over this run's steps, so a
         # user sets only TrainConfig.train_steps (as GPT-1's fine-tuning does).
-        gin.bind_parameter("lr.warmup_linear.start_step", train.first_step(run.train_config))
-        gin.bind_parameter("lr.warmup_linear.total_steps", run.train_config.train_steps)
+        gin.bind_parameter("lr.bert_linear.start_step", train.first_step(run.train_config))
+        gin.bind_parameter("lr.bert_linear.total_steps", run.train_config.train_steps)
         features = task.features("train", training=True)
         train.train(run, lambda: features_dataset(features).shuffle(
             len(features["bert_input_tokens"]), seed=run.data_config.seed),

@@ -1,11 +1,15 @@
 """Learning-rate schedules of the global step, bound in gin as `lr.inverse_sqrt` and `lr.constant`
-(T5) and `lr.warmup_cosine` and `lr.warmup_linear` (GPT-1).
+(T5), `lr.warmup_cosine` and `lr.warmup_linear` (GPT-1; SegaBERT's pre-training) and
+`lr.bert_linear` (BERT).
 
 T5's two are Mesh TensorFlow's own (`learning_rate_schedules.truncated_rsqrt` and `.constant`, the
 schedules of T5's pre-training and fine-tuning gin files), called with the global step before its
 increment, as `mesh_tensorflow.transformer.utils` does. We differ only in the signature: T5 passes
 `total_train_steps`, which neither schedule reads, so ours take the step alone. GPT-1's take
 their total steps from gin (`model/gin/gpt1/*.gin` bind it with TrainConfig.train_steps).
+BERT's differs from `warmup_linear` after the warm-up: it decays over all the steps, the warm-up
+included (google-research/bert's `optimization.create_optimizer`), so after a 10% warm-up its
+rate is 0.9x `warmup_linear`'s at every step.
 """
 from __future__ import annotations
 
@@ -57,3 +61,20 @@ def warmup_linear(step: tf.Tensor, peak: float = 6.25e-5, warmup_fraction: float
     then linear decay to 0 at `total_steps`."""
     return _warmup_then(step, peak, warmup_fraction * total_steps, total_steps, start_step,
                         lambda done: 1.0 - done)
+
+
+@gin.configurable(module="lr")
+def bert_linear(step: tf.Tensor, peak: float = 1e-4, warmup_fraction: float = 0.01,
+                total_steps: int = gin.REQUIRED, start_step: int = 0) -> tf.Tensor:
+    """BERT's schedule (google-research/bert `optimization.create_optimizer`): the linear decay
+    `polynomial_decay(peak, step, total_steps, end_learning_rate=0, power=1)`, i.e.
+    peak * (1 - min(step, total_steps) / total_steps) over all the steps, with the linear warm-up
+    peak * step / w in its place on the first w = int(warmup_fraction * total_steps) steps
+    (`run_classifier.py`'s `int(num_train_steps * warmup_proportion)`; BERT's pre-training runs
+    10,000 of 1M). Steps count from `start_step`, as `warmup_linear`'s."""
+    warmup_steps = int(warmup_fraction * total_steps)
+    step = tf.cast(step, tf.float32) - float(start_step)
+    decayed = peak * (1.0 - tf.minimum(step, float(total_steps)) / float(total_steps))
+    if not warmup_steps:
+        return decayed
+    return tf.where(step < warmup_steps, peak * step / float(warmup_steps), decayed)

@@ -639,9 +639,42 @@ def test_pretraining_phases_follow_the_paper(phase, length, predictions, clean_g
     assert family.bert.head == "pretraining" and family.bert.weight_decay_rate == 0.01
     schedule = run.optimization.learning_rate_schedule
     rates = [float(schedule(tf.constant(step, tf.int64))) for step in (0, 5000, 10000, 1000000)]
-    assert rates == pytest.approx([0.0, 5e-5, 1e-4, 0.0])
+    # BERT's create_optimizer: the decay 1e-4 * (1 - step / 1M) from the end of the warm-up.
+    assert rates == pytest.approx([0.0, 5e-5, 0.99e-4, 0.0])
     # Phase 1 runs 90% of the 1M steps; phase 2 the rest, continuing the global step.
     assert run.train_config.train_steps == (900000 if length == 128 else 100000)
+
+
+def create_optimizer_rate(step, init_lr, num_train_steps, num_warmup_steps):
+    """google-research/bert optimization.py `create_optimizer`'s learning rate at `global_step`,
+    restated: tf.train.polynomial_decay(init_lr, step, num_train_steps, end_learning_rate=0.0,
+    power=1.0, cycle=False), replaced by init_lr * step / num_warmup_steps while
+    step < num_warmup_steps."""
+    decayed = init_lr * (1.0 - min(step, num_train_steps) / num_train_steps)
+    return init_lr * step / num_warmup_steps if step < num_warmup_steps else decayed
+
+
+@pytest.mark.parametrize("gin_file, total_steps, warmup_steps", [
+    ("finetune_classification", 1000, 100), ("finetune_squad", 250, 25),
+    ("pretrain_128", 1000000, 10000)])
+def test_schedule_equals_create_optimizer(gin_file, total_steps, warmup_steps, clean_gin):
+    """Each BERT gin file's schedule against create_optimizer at every kind of step: warm-up,
+    its last step, the first decayed step, mid-run, the last step and past the end. (The
+    schedule used before decayed over the steps after the warm-up only: 1/0.9 of BERT's rate
+    after a 10% warm-up.)"""
+    gin.clear_config()
+    mode = "pretrain.gin" if gin_file.startswith("pretrain") else "finetune.gin"
+    train.parse_gin([mode, "bert/tiny.gin", f"bert/{gin_file}.gin"],
+                    [f"lr.bert_linear.total_steps = {total_steps}"])
+    schedule = train.configured_run("unused").optimization.learning_rate_schedule
+    peak = gin.query_parameter("lr.bert_linear.peak")
+    steps = [0, 1, warmup_steps // 2, warmup_steps - 1, warmup_steps, warmup_steps + 1,
+             total_steps // 2, total_steps - 1, total_steps, total_steps + 10]
+    with tf.Graph().as_default(), tf.Session() as session:
+        ours = session.run([schedule(tf.constant(step, tf.int64)) for step in steps])
+    expected = [create_optimizer_rate(step, peak, total_steps, warmup_steps) for step in steps]
+    # float32 steps: 1 - 999,999 / 1M is exact to about 1e-7 of the peak.
+    np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6 * peak)
 
 
 @pytest.mark.parametrize("head_file, head", [("finetune_classification", "classification"),
@@ -649,7 +682,7 @@ def test_pretraining_phases_follow_the_paper(phase, length, predictions, clean_g
 def test_finetuning_configurations_build(head_file, head, clean_gin):
     gin.clear_config()
     train.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"],
-                    ["lr.warmup_linear.total_steps = 1000"])
+                    ["lr.bert_linear.total_steps = 1000"])
     run = train.configured_run("unused")
     family = train.families.family_for(run.model_config, 30522)
     assert family.bert.head == head and run.model_config.num_layers == 24
