@@ -131,6 +131,85 @@ def test_modified_l2_decays_weights_not_biases_or_gains(gpt1_sizes):
     assert "gpt1/block_000/mlp_norm/g" in kept
 
 
+def openai_adam_steps(params, gradient, steps, lr, b1=0.9, b2=0.999, e=1e-8, l2=0.01):
+    """A numpy restatement of `adam` in openai/finetune-transformer-lm's opt.py (vector_l2 off,
+    constant schedule): lrt = lr * sqrt(1 - b2^t) / (1 - b1^t) scales both the Adam step and the
+    L2 term `l2 * p`, which only parameters of rank > 1 get. `gradient(params)` gives the
+    gradients; returns the parameters after each step."""
+    m = {k: np.zeros_like(p) for k, p in params.items()}
+    v = {k: np.zeros_like(p) for k, p in params.items()}
+    history = []
+    for t in range(1, steps + 1):
+        grads = gradient(params)
+        lrt = lr * np.sqrt(1 - b2 ** t) / (1 - b1 ** t)
+        new = {}
+        for k, p in params.items():
+            m[k] = b1 * m[k] + (1 - b1) * grads[k]
+            v[k] = b2 * v[k] + (1 - b2) * grads[k] * grads[k]
+            decay = l2 * p if p.ndim > 1 else 0.0
+            new[k] = p - lrt * (m[k] / (np.sqrt(v[k]) + e) + decay)
+        params = new
+        history.append(params)
+    return history
+
+
+def test_gpt_adam_updates_as_openai_opt_py():
+    """GPTAdam over 12 steps equals OpenAI's `adam` (opt.py) on the same loss: the decay of a
+    weight is scaled by the bias-corrected step size as the Adam step is (unscaled, it is 3.2x
+    OpenAI's at step 1), a bias is not decayed, and epsilon sits outside the bias correction."""
+    from model.mesh import MeshConfig, cpu_mesh_impl
+    from model.mtf_compat import mtf
+    rng = np.random.RandomState(0)
+    start = {"w/kernel": rng.normal(size=(3, 4)).astype(np.float32),
+             "w/bias": rng.normal(size=(4,)).astype(np.float32)}
+    x = rng.normal(size=(3,)).astype(np.float32)
+    target = rng.normal(size=(4,)).astype(np.float32)
+    # A tiny gradient on one entry, where epsilon's place in the formula shows.
+    scale = np.ones((3, 4), np.float32)
+    scale[0, 0] = 1e-6
+
+    def gradient(params):  # of sum((x @ (scale * kernel) + bias - target)^2)
+        residual = 2 * (x @ (scale * params["w/kernel"]) + params["w/bias"] - target)
+        return {"w/kernel": scale * np.outer(x, residual), "w/bias": residual}
+
+    steps, lr = 12, 0.05
+    # In float64: what remains is TF's float32 rounding (~1e-6 after 12 steps of 0.05), far
+    # below the departures (3e-4 for the decay, 1e-2 for epsilon, at step 1).
+    expected = openai_adam_steps({k: p.astype(np.float64) for k, p in start.items()}, gradient,
+                                 steps, lr)
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        rows, cols = mtf.Dimension("rows", 3), mtf.Dimension("cols", 4)
+        kernel = mtf.get_variable(mesh, "w/kernel", mtf.Shape([rows, cols]),
+                                  initializer=tf.constant_initializer(start["w/kernel"]))
+        bias = mtf.get_variable(mesh, "w/bias", mtf.Shape([cols]),
+                                initializer=tf.constant_initializer(start["w/bias"]))
+        inputs = mtf.import_tf_tensor(mesh, tf.constant(x), mtf.Shape([rows]))
+        scaled = kernel * mtf.import_tf_tensor(mesh, tf.constant(scale), mtf.Shape([rows, cols]))
+        prediction = mtf.einsum([inputs, scaled], reduced_dims=[rows]) + bias
+        loss = mtf.reduce_sum(mtf.square(
+            prediction - mtf.import_tf_tensor(mesh, tf.constant(target), mtf.Shape([cols]))))
+        variables = graph.trainable_variables
+        grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
+        updates = gpt1.GPTAdam(tf.constant(lr), weight_decay=0.01).apply_grads(grads, variables)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        global_step = tf.train.get_or_create_global_step()
+        with tf.control_dependencies([lowering.lowered_operation(op) for op in updates]):
+            train_op = tf.assign_add(global_step, 1)
+        values = {name: lowering.export_to_tf_tensor(t)
+                  for name, t in (("w/kernel", kernel), ("w/bias", bias))}
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(lowering.copy_masters_to_slices())
+            for step in range(steps):
+                session.run(train_op)
+                got = session.run(values)
+                for name in start:
+                    np.testing.assert_allclose(got[name], expected[step][name], rtol=0,
+                                               atol=1e-5, err_msg=f"{name} at step {step + 1}")
+
+
 def test_schedules_warm_up_then_decay_to_zero():
     from model import schedules
     with tf.Graph().as_default(), tf.Session() as session:

@@ -18,7 +18,8 @@ Pre-training reads the `decoder_only` features (model/features.py) of the `lm` o
 of DataConfig.targets_length tokens, documents packed with segment ids (attention stays within a
 segment, positions restart at 0). The optimizer is OpenAI's Adam (bias-corrected, beta 0.9/0.999,
 eps 1e-8) with their "modified L2": w * param added to the update (decoupled from the gradient
-moments) for weights of rank > 1 only, not biases or gains (`GPTAdam`).
+moments) for weights of rank > 1 only, not biases or gains, the whole update scaled by the
+bias-corrected step size, as their opt.py (`GPTAdam`).
 
 Fine-tuning (`GPT1Config.head`, set by model/gpt1_finetune.py from the task's discriminative
 view) reads `head_tokens` [batch, sequences * length] (each example's transformed sequences, see
@@ -325,6 +326,8 @@ class GPT1(ModelFamily):
     architectures = (ARCHITECTURE,)
     fresh_on_warm_start = (r"gpt1/head/.*",)
     gradient_clip_norm = 1.0
+    # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
+    warm_start_continues_training = False
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
@@ -426,9 +429,11 @@ def is_weight(variable_name: str) -> bool:
 
 
 class GPTAdam(mtf.optimize.Optimizer):
-    """OpenAI's Adam for GPT-1: bias-corrected moments, and the modified L2: `weight_decay *
-    param` added to the update of every weight (`is_weight`: not biases or gains), outside the
-    moments (decoupled, as their `adam` in train.py with vector_l2 off)."""
+    """OpenAI's Adam for GPT-1 (`adam` in finetune-transformer-lm's opt.py): the bias correction
+    is folded into the step size, `lrt = lr * sqrt(1 - beta2^t) / (1 - beta1^t)`, and that step
+    size scales both the Adam step `m / (sqrt(v) + epsilon)` and the modified L2 term
+    `weight_decay * param`, the latter on weights only (`is_weight`: not biases or gains),
+    outside the moments (decoupled: vector_l2 off)."""
 
     def __init__(self, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01):
         self.learning_rate = learning_rate
@@ -446,12 +451,12 @@ class GPTAdam(mtf.optimize.Optimizer):
                              initializer=tf.zeros_initializer(), trainable=False)
         next_m = self.beta1 * m + (1.0 - self.beta1) * grad
         next_v = self.beta2 * v + (1.0 - self.beta2) * mtf.square(grad)
-        m_hat = next_m * (1.0 / (1.0 - tf.pow(self.beta1, step)))
-        v_hat = next_v * (1.0 / (1.0 - tf.pow(self.beta2, step)))
-        update = m_hat / (mtf.sqrt(v_hat) + self.epsilon)
+        step_size = (self.learning_rate * tf.sqrt(1.0 - tf.pow(self.beta2, step))
+                     / (1.0 - tf.pow(self.beta1, step)))
+        update = next_m / (mtf.sqrt(next_v) + self.epsilon)
         if self.weight_decay and is_weight(var.name):
             update += self.weight_decay * mtf.to_float(var.value)
-        return [mtf.assign_sub(var, update * self.learning_rate),
+        return [mtf.assign_sub(var, update * step_size),
                 mtf.assign(m, next_m), mtf.assign(v, next_v)]
 
 
