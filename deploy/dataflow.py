@@ -34,6 +34,11 @@ DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 # is fastest and cheapest.
 DEFAULT_CC_BASE_URL = common_crawl.BASE_URL
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+# How the job's functions travel to the workers: every function the pipeline ships is
+# importable from its package there, so __main__ is not pickled (it would only drag the
+# launcher's globals along); cloudpickle pickles what is not importable by value.
+# deploy/rehearse.py runs its rehearsals with the same options.
+PICKLING_OPTIONS = ("--no_save_main_session", "--pickle_library=cloudpickle")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,10 +118,7 @@ def pipeline_argv(job: DataflowJob) -> list[str]:
         "--max_num_workers", str(job.max_num_workers),
         "--autoscaling_algorithm", "THROUGHPUT_BASED",
         "--disk_size_gb", str(job.disk_size_gb),
-        # Every function the pipeline ships is importable from its package on the workers;
-        # pickling __main__ would only drag the launcher's globals along.
-        "--no_save_main_session",
-        "--pickle_library", "cloudpickle",
+        *PICKLING_OPTIONS,
         "--labels", f"c4_variant={job.variant.replace('.', '-')}",
     ]
     shuffle_mode = "service" if job.shuffle_service else "appliance"

@@ -1,10 +1,43 @@
-"""Reads the pinned requirements.txt, the one source of versions for every install we ship."""
+"""Reads the pinned requirements.txt, the one source of versions for every install we ship, and
+says which of those pins each kind of install (an extra of setup.py) needs.
+
+    python -m deploy.requirements pipeline     # prints the `pipeline` extra's pins, one a line
+
+(deploy/Dockerfile installs a worker image's dependencies from that list.)
+"""
 import pathlib
+import sys
 from typing import Iterable
 
-REQUIREMENTS_TXT = pathlib.Path(__file__).resolve().parents[1] / "requirements.txt"
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+REQUIREMENTS_TXT = REPO_ROOT / "requirements.txt"
 # Needed only to run the tests, never on a worker.
 TEST_ONLY = frozenset({"pytest"})
+# The project's top-level packages, as setup.py installs them (with their subpackages).
+PACKAGES = ("text", "pipelines", "tfds_c4", "model")
+
+# What every install needs: numpy is the one package text/pipelines, tfds_c4 and model all use.
+BASE = ("numpy",)
+# A Dataflow worker of the C4 job (pipelines.c4): Beam and the page rules' libraries; nltk only
+# for --splitter punkt; protobuf at the launcher's version, since the worker decodes the job's
+# protos. No TensorFlow, torch or transformers: workers install this at every start.
+_PIPELINE = ("apache-beam", "warcio", "langdetect", "tldextract", "numpy", "nltk", "protobuf")
+# `tfds build` of t5_c4 with Beam: the pipeline plus TensorFlow and TFDS (whose command line
+# imports mlcroissant, which the pins of pandas and scipy keep on numpy 1).
+_TFDS = _PIPELINE + ("tensorflow", "tensorflow-datasets", "tensorflow-metadata", "mlcroissant",
+                     "pandas", "scipy")
+# Training on a TPU host: model/ reads `tfds:t5_c4/...` through tfds_c4, so tfds's pins too;
+# mesh-tensorflow imports pkg_resources (setuptools); task metrics need sacrebleu, rouge-score
+# and scikit-learn.
+_MODEL = _TFDS + ("tensorflow-text", "mesh-tensorflow", "gin-config", "sentencepiece",
+                  "sacrebleu", "rouge-score", "scikit-learn", "setuptools")
+EXTRAS = {
+    "pipeline": _PIPELINE,
+    "tfds": _TFDS,
+    "model": _MODEL,
+    # model.export_hf converts the trainer's checkpoints (model) to Hugging Face (torch).
+    "export": _MODEL + ("torch", "transformers"),
+}
 
 
 def requirement_name(pin: str) -> str:
@@ -18,3 +51,29 @@ def pinned_requirements(path: pathlib.Path = REQUIREMENTS_TXT,
     excluded = {name.lower() for name in exclude}
     lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
     return [line for line in lines if line and requirement_name(line) not in excluded]
+
+
+def pins_of(names: Iterable[str], path: pathlib.Path = REQUIREMENTS_TXT) -> list[str]:
+    """The pins of the named packages, in requirements.txt's order; a name without a pin is a
+    KeyError (a package no install could get at a known version)."""
+    wanted = set(names)
+    pins = {requirement_name(pin): pin for pin in pinned_requirements(path)}
+    missing = wanted - pins.keys()
+    if missing:
+        raise KeyError(f"not pinned in {path.name}: {', '.join(sorted(missing))}")
+    return [pin for name, pin in pins.items() if name in wanted]
+
+
+def extras_require(path: pathlib.Path = REQUIREMENTS_TXT) -> dict[str, list[str]]:
+    """setup.py's extras_require: each extra's pins."""
+    return {extra: pins_of(names, path) for extra, names in EXTRAS.items()}
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 1 or argv[0] not in EXTRAS:
+        sys.exit(f"usage: python -m deploy.requirements {{{','.join(EXTRAS)}}}")
+    print(*pins_of(EXTRAS[argv[0]]), sep="\n")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
