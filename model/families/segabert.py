@@ -4,6 +4,14 @@ into each token: the token's index in its sentence (256 rows), its sentence's in
 paragraph (100) and its paragraph's index in the document (50). Pre-trained with masked LM alone
 (`BertConfig.head = 'mlm'`, no next-sentence prediction); fine-tuned with BERT's heads.
 
+The optimizer is the authors' (their pretrain_segabert.py: apex's `FusedAdam`, in its AdamW mode
+since apex's 2019 rework, the one of the NGC PyTorch 20.03 image their README names): Adam with
+bias correction, epsilon 1e-8 added to the corrected root, the decay `weight_decay * param`
+added to the update outside the moments and scaled by the learning rate alone, not on layer
+norms and biases (Megatron's get_params_for_weight_decay_optimization). BERT's AdamWeightDecay
+has no bias correction and epsilon 1e-6; `FusedAdamConfig` holds SegaBERT's settings (BertConfig's
+`adam_*` and `weight_decay_rate` are BERT's and are not read here).
+
 Everything else is BERT's (model/families/bert.py): the encoder, token types, the MLM head and
 the classification and span heads. The indices come from model/structure.py (how they are
 counted, what [CLS] and [SEP] get, what happens at the maxima); the features are BERT's plus
@@ -18,8 +26,10 @@ which is what structure.structured_segments gives a segment of one sentence.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Dict, Tuple
 
+import gin
 import tensorflow.compat.v1 as tf
 
 from model import structure
@@ -28,6 +38,44 @@ from model.mtf_compat import mtf
 
 # The three embedding tables, in structure.INDEX_KEYS order.
 TABLES = ("token_index_embeddings", "sentence_index_embeddings", "paragraph_index_embeddings")
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class FusedAdamConfig:
+    """SegaBERT's optimizer settings (pretrain_segabert.py: betas (0.9, 0.999), FusedAdam's
+    epsilon 1e-8, --weight-decay 1e-2 in pretrain_segabert_distributed.sh)."""
+
+    weight_decay_rate: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    epsilon: float = 1e-8
+
+
+class FusedAdam(mtf.optimize.AdamWeightDecayOptimizer):
+    """apex's FusedAdam in AdamW mode (multi_tensor_adam.cu, ADAM_MODE_1), step t = global
+    step + 1: m and v as Adam's, `update = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) +
+    epsilon) + weight_decay * param` (the decay where `_do_use_weight_decay`), `param -= lr *
+    update`; the weights read in float32 (as bert.AdamWeightDecay, for bfloat16 activations)."""
+
+    def apply_grad(self, grad, var):
+        if grad is None:
+            return []
+        grad = mtf.to_float(grad)
+        step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
+        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
+        next_v = self.beta_2 * v + (1.0 - self.beta_2) * mtf.square(grad)
+        m_unbiased = next_m / (1.0 - tf.pow(self.beta_1, step))
+        v_unbiased = next_v / (1.0 - tf.pow(self.beta_2, step))
+        update = m_unbiased / (mtf.sqrt(v_unbiased) + self.epsilon)
+        if self._do_use_weight_decay(var.name):
+            update += self.weight_decay_rate * mtf.to_float(var.value)
+        return [mtf.assign_sub(var, self.learning_rate * update),
+                mtf.assign(m, next_m), mtf.assign(v, next_v)]
 
 
 def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
@@ -57,10 +105,9 @@ class SegaBert(Bert):
     # structure.SegaBertStream.
     name = "segabert"
     architectures = ("segabert",)
-    # Patterns match whole names (model/warm_start.py). New heads start fresh, and so do the
-    # pooler's Adam moments: masked LM alone never trains the pooler, so a pre-trained
-    # checkpoint has its (initial) weights but no optimizer slots for them.
-    fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*", r"bert/pooler/.*/adam_[mv]")
+    # Patterns match whole names (model/warm_start.py): new heads start fresh. (Masked LM alone
+    # never trains the pooler: a pre-trained checkpoint has its initial weights.)
+    fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*")
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
@@ -70,6 +117,12 @@ class SegaBert(Bert):
         self.limits = structure.StructureLimits()
 
     predict_feature_keys = structure.INDEX_KEYS
+
+    def optimizer(self, learning_rate):
+        settings = FusedAdamConfig()
+        return FusedAdam(learning_rate=learning_rate, weight_decay_rate=settings.weight_decay_rate,
+                         beta_1=settings.beta1, beta_2=settings.beta2, epsilon=settings.epsilon,
+                         exclude_from_weight_decay=["layer_norm", "bias"])
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
