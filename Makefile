@@ -2,6 +2,9 @@
 # offline, pass local files: make run INPUT="path/to/*.warc.wet.gz" BADWORDS=path/to/en
 # `make test` runs the test suite but the tests marked slow; `make test-all` runs every test.
 # Both create .venv from requirements.txt first.
+# `make rehearse` runs the C4 job and the TFDS build with Beam's portable runner, their workers in
+# lean environments (.venv-worker/) holding only a worker's install, against the DirectRunner.
+# `make bench-extras` measures each setup.py extra's installed size and install time.
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
@@ -22,7 +25,7 @@ $(VENV)/.installed: requirements.txt setup.py
 	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-.PHONY: install run test test-all bench
+.PHONY: install run test test-all bench bench-extras rehearse
 install: $(VENV)/.installed
 
 run: install
@@ -36,3 +39,9 @@ test-all: install
 
 bench: install
 	for script in bench/*.py; do $(VENV)/bin/python $$script || exit 1; done
+
+rehearse: install
+	$(VENV)/bin/python -m deploy.rehearse
+
+bench-extras: install
+	$(VENV)/bin/python bench/bench_extras.py

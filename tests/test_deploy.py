@@ -1,14 +1,17 @@
 """The launchers' dry runs: commands built from arguments, bad arguments refused with a message."""
+import ast
+import importlib.metadata
 import pathlib
 import shlex
 import shutil
 import subprocess
 import sys
 import tarfile
+from typing import Iterator
 
 import pytest
 
-from deploy import dataflow, requirements, tpu
+from deploy import dataflow, requirements, tpu, worker_env
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 BASE_DATAFLOW_ARGS = ["--project", "my-project", "--region", "us-central1",
@@ -176,6 +179,117 @@ def test_pinned_requirements_leave_out_test_only_packages():
     assert all(requirements.requirement_name(pin) != "pytest" for pin in pins)
 
 
+HEAVY = {"tensorflow", "torch", "transformers"}
+
+
+def test_each_extra_is_pinned_and_the_pipeline_extra_brings_no_tensorflow_torch_or_transformers():
+    pins = requirements.pinned_requirements()
+    extras = requirements.extras_require()
+    assert set(extras) == {"pipeline", "tfds", "model", "export"}
+    for extra, listed in extras.items():
+        assert set(listed) <= set(pins), extra
+        assert set(requirements.pins_of(requirements.BASE)) <= set(listed), extra
+    # Every pin serves some install: the largest extra is the whole list.
+    assert sorted(extras["export"]) == sorted(pins)
+    pipeline = {requirements.requirement_name(pin) for pin in extras["pipeline"]}
+    assert {"apache-beam", "warcio", "langdetect", "tldextract", "numpy", "nltk"} <= pipeline
+    assert not pipeline & HEAVY
+    # Nor through what those packages need, as installed here.
+    brought = worker_env.dependency_closure(extras["pipeline"])
+    assert "apache-beam" in brought and not {name for name in brought
+                                             if name.startswith(tuple(HEAVY))}
+    assert {"tensorflow", "tensorflow-datasets"} <= set(
+        worker_env.dependency_closure(extras["tfds"]))
+
+
+def test_an_unpinned_package_in_an_extra_is_refused():
+    with pytest.raises(KeyError, match="not pinned in requirements.txt: tensorflw"):
+        requirements.pins_of(["tensorflow", "tensorflw"])
+
+
+def _module_file(name: str) -> pathlib.Path:
+    path = REPO_ROOT.joinpath(*name.split("."))
+    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+
+
+def _imported_names(module: str) -> Iterator[str]:
+    """Every module an import statement of `module` names, at any depth of its code (a DoFn
+    imports inside process(): that runs on the worker too), relative imports resolved."""
+    path = _module_file(module)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            parts = package.split(".")[:len(package.split(".")) - node.level + 1] \
+                if node.level else []
+            base = ".".join(parts + ([node.module] if node.module else []))
+            yield base
+            yield from (f"{base}.{alias.name}" for alias in node.names)
+
+
+def third_party_imports(entry: str, left_out: frozenset = frozenset()) -> set[str]:
+    """Top-level names of the packages outside the project and the standard library that the
+    project's modules reachable from `entry` import."""
+    seen, pending, outside = set(left_out), [entry], set()
+    while pending:
+        module = pending.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        for name in _imported_names(module):
+            top = name.split(".")[0]
+            if top in requirements.PACKAGES:
+                if _module_file(name).is_file():
+                    pending.append(name)
+            elif top not in sys.stdlib_module_names:
+                outside.add(top)
+    return outside
+
+
+@pytest.mark.parametrize("extra, entry, left_out", [
+    ("pipeline", "pipelines.c4", frozenset()),
+    ("tfds", "tfds_c4", frozenset()),
+    # model.train's export mode imports torch: that is the export extra's.
+    ("model", "model.train", frozenset({"model.export_hf"})),
+    ("export", "model.export_hf", frozenset()),
+])
+def test_each_extra_installs_every_package_its_code_imports(extra, entry, left_out):
+    """What a worker would fail on at import or in a DoFn, found without running it."""
+    from packaging.utils import canonicalize_name
+    installed = set(worker_env.dependency_closure(requirements.extras_require()[extra]))
+    distributions = importlib.metadata.packages_distributions()
+    imported = third_party_imports(entry, left_out)
+    assert "numpy" in imported
+    missing = {name: distributions.get(name) for name in imported
+               if not {canonicalize_name(d) for d in distributions.get(name, [name])} & installed}
+    assert not missing, f"the {extra} extra lacks the distributions of {missing}"
+
+
+def _requires_by_extra(egg_info: pathlib.Path) -> dict[str, list[str]]:
+    """requires.txt of an egg-info: install_requires under "", each extra under its name."""
+    sections, current = {"": []}, ""
+    for line in (egg_info / "requires.txt").read_text().split():
+        if line.startswith("["):
+            current = line.strip("[]")
+            sections[current] = []
+        else:
+            sections[current].append(line)
+    return sections
+
+
+def _egg_info(source: pathlib.Path, egg_base: pathlib.Path) -> pathlib.Path:
+    egg_base.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "setup.py", "-q", "egg_info", "--egg-base", str(egg_base)],
+                   cwd=source, check=True, capture_output=True)
+    (egg_info,) = egg_base.glob("*.egg-info")
+    return egg_info
+
+
+def expected_requires() -> dict[str, list[str]]:
+    return {"": requirements.pins_of(requirements.BASE), **requirements.extras_require()}
+
+
 def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
     """Dataflow runs `setup.py sdist` here and pip-installs the tarball on each worker."""
     # --egg-base keeps the build metadata out of the checkout.
@@ -186,14 +300,68 @@ def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
     with tarfile.open(tarball) as archive:
         archive.extractall(tmp_path / "unpacked", filter="data")
     (source,) = (tmp_path / "unpacked").iterdir()
-    for package in ("text", "pipelines", "tfds_c4", "model"):
+    for package in requirements.PACKAGES:
         assert (source / package / "__init__.py").is_file()
     assert (source / "model" / "gin" / "pretrain.gin").is_file()
     # What a worker does with it: run setup.py from the unpacked sdist, away from this checkout.
-    subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=source, check=True,
-                   capture_output=True)
-    (requires,) = source.glob("*.egg-info/requires.txt")
-    assert requires.read_text().split() == requirements.pinned_requirements()
+    assert _requires_by_extra(_egg_info(source, tmp_path / "worker")) == expected_requires()
+
+
+def replay_copy_steps(dockerfile: str, context: pathlib.Path) -> None:
+    """Builds in `context` what the Dockerfile's COPY steps put in its WORKDIR."""
+    for line in dockerfile.splitlines():
+        if not line.startswith("COPY "):
+            continue
+        *sources, destination = line.split()[1:]
+        for source in sources:
+            source_path = REPO_ROOT / source
+            assert source_path.exists(), f"Dockerfile copies missing {source}"
+            target = context / destination / (source_path.name if destination.endswith("/")
+                                               else "")
+            if source_path.is_dir():
+                shutil.copytree(source_path, target, dirs_exist_ok=True,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+            else:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy(source_path, target)
+
+
+def test_worker_image_installs_and_runs_the_job_with_only_the_pipeline_extra(shared_data,
+                                                                              tmp_path):
+    """Rebuild the Dockerfile's COPY steps in a folder, install the project from it into an
+    environment that holds only the `pipeline` extra (as the image's pip does), and run the job
+    there on a sample WET file."""
+    context = tmp_path / "image"
+    replay_copy_steps((REPO_ROOT / "deploy" / "Dockerfile").read_text(), context)
+    # The image holds every package setup.py installs from the checkout.
+    image_egg_info = _egg_info(context, tmp_path / "image-egg")
+    checkout_egg_info = _egg_info(REPO_ROOT, tmp_path / "checkout-egg")
+    assert ((image_egg_info / "top_level.txt").read_text().split()
+            == (checkout_egg_info / "top_level.txt").read_text().split())
+    assert _requires_by_extra(image_egg_info) == expected_requires()
+    # The image's dependency layer installs the extra `python -m deploy.requirements` lists.
+    listed = subprocess.run([sys.executable, "-m", "deploy.requirements", "pipeline"],
+                            cwd=context, check=True, capture_output=True, text=True).stdout
+    assert listed.split() == requirements.extras_require()["pipeline"]
+
+    env = worker_env.create(tmp_path / "worker", "pipeline")
+    worker_env.install_project(env, context)
+    sample = shared_data / "wet" / "realistic" / "CC-MAIN-2019-30-part-0.warc.wet.gz"
+    output = tmp_path / "out"
+    # From an empty folder: only what the environment installs is importable.
+    finished = subprocess.run(
+        [str(env.python), "-m", "pipelines.c4", "--variant", "en", "--input", str(sample),
+         "--badwords", str(shared_data / "badwords" / "en"), "--output", str(output)],
+        cwd=tmp_path / "worker", env=env.environ(), capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert sorted(output.glob("train-*.jsonl.gz")) and (output / "stats.json").is_file()
+    # The environment is lean: TensorFlow is not there, and the code came from the image.
+    probe = subprocess.run(
+        [str(env.python), "-c", "import importlib.util as u, pipelines; "
+         "print(u.find_spec('tensorflow') is None, pipelines.__file__)"],
+        cwd=tmp_path / "worker", env=env.environ(), capture_output=True, text=True, check=True)
+    absent, location = probe.stdout.split()
+    assert absent == "True" and location.startswith(str(env.root))
 
 
 # --- TPU ----------------------------------------------------------------------------------------
@@ -400,30 +568,6 @@ def test_readme_mesh_table_is_what_the_launcher_computes():
             except ValueError:
                 expected = "n/a"
             assert cell.strip() == expected, (accelerator, size)
-
-
-def test_worker_image_copies_everything_its_install_needs(tmp_path):
-    """Rebuild the Dockerfile's COPY steps in a folder and run its setup.py there."""
-    dockerfile = (REPO_ROOT / "deploy" / "Dockerfile").read_text()
-    context = tmp_path / "image"
-    for line in dockerfile.splitlines():
-        if not line.startswith("COPY "):
-            continue
-        *sources, destination = line.split()[1:]
-        for source in sources:
-            source_path = REPO_ROOT / source
-            assert source_path.exists(), f"Dockerfile copies missing {source}"
-            target = context / destination / (source_path.name if destination.endswith("/")
-                                               else "")
-            if source_path.is_dir():
-                shutil.copytree(source_path, target, dirs_exist_ok=True)
-            else:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy(source_path, target)
-    subprocess.run([sys.executable, "setup.py", "-q", "egg_info"], cwd=context, check=True,
-                   capture_output=True)
-    (requires,) = context.glob("*.egg-info/requires.txt")
-    assert requires.read_text().split() == requirements.pinned_requirements()
 
 
 def trainer_words(*args: str) -> list[str]:
