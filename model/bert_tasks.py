@@ -6,22 +6,28 @@ answering from SQuAD's JSON (v1.1: the task layer's reader, model/tasks/sources.
 Classification (BERT's run_classifier): `[CLS] A [SEP] B [SEP]`, token types 0 then 1, the pair
 trimmed from the end of the longer segment; label = the view's class index.
 
-SQuAD (BERT's run_squad, one window per question): `[CLS] question [SEP] context [SEP]`, the
-question cut to `max_query_pieces`; the context is split on white space into words (each
-character's word is kept, as run_squad's `char_to_word_offset`), each word tokenised into its
-pieces; the answer's first and last words give the start (its first piece) and end (its last
-piece). No answer (SQuAD 2.0's impossible questions) is start = end = 0, the [CLS] piece.
-Where we differ: one window per question, the context cut at the sequence length, not BERT's
-overlapping windows (doc_stride 128); an answer cut off is then "no answer" (v2) or the question
-is left out of training (v1). A predicted span is read back as its context words joined by
-spaces (the SQuAD metric normalises punctuation and spaces away; BERT's `get_final_text` aligns
-the characters more finely).
+SQuAD (BERT's run_squad.py, `SquadConfig`): the context is split on white space into words
+(each character's word kept, as run_squad's `char_to_word_offset`), each word tokenised into its
+pieces; a question (cut to max_query_length 64 pieces) is read in windows
+`[CLS] question [SEP] context pieces [SEP]` of the sequence length (384 in
+bert/finetune_squad.gin), each starting doc_stride (128) pieces after the previous one
+(`convert_examples_to_features`). A window's label is the answer's start (its first word's first
+piece) and end (its last word's last piece) when the answer lies in it, else start = end = 0,
+the [CLS] piece (no answer in this window; also every window of a SQuAD 2.0 impossible
+question). The span head gives each window's start and end logits; the answer is the best
+start + end over all the question's windows (`best_answer`, run_squad's `write_predictions`),
+"" only for SQuAD 2.0 (task squad_v2), by the null-score rule.
+Where we differ: a predicted span is read back as its context words joined by spaces (the
+SQuAD metric normalises punctuation and spaces away; BERT's `get_final_text` aligns the
+characters more finely), and the answer's pieces are its whole words (no
+`_improve_answer_span`), nor is a training question whose answer text is not found in its words
+left out.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -74,28 +80,56 @@ def task_classification_features(task: str, split: str, vocabulary: WordPieceVoc
                                    vocabulary, length)
 
 
+@gin.configurable
 @dataclasses.dataclass(frozen=True)
-class SquadInput:
-    """One SQuAD question as BERT reads it, and what is needed to read an answer back."""
+class SquadConfig:
+    """run_squad.py's flags for windows and answers; the window length (max_seq_length, 384 in
+    its examples) is DataConfig.inputs_length."""
+
+    # A context longer than a window is read in windows that start `doc_stride` pieces apart.
+    doc_stride: int = 128
+    max_query_length: int = 64
+    # Candidate answers: the n_best_size best starts and ends of each window.
+    n_best_size: int = 20
+    max_answer_length: int = 30
+    # SQuAD 2.0: no answer when the null score (the least [CLS] start + end over the windows)
+    # beats the best span by more than this (run_squad's null_score_diff_threshold, tuned on
+    # dev). SQuAD v1.1 always answers (run_squad without version_2_with_negative).
+    null_score_diff_threshold: float = 0.0
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadWindow:
+    """One window of a question's context (a run_squad InputFeatures)."""
+
+    tokens: List[int]  # [CLS] question [SEP] context pieces [SEP]
+    types: List[int]
+    # The context word of each context piece, by position (run_squad's token_to_orig_map).
+    piece_words: Dict[int, int]
+    # The context positions whose widest context is this window (token_is_max_context).
+    max_context: FrozenSet[int]
+    start: int  # the answer's piece positions in this window; 0, 0: not in it, or no answer
+    end: int
+
+
+@dataclasses.dataclass(frozen=True)
+class SquadQuestion:
+    """One SQuAD question as BERT reads it: its windows and what reads an answer back."""
 
     question_id: str
-    tokens: List[int]
-    types: List[int]
-    # The context word of each piece of `tokens` (-1 for [CLS], the question and [SEP]).
-    piece_words: List[int]
     words: List[str]
-    start: int  # piece positions of the answer; 0, 0: no answer
-    end: int
     answers: List[str]  # the reference texts ([] for an impossible question)
+    windows: List[SquadWindow]
 
-    def answer_text(self, start: int, end: int) -> str:
-        """The context words of pieces start..end ("" for no answer or a span outside it)."""
-        if start == 0 or end < start or end >= len(self.piece_words):
-            return ""
-        first, last = self.piece_words[start], self.piece_words[end]
-        if first < 0 or last < 0:
-            return ""
-        return " ".join(self.words[first:last + 1])
+    def answer_text(self, window: int, start: int, end: int) -> str:
+        """The context words of pieces start..end of a window, joined by spaces."""
+        piece_words = self.windows[window].piece_words
+        return " ".join(self.words[piece_words[start]:piece_words[end] + 1])
+
+    def labelled_answer(self) -> str:
+        """The text of the training label (its first window that has it; "" if none)."""
+        return next((self.answer_text(i, w.start, w.end) for i, w in enumerate(self.windows)
+                     if w.start), "")
 
 
 def _context_words(context: str) -> Tuple[List[str], List[int]]:
@@ -132,47 +166,111 @@ def read_squad_v2(path: str) -> Iterable[dict]:
                                    "text": [a["text"] for a in answers]}}
 
 
-def squad_input(raw: dict, vocabulary: WordPieceVocabulary, length: int,
-                max_query_pieces: int = 64) -> SquadInput:
-    """A question of the task layer's SQuAD reader (v1.1 or v2.0 JSON) as model input."""
+def doc_spans(num_pieces: int, max_pieces: int, doc_stride: int) -> List[Tuple[int, int]]:
+    """(start, length) of each window over a context of `num_pieces` pieces: at most
+    `max_pieces` each, the next starting min(length, doc_stride) later, until one reaches the
+    end (run_squad's convert_examples_to_features)."""
+    spans = []
+    start = 0
+    while start < num_pieces:
+        length = min(num_pieces - start, max_pieces)
+        spans.append((start, length))
+        if start + length == num_pieces:
+            break
+        start += min(length, doc_stride)
+    return spans
+
+
+def _is_max_context(spans: Sequence[Tuple[int, int]], span_index: int, piece: int) -> bool:
+    """Whether window `span_index` gives `piece` its widest context: the most of
+    min(left, right) context, plus 0.01 x the window's length (run_squad's
+    _check_is_max_context)."""
+    scores = [min(piece - start, start + length - 1 - piece) + 0.01 * length
+              if start <= piece < start + length else None for start, length in spans]
+    best = max((score, -index) for index, score in enumerate(scores) if score is not None)
+    return -best[1] == span_index
+
+
+def squad_question(raw: dict, vocabulary: WordPieceVocabulary, length: int,
+                   config: SquadConfig = SquadConfig()) -> SquadQuestion:
+    """A question of the task layer's SQuAD reader (v1.1 or v2.0 JSON) in windows of `length`
+    pieces (run_squad's convert_examples_to_features)."""
     words, char_word = _context_words(raw["context"])
-    question = vocabulary.encode(raw["question"])[:max_query_pieces]
-    word_pieces = vocabulary.encode_batch(words)
-    tokens = [CLS_ID] + question + [SEP_ID]
-    piece_words = [-1] * len(tokens)
+    question = vocabulary.encode(raw["question"])[:config.max_query_length]
+    pieces: List[int] = []
+    piece_word: List[int] = []
     word_first: List[int] = []
-    word_last: List[int] = []
-    for word, pieces in enumerate(word_pieces):
-        word_first.append(len(tokens))
-        for piece in pieces:
-            if len(tokens) < length - 1:
-                tokens.append(piece)
-                piece_words.append(word)
-        word_last.append(len(tokens) - 1)
-    tokens.append(SEP_ID)
-    piece_words.append(-1)
-    types = [0] * (len(question) + 2) + [1] * (len(tokens) - len(question) - 2)
+    for word, word_pieces in enumerate(vocabulary.encode_batch(words)):
+        word_first.append(len(pieces))
+        pieces += word_pieces
+        piece_word += [word] * len(word_pieces)
     answers = list(raw["answers"]["text"])
-    start = end = 0
+    answer = None  # the answer's first and last context piece
     if answers:
         first_char = raw["answers"]["answer_start"][0]
-        last_char = first_char + len(answers[0]) - 1
-        first_word, last_word = char_word[first_char], char_word[last_char]
-        # Every piece of the answer's last word kept (the context is cut at the length), and
-        # at least one (a word without pieces has no position).
-        kept = word_last[last_word] - word_first[last_word] + 1
-        if 0 < kept == len(word_pieces[last_word]):
-            start, end = word_first[first_word], word_last[last_word]
-    return SquadInput(raw["id"], tokens, types, piece_words, words, start, end, answers)
+        first_word = char_word[first_char]
+        last_word = char_word[first_char + len(answers[0]) - 1]
+        last_piece = (word_first[last_word + 1] if last_word + 1 < len(words)
+                      else len(pieces)) - 1
+        answer = (word_first[first_word], last_piece)
+    offset = len(question) + 2
+    spans = doc_spans(len(pieces), length - offset - 1, config.doc_stride)
+    windows = []
+    for index, (span_start, span_length) in enumerate(spans):
+        context = range(span_start, span_start + span_length)
+        start = end = 0
+        if answer and span_start <= answer[0] and answer[1] < span_start + span_length:
+            start, end = answer[0] - span_start + offset, answer[1] - span_start + offset
+        windows.append(SquadWindow(
+            tokens=[CLS_ID] + question + [SEP_ID] + [pieces[p] for p in context] + [SEP_ID],
+            types=[0] * offset + [1] * (span_length + 1),
+            piece_words={p - span_start + offset: piece_word[p] for p in context},
+            max_context=frozenset(p - span_start + offset for p in context
+                                  if _is_max_context(spans, index, p)),
+            start=start, end=end))
+    return SquadQuestion(raw["id"], words, answers, windows)
 
 
-def squad_features(questions: Sequence[SquadInput], length: int) -> Dict[str, np.ndarray]:
-    """[n, length] bert_input_tokens / bert_token_types and [n, 1] start/end positions."""
+def _best_indexes(logits: np.ndarray, n_best_size: int) -> List[int]:
+    """The positions of the n best logits, best first (run_squad's _get_best_indexes)."""
+    return sorted(range(len(logits)), key=lambda i: logits[i], reverse=True)[:n_best_size]
+
+
+def best_answer(question: SquadQuestion, logits: Sequence[np.ndarray], version_2: bool,
+                config: SquadConfig = SquadConfig()) -> str:
+    """The answer to `question` from each window's [2, length] start and end logits, as
+    run_squad's write_predictions: candidates are the n best starts x the n best ends of every
+    window, both context pieces, the start in its widest window (max context), end >= start,
+    at most max_answer_length pieces; the best start + end logit wins. SQuAD 2.0 answers ""
+    when the least null score ([CLS] start + end) over the windows beats it by more than
+    null_score_diff_threshold; v1.1 never answers "" (only 2.0 has unanswerable questions)."""
+    best, best_score = "", None
+    null_score = min(float(start[0] + end[0]) for start, end in logits)
+    for index, (window, (start, end)) in enumerate(zip(question.windows, logits)):
+        for first in _best_indexes(start, config.n_best_size):
+            if first not in window.max_context:
+                continue
+            for last in _best_indexes(end, config.n_best_size):
+                if (last in window.piece_words and first <= last
+                        and last - first + 1 <= config.max_answer_length):
+                    score = float(start[first] + end[last])
+                    if best_score is None or score > best_score:
+                        best, best_score = question.answer_text(index, first, last), score
+    if version_2 and (best_score is None
+                      or null_score - best_score > config.null_score_diff_threshold):
+        return ""
+    return best
+
+
+def squad_features(questions: Sequence[SquadQuestion], length: int) -> Dict[str, np.ndarray]:
+    """[windows, length] bert_input_tokens / bert_token_types and [windows, 1] start/end
+    positions of every window of the questions, in order."""
+    windows = [window for question in questions for window in question.windows]
     return {
-        "bert_input_tokens": np.stack([padded(q.tokens, length) for q in questions]),
-        "bert_token_types": np.stack([padded(q.types, length) for q in questions]),
-        "start_positions": np.array([[q.start] for q in questions], np.int32),
-        "end_positions": np.array([[q.end] for q in questions], np.int32),
+        "bert_input_tokens": np.stack([padded(w.tokens, length) for w in windows]),
+        "bert_token_types": np.stack([padded(w.types, length) for w in windows]),
+        "start_positions": np.array([[w.start] for w in windows], np.int32),
+        "end_positions": np.array([[w.end] for w in windows], np.int32),
     }
 
 
@@ -216,23 +314,24 @@ class HeadTask:
     # (model/structure.py); classification only.
     structured: bool = False
 
-    def questions(self, split: str) -> List[SquadInput]:
+    @property
+    def version_2_with_negative(self) -> bool:
+        """SQuAD 2.0 (task squad_v2) has unanswerable questions; v1.1 (squad) has none."""
+        return self.name.endswith("v2")
+
+    def questions(self, split: str) -> List[SquadQuestion]:
         paths = self.files.get((self.name, split))
         if not paths:
             raise ValueError(f"the span head reads SQuAD JSON files: give --task_files "
                              f"{self.name}:{split}=PATH")
-        return [squad_input(raw, self.vocabulary, self.length)
+        return [squad_question(raw, self.vocabulary, self.length)
                 for path in paths for raw in read_squad_v2(path)]
 
     def features(self, split: str, training: bool) -> Dict[str, np.ndarray]:
         if self.structured:
             return self.structured_features(split)
         if self.head == "span":
-            questions = self.questions(split)
-            if training:  # v1.1: a question whose answer was cut off teaches nothing true
-                questions = [q for q in questions if q.start or not q.answers
-                             or self.name.endswith("v2")]
-            return squad_features(questions, self.length)
+            return squad_features(self.questions(split), self.length)
         return task_classification_features(self.name, split, self.vocabulary, self.length,
                                             self.files.get((self.name, split)))
 
@@ -251,7 +350,9 @@ class HeadTask:
         outputs = head_outputs(run, features)
         if self.head == "span":
             questions = self.questions(split)
-            predictions = [q.answer_text(int(o[0]), int(o[1])) for q, o in zip(questions, outputs)]
+            window_logits = iter(outputs)
+            predictions = [best_answer(q, [next(window_logits) for _ in q.windows],
+                                       self.version_2_with_negative) for q in questions]
             # An impossible question's one reference is "" (SQuAD 2.0's no-answer).
             return metrics.squad([q.answers or [""] for q in questions], predictions)
         return {"accuracy": 100 * float(np.mean(outputs[:, 0] == features["labels"][:, 0]))}

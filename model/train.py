@@ -58,8 +58,8 @@ import tensorflow.compat.v1 as tf  # noqa: E402
 from tensorflow.core.protobuf import rewriter_config_pb2  # noqa: E402
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator  # noqa: E402
 
-from model import (bert_inputs, families, hooks, input_position, inputs,  # noqa: E402
-                   structure, warm_start)
+from model import (bert_inputs, bert_tasks, families, hooks, input_position,  # noqa: E402
+                   inputs, structure, warm_start)
 from model.finetune_methods import FineTuningMethod  # noqa: E402
 from model.architectures import ModelConfig  # noqa: E402
 from model.decoding import strip_after_eos  # noqa: E402
@@ -412,7 +412,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         elif finetune.uses_tasks(args) and gpt1_finetune.uses_gpt1_head(run):
             print(json.dumps(gpt1_finetune.run_mode(args.mode, run, args)))
         elif finetune.uses_tasks(args) and run.feature_converter == "bert":
-            from model import bert_tasks  # BERT's heads: features of the raw task fields
             print(json.dumps(bert_tasks.run_mode(args.mode, run, args)))
         elif finetune.uses_tasks(args):
             print(json.dumps(finetune.run_mode(args.mode, run, args)))

@@ -5,6 +5,7 @@ Oracles: transformers' BertModel / BertForPreTraining (parameter counts, built o
 device: no weights, no download) and BertTokenizer (WordPiece tokenisation of the same
 vocab.txt); binomial statistics for the masking and next-sentence rates.
 """
+import dataclasses
 import json
 import pathlib
 
@@ -378,56 +379,146 @@ def test_two_device_meshes_match_one_device(tmp_path, shared_data, vocabulary, m
 # ------------------------------------------------------------------------------------------------
 # Fine-tuning heads: sentence (pair) classification and span question answering.
 
-def best_spans(start_logits, end_logits, tokens, threshold=0.0):
-    """The span head's answer rule (Bert.best_span) on given logits, as numpy."""
-    from model.mtf_compat import placement_mesh_impl
-
-    gin.clear_config()
-    gin.bind_parameter("BertConfig.null_score_threshold", threshold)
-    gin.bind_parameter("BertConfig.max_answer_length", 3)
-    family = Bert(ModelConfig(architecture="bert"), vocab_size=64)
-    gin.clear_config()
-    with tf.Graph().as_default():
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        shape = mtf.Shape([mtf.Dimension("batch", len(tokens)),
-                           mtf.Dimension("length", len(tokens[0]))])
-        imported = [mtf.import_tf_tensor(mesh, tf.constant(values, dtype), shape)
-                    for values, dtype in ((start_logits, tf.float32), (end_logits, tf.float32),
-                                          (tokens, tf.int32))]
-        spans = family.best_span(*imported)
-        lowering = mtf.Lowering(graph, {mesh: placement_mesh_impl.PlacementMeshImpl(
-            mtf.Shape([]), mtf.convert_to_layout_rules(""), [""])})
-        outputs = [lowering.export_to_tf_tensor(t) for t in spans]
-        with tf.Session() as session:
-            return np.stack(session.run(outputs), axis=1).tolist()
+def one_piece_words(vocabulary, count):
+    """`count` lower-case words that are one piece each in the tiny vocabulary."""
+    words = [piece for piece in vocabulary.pieces[5:] if piece.isalpha() and piece.islower()
+             and vocabulary.encode(piece) == [vocabulary.pieces.index(piece)]]
+    assert len(words) >= count
+    return words[:count]
 
 
-def test_span_rule_on_exact_logits():
-    # [CLS] q q [SEP] c c c c [SEP]: context pieces are 4..7.
-    tokens = [[2, 10, 11, 3, 20, 21, 22, 23, 3]] * 4
-    start = [[0, 0, 9, 0, 1, 5, 0, 0, 9],   # best start in the question and on [SEP]: ignored
-             [0, 0, 0, 0, 1, 0, 0, 6, 0],
-             [9, 0, 0, 0, 1, 5, 0, 0, 0],   # null start + end = 9 + 9 beats 5 + 4
-             [9, 0, 0, 0, 1, 5, 0, 0, 0]]
-    end = [[0, 0, 0, 0, 0, 0, 4, 0, 9],
-           [0, 0, 0, 0, 0, 7, 0, 0, 0],     # end 5 before start 7: the best valid span 4..5
-           [9, 0, 0, 0, 0, 0, 4, 0, 0],
-           [9, 0, 0, 0, 0, 0, 4, 0, 0]]
-    assert best_spans(start, end, tokens)[:3] == [[5, 6], [4, 5], [0, 0]]
-    # A threshold above the null score's margin (18 - 9) keeps the best span.
-    assert best_spans(start, end, tokens, threshold=10.0)[3] == [5, 6]
-    # max_answer_length 3: the end at 8 scores higher but is too far from the start at 5.
-    long = best_spans([[0, 0, 0, 0, 0, 5, 0, 0, 0]], [[0, 0, 0, 0, 0, 0, 0, 0.05, 0.1]],
-                      [[2, 10, 11, 3, 20, 21, 22, 23, 24]])
-    assert long == [[5, 7]]
+def test_best_answer_rule_on_exact_logits(vocabulary):
+    """run_squad.py's write_predictions on hand-made logits: candidates are context pieces,
+    start <= end, at most max_answer_length pieces, the start in its widest window; the best
+    start + end wins; SQuAD 2.0 answers "" when the null score beats it by more than the
+    threshold; v1.1 never answers "" (version_2_with_negative off), however high the null score."""
+    words = one_piece_words(vocabulary, 5)
+    raw = {"id": "q", "question": words[0], "context": " ".join(words),
+           "answers": {"answer_start": [0], "text": [words[0]]}}
+    config = bert_tasks.SquadConfig(max_answer_length=3)
+    question = bert_tasks.squad_question(raw, vocabulary, 16, config)
+    # [CLS] q [SEP] w0 w1 w2 w3 w4 [SEP]: context pieces 3..7, one window.
+    assert len(question.windows) == 1 and len(question.windows[0].tokens) == 9
+
+    def answer(start, end, version_2=False, threshold=0.0):
+        logits = [np.array([start + [0.0] * 7, end + [0.0] * 7], np.float32)]
+        rule = dataclasses.replace(config, null_score_diff_threshold=threshold)
+        return bert_tasks.best_answer(question, logits, version_2, rule)
+
+    # The best start (on the question piece) and end (on the last [SEP]) are not context.
+    assert answer([0, 9, 0, 0, 1, 5, 0, 0, 9], [0, 0, 0, 0, 0, 0, 4, 0, 9]) == " ".join(words[2:4])
+    # The end before the best start: the best valid span.
+    assert answer([0, 0, 0, 1, 0, 0, 6, 0, 0], [0, 0, 0, 0, 7, 0, 0, 0, 0]) == " ".join(words[:2])
+    # max_answer_length 3: the end on w4 scores higher but is 4 pieces from w1.
+    assert answer([0, 0, 0, 0, 5, 0, 0, 0, 0],
+                  [0, 0, 0, 0, 0, 0, 0.05, 0.1, 0]) == " ".join(words[1:4])
+    null_wins = ([9, 0, 0, 0, 1, 5, 0, 0, 0], [9, 0, 0, 0, 0, 0, 4, 0, 0])
+    assert answer(*null_wins, version_2=True) == ""  # 18 - 9 > 0
+    assert answer(*null_wins, version_2=True, threshold=10.0) == " ".join(words[2:4])
+    assert answer(*null_wins, version_2=False) == " ".join(words[2:4])
+    # Two windows of 4 context pieces, stride 2: piece 2 has its widest context in the first
+    # (1 piece on its right there, none on its left in the second), so the second window's
+    # best span, from piece 2, is no candidate; the first window's w0 w1 wins.
+    six = bert_tasks.squad_question(dict(raw, context=" ".join(words + words[:1])), vocabulary,
+                                    3 + 4 + 1, dataclasses.replace(config, doc_stride=2))
+    assert [len(w.tokens) for w in six.windows] == [8, 8]
+    first = np.zeros([2, 8], np.float32)
+    first[0, 3], first[1, 4] = 5.0, 5.0  # w0 .. w1: 10
+    second = np.zeros([2, 8], np.float32)
+    second[0, 3], second[1, 4] = 9.0, 9.0  # w2 .. w3 from the second window: 18
+    assert bert_tasks.best_answer(six, [first, second], False, config) == " ".join(words[:2])
 
 
-def squad_questions(shared_data, vocabulary, length):
-    folder = shared_data / "tasks" / "squad"
+def run_squad_doc_spans(num_pieces, max_tokens_for_doc, doc_stride):
+    """run_squad.py convert_examples_to_features' _DocSpan loop, restated."""
+    spans, start_offset = [], 0
+    while start_offset < num_pieces:
+        length = min(num_pieces - start_offset, max_tokens_for_doc)
+        spans.append((start_offset, length))
+        if start_offset + length == num_pieces:
+            break
+        start_offset += min(length, doc_stride)
+    return spans
+
+
+def run_squad_max_context_span(spans, position):
+    """run_squad.py _check_is_max_context, restated: the first span with the best
+    min(left, right) + 0.01 * length."""
+    best_score, best_index = None, None
+    for index, (start, length) in enumerate(spans):
+        if start <= position <= start + length - 1:
+            score = min(position - start, start + length - 1 - position) + 0.01 * length
+            if best_score is None or score > best_score:
+                best_score, best_index = score, index
+    return best_index
+
+
+SQUAD_V1 = "tasks/squad/squad_v1_sample.json"
+
+
+def test_squad_windows_follow_run_squad_and_find_a_late_answer(shared_data, vocabulary):
+    """A real 124-word context (321 pieces) in windows of 96, stride 32: the layout is
+    convert_examples_to_features' (tokens, types, the word of each piece, max context), the
+    answer "Saint Bernadette Soubirous" lies only in later windows, labelled there and [CLS]
+    elsewhere, and best_answer finds it from logits that point at it in those windows (one
+    window per question, as before, lost it: its pieces start past the first window)."""
     from model.tasks import sources
 
-    return [bert_tasks.squad_input(raw, vocabulary, length) for raw in
+    raw = next(sources.read_squad_json(str(shared_data / SQUAD_V1)))
+    assert raw["answers"]["text"][0] == "Saint Bernadette Soubirous"
+    config = bert_tasks.SquadConfig(doc_stride=32, max_query_length=64)
+    question = bert_tasks.squad_question(raw, vocabulary, 96, config)
+    query = vocabulary.encode(raw["question"])
+    words = raw["context"].split()
+    assert question.words == words
+    word_pieces = vocabulary.encode_batch(words)
+    pieces = [p for w in word_pieces for p in w]
+    piece_word = [i for i, w in enumerate(word_pieces) for _ in w]
+    spans = run_squad_doc_spans(len(pieces), 96 - len(query) - 3, 32)
+    assert len(question.windows) == len(spans) > 3
+    offset = len(query) + 2
+    for index, ((start, length), window) in enumerate(zip(spans, question.windows)):
+        assert window.tokens == ([bert_inputs.CLS_ID] + query + [bert_inputs.SEP_ID]
+                                 + pieces[start:start + length] + [bert_inputs.SEP_ID])
+        assert window.types == [0] * offset + [1] * (length + 1)
+        assert window.piece_words == {offset + i: piece_word[start + i] for i in range(length)}
+        assert window.max_context == {offset + i for i in range(length)
+                                      if run_squad_max_context_span(spans, start + i) == index}
+    # The answer's pieces: the first piece of "Saint" to the last of "Soubirous".
+    first_word = len(raw["context"][:515].split())
+    first = sum(map(len, word_pieces[:first_word]))
+    last = sum(map(len, word_pieces[:first_word + 3])) - 1
+    holding = [i for i, (start, length) in enumerate(spans)
+               if start <= first and last < start + length]
+    assert holding and holding[0] >= 1 and spans[0][1] <= first
+    for index, window in enumerate(question.windows):
+        if index in holding:
+            assert (window.start, window.end) == (first - spans[index][0] + offset,
+                                                  last - spans[index][0] + offset)
+            assert question.answer_text(index, window.start, window.end) == \
+                "Saint Bernadette Soubirous"
+        else:
+            assert (window.start, window.end) == (0, 0)
+    # Logits as a model that learnt the labels: the answer's start and end in the windows that
+    # hold it, the null [CLS] above them everywhere, noise elsewhere.
+    rng = np.random.default_rng(0)
+    logits = []
+    for window in question.windows:
+        window_logits = rng.normal(0.0, 0.5, [2, 96]).astype(np.float32)
+        window_logits[:, 0] = 8.0
+        if window.start:
+            window_logits[0, window.start] = window_logits[1, window.end] = 6.0
+        logits.append(window_logits)
+    assert bert_tasks.best_answer(question, logits, version_2=False) == \
+        "Saint Bernadette Soubirous"
+    assert bert_tasks.best_answer(question, logits, version_2=True) == ""
+
+
+def squad_questions(shared_data, vocabulary, length, config=bert_tasks.SquadConfig()):
+    from model.tasks import sources
+
+    folder = shared_data / "tasks" / "squad"
+    return [bert_tasks.squad_question(raw, vocabulary, length, config) for raw in
             list(sources.read_squad_json(str(folder / "squad_v1_sample.json")))
             + list(bert_tasks.read_squad_v2(str(folder / "squad_v2_sample.json")))]
 
@@ -436,20 +527,22 @@ def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
     from model.tasks import metrics
 
     questions = squad_questions(shared_data, vocabulary, 384)
-    assert len(questions) == 11
+    assert len(questions) == 11 and all(len(q.windows) == 1 for q in questions)
     impossible = [q for q in questions if not q.answers]
-    assert len(impossible) == 1 and (impossible[0].start, impossible[0].end) == (0, 0)
+    assert len(impossible) == 1
+    assert (impossible[0].windows[0].start, impossible[0].windows[0].end) == (0, 0)
     for question in questions:
-        assert question.tokens[0] == bert_inputs.CLS_ID
-        assert question.tokens[-1] == bert_inputs.SEP_ID
-        assert len(question.tokens) == len(question.types) == len(question.piece_words) <= 384
+        window = question.windows[0]
+        assert window.tokens[0] == bert_inputs.CLS_ID
+        assert window.tokens[-1] == bert_inputs.SEP_ID
+        assert len(window.tokens) == len(window.types) <= 384
         if question.answers:
-            assert 0 < question.start <= question.end
-            assert set(question.types[question.start:question.end + 1]) == {1}
+            assert 0 < window.start <= window.end
+            assert set(window.types[window.start:window.end + 1]) == {1}
     # The answer's pieces read back give the reference, up to whole words: a reference that
     # ends inside a context word ("Father Julius Nieuwl") reads back with the whole word.
     for question in (q for q in questions if q.answers):
-        read_back = metrics.normalize_answer(question.answer_text(question.start, question.end))
+        read_back = metrics.normalize_answer(question.labelled_answer())
         reference = metrics.normalize_answer(question.answers[0])
         context_words = {metrics.normalize_answer(word) for word in question.words}
         if reference.split()[-1] in context_words:
@@ -458,17 +551,19 @@ def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
             assert read_back.startswith(reference) and read_back != reference
 
 
-def test_an_answer_whose_last_word_is_cut_is_no_answer(vocabulary):
-    """The context is cut at the length: an answer needs every piece of its last word."""
+def test_an_answer_across_windows_is_labelled_where_it_is_whole(vocabulary):
+    """A window holds an answer only with every piece of its last word (run_squad labels
+    [CLS] where tok_end_position is past the window)."""
     word = next(w for w in ("antidisestablishment", "zyxwvutsrq", "qqqqzzzzxxxx")
                 if len(vocabulary.encode(w)) >= 2)
     raw = {"id": "q", "question": "what", "context": f"the {word}",
            "answers": {"answer_start": [0], "text": [f"the {word}"]}}
-    head = len(vocabulary.encode("what")) + 2 + len(vocabulary.encode("the"))
-    whole = bert_tasks.squad_input(raw, vocabulary, head + len(vocabulary.encode(word)) + 1)
-    assert (whole.start, whole.end) == (head - len(vocabulary.encode("the")), len(whole.tokens) - 2)
-    cut = bert_tasks.squad_input(raw, vocabulary, head + 2)  # the word's first piece and [SEP]
-    assert len(cut.tokens) == head + 2 and (cut.start, cut.end) == (0, 0)
+    head = len(vocabulary.encode("what")) + 2
+    context = len(vocabulary.encode("the")) + len(vocabulary.encode(word))
+    whole = bert_tasks.squad_question(raw, vocabulary, head + context + 1)
+    assert [(w.start, w.end) for w in whole.windows] == [(head, head + context - 1)]
+    cut = bert_tasks.squad_question(raw, vocabulary, head + context)  # one piece short
+    assert len(cut.windows) == 2 and all((w.start, w.end) == (0, 0) for w in cut.windows)
 
 
 def head_bindings(vocabulary, head, length, batch, steps):
@@ -544,20 +639,23 @@ def head_run(model_dir, vocabulary, head, length, batch, steps) -> train.Run:
 @pytest.mark.slow
 def test_span_head_memorises_squad_v1_and_v2_samples(tmp_path, shared_data, vocabulary,
                                                      clean_gin):
+    """In windows of 128 pieces, stride 64 (most contexts take 2-3 windows), the span head
+    learns every window's label and best_answer reads the labelled answers back over windows."""
     from model.tasks import metrics
 
-    questions = squad_questions(shared_data, vocabulary, 384)
-    features = bert_tasks.squad_features(questions, 384)
-    run = head_run(tmp_path, vocabulary, "span", 384, len(questions), 200)
+    questions = squad_questions(shared_data, vocabulary, 128, bert_tasks.SquadConfig(64))
+    assert max(len(q.windows) for q in questions) >= 2
+    features = bert_tasks.squad_features(questions, 128)
+    run = head_run(tmp_path, vocabulary, "span", 128, len(features["start_positions"]), 200)
     train.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 200)
-    outputs = bert_tasks.head_outputs(run, features)
-    assert [list(o[:2]) for o in outputs] == [[q.start, q.end] for q in questions]
-    predictions = [q.answer_text(o[0], o[1]) for q, o in zip(questions, outputs)]
-    assert predictions[questions.index(next(q for q in questions if not q.answers))] == ""
-    scores = metrics.squad([q.answers or [""] for q in questions], predictions)
+    logits = iter(bert_tasks.head_outputs(run, features))
+    predictions = [bert_tasks.best_answer(q, [next(logits) for _ in q.windows], not q.answers)
+                   for q in questions]
+    assert predictions == [q.labelled_answer() for q in questions]
+    assert "" in predictions  # the impossible question
     gold = metrics.squad([q.answers or [""] for q in questions],
-                         [q.answer_text(q.start, q.end) for q in questions])
-    assert scores == gold
+                         [q.labelled_answer() for q in questions])
+    assert metrics.squad([q.answers or [""] for q in questions], predictions) == gold
 
 
 # ------------------------------------------------------------------------------------------------

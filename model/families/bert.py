@@ -69,11 +69,6 @@ class BertConfig:
     type_vocab_size: int = 2
     layer_norm_epsilon: float = 1e-12
     initializer_range: float = 0.02
-    # The longest answer the span head predicts, in word pieces (BERT's run_squad: 30).
-    max_answer_length: int = 30
-    # SQuAD 2.0's rule: no answer when null score ([CLS] start + end) - best span score exceeds
-    # this (BERT's null_score_diff_threshold, tuned on the dev set; 0 by default).
-    null_score_threshold: float = 0.0
     # BERT's AdamWeightDecay: Adam without bias correction, decoupled L2 on all weights but
     # layer norms and biases.
     weight_decay_rate: float = 0.01
@@ -181,7 +176,8 @@ class Bert(ModelFamily):
 
     def predict(self, model: Built, inputs: mtf.Tensor, decode_length: int, beam_size: int = 1,
                 alpha: float = 0.6, **features: mtf.Tensor) -> mtf.Tensor:
-        """classification: [class, 0, ...]; span: [start, end, 0, ...] (0, 0 = no answer);
+        """classification: [class, 0, ...]; span: [batch, 2, length] float32 start and end
+        logits (the answer is chosen over all windows of a question: bert_tasks.best_answer);
         pretraining / mlm: the most likely piece at every input position. `features`: those of
         `predict_feature_keys` the input has (SegaBERT's indices), read as in training."""
         del beam_size, alpha
@@ -192,7 +188,8 @@ class Bert(ModelFamily):
             class_dim = mtf.Dimension("classes", self.bert.num_classes)
             answer = [mtf.argmax(self.classification_logits(pooled, False), class_dim)]
         elif self.bert.head == "span":
-            answer = list(self.best_span(*self.span_logits(sequence), inputs))
+            start, end = self.span_logits(sequence)
+            return mtf.stack([start, end], "span_ends", axis=1)
         else:
             length_dim = inputs.shape.dims[-1]
             logits = self.mlm_logits(sequence)
@@ -368,32 +365,6 @@ class Bert(ModelFamily):
         logits = mtf.cast(self._dense(sequence, [self.d_model], [ends_dim], "cls/squad"),
                           tf.float32)
         return (mtf.gather(logits, 0, ends_dim), mtf.gather(logits, 1, ends_dim))
-
-    def best_span(self, start: mtf.Tensor, end: mtf.Tensor, tokens: mtf.Tensor
-                  ) -> Tuple[mtf.Tensor, mtf.Tensor]:
-        """(start, end) of the best span of context pieces (segment B, its [SEP] excluded)
-        with start <= end < start + max_answer_length, or (0, 0) when the null score ([CLS]
-        start + end) beats it by more than `null_score_threshold` (SQuAD 2.0's rule)."""
-        length_dim = start.shape.dims[-1]
-        end_dim = mtf.Dimension("end_length", length_dim.size)
-        end = mtf.rename_dimension(end, length_dim.name, end_dim.name)
-        in_context = mtf.cast(mtf.equal(token_types_from_inputs(tokens), 1), tf.float32) * \
-            mtf.cast(mtf.not_equal(tokens, SEP_ID), tf.float32)
-        starts = mtf.range(start.mesh, length_dim, tf.int32)
-        ends = mtf.range(start.mesh, end_dim, tf.int32)
-        allowed = (mtf.cast(mtf.greater_equal(ends, starts), tf.float32)
-                   * mtf.cast(mtf.less(ends, starts + self.bert.max_answer_length), tf.float32)
-                   * in_context
-                   * mtf.rename_dimension(in_context, length_dim.name, end_dim.name))
-        scores = start + end + (1.0 - allowed) * -1e9
-        flat_dim = mtf.Dimension("span_candidates", length_dim.size * end_dim.size)
-        flat = mtf.reshape(scores, scores.shape.dims[:-2] + [flat_dim])
-        best = mtf.cast(mtf.argmax(flat, flat_dim), tf.int32)
-        best_score = mtf.reduce_max(flat, reduced_dim=flat_dim)
-        null_score = mtf.gather(start, 0, length_dim) + mtf.gather(end, 0, end_dim)
-        has_answer = mtf.cast(mtf.less_equal(null_score - best_score,
-                                             self.bert.null_score_threshold), tf.int32)
-        return ((best // end_dim.size) * has_answer, (best % end_dim.size) * has_answer)
 
 
 @dataclasses.dataclass(frozen=True)
