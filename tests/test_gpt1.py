@@ -439,9 +439,10 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
 
 # --- GPT-1: fine-tuning with a head -------------------------------------------------------
 
-def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0):
+def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0, embedding_stddev=None):
     """`fetch(family, model, batch)` (mtf tensors) on a freshly initialised tiny model with the
-    head of `task`'s view, fed `examples`, as numpy."""
+    head of `task`'s view, fed `examples`, as numpy. `embedding_stddev` redraws the token
+    embedding wider than GPT-1's 0.02, so that the LM's token losses differ visibly."""
     from model.architectures import ModelConfig
     from model.mesh import MeshConfig, cpu_mesh_impl
     from model.model_fn import import_features
@@ -463,6 +464,11 @@ def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0):
         results = [lowering.export_to_tf_tensor(t) for t in tensors]
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
+            if embedding_stddev:
+                (embedding,) = [v for v in tf.global_variables()
+                                if v.op.name == "gpt1/token_embedding"]
+                session.run(embedding.assign(
+                    tf.random.normal(embedding.shape, stddev=embedding_stddev, seed=seed)))
             session.run(lowering.copy_masters_to_slices())
             return session.run(results)
 
@@ -518,6 +524,60 @@ def test_regression_head_loss_is_the_squared_error_plus_half_the_lm_loss(vocabul
     assert lm == pytest.approx(np.log(vocabulary.vocab_size), rel=0.05)
 
 
+def openai_lm_losses(logits, tokens):
+    """Per-sequence LM losses as OpenAI's train.py `model` computes them: cross entropy of the
+    states at positions [:-1] against the tokens X[:, 1:], weighted by the mask M[:, 1:] (M is 1
+    over start ... extract, so the delimiter and extract tokens are targets) and divided by
+    M[:, 1:]'s sum. `logits` [sequences, length, vocab], `tokens` [sequences, length]."""
+    mask = (tokens != 0).astype(np.float64)
+    logits = logits.astype(np.float64)
+    log_z = np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1)) + logits.max(-1)
+    target = np.take_along_axis(logits[:, :-1], tokens[:, 1:, None], -1)[..., 0]
+    cross_entropy = log_z[:, :-1] - target
+    return (cross_entropy * mask[:, 1:]).sum(1) / mask[:, 1:].sum(1)
+
+
+def test_auxiliary_lm_loss_is_openais_over_every_token_after_the_start(vocabulary, shared_data,
+                                                                      clean_gin):
+    """The objective adds 0.5 x the mean over sequences of OpenAI's per-sequence LM loss
+    (openai/finetune-transformer-lm train.py `model`, `lm_losses`; `lm_coef` 0.5 in
+    `mgpu_train`), and the special tokens' output logits come from the rows that embed them at
+    the input (OpenAI's one `we` matrix, special rows appended)."""
+    from model.mtf_compat import mtf
+    path = str(shared_data / "tasks/superglue_copa/train.jsonl")
+    examples = list(discriminative.examples("super_glue_copa", "train", [path]))[:3]
+
+    def fetch(family, model, batch):
+        losses = family.losses(model, batch, "train")
+        with tf.variable_scope("", reuse=True):
+            _, hidden, tokens = family._head_outputs(model, batch["head_tokens"])
+            logits = model.logits(hidden)
+        variables = {v.name: v.outputs[0] for v in tokens.mesh.graph.trainable_variables}
+        return [losses.loss, losses.objective, mtf.cast(logits, tf.float32), hidden, tokens,
+                variables["gpt1/head/special_embedding"], variables["gpt1/token_embedding"]]
+
+    loss, objective, logits, hidden, tokens, special, pretrained = fresh_head_outputs(
+        "super_glue_copa", examples, vocabulary, 64, fetch, embedding_stddev=0.5)
+    sequences = tokens.reshape(-1, tokens.shape[-1])
+    per_sequence = openai_lm_losses(logits.reshape(*sequences.shape, -1), sequences)
+    assert objective - loss == pytest.approx(0.5 * per_sequence.mean(), rel=1e-5)
+    # What the test tells apart, far beyond its tolerance: the mean over all tokens, and the
+    # special tokens left out of the targets.
+    mask = sequences[:, 1:] != 0
+    per_token = (per_sequence * mask.sum(1)).sum() / mask.sum()
+    text_only = openai_lm_losses(logits.reshape(*sequences.shape, -1),
+                                 np.where(np.isin(sequences, (D, E)), 0, sequences))
+    for other in (per_token, text_only.mean()):
+        assert abs(other - per_sequence.mean()) > 1e-3 * per_sequence.mean()
+    # Start, delimiter and extract: output rows = their input rows (special_embedding: extract,
+    # delimiter, start), not the pre-trained sentinels' rows.
+    for row, token in enumerate((E, D, S)):
+        expected = hidden @ special[row]
+        np.testing.assert_allclose(logits[..., token], expected, rtol=1e-4, atol=1e-5)
+        assert not np.allclose(logits[..., token], hidden @ pretrained[token], atol=1e-3)
+    assert ((sequences == D).sum(1) == 1).all() and ((sequences == E).sum(1) == 1).all()
+
+
 def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained, shared_data,
                                                                      vocabulary, tmp_path,
                                                                      clean_gin):
@@ -540,15 +600,16 @@ def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained,
         argv += ["--gin_param", binding]
     assert train.main(["--mode", "finetune"] + argv) == 0
     losses = logged_losses(tmp_path / "copa")
-    # Warm start: the global step continues from the pre-trained checkpoint's.
-    assert sorted(losses) == list(range(PRETRAIN_STEPS + 1, PRETRAIN_STEPS + FINETUNE_STEPS + 1))
+    # Warm start restores the weights only and the step starts at 0, as OpenAI's train.py
+    # (the parameters loaded, Adam at t = 0).
+    assert sorted(losses) == list(range(1, FINETUNE_STEPS + 1))
     # `eval` scores the newest checkpoint: every example right.
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert train.main(["--mode", "eval"] + argv) == 0
     scores = json.loads(out.getvalue())["super_glue_copa/validation"]
     assert scores["examples"] == 16 and scores["accuracy"] == 100.0
-    assert scores["step"] == PRETRAIN_STEPS + FINETUNE_STEPS
+    assert scores["step"] == FINETUNE_STEPS
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "copa"))}
     assert {"gpt1/head/classifier/kernel", "gpt1/head/special_embedding"} <= names
 
@@ -581,7 +642,7 @@ def test_regression_head_memorises_real_stsb_pairs(pretrained, shared_data, voca
     scores = json.loads(out.getvalue())["glue_stsb/validation"]
     labels = [e.label for e in discriminative.examples("glue_stsb", "train", [pairs])]
     assert scores["examples"] == len(labels) == 9
-    assert scores["step"] == PRETRAIN_STEPS + STSB_STEPS
+    assert scores["step"] == STSB_STEPS
     assert scores["pearson_corrcoef"] > 95 and scores["spearman_corrcoef"] > 95, scores
     # Squared error far below the scores' own variance (what a constant prediction would get).
     assert scores["squared_error"] < 0.1 * np.var(labels), scores

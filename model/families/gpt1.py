@@ -29,13 +29,17 @@ sequences (one, or the two orders of a symmetric pair, GPT-1's similarity) befor
 multiple choice scores each sequence and takes the softmax over them. Classification and
 multiple choice minimise cross entropy; regression (STS-B) predicts one value and minimises the
 squared error, its float label kept float32 by the model function (`float_feature_keys`). The
-objective adds `lm_loss_weight` times the LM loss over the same sequences. PREDICT reads
+objective adds `lm_loss_weight` times the LM loss over the same sequences, as OpenAI's: every
+token after the start is a target (text, delimiter, extract), averaged per sequence, then over
+the sequences. OpenAI's softmax also spans the position rows of their joint embedding matrix;
+ours spans the vocabulary (the special tokens' rows included), as no position is ever a target. PREDICT reads
 `head_tokens` as its `inputs` and returns the head's value or class.
 
 Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
 `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/vocabulary.py adds them to every model;
 ordinary text never produces them, and the `lm` objective uses no sentinels), so pre-trained and
-fine-tuned models share one embedding.
+fine-tuned models share one embedding; with a head, their three rows, in and out, are fresh ones
+(`gpt1/head/special_embedding`), as OpenAI appended theirs at fine-tuning.
 """
 from __future__ import annotations
 
@@ -224,10 +228,25 @@ class GPT1Model:
                 "positions": mtf.Dimension("max_positions", self.gpt1.max_positions)}
 
     def token_embedding(self, mesh: mtf.Mesh) -> mtf.Tensor:
+        """The [vocab, d_model] token embedding, the input's rows and the tied output's. With a
+        head, the special tokens take fresh rows of their own (`gpt1/head/special_embedding`),
+        in and out, as OpenAI appended theirs to the embedding at fine-tuning: the rows of
+        pieces that pre-training never reads only ever get pushed away by the tied softmax (with
+        Adam, by about the learning rate per step), so they would start fine-tuning far off."""
         d = self.dims
         with tf.variable_scope("gpt1", reuse=tf.AUTO_REUSE):
-            return self._variable(mesh, "token_embedding", [d["vocab"], d["d_model"]],
-                                  tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+            pretrained = self._variable(mesh, "token_embedding", [d["vocab"], d["d_model"]],
+                                        tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+            if not self.gpt1.head:
+                return pretrained
+            special_dim = mtf.Dimension("special", 3)
+            with tf.variable_scope("head"):
+                special = self._variable(mesh, "special_embedding", [special_dim, d["d_model"]],
+                                         tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+        first = special_tokens(self.vocab_size).extract  # extract, delimiter, start: the last 3
+        ids = mtf.range(mesh, d["vocab"], tf.int32)
+        special_rows = mtf.gather(special, mtf.maximum(ids - first, 0), special_dim)
+        return mtf.where(mtf.greater_equal(ids, first), special_rows, pretrained)
 
     def _attention(self, x, segment_ids, length_dim, name):
         d = self.dims
@@ -266,7 +285,7 @@ class GPT1Model:
             position_embedding = self._variable(
                 tokens.mesh, "position_embedding", [d["positions"], d["d_model"]],
                 tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
-            x = (self._token_embeddings(embedding, tokens)
+            x = (mtf.gather(embedding, tokens, d["vocab"])
                  + mtf.gather(position_embedding, positions, d["positions"]))
             x = mtf.cast(self._dropout(x, self.config.dropout_rate),
                          self.variable_dtype.activation_dtype)
@@ -279,24 +298,6 @@ class GPT1Model:
                     x = self._layer_norm(x + self._dropout(sublayer, self.config.dropout_rate),
                                          d["d_model"], "mlp_norm")
             return x
-
-    def _token_embeddings(self, embedding: mtf.Tensor, tokens: mtf.Tensor) -> mtf.Tensor:
-        """Rows of the token embedding; with a head, the special tokens take fresh rows of their
-        own (`gpt1/head/special_embedding`), as OpenAI appended them at fine-tuning: the rows of
-        pieces that pre-training never reads only ever get pushed away by the tied softmax (with
-        Adam, by about the learning rate per step), so they would start fine-tuning far off."""
-        embedded = mtf.gather(embedding, tokens, self.dims["vocab"])
-        if not self.gpt1.head:
-            return embedded
-        first = special_tokens(self.vocab_size).extract  # extract, delimiter, start: the last 3
-        special_dim = mtf.Dimension("special", 3)
-        with tf.variable_scope("head"):
-            special = self._variable(tokens.mesh, "special_embedding",
-                                     [special_dim, self.dims["d_model"]],
-                                     tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
-        is_special = mtf.greater_equal(tokens, first)
-        index = mtf.maximum(tokens - first, 0)
-        return mtf.where(is_special, mtf.gather(special, index, special_dim), embedded)
 
     def logits(self, hidden: mtf.Tensor) -> mtf.Tensor:
         """Next-token logits from the tied token embedding."""
@@ -387,15 +388,17 @@ class GPT1(ModelFamily):
             correct = mtf.cast(mtf.equal(predicted, label), tf.float32)
             metrics = {"accuracy": (correct, ones), "classification_loss": (per_example, ones)}
         head_loss = mtf.reduce_mean(per_example)
-        # The auxiliary LM loss: each token predicts the next text token of its sequence (the
-        # special tokens are not predicted: their output rows are the pre-trained sentinels').
+        # The auxiliary LM loss as OpenAI's (train.py `model`: mask M[:, 1:]): every token
+        # of a sequence after the start is predicted, the delimiter and extract tokens included
+        # (from their own rows of the tied embedding, `token_embedding`), averaged per sequence,
+        # then over the sequences of the batch.
         length_dim = tokens.shape.dims[-1]
         next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
-        is_text = mtf.logical_and(mtf.not_equal(next_tokens, 0),
-                                  mtf.less(next_tokens, special_tokens(self.vocab_size).extract))
-        lm = token_losses(model.logits(hidden), next_tokens, mtf.cast(is_text, tf.int32),
-                          z_loss=0.0)
-        return Losses(loss=head_loss, objective=head_loss + self.gpt1.lm_loss_weight * lm.loss,
+        lm = token_losses(model.logits(hidden), next_tokens,
+                          mtf.cast(mtf.not_equal(next_tokens, 0), tf.int32), z_loss=0.0)
+        sums, counts = lm.metrics["token_loss"]  # [batch, sequences]
+        lm_loss = mtf.reduce_mean(sums / mtf.maximum(counts, 1.0))
+        return Losses(loss=head_loss, objective=head_loss + self.gpt1.lm_loss_weight * lm_loss,
                       metrics=metrics)
 
     def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
