@@ -20,7 +20,9 @@ pooled output. Where we differ, and why:
   so the one-feature predict path of model_fn.py serves every head;
 - the optimizer is mtf's AdamWeightDecay (BERT's) with the weights read in float32, so that
   bfloat16 activations work; ModelConfig.z_loss is not used.
-GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers uses erf).
+GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers' "gelu_new").
+The forward pass equals transformers' BertForPreTraining on the same weights (mapped by
+model/families/bert_hf.py; tests/test_bert_hf.py).
 `BertConfig` is read from gin when the family is made (each estimator call), as the model
 function's other settings are bound once per process.
 
@@ -337,9 +339,7 @@ class Bert(ModelFamily):
         mlm = _weighted_cross_entropy(logits, ids, weights)
         terms = {"masked_lm": mlm}
         if self.bert.head == "pretraining":
-            class_dim = mtf.Dimension("classes", 2)
-            nsp_logits = mtf.cast(self._dense(pooled, [self.d_model], [class_dim],
-                                              "cls/seq_relationship"), tf.float32)
+            nsp_logits = self.next_sentence_logits(pooled)
             labels = batch["next_sentence_labels"]
             labels = mtf.reshape(labels, labels.shape.dims[:-1])
             terms["next_sentence"] = _weighted_cross_entropy(
@@ -351,6 +351,12 @@ class Bert(ModelFamily):
             metrics[f"{name}_loss"] = term.per_example_loss
             metrics[f"{name}_accuracy"] = term.per_example_correct
         return Losses(loss=loss, objective=loss, metrics=metrics)
+
+    def next_sentence_logits(self, pooled: mtf.Tensor) -> mtf.Tensor:
+        """[batch, 2] next-sentence logits (0: B follows A) from the pooled [CLS]."""
+        class_dim = mtf.Dimension("classes", 2)
+        return mtf.cast(self._dense(pooled, [self.d_model], [class_dim], "cls/seq_relationship"),
+                        tf.float32)
 
     def classification_logits(self, pooled: mtf.Tensor, training: bool) -> mtf.Tensor:
         """BERT's run_classifier: dropout on the pooled [CLS], then a linear layer."""
