@@ -394,9 +394,8 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
         # The head's size is the task's (bound in gin, so the operative config records it).
         gin.bind_parameter("BertConfig.num_classes", discriminative.view(args.task).num_classes)
     if mode == "finetune":
-        # The schedule counts from the warm-start checkpoint's step over this run's steps, so a
-        # user sets only TrainConfig.train_steps (as GPT-1's fine-tuning does).
-        gin.bind_parameter("lr.bert_linear.start_step", train.first_step(run.train_config))
+        # Fine-tuning starts at step 0 (warm start restores the weights only), so the schedule
+        # spans this run's steps and a user sets only TrainConfig.train_steps.
         gin.bind_parameter("lr.bert_linear.total_steps", run.train_config.train_steps)
         features = task.features("train", training=True)
         train.train(run, lambda: features_dataset(features).shuffle(

@@ -114,7 +114,6 @@ def finetune(run: train.Run, task: str, files: Mapping[Tuple[str, str], Tuple[st
         raise ValueError(f"{task}: no labelled training examples")
     batch, steps = batch_and_steps(config, count)
     gin.bind_parameter("lr.warmup_linear.total_steps", steps)
-    gin.bind_parameter("lr.warmup_linear.start_step", train.first_step(run.train_config))
     run = _with_batch(run, batch, rows["head_tokens"].shape[1])
     seed = run.data_config.seed
 

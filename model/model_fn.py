@@ -83,8 +83,9 @@ class ModelFnSetup:
     decode_length: int
     use_tpu: bool = False
     precision: PrecisionConfig = PrecisionConfig()
-    # Warm start (fine-tuning): every variable, optimizer slots and the global step included,
-    # from this checkpoint, but those matching `warm_start_fresh` (and the family's own list).
+    # Warm start (fine-tuning): every variable, optimizer slots and the global step included
+    # (the weights alone where the family says so), from this checkpoint, but those matching
+    # `warm_start_fresh` (and the family's own list).
     init_checkpoint: Optional[str] = None
     warm_start_fresh: Tuple[str, ...] = ()
     # Which parameters fine-tuning updates (the paper's Section 3.5.1).
@@ -133,7 +134,8 @@ def _training_scaffold_fn(setup: ModelFnSetup, family: ModelFamily
         if setup.init_checkpoint:
             warm_start.warm_start(setup.init_checkpoint,
                                   family.fresh_on_warm_start + tuple(setup.warm_start_fresh)
-                                  + setup.fine_tuning.fresh_on_warm_start)
+                                  + setup.fine_tuning.fresh_on_warm_start,
+                                  weights_only=not family.warm_start_continues_training)
         saver = tf.train.Saver(tf.global_variables(), sharded=True,
                                max_to_keep=setup.keep_checkpoint_max, save_relative_paths=True)
         # The checkpoint hook (model/hooks.py) finds it here.
@@ -209,7 +211,7 @@ def make_model_fn(setup: ModelFnSetup):
         this_step = tf.identity(global_step.read_value()) + 1
         gradients = finetune_methods.gated_gradients(
             variables, gradients, setup.fine_tuning, this_step,
-            warm_start.checkpoint_step(setup.init_checkpoint) if setup.init_checkpoint else 0)
+            warm_start.first_step(setup.init_checkpoint, family.warm_start_continues_training))
         if family.gradient_clip_norm is not None:
             gradients = clipped_by_global_norm(gradients, family.gradient_clip_norm)
         learning_rate = setup.optimization.learning_rate_schedule(global_step)

@@ -268,11 +268,12 @@ class Run:
                               self.fine_tuning, beam_size, alpha)
 
 
-def first_step(train_config: TrainConfig) -> int:
-    """The global step a run starts from: the warm-start checkpoint's, else 0."""
-    if train_config.init_checkpoint:
-        return warm_start.checkpoint_step(train_config.init_checkpoint)
-    return 0
+def first_step(run: Run) -> int:
+    """The global step a run starts from: the warm-start checkpoint's when the run's family
+    continues training from it (T5), else 0."""
+    family = families.family_class(run.model_config.architecture)
+    return warm_start.first_step(run.train_config.init_checkpoint,
+                                 family.warm_start_continues_training)
 
 
 def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
@@ -280,7 +281,7 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
     warm-start checkpoint's), resuming from the newest checkpoint with the same data position.
     Returns the final global step. The operative gin config is written once the model is built."""
     pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
-    base_step = first_step(run.train_config)
+    base_step = first_step(run)
     start_step = checkpoint_step(run.model_dir) or base_step
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
     estimator = make_estimator(run.model_config, run.mesh_config, run.optimization,

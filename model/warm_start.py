@@ -10,12 +10,17 @@ variables, outside the TPU rewrite) with two differences:
   checkpoint's step (a fine-tuning run of N steps trains to step checkpoint + N). Restarting at
   step 0 would make Adafactor's second-moment decay 1 - (step + 1)^-0.8 zero at the first step,
   overwriting the warm-started optimizer slots with one batch's gradients.
+Families whose reference code fine-tunes from the weights alone (BERT, GPT-1, SegaBERT:
+`ModelFamily.warm_start_continues_training`) restore the trainable variables only
+(`weights_only`): Adam's moments start at zero and the step at 0, so Adam's bias correction and
+the fine-tuning schedule start over as in google-research/bert's run_classifier.py and OpenAI's
+train.py.
 Names are T5's (model/architectures.py), so the released Mesh TF checkpoints load as they are.
 """
 from __future__ import annotations
 
 import re
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
 
@@ -62,17 +67,20 @@ def checkpoint_variables(path: str) -> Dict[str, VariableSpec]:
             for name, shape in reader.get_variable_to_shape_map().items()}
 
 
-def graph_variables() -> Dict[str, VariableSpec]:
-    """The global (checkpointed) variables of the default graph: masters, slots, global step."""
-    return {v.op.name: (tuple(v.shape.as_list()), v.dtype.base_dtype.name)
-            for v in tf.global_variables()}
+def graph_variables(weights_only: bool = False) -> Dict[str, VariableSpec]:
+    """The global (checkpointed) variables of the default graph: masters, slots, global step;
+    with `weights_only`, the trainable master variables alone."""
+    chosen = tf.trainable_variables() if weights_only else tf.global_variables()
+    return {v.op.name: (tuple(v.shape.as_list()), v.dtype.base_dtype.name) for v in chosen}
 
 
-def warm_start(init_checkpoint: str, fresh: Sequence[str] = ()) -> List[str]:
-    """Sets the initial values of the graph's variables from `init_checkpoint` (a path or a
-    directory, its newest checkpoint). Returns the names restored."""
+def warm_start(init_checkpoint: str, fresh: Sequence[str] = (), weights_only: bool = False
+               ) -> List[str]:
+    """Sets the initial values of the graph's variables (`weights_only`: the trainable ones)
+    from `init_checkpoint` (a path or a directory, its newest checkpoint). Returns the names
+    restored."""
     path = checkpoint_path(init_checkpoint)
-    names = restore_plan(graph_variables(), checkpoint_variables(path), fresh)
+    names = restore_plan(graph_variables(weights_only), checkpoint_variables(path), fresh)
     tf.train.init_from_checkpoint(path, {name: name for name in names})
     return names
 
@@ -80,3 +88,9 @@ def warm_start(init_checkpoint: str, fresh: Sequence[str] = ()) -> List[str]:
 def checkpoint_step(init_checkpoint: str) -> int:
     """The global step stored in a checkpoint (a path or a directory)."""
     return int(tf.train.load_variable(checkpoint_path(init_checkpoint), tf.GraphKeys.GLOBAL_STEP))
+
+
+def first_step(init_checkpoint: Optional[str], continues_training: bool) -> int:
+    """The global step a run starts from: the warm-start checkpoint's when the family continues
+    its training (T5), else 0."""
+    return checkpoint_step(init_checkpoint) if init_checkpoint and continues_training else 0

@@ -38,6 +38,13 @@ class ModelFamily(abc.ABC):
     # Regular expressions of variable names that warm start may leave freshly initialised
     # (new heads); every other variable must come from the checkpoint.
     fresh_on_warm_start: ClassVar[Tuple[str, ...]] = ()
+    # Fine-tuning from a checkpoint: True restores every variable, the optimizer's slots and the
+    # global step included, and the step continues (T5: Adafactor's statistics and its decay
+    # schedule go on). False restores the trained weights only: the optimizer starts with fresh
+    # slots at step 0 and the schedule starts over (google-research/bert's run_classifier.py
+    # and run_squad.py restore trainable variables only; OpenAI's finetune-transformer-lm
+    # train.py loads the parameters and starts Adam at t = 0).
+    warm_start_continues_training: ClassVar[bool] = True
     # Features PREDICT passes to `predict` by name, beside `inputs`, when the input has them
     # (SegaBERT's structure indices).
     predict_feature_keys: ClassVar[Tuple[str, ...]] = ()

@@ -132,6 +132,8 @@ class Bert(ModelFamily):
     # Heads that pre-training does not have (patterns match whole names).
     fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*")
     gradient_clip_norm = 1.0
+    # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
+    warm_start_continues_training = False
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
