@@ -272,6 +272,47 @@ def test_long_segments_are_cut_from_the_longest_keeping_special_tokens():
     assert sequence == [S, 10, 11, 12, 10, 11, D, 13, 14, E]
 
 
+def test_a_choice_sequence_gives_way_in_its_article_first():
+    """Even where the question is the longest part left, the article gives way: start, 2 of the
+    article's 6 tokens, the 4 of the question, delimiter, answer, extract."""
+    race = discriminative.Example(("a good film a good film", "why is it wet"), 0,
+                                  ("dry", "wet", "dry", "wet"))
+    assert transformed("race", race, length=10)[:2] == [[S, 10, 11, 19, 18, 13, 15, D, 16, E],
+                                                       [S, 10, 11, 19, 18, 13, 15, D, 15, E]]
+
+
+def test_race_keeps_question_and_answer_and_trims_the_article(shared_data, vocabulary,
+                                                              tmp_path):
+    """RACE as the paper's `[z; q; $; a_k]` (Radford et al. 2018, Section 3.3): start, article,
+    question, delimiter, answer, extract. A 600-word article (real RACE articles one after the
+    other, with the first one's real question and options) is cut from its end; the question and
+    every answer survive whole in the 512-token sequences."""
+    files = sorted((shared_data / "tasks/race/RACE").rglob("*.txt"))
+    articles = [json.loads(path.read_text()) for path in files]
+    first = articles[0]
+    words = []
+    for article in articles:
+        words += article["article"].split()
+        if len(words) >= 600:
+            break
+    long_article = " ".join(words)
+    race_file = tmp_path / "600.txt"
+    race_file.write_text(json.dumps({**first, "article": long_article,
+                                     "questions": first["questions"][:1],
+                                     "options": first["options"][:1],
+                                     "answers": first["answers"][:1]}))
+    (example,) = discriminative.examples("race", "dev", [str(race_file)])
+    view = discriminative.view("race")
+    rows = gpt1.head_features([example], view, vocabulary, 512)
+    article, question = (vocabulary.encode(text) for text in (long_article, first["questions"][0]))
+    assert len(article) > 512 and len(question) >= 5
+    for choice, sequence in zip(example.choices, rows["head_tokens"][0].reshape(4, 512).tolist()):
+        answer = vocabulary.encode(choice)
+        kept = 512 - 3 - len(question) - len(answer)
+        assert sequence == [S] + article[:kept] + question + [D] + answer + [E]
+    assert rows["label"].tolist() == [["ABCD".index(first["answers"][0])]]
+
+
 def test_head_features_pad_each_sequence_to_the_length(shared_data):
     from tests.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(shared_data)

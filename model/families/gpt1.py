@@ -142,15 +142,33 @@ def _sequence(parts: Sequence[List[int]], special: SpecialTokens, length: int) -
     return tokens + [special.extract]
 
 
+def _choice_sequence(context: Sequence[List[int]], answer: List[int], special: SpecialTokens,
+                     length: int) -> List[int]:
+    """start, the context's segments one after the other, delimiter, answer, extract: RACE's
+    `[z; q; $; a_k]` (the article z, then the question q). Trimmed to fit `length` from the end of
+    the context's first segment (the article, a story, a premise), so that the question and the
+    answer stay whole; only were they alone too long, from the longest part."""
+    budget = length - 3  # start, delimiter, extract
+    if budget < 2:
+        raise ValueError(f"sequence length {length} is too short for a context and an answer")
+    parts = [list(segment) for segment in context] + [list(answer)]
+    excess = sum(map(len, parts)) - budget
+    if excess > 0:
+        parts[0] = parts[0][:max(0, len(parts[0]) - excess)]
+    *context_parts, answer_part = _fit(parts, budget)
+    return ([special.start] + [t for part in context_parts for t in part] + [special.delimiter]
+            + answer_part + [special.extract])
+
+
 def transform(example: discriminative.Example, view: discriminative.View, encode,
               special: SpecialTokens, length: int) -> List[List[int]]:
     """An example's token sequences, each `start ... extract` of at most `length` tokens:
     classification `start text extract`; entailment (any ordered pair) `start premise delim
     hypothesis extract`; similarity (symmetric pair) both orders; multiple choice one sequence
-    `start context delim answer extract` per answer."""
+    `start context delim answer extract` per answer (`_choice_sequence`)."""
     segments = [encode(s) for s in example.segments]
     if view.kind == discriminative.MULTIPLE_CHOICE:
-        return [_sequence(segments + [encode(choice)], special, length)
+        return [_choice_sequence(segments, encode(choice), special, length)
                 for choice in example.choices]
     if view.symmetric:
         return [_sequence(segments, special, length), _sequence(segments[::-1], special, length)]

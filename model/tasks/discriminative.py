@@ -35,7 +35,9 @@ KINDS = (CLASSIFICATION, REGRESSION, MULTIPLE_CHOICE)
 class Example:
     """One example as a head sees it.
 
-    segments: classification/regression: (text,) or (text_a, text_b); multiple choice: (context,)
+    segments: classification/regression: (text,) or (text_a, text_b); multiple choice: the
+        context, (context,), or RACE's (article, question): a head trims the article, not the
+        question
     label: class index; float for regression (STS-B); the right choice's index
     choices: the answers of a multiple-choice example (empty otherwise)
     """
@@ -115,7 +117,7 @@ def _story_cloze(raw: Mapping) -> Example:
 
 
 def _race(raw: Mapping) -> Example:
-    return Example((f"{raw['article']} {raw['question']}",), raw["label"], tuple(raw["options"]))
+    return Example((raw["article"], raw["question"]), raw["label"], tuple(raw["options"]))
 
 
 def _pair(task: str, first: str, second: str, classes: int, symmetric: bool = False) -> View:
