@@ -19,6 +19,8 @@ import scipy.stats
 import sklearn.metrics
 from rouge_score import rouge_scorer, scoring
 
+from text.sentences import split_sentences
+
 INVALID = -1  # the class id of a prediction that is no valid label
 
 
@@ -110,9 +112,17 @@ def bleu(targets: Sequence[str], predictions: Sequence[str]) -> dict[str, float]
 ROUGE_KEYS = ("rouge1", "rouge2", "rougeLsum")
 
 
-def _sentence_per_line(summary: str) -> str:
-    # rougeLsum (the paper's ROUGE-L) takes sentences from lines; T5 splits at " . ".
-    return summary.replace(" . ", " .\n")
+def sentence_per_line(summary: str) -> str:
+    """The summary with one sentence per line, which is how rouge-score's rougeLsum (the paper's
+    summary-level ROUGE-L) reads sentences. Both sides are split alike, whatever the data version:
+    - the paper-era cnn_dailymail (TFDS 1.x) joined the highlights with " . ", which T5's scorer
+      split on (t5.evaluation.metrics.rouge's `_prepare_summary`); that rule is kept;
+    - today's cnn_dailymail (TFDS 3.x) ends each highlight with "." and joins them with newlines,
+      but a model's decode has no newline (SentencePiece reads it as a space), so the lines of
+      a summary are further split at sentence ends (text.sentences.split_sentences). Without
+      this every prediction would be scored as one sentence."""
+    lines = summary.replace(" . ", " .\n").split("\n")
+    return "\n".join(sentence for line in lines for sentence in split_sentences(line))
 
 
 # rouge-score's bootstrap resamples with numpy's global generator, which the t5 library leaves
@@ -135,12 +145,14 @@ def rouge(targets: Sequence[str], predictions: Sequence[str]) -> dict[str, float
     """ROUGE-1, ROUGE-2 and summary-level ROUGE-L F-measure as the t5 library reports them
     (t5.evaluation.metrics.rouge): rouge-score's default tokenisation (no stemmer), aggregated by
     its BootstrapAggregator (1,000 resamples of the examples), the `mid` value (the median of the
-    resampled means) times 100. The one difference: the resampling is seeded (see above)."""
+    resampled means) times 100, each summary split into sentences (`sentence_per_line`). The
+    differences: the resampling is seeded (see above), and sentences are also split where the
+    paper-era " . " separator is missing (today's data, and any model's decode of it)."""
     scorer = rouge_scorer.RougeScorer(list(ROUGE_KEYS))
     aggregator = scoring.BootstrapAggregator()
     for target, prediction in zip(targets, predictions):
-        aggregator.add_scores(scorer.score(target=_sentence_per_line(target),
-                                           prediction=_sentence_per_line(prediction)))
+        aggregator.add_scores(scorer.score(target=sentence_per_line(target),
+                                           prediction=sentence_per_line(prediction)))
     with _numpy_global_seed(ROUGE_BOOTSTRAP_SEED):
         result = aggregator.aggregate()
     return {key: 100 * result[key].mid.fmeasure for key in ROUGE_KEYS}
