@@ -516,6 +516,36 @@ def test_mixture_rates_use_task_sizes_or_given_ones():
         glue.rates("no_such_mixing")
 
 
+def _t5_rate_num_examples(size: int, maximum: int, temperature: float = 1.0, scale: float = 1.0) -> float:
+    """The t5 library's `rate_num_examples` (t5/data/utils.py) restated: the size times the
+    scale, then limited, then raised to 1 / T."""
+    return min(size * scale, maximum) ** (1.0 / temperature)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 2.0])
+def test_all_mixture_halves_both_rte_tasks_and_always_limits_sizes(temperature):
+    """t5/data/mixtures.py's `all_proportional`: every supervised task by `rate_num_examples`,
+    the two RTE tasks at scale 0.5 (`_dedupe`), with the size limit K. Without a limit `all` drew
+    WMT En-Fr 85.9% of the time; K is now always applied, 2^21 unless given (the paper's K)."""
+    mixing = "examples_proportional" if temperature == 1.0 else "temperature"
+    mixture = tasks.get_mixture("all")
+    weights = {task.name: _t5_rate_num_examples(task.num_train_examples, 2 ** 21, temperature,
+                                                0.5 if task.name in ("glue_rte", "super_glue_rte") else 1.0)
+               for task in mixture.trained_tasks}
+    expected = {name: weight / sum(weights.values()) for name, weight in weights.items()}
+    assert mixture.rates(mixing, temperature=temperature) == pytest.approx(expected, rel=1e-12)
+    assert expected["glue_rte"] == pytest.approx(expected["super_glue_rte"])
+    if temperature == 1.0:
+        assert expected["glue_rte"] / expected["glue_mnli"] == pytest.approx(1_245 / 392_702)
+        assert expected["wmt_en_fr"] == pytest.approx(2 ** 21 / sum(weights.values()))
+        assert expected["wmt_en_fr"] < 0.45
+    # The glue mixture (as the library's glue_v002_proportional) does not halve RTE.
+    glue = tasks.get_mixture("glue").rates()
+    assert glue["glue_rte"] / glue["glue_mnli"] == pytest.approx(2_490 / 392_702)
+    with pytest.raises(ValueError, match="positive"):
+        mixture.rates(limit=0)
+
+
 # --- CLI and tf.data -------------------------------------------------------------------------
 
 def test_cli_lists_tasks_and_mixtures_with_sources_and_metrics():

@@ -26,7 +26,8 @@ _SUPER_GLUE = tuple(t for t in _TASKS.values() if t.name.startswith("super_glue_
 _MIXTURES: dict[str, Mixture] = {
     "glue": Mixture("glue", _GLUE),
     "super_glue": Mixture("super_glue", _SUPER_GLUE),
-    "all": Mixture("all", tuple(_TASKS.values())),
+    # The t5 library's `all` mixtures halve both RTE tasks (`_dedupe`: SuperGLUE's RTE is GLUE's).
+    "all": Mixture("all", tuple(_TASKS.values()), scales={"glue_rte": 0.5, "super_glue_rte": 0.5}),
 }
 
 
@@ -54,19 +55,28 @@ def get_mixture(name: str) -> Mixture:
         raise KeyError(f"no mixture {name!r}; mixtures: {', '.join(_MIXTURES)}") from None
 
 
+BENCHMARKS = ("glue", "super_glue")
+
+
+def benchmark_tasks(benchmark: str) -> list[str]:
+    """The tasks whose scores the benchmark's average counts (GLUE without WNLI; SuperGLUE
+    without DPR, as the paper's tables)."""
+    if benchmark not in BENCHMARKS:
+        raise KeyError(f"no benchmark {benchmark!r}; benchmarks: {', '.join(BENCHMARKS)}")
+    return [task.name for task in _TASKS.values() if task.benchmark == benchmark]
+
+
 def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]]) -> float:
     """The GLUE or SuperGLUE score as the paper computes it from {task name: its scores}: each
     task's metrics averaged, then the tasks (GLUE without WNLI; SuperGLUE without DPR). For
     glue_mnli give both accuracies, e.g. {"matched": 84.2, "mismatched": 84.6}."""
-    members = [task.name for task in _TASKS.values() if task.benchmark == benchmark]
-    if not members:
-        raise KeyError(f"no benchmark {benchmark!r}; benchmarks: glue, super_glue")
+    members = benchmark_tasks(benchmark)
     missing = [name for name in members if name not in scores]
     if missing:
         raise ValueError(f"the {benchmark} average needs every task's scores; missing {missing}")
     return metrics.benchmark_average({name: dict(scores[name]) for name in members})
 
 
-__all__ = ["BEAM_SEARCH", "DEFAULT_LENGTHS", "Decoding", "discriminative", "GREEDY",
+__all__ = ["BEAM_SEARCH", "BENCHMARKS", "DEFAULT_LENGTHS", "Decoding", "discriminative", "GREEDY",
            "LocalFormat", "Mixing", "Mixture", "SequenceLengths", "Task", "TfdsSplit",
-           "benchmark_average", "get", "get_mixture", "mixture_names", "names"]
+           "benchmark_average", "benchmark_tasks", "get", "get_mixture", "mixture_names", "names"]

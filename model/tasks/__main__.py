@@ -18,7 +18,7 @@ def task_table() -> list[str]:
 
 
 def mixture_table() -> list[str]:
-    lines = ["| mixture | tasks (examples-proportional rate) | tokens (inputs/targets) |",
+    lines = ["| mixture | tasks (examples-proportional rate, K = 2**21) | tokens (inputs/targets) |",
              "|---|---|---|"]
     for name in tasks.mixture_names():
         mixture = tasks.get_mixture(name)
@@ -32,7 +32,9 @@ def mixture_table() -> list[str]:
 
 def main() -> None:
     print("\n".join(["## Tasks", "", *task_table(), "", "## Mixtures", "", *mixture_table(), "",
-                     "Mixing: examples_proportional (limit K), temperature (T, K = 2**21), equal."]))
+                     "Mixing: examples_proportional, temperature (T), equal; the size limit K is "
+                     "2**21 unless --mixing_limit gives one; `all` halves both RTE tasks, as the "
+                     "t5 library's `all` mixtures."]))
 
 
 if __name__ == "__main__":
