@@ -1,5 +1,6 @@
-"""Greedy decoding (temperature 0, as the paper decodes) with Mesh TensorFlow's decoders, and the
-encoder-decoder's beam search (the paper's decoding for WMT and CNN/DM).
+"""Greedy decoding (temperature 0, as the paper's Section 3 experiments decode) with Mesh
+TensorFlow's decoders, and the encoder-decoder's beam search (the paper's final models' decoding
+for WMT and CNN/DM, switched on by `DecodingConfig.beam_search`).
 
 - Encoder-decoder: `Bitransformer.decode(beam_size=1, temperature=0)`, as the PREDICT mode of
   `mesh_tensorflow.transformer.utils` decodes, with the output length fixed to `decode_length`.
@@ -13,12 +14,24 @@ encoder-decoder's beam search (the paper's decoding for WMT and CNN/DM).
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import List
 
+import gin
 import numpy as np
 
 from model.mtf_compat import mtf, transformer
 from model.vocabulary import EOS_ID
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class DecodingConfig:
+    """How task evaluation decodes. By default every task greedily, as the paper's Section 3
+    experiments (its baseline and all comparisons); `beam_search = True` (gin/beam_search.gin)
+    decodes as its final models (Section 3.7): beam 4, alpha 0.6 for WMT and CNN/DM, greedy for
+    the others (`Task.final_decoding`)."""
+    beam_search: bool = False
 
 
 def greedy_decode(model: transformer.Bitransformer, inputs: mtf.Tensor, decode_length: int,

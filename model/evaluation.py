@@ -4,13 +4,21 @@ reports (the best validation score over the checkpoints of a fine-tuning run).
 
 Beside the checkpoints, per task and split (`MODEL_DIR/eval/<task>/<split>/`):
   predictions-<step>.jsonl   {"inputs", "targets", "prediction"} per example, in input order
-  scores.jsonl               {"step", <metric>: percent, ...} per evaluated checkpoint
+  scores.jsonl               {"step", "data", "decoding", <metric>: percent, ...} per evaluated
+                             checkpoint ("data": which data and version was scored, "decoding":
+                             beam size and alpha)
   events.out.tfevents.*      the same scores for TensorBoard (tag `<task>/<split>/<metric>`)
-and `MODEL_DIR/eval/best.json`: for each task and split, the step, checkpoint and scores of the
-best checkpoint (highest mean of the task's metrics, the earliest on ties).
+and in `MODEL_DIR/eval/`:
+  best.json        for each task and split, the step, checkpoint, scores, data and decoding of
+                   the best checkpoint: one step per task (the highest mean of its metrics over
+                   all its validation splits, the earliest on ties), as the t5 library's
+                   `eval_utils.metric_group_max` picks one step for MNLI matched and mismatched
+  benchmarks.json  the GLUE and SuperGLUE averages of the best scores, as the paper's tables
+                   report them, for each benchmark whose tasks were all evaluated
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import pathlib
@@ -21,12 +29,13 @@ import numpy as np
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from model import train
-from model.decoding import strip_after_eos
+from model import tasks, train
+from model.decoding import DecodingConfig, strip_after_eos
 from model.tasks import Decoding, Task
 
 EVAL_DIR = "eval"
 BEST_NAME = "best.json"
+BENCHMARKS_NAME = "benchmarks.json"
 SCORES_NAME = "scores.jsonl"
 _CHECKPOINT_STEP = re.compile(r"model\.ckpt-(\d+)$")
 
@@ -40,19 +49,23 @@ class EvalSet:
     inputs: Tuple[str, ...]
     targets: Tuple[str, ...]  # the target strings, for the predictions file
     references: Tuple[Any, ...]  # what task.score compares predictions with
+    # Which data was scored, with its version (e.g. "tfds cnn_dailymail:3.4.0"): a score depends
+    # on it (cnn_dailymail's highlights are joined by " . " before TFDS 2.0, by newlines since).
+    data: str
 
     @property
     def name(self) -> str:
         return f"{self.task.name}/{self.split}"
 
 
-def eval_set(task: Task, split: str, examples: Iterable[dict]) -> EvalSet:
+def eval_set(task: Task, split: str, examples: Iterable[dict], data: str) -> EvalSet:
+    """`data`: which data the examples are, with its version (recorded with every score)."""
     examples = list(examples)
     if not examples:
         raise ValueError(f"{task.name} {split}: no examples to evaluate")
     pairs = [task.preprocess(example) for example in examples]
     return EvalSet(task, split, tuple(p["inputs"] for p in pairs), tuple(p["targets"] for p in pairs),
-                   tuple(task.reference(example) for example in examples))
+                   tuple(task.reference(example) for example in examples), data)
 
 
 def checkpoint_steps(model_dir: str) -> Dict[int, str]:
@@ -86,17 +99,24 @@ def _directory(model_dir: str, eval_set_: EvalSet) -> pathlib.Path:
     return pathlib.Path(model_dir) / EVAL_DIR / eval_set_.task.name / eval_set_.split
 
 
-def recorded_scores(model_dir: str, eval_set_: EvalSet) -> Dict[int, Dict[str, float]]:
-    """{step: scores} already recorded for an eval set (a resumed evaluation skips them)."""
+def _recorded_entries(model_dir: str, eval_set_: EvalSet) -> Dict[int, dict]:
+    """{step: the scores.jsonl entry} recorded for an eval set."""
     path = _directory(model_dir, eval_set_) / SCORES_NAME
     if not path.is_file():
         return {}
     entries = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    return {entry.pop("step"): entry for entry in entries}
+    return {entry["step"]: entry for entry in entries}
+
+
+def recorded_scores(model_dir: str, eval_set_: EvalSet) -> Dict[int, Dict[str, float]]:
+    """{step: {metric: percent}} already recorded for an eval set (a resumed evaluation skips
+    them)."""
+    return {step: {name: entry[name] for name in eval_set_.task.metric_names}
+            for step, entry in _recorded_entries(model_dir, eval_set_).items()}
 
 
 def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, predictions: Sequence[str],
-                  scores: Mapping[str, float]) -> None:
+                  scores: Mapping[str, float], decoding: Decoding) -> None:
     directory = _directory(model_dir, eval_set_)
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / f"predictions-{step}.jsonl").open("w") as out:
@@ -104,7 +124,8 @@ def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, predictions: Se
             out.write(json.dumps({"inputs": inputs, "targets": targets, "prediction": prediction},
                                  ensure_ascii=False) + "\n")
     with (directory / SCORES_NAME).open("a") as out:
-        out.write(json.dumps({"step": step, **scores}) + "\n")
+        out.write(json.dumps({"step": step, "data": eval_set_.data,
+                              "decoding": dataclasses.asdict(decoding), **scores}) + "\n")
     writer = tf2.summary.create_file_writer(str(directory))
     with writer.as_default():
         for metric, value in scores.items():
@@ -112,29 +133,54 @@ def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, predictions: Se
     writer.close()
 
 
-def selection_score(scores: Mapping[str, float]) -> float:
-    """What picks the best checkpoint: the mean of the task's metrics (one number per task, as the
-    paper's benchmark averages count a task)."""
-    return float(np.mean(list(scores.values())))
+def selection_score(*split_scores: Mapping[str, float]) -> float:
+    """What picks a task's best checkpoint: the mean of all its metrics on all its validation
+    splits at one step (T5's metric group: MNLI matched and mismatched accuracies together)."""
+    return float(np.mean([value for scores in split_scores for value in scores.values()]))
 
 
 def best_checkpoints(model_dir: str, eval_sets: Sequence[EvalSet]) -> Dict[str, dict]:
-    """{"<task>/<split>": {"step", "checkpoint", "scores"}} of the best recorded checkpoints."""
-    best = {}
+    """{"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}} of the best
+    recorded checkpoints: one step per task, the best by `selection_score` over all the task's
+    splits among the steps scored on all of them (the earliest on ties), as the t5 library's
+    `eval_utils.metric_group_max`."""
+    by_task: Dict[str, List[EvalSet]] = collections.defaultdict(list)
     for eval_set_ in eval_sets:
-        recorded = recorded_scores(model_dir, eval_set_)
-        if not recorded:
+        by_task[eval_set_.task.name].append(eval_set_)
+    best = {}
+    for splits in by_task.values():
+        recorded = [recorded_scores(model_dir, eval_set_) for eval_set_ in splits]
+        common = sorted(set.intersection(*(set(scores) for scores in recorded)))
+        if not common:
             continue
-        step = max(sorted(recorded), key=lambda s: selection_score(recorded[s]))  # earliest on ties
-        best[eval_set_.name] = {"step": step, "checkpoint": f"model.ckpt-{step}",
-                                "scores": recorded[step]}
+        step = max(common, key=lambda s: selection_score(*(scores[s] for scores in recorded)))
+        for eval_set_, scores in zip(splits, recorded):
+            entry = _recorded_entries(model_dir, eval_set_)[step]
+            best[eval_set_.name] = {"step": step, "checkpoint": f"model.ckpt-{step}",
+                                    "scores": scores[step], "data": entry.get("data"),
+                                    "decoding": entry.get("decoding")}
     return best
 
 
-def evaluate_checkpoints(run: train.Run, eval_sets: Sequence[EvalSet],
+def benchmark_averages(best: Mapping[str, dict]) -> Dict[str, float]:
+    """{"glue_average", "super_glue_average"} as the paper's tables report them, from the best
+    checkpoints' scores, for each benchmark all of whose tasks are in `best`: each task's
+    metrics averaged (MNLI's two validation splits as one task), then the tasks; WNLI (and DPR)
+    are left out (`tasks.benchmark_average`)."""
+    task_scores: Dict[str, Dict[str, float]] = collections.defaultdict(dict)
+    for name, entry in best.items():
+        task, split = name.split("/")
+        task_scores[task].update({f"{split}/{metric}": value for metric, value in entry["scores"].items()})
+    return {f"{benchmark}_average": tasks.benchmark_average(benchmark, task_scores)
+            for benchmark in tasks.BENCHMARKS
+            if set(tasks.benchmark_tasks(benchmark)) <= set(task_scores)}
+
+
+def evaluate_checkpoints(run: train.Run, eval_sets: Sequence[EvalSet], decoding: DecodingConfig,
                          steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
-    """Decodes and scores every checkpoint of the model directory (or those of `steps`) not yet
-    evaluated on each eval set; writes the records above; returns and writes the best."""
+    """Decodes (greedily, or as `decoding` says) and scores every checkpoint of the model
+    directory (or those of `steps`) not yet evaluated on each eval set; writes the records
+    above; returns the best and writes it with the benchmark averages (also printed)."""
     available = checkpoint_steps(run.model_dir)
     if not available:
         raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
@@ -145,13 +191,18 @@ def evaluate_checkpoints(run: train.Run, eval_sets: Sequence[EvalSet],
             if step in recorded_scores(run.model_dir, eval_set_):
                 continue
             train.progress(f"evaluating {eval_set_.name} at step {step}")
-            predictions = decode_texts(run, checkpoint, eval_set_.inputs, eval_set_.task.decoding)
+            task_decoding = eval_set_.task.decoding(decoding.beam_search)
+            predictions = decode_texts(run, checkpoint, eval_set_.inputs, task_decoding)
             scores = eval_set_.task.score(list(eval_set_.references), predictions)
-            _write_scores(run.model_dir, eval_set_, step, predictions, scores)
+            _write_scores(run.model_dir, eval_set_, step, predictions, scores, task_decoding)
     best = best_checkpoints(run.model_dir, eval_sets)
-    path = pathlib.Path(run.model_dir) / EVAL_DIR / BEST_NAME
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(best, indent=1, sort_keys=True) + "\n")
+    directory = pathlib.Path(run.model_dir) / EVAL_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / BEST_NAME).write_text(json.dumps(best, indent=1, sort_keys=True) + "\n")
+    averages = benchmark_averages(best)
+    if averages:
+        (directory / BENCHMARKS_NAME).write_text(json.dumps(averages, indent=1, sort_keys=True) + "\n")
+        train.progress(", ".join(f"{name} {value:.2f}" for name, value in sorted(averages.items())))
     return best
 
 

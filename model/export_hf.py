@@ -1,9 +1,17 @@
 """Export of a checkpoint to Hugging Face `transformers` (T5ForConditionalGeneration): config,
-weights and a T5Tokenizer.
+weights, generation config and a T5Tokenizer.
 
     python -m model.train --mode export --model_dir DIR --export_dir OUT --gin_file sizes/base.gin \
-        --gin_param "DataConfig.vocabulary = 'spm.model'"
+        --gin_param "DataConfig.vocabulary = 'spm.model'" [--task cnn_dailymail]
     # then: T5ForConditionalGeneration.from_pretrained(OUT), T5Tokenizer.from_pretrained(OUT)
+
+`generation_config.json` makes `model.generate(...)` decode as our evaluation does: greedy, or
+the task's beam search when beam search is switched on (gin/beam_search.gin), up to the decode
+length (the task's targets length with `--task`, else `TrainConfig.decode_length`). Transformers
+counts the decoder's start token in `max_length`, so it is the decode length + 1. Its beam search
+divides a beam's log-probability by length ** length_penalty where mtf's uses Wu et al.'s
+((5 + length) / 6) ** alpha: alpha is written as length_penalty, and beams can rank differently.
+The tokenizer's `model_max_length` is the inputs length (512 for every task, as T5's).
 
 Our variables carry T5's Mesh TensorFlow names (model/architectures.py), so transformers' own
 converter for T5's checkpoints, `load_tf_weights_in_t5`, reads them (it skips the optimizer
@@ -22,9 +30,10 @@ from __future__ import annotations
 import math
 import pathlib
 import shutil
-from typing import Dict
+from typing import Dict, Optional
 
-from model import train, warm_start
+from model import finetune, tasks, train, warm_start
+from model.decoding import DecodingConfig
 from model.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture, ModelConfig
 from model.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID
 
@@ -72,20 +81,38 @@ def load_checkpoint(config: ModelConfig, vocab_size: int, checkpoint: str):
     return model.eval()
 
 
-def export(run: train.Run, export_dir: str, checkpoint: str = "") -> Dict[str, str]:
-    """Writes config, weights (safetensors) and tokenizer of `checkpoint` (default: the run's
-    newest) to `export_dir`. Returns what was written."""
+def generation_config(decode_length: int, decoding: tasks.Decoding):
+    """The GenerationConfig that decodes as our evaluation (see the module's docstring)."""
+    from transformers import GenerationConfig
+    beam = decoding.beam_size > 1
+    return GenerationConfig(
+        decoder_start_token_id=PAD_ID, pad_token_id=PAD_ID, eos_token_id=EOS_ID, do_sample=False,
+        max_length=decode_length + 1, num_beams=decoding.beam_size,
+        length_penalty=decoding.alpha if beam else 1.0)
+
+
+def export(run: train.Run, export_dir: str, checkpoint: str = "",
+           task: Optional[str] = None) -> Dict[str, str]:
+    """Writes config, weights (safetensors), generation config and tokenizer of `checkpoint`
+    (default: the run's newest) to `export_dir`; with `task`, the generation config and the
+    tokenizer take the task's lengths and decoding. Returns what was written."""
     from transformers import T5Tokenizer
 
+    decoding = tasks.GREEDY
+    if task:
+        run = finetune.with_task_lengths(run, tasks.get(task).lengths)
+        decoding = tasks.get(task).decoding(DecodingConfig().beam_search)
     source = warm_start.checkpoint_path(checkpoint or run.model_dir)
     vocabulary = run.vocabulary
     model = load_checkpoint(run.model_config, vocabulary.vocab_size, source)
+    model.generation_config = generation_config(run.train_config.decode_length, decoding)
     out = pathlib.Path(export_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
     shutil.copyfile(vocabulary.path, out / "spiece.model")
-    T5Tokenizer(str(out / "spiece.model"), extra_ids=NUM_SENTINELS, legacy=True).save_pretrained(out)
+    T5Tokenizer(str(out / "spiece.model"), extra_ids=NUM_SENTINELS, legacy=True,
+                model_max_length=run.data_config.inputs_length).save_pretrained(out)
     return {"checkpoint": source, "export_dir": str(out)}
 
 
-__all__ = ["export", "hf_config", "load_checkpoint"]
+__all__ = ["export", "generation_config", "hf_config", "load_checkpoint"]

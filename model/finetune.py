@@ -5,22 +5,25 @@
         --gin_param "DataConfig.vocabulary = 'spm.model'"
     python -m model.train --mode finetune --mixture glue ...        (multi-task, Section 3.5.2)
     python -m model.train --mode finetune --mixture all --with_pretraining --mixing_limit 524288 \
-        --gin_file pretrain.gin ...   (multi-task pre-training: C4's objective mixed in, from scratch)
+        --gin_file pretrain.gin ...   (multi-task pre-training: C4's objective mixed in, from scratch;
+                                       the size limit K is 2^21 unless --mixing_limit gives one)
     python -m model.train --mode eval --task glue_rte ...           (every checkpoint not yet scored)
     python -m model.train --mode decode --task glue_rte ...         (the newest checkpoint)
 
 A fine-tuning run (model/gin/finetune.gin: constant learning rate 0.001, 2^18 steps, a checkpoint
 every 5,000) warm-starts from the pre-trained checkpoint (the global step continues), trains on
 the task's (or the mixture's) training pairs, keeping every checkpoint while it trains; then each
-checkpoint is decoded and scored on every validation split (model/evaluation.py), the best per
-task and split is reported, and only those and the newest `TrainConfig.keep_checkpoint_max`
-checkpoints are kept.
+checkpoint is decoded (greedily, as the paper's Section 3; `--gin_file beam_search.gin` for its
+final models' beam search on WMT and CNN/DM) and scored on every validation split
+(model/evaluation.py), the best per task is reported with the GLUE and SuperGLUE averages, and
+only those and the newest `TrainConfig.keep_checkpoint_max` checkpoints are kept.
 
 Sequences are trimmed to the task's lengths, and decoded up to its targets length
 (`Task.lengths`, the t5 library's per-task values; a mixture takes the longest of its members),
 unless gin binds `DataConfig.inputs_length`, `DataConfig.targets_length` or
 `TrainConfig.decode_length` (pretrain.gin, used for multi-task pre-training, binds span
 corruption's 512/114): a bound length wins, with a warning when it cuts the tasks' sequences.
+The lengths chosen are bound in gin, so `operative_config.gin` records the lengths the run used.
 WNLI is never trained on (as in the paper); it can be evaluated.
 
 Task data comes from TFDS (`--tfds_data_dir`, or TFDS's default) unless `--task_files
@@ -38,9 +41,10 @@ import gin
 import tensorflow as tf
 
 from model import evaluation, features, inputs, objectives, tasks, train
+from model.decoding import DecodingConfig
 from model.tasks import Mixing, SequenceLengths, Task, mixtures
 from model.tasks import tf_data
-from model.tasks.sources import parse_task_files
+from model.tasks.sources import parse_task_files, tfds_version
 from model.vocabulary import EOS_ID, Vocabulary
 
 TOKENIZE_BATCH = 64
@@ -72,6 +76,13 @@ class TaskData:
             return _Reread(lambda: task.local_examples(*paths))
         return _Reread(lambda: task.examples(split, self.tfds_data_dir))
 
+    def describe(self, task: Task, split: str) -> str:
+        """Which data `examples` reads, with its version: what a score was computed on."""
+        paths = self.local_files.get((task.name, split))
+        if paths:
+            return f"local files {', '.join(paths)} ({task.local_format.description})"
+        return f"tfds {tfds_version(task.splits[split], self.tfds_data_dir)}"
+
     def validation_splits(self, task: Task) -> List[str]:
         local = sorted(split for name, split in self.local_files if name == task.name and split != "train")
         if any(name == task.name for name, _ in self.local_files):
@@ -99,29 +110,15 @@ class Selection:
 PRETRAINING = "pretraining"
 
 
-def _with_pretraining(sizes: Mapping[str, int], mixing: Mixing, limit: Optional[int],
-                      temperature: float) -> Dict[str, float]:
-    """Mixing rates with the pre-training objective as one more member, whose data set is larger
-    than any limit: it counts K examples, as in the paper (K is needed unless mixing equally)."""
-    if mixing is Mixing.EQUAL:
-        return mixtures.equal({**sizes, PRETRAINING: 1})
-    limit = limit or (mixtures.TEMPERATURE_SIZE_LIMIT if mixing is Mixing.TEMPERATURE else None)
-    if not limit:
-        raise ValueError("mixing in the pre-training objective needs --mixing_limit (the paper's K)")
-    sizes = {**sizes, PRETRAINING: limit}
-    if mixing is Mixing.TEMPERATURE:
-        return mixtures.temperature_scaled(sizes, temperature, limit)
-    return mixtures.examples_proportional(sizes, limit)
-
-
 def select(task: Optional[str] = None, mixture: Optional[str] = None,
-           mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL, limit: Optional[int] = None,
-           temperature: float = 1.0, with_pretraining: bool = False,
-           training: bool = True) -> Selection:
-    """One task (rate 1), or a mixture with the paper's mixing strategy (model/tasks/mixtures.py);
-    `with_pretraining` mixes in the pre-training objective as one more member. A task never
-    trained on (WNLI, as in the paper) is refused for training and has no rate in a mixture; it
-    can be evaluated (`training=False`)."""
+           mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL,
+           limit: int = mixtures.DEFAULT_SIZE_LIMIT, temperature: float = 1.0,
+           with_pretraining: bool = False, training: bool = True) -> Selection:
+    """One task (rate 1), or a mixture with the paper's mixing strategy and size limit K
+    (model/tasks/mixtures.py); `with_pretraining` mixes in the pre-training objective as one more
+    member, whose data set is larger than any limit: it counts K examples, as in the paper. A
+    task never trained on (WNLI, as in the paper) is refused for training and has no rate in a
+    mixture; it can be evaluated (`training=False`)."""
     if bool(task) == bool(mixture):
         raise ValueError("give one of --task and --mixture")
     if task:
@@ -129,22 +126,18 @@ def select(task: Optional[str] = None, mixture: Optional[str] = None,
         if training and not chosen.trained_on:
             raise ValueError(f"{task} is never trained on (as in the paper: GLUE's WNLI and its "
                              "training set are adversarial); evaluate it with --mode eval")
-        name, evaluated = task, (chosen,)
-        trained = (chosen,) if chosen.trained_on else ()
+        mix = tasks.Mixture(task, (chosen,))
     else:
         mix = tasks.get_mixture(mixture)
-        name, trained, evaluated = mixture, mix.trained_tasks, mix.tasks
-    mixing = Mixing(mixing)
-    lengths = tasks.Mixture(name, evaluated).lengths
-    if not trained:
-        return Selection(name, {}, evaluated, lengths)
-    if not with_pretraining:
-        rates = tasks.Mixture(name, trained).rates(mixing, limit=limit, temperature=temperature)
-        return Selection(name, rates, evaluated, lengths)
-    rates = _with_pretraining({t.name: t.num_train_examples for t in trained}, mixing, limit, temperature)
-    pretraining_rate = rates.pop(PRETRAINING)
-    return Selection(name, {k: v / (1 - pretraining_rate) for k, v in rates.items()}, evaluated,
-                     lengths, pretraining_rate)
+    if not mix.trained_tasks:
+        return Selection(mix.name, {}, mix.tasks, mix.lengths)
+    sizes = mix.scaled_sizes()
+    if with_pretraining:
+        sizes[PRETRAINING] = limit
+    rates = mixtures.rates_of(sizes, mixing, limit=limit, temperature=temperature)
+    pretraining_rate = rates.pop(PRETRAINING, 0.0)
+    return Selection(mix.name, {k: v / (1 - pretraining_rate) for k, v in rates.items()}, mix.tasks,
+                     mix.lengths, pretraining_rate)
 
 
 # The run's lengths that a selection's lengths replace, unless the gin config binds them itself.
@@ -160,28 +153,21 @@ def _bound_in_gin(parameter: str) -> bool:
     return True
 
 
-def _with_values(config, values: Mapping[str, int]):
-    """`config` with the values of {"Config.field": value} that name its class."""
-    prefix = f"{type(config).__name__}."
-    return dataclasses.replace(config, **{parameter[len(prefix):]: value for parameter, value in
-                                          values.items() if parameter.startswith(prefix)})
-
-
 def with_task_lengths(run: train.Run, lengths: SequenceLengths) -> train.Run:
     """The run trimming and decoding at the tasks' lengths (the decode length is the targets
     length, as in the t5 library). A length that the gin config binds stays as bound (a user's
     explicit choice, e.g. shorter sequences for a quick run), with a warning when it cuts
-    sequences that the tasks' lengths would keep."""
-    chosen = {}
+    sequences that the tasks' lengths would keep. The tasks' lengths are bound in gin and the
+    run's data and train configs made again from gin, so that the operative config that
+    training writes records the lengths used (not the dataclasses' defaults)."""
     for parameter, key in _LENGTH_PARAMETERS.items():
         needed = getattr(lengths, key)
         if not _bound_in_gin(parameter):
-            chosen[parameter] = needed
+            gin.bind_parameter(parameter, needed)
         elif gin.query_parameter(parameter) < needed:
             train.progress(f"warning: {parameter} = {gin.query_parameter(parameter)} as bound, "
                            f"shorter than the tasks' {key} ({needed} tokens): longer ones are cut")
-    return dataclasses.replace(run, data_config=_with_values(run.data_config, chosen),
-                               train_config=_with_values(run.train_config, chosen))
+    return dataclasses.replace(run, data_config=train.DataConfig(), train_config=train.TrainConfig())
 
 
 def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[str, int]) -> tf.data.Dataset:
@@ -240,21 +226,22 @@ def eval_sets(selection: Selection, data: TaskData) -> List[evaluation.EvalSet]:
     for task in selection.evaluated:
         for split in data.validation_splits(task):
             labelled = [e for e in data.examples(task, split) if e.get("label", 0) != -1]
-            sets.append(evaluation.eval_set(task, split, labelled))
+            sets.append(evaluation.eval_set(task, split, labelled, data.describe(task, split)))
     return sets
 
 
-def finetune(run: train.Run, selection: Selection, data: TaskData,
+def finetune(run: train.Run, selection: Selection, data: TaskData, decoding: DecodingConfig,
              max_steps: Optional[int] = None) -> Dict[str, dict]:
-    """Trains (keeping every checkpoint), evaluates every checkpoint, keeps the best per task and
-    split and the newest keep_checkpoint_max. Returns {"<task>/<split>": best}."""
+    """Trains (keeping every checkpoint), evaluates every checkpoint (decoded as `decoding`
+    says), keeps the best per task and the newest keep_checkpoint_max. Returns
+    {"<task>/<split>": best}."""
     if not run.train_config.init_checkpoint:
         train.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
     sets = eval_sets(selection, data)
     keep_all = dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
                                                                           keep_checkpoint_max=0))
     train.train(keep_all, training_examples(run, selection, data), run.vocabulary.vocab_size, max_steps)
-    best = evaluation.evaluate_checkpoints(run, sets)
+    best = evaluation.evaluate_checkpoints(run, sets, decoding)
     newest = sorted(evaluation.checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
     evaluation.keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
     return best
@@ -266,7 +253,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--mixture", help=f"a mixture: {', '.join(tasks.mixture_names())}")
     group.add_argument("--mixing", default=Mixing.EXAMPLES_PROPORTIONAL.value,
                        choices=[m.value for m in Mixing], help="mixing strategy of a mixture")
-    group.add_argument("--mixing_limit", type=int, help="K, the examples-proportional size limit")
+    group.add_argument("--mixing_limit", type=int, default=mixtures.DEFAULT_SIZE_LIMIT,
+                       help="K, the size limit of examples-proportional and temperature mixing "
+                            "(default 2^21)")
     group.add_argument("--temperature", type=float, default=1.0, help="temperature-scaled mixing")
     group.add_argument("--with_pretraining", action="store_true",
                        help="mix in the pre-training objective (DataConfig.objective over "
@@ -294,12 +283,13 @@ def run_mode(mode: str, run: train.Run, args: argparse.Namespace) -> Dict[str, d
                        args.with_pretraining, training=mode == "finetune")
     data = task_data(args)
     run = with_task_lengths(run, selection.lengths)
+    decoding = DecodingConfig()
     if mode == "finetune":
-        return finetune(run, selection, data)
+        return finetune(run, selection, data, decoding)
     sets = eval_sets(selection, data)
     if mode == "eval":
-        return evaluation.evaluate_checkpoints(run, sets)
+        return evaluation.evaluate_checkpoints(run, sets, decoding)
     newest = max(evaluation.checkpoint_steps(run.model_dir) or [0])
-    evaluation.evaluate_checkpoints(run, sets, steps=[newest])
+    evaluation.evaluate_checkpoints(run, sets, decoding, steps=[newest])
     return {s.name: {"step": newest, "scores": evaluation.recorded_scores(run.model_dir, s)[newest]}
             for s in sets}

@@ -409,7 +409,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.mode == "export":
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")
-            print(json.dumps(export_hf.export(run, args.export_dir, args.checkpoint)))
+            print(json.dumps(export_hf.export(run, args.export_dir, args.checkpoint, args.task)))
         elif finetune.uses_tasks(args) and gpt1_finetune.uses_gpt1_head(run):
             print(json.dumps(gpt1_finetune.run_mode(args.mode, run, args)))
         elif finetune.uses_tasks(args) and run.feature_converter == "bert":

@@ -1,6 +1,10 @@
 """Export to Hugging Face: a tiny T5 trained briefly on real C4 pages is exported with
 `--mode export`, loaded by transformers (T5ForConditionalGeneration, T5Tokenizer), and gives our
-teacher-forced logits within float tolerance and our greedy decodes token for token."""
+teacher-forced logits within float tolerance and, by its exported generation config alone, our
+greedy decodes token for token."""
+import json
+
+import gin
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
@@ -21,6 +25,8 @@ transformers = pytest.importorskip("transformers")
 TEXTS = ["The quick brown fox <extra_id_0> over the lazy dog.",
          "Thank you for subscribing to our newsletter. We send one email a week."]
 INPUTS_LENGTH, TARGETS_LENGTH = 32, 8
+TINY_EXPORT = ["ModelConfig.d_model = 32", "ModelConfig.d_ff = 64", "ModelConfig.num_heads = 4",
+               "ModelConfig.d_kv = 8", "ModelConfig.num_layers = 2"]
 
 
 @pytest.fixture(scope="module")
@@ -40,12 +46,27 @@ def exported(trained, tmp_path_factory):
     run, data = trained
     export_dir = tmp_path_factory.mktemp("hf")
     argv = ["--mode", "export", "--model_dir", run.model_dir, "--export_dir", str(export_dir)]
-    for binding in (["ModelConfig.d_model = 32", "ModelConfig.d_ff = 64", "ModelConfig.num_heads = 4",
-                     "ModelConfig.d_kv = 8", "ModelConfig.num_layers = 2"] + data):
+    for binding in (TINY_EXPORT + [f"DataConfig.inputs_length = {INPUTS_LENGTH}",
+                                   f"TrainConfig.decode_length = {TARGETS_LENGTH}"] + data):
         argv += ["--gin_param", binding]
     assert train.main(argv) == 0
     model = transformers.T5ForConditionalGeneration.from_pretrained(str(export_dir)).eval()
     return model, transformers.T5Tokenizer.from_pretrained(str(export_dir))
+
+
+def export_for_task(trained, export_dir, task: str, *gin_files: str) -> dict:
+    """The generation config and tokenizer config that `--mode export --task TASK` writes."""
+    run, data = trained
+    gin.clear_config()  # the training's bindings (its lengths among them) stay out of the export
+    argv = ["--mode", "export", "--model_dir", run.model_dir, "--export_dir", str(export_dir),
+            "--task", task]
+    for gin_file in gin_files:
+        argv += ["--gin_file", gin_file]
+    for binding in TINY_EXPORT + data:
+        argv += ["--gin_param", binding]
+    assert train.main(argv) == 0
+    return {name: json.loads((export_dir / f"{name}.json").read_text())
+            for name in ("generation_config", "tokenizer_config")}
 
 
 def our_logits(run: train.Run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
@@ -106,10 +127,28 @@ def test_greedy_generation_gives_our_tokens(trained, exported):
         lambda params: tf.data.Dataset.from_tensor_slices({"inputs": encoder}).batch(
             params["batch_size"], drop_remainder=True),
         yield_single_examples=True)]
+    # The exported generation config alone: greedy, up to our decode length (+ the start token).
+    assert (model.generation_config.max_length, model.generation_config.num_beams) == (TARGETS_LENGTH + 1, 1)
     with torch.no_grad():
         generated = model.generate(input_ids=torch.tensor(encoder, dtype=torch.long),
-                                   attention_mask=torch.tensor(encoder > 0, dtype=torch.long),
-                                   max_new_tokens=TARGETS_LENGTH, do_sample=False, num_beams=1)
+                                   attention_mask=torch.tensor(encoder > 0, dtype=torch.long))
+    assert generated.shape[1] <= TARGETS_LENGTH + 1
     theirs = [strip_after_eos(row[1:]) for row in generated.numpy()]  # row[0]: the start token
     assert any(ours)
     assert theirs == ours
+
+
+def test_export_for_a_task_writes_its_lengths_and_decoding(trained, tmp_path, clean_gin):
+    """With --task: the task's targets length (+ the start token that transformers counts) and
+    the tokenizer's model_max_length 512 (T5's inputs length); greedy by default, the final
+    models' beam search (4 beams, alpha 0.6) for CNN/DM under beam_search.gin."""
+    rte = export_for_task(trained, tmp_path / "rte", "glue_rte")
+    assert rte["generation_config"]["max_length"] == 84 + 1
+    assert rte["generation_config"].get("num_beams", 1) == 1
+    assert rte["tokenizer_config"]["model_max_length"] == 512
+    cnn = export_for_task(trained, tmp_path / "cnn", "cnn_dailymail", "beam_search.gin")
+    assert cnn["generation_config"]["max_length"] == 512 + 1
+    assert (cnn["generation_config"]["num_beams"], cnn["generation_config"]["length_penalty"]) == (4, 0.6)
+    loaded = transformers.GenerationConfig.from_pretrained(str(tmp_path / "cnn"))
+    assert (loaded.num_beams, loaded.max_length, loaded.decoder_start_token_id) == (4, 513, 0)
+    assert transformers.T5Tokenizer.from_pretrained(str(tmp_path / "cnn")).model_max_length == 512

@@ -14,6 +14,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import evaluation, finetune, finetune_methods, tasks, train
+from model.decoding import DecodingConfig
 from tests.test_train import configure, synthetic_examples
 from tests.trained_vocab import trained_vocabulary
 
@@ -57,7 +58,7 @@ def finetuned(tmp_path_factory, shared_data, data_bindings, pretrained_dir):
                     "TrainConfig.save_checkpoints_steps = 40", "TrainConfig.keep_checkpoint_max = 1",
                     gin_files=("finetune.gin",))
     best = finetune.finetune(run, finetune.select(task="super_glue_cb"), cb_data(shared_data),
-                             max_steps=80)
+                             DecodingConfig(), max_steps=80)
     return run, best
 
 
@@ -92,9 +93,9 @@ def test_the_run_memorises_its_training_examples(finetuned, shared_data):
     run, _ = finetuned
     task = tasks.get("super_glue_cb")
     examples = list(task.local_examples(str(shared_data / "tasks" / CB / "train.jsonl")))
-    memorised = evaluation.eval_set(task, "train", examples)
+    memorised = evaluation.eval_set(task, "train", examples, "local train.jsonl")
     predictions = evaluation.decode_texts(run, tf.train.latest_checkpoint(run.model_dir),
-                                          memorised.inputs, task.decoding)
+                                          memorised.inputs, task.decoding(beam_search=False))
     assert task.score(list(memorised.references), predictions)["accuracy"] == 100.0
     # The beam search of WMT and CNN/DM (beam 4, alpha 0.6) decodes the same confident answers.
     beam = evaluation.decode_texts(run, tf.train.latest_checkpoint(run.model_dir), memorised.inputs,
@@ -149,7 +150,13 @@ def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data
     assert report == json.loads((tmp_path / "eval" / "best.json").read_text())
     assert sorted(evaluation.recorded_scores(str(tmp_path), evaluation.eval_set(
         tasks.get("super_glue_cb"), "validation", [{"premise": "", "hypothesis": "", "label": 0,
-                                                     "idx": 0}]))) == [20, 22]
+                                                     "idx": 0}], "hand-made"))) == [20, 22]
+    # Each score records the data it was computed on and the decoding (greedy by default).
+    entry = json.loads((tmp_path / "eval" / "super_glue_cb" / "validation" / "scores.jsonl")
+                       .read_text().splitlines()[0])
+    assert entry["data"] == f"local files {directory / 'val.jsonl'} ({tasks.get('super_glue_cb').local_format.description})"
+    assert entry["decoding"] == {"beam_size": 1, "alpha": 0.6}
+    assert report["super_glue_cb/validation"]["data"] == entry["data"]
     # eval scores only checkpoints not yet scored (none here) and reports the same best.
     assert train.main(["--mode", "eval"] + argv[2:]) == 0
     assert json.loads(capsys.readouterr().out) == report
@@ -252,6 +259,39 @@ def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, c
     assert "DataConfig.targets_length = 8 as bound" in capsys.readouterr().err
 
 
+def test_the_operative_config_records_the_task_lengths_the_run_uses(tmp_path, clean_gin):
+    """A default RTE run trims targets and decodes at GLUE's 84 tokens; the operative config that
+    training writes (gin's operative_config_str, the t5 library's GinConfigSaverHook) said 114,
+    the dataclass default, before the lengths were bound in gin."""
+    gin.clear_config()
+    train.parse_gin(["finetune.gin"], [])
+    run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), finetune.select(task="glue_rte").lengths)
+    assert (run.data_config.inputs_length, run.data_config.targets_length, run.train_config.decode_length) == (512, 84, 84)
+    operative = gin.operative_config_str()
+    for line in ("DataConfig.inputs_length = 512", "DataConfig.targets_length = 84", "TrainConfig.decode_length = 84"):
+        assert line in operative.splitlines(), operative
+    assert "114" not in operative
+
+
+def test_decoding_is_greedy_unless_the_final_models_beam_search_is_switched_on(clean_gin):
+    """The paper's Section 3 experiments decode greedily; its final models (Section 3.7) use beam
+    search, 4 beams and alpha 0.6, on WMT and CNN/DM (the t5 library's beam_search.gin:
+    `Bitransformer.decode.beam_size = 4`, `alpha = 0.6`)."""
+    gin.clear_config()
+    train.parse_gin(["finetune.gin"], [])
+    assert DecodingConfig() == DecodingConfig(beam_search=False)
+    assert {tasks.get(name).decoding(DecodingConfig().beam_search) for name in tasks.names()} == {tasks.GREEDY}
+    assert tasks.GREEDY.beam_size == 1
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", "beam_search.gin"], [])
+    beam = DecodingConfig().beam_search
+    assert beam is True
+    for name in ("cnn_dailymail", "wmt_en_de", "wmt_en_fr", "wmt_en_ro"):
+        assert tasks.get(name).decoding(beam) == tasks.Decoding(beam_size=4, alpha=0.6)
+    assert tasks.get("glue_rte").decoding(beam) == tasks.GREEDY
+    assert tasks.get("squad").decoding(beam) == tasks.GREEDY
+
+
 @pytest.mark.parametrize("mixing", list(tasks.Mixing))
 def test_wnli_is_never_trained_on_in_any_mixture_or_mixing(mixing):
     for mixture in ("glue", "all"):
@@ -295,3 +335,95 @@ def test_the_papers_fine_tuning_configuration(tmp_path, clean_gin, method_file, 
     assert (run.train_config.train_steps, run.train_config.save_checkpoints_steps) == (2 ** 18, 5000)
     assert (run.model_config.adapter_size, run.fine_tuning.method) == (adapter_size, method)
     assert run.fine_tuning.unfreeze_every_steps == 2 ** 18 // 12
+
+
+# --- best checkpoint per task, benchmark averages (hand-made scores) --------------------------
+
+def _record(model_dir: pathlib.Path, task: str, split: str, scores_by_step: dict) -> evaluation.EvalSet:
+    """Scores written as evaluate_checkpoints records them (scores.jsonl), with a checkpoint
+    index file per step; the eval set they belong to."""
+    directory = model_dir / evaluation.EVAL_DIR / task / split
+    directory.mkdir(parents=True, exist_ok=True)
+    with (directory / evaluation.SCORES_NAME).open("a") as out:
+        for step, scores in scores_by_step.items():
+            out.write(json.dumps({"step": step, "data": "hand-made", "decoding": {"beam_size": 1, "alpha": 0.6},
+                                  **scores}) + "\n")
+            (model_dir / f"model.ckpt-{step}.index").touch()
+    return evaluation.EvalSet(tasks.get(task), split, ("x",), ("y",), (0,), "hand-made")
+
+
+def _t5_metric_group_max(columns: dict, groups: dict) -> dict:
+    """t5/evaluation/eval_utils.py `metric_group_max` restated: per group of metric columns
+    ({metric: {step: value}}), the step with the highest mean of the group's columns (the first
+    on ties, as pandas' idxmax); returns {metric: step}."""
+    import pandas as pd
+    frame = pd.DataFrame(columns)
+    chosen = {}
+    for metrics_of_group in groups.values():
+        step = frame[metrics_of_group].mean(axis=1).idxmax()
+        chosen.update({metric: int(step) for metric in metrics_of_group})
+    return chosen
+
+
+def test_one_best_step_per_task_over_all_its_splits(tmp_path):
+    """MNLI matched {5000: 84.0, 10000: 85.0} and mismatched {5000: 85.5, 10000: 84.0}: picking
+    each split's best reported 85.0 and 85.5 (85.25) from two checkpoints; T5's metric groups put
+    both in one group (MNLIm and MNLImm in eval_utils.METRIC_NAMES) and pick 5000: 84.0 and 85.5
+    (84.75). A one-split task (RTE) keeps its own best step."""
+    matched = {5000: 84.0, 10000: 85.0}
+    mismatched = {5000: 85.5, 10000: 84.0}
+    rte = {5000: 70.0, 10000: 72.0}
+    sets = [_record(tmp_path, "glue_mnli", "validation_matched", {s: {"accuracy": v} for s, v in matched.items()}),
+            _record(tmp_path, "glue_mnli", "validation_mismatched", {s: {"accuracy": v} for s, v in mismatched.items()}),
+            _record(tmp_path, "glue_rte", "validation", {s: {"accuracy": v} for s, v in rte.items()})]
+    best = evaluation.best_checkpoints(str(tmp_path), sets)
+    expected = _t5_metric_group_max({"MNLIm": matched, "MNLImm": mismatched, "GLUE RTE": rte},
+                                    {"MNLI": ["MNLIm", "MNLImm"], "GLUE RTE": ["GLUE RTE"]})
+    assert expected == {"MNLIm": 5000, "MNLImm": 5000, "GLUE RTE": 10000}
+    assert best["glue_mnli/validation_matched"]["step"] == expected["MNLIm"]
+    assert best["glue_mnli/validation_mismatched"]["step"] == expected["MNLImm"]
+    assert best["glue_rte/validation"]["step"] == expected["GLUE RTE"]
+    mnli = [best[f"glue_mnli/validation_{s}"]["scores"]["accuracy"] for s in ("matched", "mismatched")]
+    assert np.mean(mnli) == pytest.approx(84.75)
+    assert best["glue_rte/validation"]["data"] == "hand-made"
+
+
+# The paper's Table 14 baseline (validation): GLUE average 83.28.
+TABLE_14_GLUE = {
+    ("glue_cola", "validation"): {"matthews_corrcoef": 53.84},
+    ("glue_sst2", "validation"): {"accuracy": 92.68},
+    ("glue_mrpc", "validation"): {"f1": 92.07, "accuracy": 88.92},
+    ("glue_stsb", "validation"): {"pearson_corrcoef": 88.02, "spearman_corrcoef": 87.94},
+    ("glue_qqp", "validation"): {"f1": 88.67, "accuracy": 91.56},
+    ("glue_mnli", "validation_matched"): {"accuracy": 84.24},
+    ("glue_mnli", "validation_mismatched"): {"accuracy": 84.57},
+    ("glue_qnli", "validation"): {"accuracy": 90.48},
+    ("glue_rte", "validation"): {"accuracy": 76.28},
+}
+
+
+def test_glue_average_is_written_and_printed_as_the_papers_table(tmp_path, capsys, clean_gin):
+    """Each task's metrics averaged first (MRPC's F1 and accuracy, MNLI's two splits), then the
+    tasks (t5/evaluation/eval_utils.py `compute_avg_glue`), WNLI left out (the paper's note): the
+    baseline's Table 14 scores give its 83.28. Step 10000 is worse except on MNLI matched (85.0)
+    and WNLI (100): per-split selection, or WNLI counted, would change the average. SuperGLUE's
+    tasks are not all evaluated: no SuperGLUE average."""
+    sets = []
+    for (task, split), scores in TABLE_14_GLUE.items():
+        later = {metric: value - 1.0 for metric, value in scores.items()}
+        if split == "validation_matched":
+            later = {"accuracy": 85.0}
+        if split == "validation_mismatched":
+            later = {"accuracy": 83.0}
+        sets.append(_record(tmp_path, task, split, {5000: scores, 10000: later}))
+    sets.append(_record(tmp_path, "glue_wnli", "validation", {5000: {"accuracy": 56.34}, 10000: {"accuracy": 100.0}}))
+    sets.append(_record(tmp_path, "super_glue_cb", "validation",
+                        {step: {"mean_3class_f1": 91.22, "accuracy": 91.96} for step in (5000, 10000)}))
+    gin.clear_config()
+    train.parse_gin(["finetune.gin"], [])
+    best = evaluation.evaluate_checkpoints(train.configured_run(str(tmp_path)), sets, DecodingConfig())
+    assert {entry["step"] for name, entry in best.items() if name.startswith("glue_mnli")} == {5000}
+    written = json.loads((tmp_path / evaluation.EVAL_DIR / evaluation.BENCHMARKS_NAME).read_text())
+    assert set(written) == {"glue_average"}
+    assert written["glue_average"] == pytest.approx(83.28, abs=0.005)
+    assert f"glue_average {written['glue_average']:.2f}" in capsys.readouterr().err

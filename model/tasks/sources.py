@@ -47,6 +47,12 @@ def _python(value: Any) -> Any:
     return value
 
 
+def tfds_version(split: TfdsSplit, data_dir: str | None = None) -> str:
+    """`dataset:version` of the TFDS dataset that `tfds_examples` reads (the builder's version)."""
+    import tensorflow_datasets as tfds
+    return f"{split.dataset}:{tfds.builder(split.dataset, data_dir=data_dir).version}"
+
+
 def tfds_examples(split: TfdsSplit, data_dir: str | None = None) -> Iterator[dict]:
     """The examples of a prepared TFDS split as plain dicts, in the dataset's order."""
     import tensorflow_datasets as tfds

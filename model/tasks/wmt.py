@@ -36,7 +36,7 @@ def _task(translation: Translation) -> Task:
             sources.parallel_reader("en", translation.target_language)),
         preprocess=translation.preprocess, postprocess=lambda text: text,
         metric_names=("bleu",), score_postprocessed=metrics.bleu,
-        num_train_examples=translation.num_train_examples, decoding=BEAM_SEARCH,
+        num_train_examples=translation.num_train_examples, final_decoding=BEAM_SEARCH,
         lengths=DEFAULT_LENGTHS)
 
 
