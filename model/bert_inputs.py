@@ -17,6 +17,10 @@ window, for each document (BERT's `create_instances_from_document`):
 - then `[CLS] A [SEP] B [SEP]` with token types 0 up to the first [SEP] and 1 after, and 15% of
   its pieces (never [CLS]/[SEP]; round(15% of the length), at most `max_predictions`) chosen
   at random for prediction: 80% become [MASK], 10% a random piece, 10% stay as they are.
+The examples of `BertDataConfig.shuffle_windows` consecutive windows are then shuffled together
+(BERT shuffles all its instances in create_pretraining_data.py and again in run_pretraining.py's
+input function; a stream shuffles a block of windows at a time), the permutation drawn from the
+generator seeded with (seed, e, first window of the block, 1).
 Where we differ from BERT: the coin is fair for every pair (BERT makes every one-sentence chunk
 a NotNext pair, which on C4's long sentences gave 55% NotNext at 128 pieces and 64% at 64; we
 continue such a chunk with the next sentences, and a document's last chunk of one sentence makes
@@ -34,6 +38,7 @@ masked_lm_weights [max_predictions] (zero padded); next_sentence_labels [1].
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -67,6 +72,11 @@ class BertDataConfig:
     short_sequence_rate: float = 0.1
     next_sentence: bool = True
     window_documents: int = 64
+    # The examples of this many consecutive windows are shuffled together (seeded), as BERT
+    # shuffles its instances (create_pretraining_data.py, then run_pretraining.py's input_fn):
+    # 16 windows of 64 pages, so a batch of 256 rows at 128 pieces draws from ~1,000 pages,
+    # not ~57 adjacent ones. 0: document order (no shuffling).
+    shuffle_windows: int = 16
 
     def predictions(self, length: int) -> int:
         return self.max_predictions or math.ceil(self.mask_rate * length)
@@ -253,11 +263,12 @@ def window_examples(texts: Sequence[str], vocabulary: WordPieceVocabulary, lengt
 @dataclasses.dataclass(frozen=True)
 class BertPretrainingStream:
     """BERT's training stream over a source, epoch after epoch, resumable at a recorded
-    `InputPosition` (model/input_position.py): a position names the first document of a window
-    (`shard`, `document`), the window's number in the epoch (`example`, which seeds it) and the
-    next example of the window (`row`). `examples(epoch, start)` is the one source of rows
-    (`__call__` and `rows` read it); it reads each window's rows from `window_examples`, which
-    SegaBERT's stream (model/structure.py) overrides."""
+    `InputPosition` (model/input_position.py): a position names the first document of a block
+    of shuffled windows (`shard`, `document`), that window's number in the epoch (`example`,
+    which seeds the block's order; each window is seeded by its own number) and the next
+    example of the block's shuffled rows (`row`). `examples(epoch, start)` is the one source of
+    rows (`__call__` and `rows` read it); it reads each window's rows from `window_examples`,
+    which SegaBERT's stream (model/structure.py) overrides."""
 
     source: str
     vocabulary: WordPieceVocabulary
@@ -302,11 +313,28 @@ class BertPretrainingStream:
         this)."""
         return window_examples(texts, self.vocabulary, self.length, rng, self.config)
 
+    def blocks(self, epoch: int, start: InputPosition
+               ) -> Iterator[Tuple[InputPosition, List[Dict[str, np.ndarray]]]]:
+        """(position of a block's first window, the block's rows in their shuffled order), from
+        `start`'s block on: blocks of `shuffle_windows` windows (one window in document order
+        when it is 0)."""
+        windows = self.windows(epoch, start)
+        while True:
+            block = list(itertools.islice(windows, max(self.config.shuffle_windows, 1)))
+            if not block:
+                return
+            first = block[0][0]
+            rows = [row for position, texts in block for row in self.window_examples(
+                texts, np.random.default_rng([self.seed, epoch, position.example]))]
+            if self.config.shuffle_windows:
+                order = np.random.default_rng([self.seed, epoch, first.example, 1]).permutation(
+                    len(rows))
+                rows = [rows[i] for i in order]
+            yield first, rows
+
     def examples(self, epoch: int, start: InputPosition = InputPosition()
                  ) -> Iterator[Tuple[Dict[str, np.ndarray], Dict[str, int]]]:
-        for first, texts in self.windows(epoch, start):
-            rng = np.random.default_rng([self.seed, epoch, first.example])
-            rows = self.window_examples(texts, rng)
+        for first, rows in self.blocks(epoch, start):
             skip = start.row if (first.shard, first.document) == (start.shard, start.document) \
                 else 0
             for row in range(skip, len(rows)):

@@ -6,6 +6,7 @@ device: no weights, no download) and BertTokenizer (WordPiece tokenisation of th
 vocab.txt); binomial statistics for the masking and next-sentence rates.
 """
 import dataclasses
+import itertools
 import json
 import pathlib
 
@@ -258,17 +259,17 @@ def test_next_sentence_labels_are_fair_on_real_pages(c4_examples):
 
 
 def test_stream_is_deterministic_and_resumes_at_a_position(shared_data, vocabulary):
-    config = bert_inputs.BertDataConfig(window_documents=4)
+    config = bert_inputs.BertDataConfig(window_documents=4, shuffle_windows=2)
     stream = bert_inputs.BertPretrainingStream(str(shared_data / C4_SAMPLES), vocabulary, 64,
                                                seed=3, config=config)
     rows = list(stream.rows().take(150).as_numpy_iterator())
     again = list(stream.rows().take(150).as_numpy_iterator())
     for (features, position), (features2, _) in zip(rows, again):
         assert all(np.array_equal(features[k], features2[k]) for k in features)
-    # A position inside the second window, as a checkpoint records it.
-    index = [position["example"] for _, position in rows].index(1) + 5
+    # A position inside the second block (windows 2 and 3), as a checkpoint records it.
+    index = [position["example"] for _, position in rows].index(2) + 5
     position = InputPosition(**{k: int(v) for k, v in rows[index][1].items()})
-    assert position.example == 1 and position.row == 5 and position.document == 4
+    assert position.example == 2 and position.row == 5 and position.document == 8
     resumed = list(stream.rows(position).take(20).as_numpy_iterator())
     for (features, _), (expected, _) in zip(resumed, rows[index:]):
         assert all(np.array_equal(features[k], expected[k]) for k in features)
@@ -276,6 +277,46 @@ def test_stream_is_deterministic_and_resumes_at_a_position(shared_data, vocabula
                                                    config=config)
     first_other = next(other_seed.rows().as_numpy_iterator())[0]
     assert not np.array_equal(first_other["bert_input_tokens"], rows[0][0]["bert_input_tokens"])
+
+
+def test_stream_shuffles_examples_as_bert_and_still_resumes_exactly(shared_data, vocabulary):
+    """BERT shuffles its instances (create_pretraining_data.py `rng.shuffle(instances)`, and
+    run_pretraining.py's input_fn `d.shuffle`): the rows of a block of windows are a seeded
+    permutation of the same rows in document order, not correlated with that order, and a
+    position recorded mid-block restarts on the same rows. (Before, a stream gave its rows in
+    document order: a batch was the pairs of a few adjacent pages.)"""
+    from scipy import stats
+
+    source = str(shared_data / C4_SAMPLES)
+
+    def stream(shuffle_windows, seed=3):
+        config = bert_inputs.BertDataConfig(window_documents=4, shuffle_windows=shuffle_windows)
+        return bert_inputs.BertPretrainingStream(source, vocabulary, 64, seed, config)
+
+    in_order = [(f, p) for f, p in stream(0).examples(0)]
+    shuffled = [(f, p) for f, p in stream(4).examples(0)]
+    key = lambda features: features["bert_input_tokens"].tobytes() + \
+        features["masked_lm_positions"].tobytes()
+    order_index = {key(f): i for i, (f, _) in enumerate(in_order)}
+    assert len(order_index) == len(in_order) == len(shuffled)
+    # Block by block, the same rows; the first block holds windows 0-3 (16 pages).
+    first_block = [order_index[key(f)] for f, p in shuffled if p["example"] == 0]
+    assert sorted(first_block) == list(range(len(first_block)))
+    assert {p["example"] for _, p in in_order[:len(first_block)]} == {0, 1, 2, 3}
+    assert abs(stats.spearmanr(range(len(first_block)), first_block)[0]) < 0.3
+    # The first 32 rows (a batch) come from all four windows; in document order, from one.
+    window_of = lambda i: in_order[i][1]["example"]
+    assert {window_of(i) for i in first_block[:32]} == {0, 1, 2, 3}
+    assert {window_of(i) for i in range(32)} == {0}
+    # Seeded: the same order again.
+    assert [key(f) for f, _ in stream(4).examples(0)] == [key(f) for f, _ in shuffled]
+    # Resume mid-block in the second block, then across the next block boundary.
+    index = next(i for i, (_, p) in enumerate(shuffled) if p["example"] == 4) + 7
+    position = InputPosition(**shuffled[index][1])
+    resumed = list(itertools.islice(stream(4).examples(0, position), 60))
+    assert len(resumed) == 60
+    for (features, at), (expected, expected_at) in zip(resumed, shuffled[index:]):
+        assert at == expected_at and key(features) == key(expected)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -362,10 +403,9 @@ def one_device_losses(tmp_path_factory, shared_data, vocabulary):
                        shared_data / C4_SAMPLES, "")
 
 
-# model:2 splits heads, d_ff and the vocabulary (and so every layer's sums); batch:2 only the
-# batch, which the T5 tests already check on the same model function: slow here.
-@pytest.mark.parametrize("mesh_shape", [pytest.param("batch:2", marks=pytest.mark.slow),
-                                        "model:2"])
+# model:2 splits heads, d_ff and the vocabulary (and so every layer's sums); batch:2 the batch
+# (the only check of BERT's data parallelism: the NSP and masked-LM losses' batch sums).
+@pytest.mark.parametrize("mesh_shape", ["batch:2", "model:2"])
 def test_two_device_meshes_match_one_device(tmp_path, shared_data, vocabulary, mesh_shape,
                                             one_device_losses):
     parallel = mesh_losses(tmp_path, vocabulary, shared_data / C4_SAMPLES, mesh_shape)

@@ -159,7 +159,8 @@ def test_indices_on_real_pages(pages, wordpiece_vocabulary):
 # SegaBERT's training examples.
 
 def segabert_stream(shared_data, vocabulary, length=64, max_predictions=10):
-    masking = bert_inputs.BertDataConfig(max_predictions=max_predictions)
+    # In document order (BERT's shuffling off): the rows are compared with the pages' windows.
+    masking = bert_inputs.BertDataConfig(max_predictions=max_predictions, shuffle_windows=0)
     return structure.SegaBertStream(str(shared_data / C4_PAGES), vocabulary, length, seed=0,
                                     config=masking)
 
