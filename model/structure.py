@@ -12,7 +12,8 @@ these windows, masked as BERT (15% of the pieces, 80/10/10), one window per row.
 packed: BERT's attention separates padding only, not packed examples; windows of whole
 sentences fill 77% of a row on the shared C4 pages (at 128 and at 512 pieces), so packing
 would save about a fifth of the compute once BERT's attention takes segment ids.
-Fine-tuning examples: `classification_features`, each segment of a task input a paragraph.
+Fine-tuning examples: `classification_features`, each segment of a task input a paragraph of
+one sentence (the authors' processors/glue.py does not split a GLUE segment into sentences).
 
 Choices (SegaBERT's, read from the authors' code, rsvp-ai/segatron_aaai, where the paper is
 silent):
@@ -192,18 +193,30 @@ def structured_windows(text: str, tokenize: Tokenize, config: StructureConfig,
             for window in windows(sentences, config.length - 2)]
 
 
-def structured_segments(segments: Sequence[str], tokenize: Tokenize, config: StructureConfig,
-                        split_sentences: Splitter | None = None
-                        ) -> tuple[StructuredTokens, tuple[int, ...]]:
-    """A fine-tuning input `[CLS] A [SEP] (B [SEP])` and its token types (0 up to the first
-    [SEP], 1 after): each segment is a paragraph of its sentences, the pair trimmed as BERT's
-    run_classifier (bert_inputs.trimmed_segments); [CLS] and each [SEP]
-    get their indices as in `frame_segments`."""
-    split_sentences = split_sentences or load_splitter(config.splitter)
-    parts = []
-    for number, text in enumerate(segments):
-        part = sum(document_tokens([split_sentences(text)], tokenize), EMPTY)
-        parts.append(dataclasses.replace(part, paragraph_index=(number,) * len(part)))
+def segment_paragraphs(text: str, split_sentences: Splitter | None) -> List[List[str]]:
+    """A fine-tuning segment as paragraphs of sentences: with a splitter, its lines, each split
+    into its sentences (as the authors' utils_multiple_choice.py reads a RACE article); without
+    one, a single paragraph of a single sentence, the whole segment (their processors/glue.py:
+    sentence index 0, the token index running over the segment)."""
+    if split_sentences is None:
+        return [[text]]
+    return paragraph_sentences(text, split_sentences)
+
+
+def structured_segments(segments: Sequence[Sequence[Sequence[str]]], tokenize: Tokenize,
+                        config: StructureConfig) -> tuple[StructuredTokens, tuple[int, ...]]:
+    """A fine-tuning input `[CLS] A [SEP] (B [SEP])` from its segments' paragraphs of sentences
+    (`segment_paragraphs`), and its token types (0 up to the first [SEP], 1 after): a segment's
+    paragraphs are numbered on from the previous segment's (A from 0: the authors' GLUE and
+    RACE inputs give B the paragraph after A's last), the pair trimmed as BERT's run_classifier
+    (bert_inputs.trimmed_segments, as transformers' `longest_first`); [CLS] and each [SEP] get
+    their indices as in `frame_segments`."""
+    parts, next_paragraph = [], 0
+    for paragraphs in segments:
+        part = sum(document_tokens(paragraphs, tokenize), EMPTY)
+        parts.append(dataclasses.replace(
+            part, paragraph_index=tuple(next_paragraph + i for i in part.paragraph_index)))
+        next_paragraph += max(1, len(set(part.paragraph_index)))
     parts = bert_inputs.trimmed_segments(parts, config.length - 1 - len(parts))
     framed, types = frame_segments(parts, config.cls_id, config.sep_id)
     return limit(framed, config.limits), types
@@ -213,13 +226,14 @@ def classification_features(examples: Iterable[Example], tokenize: Tokenize,
                             config: StructureConfig) -> dict[str, np.ndarray]:
     """[n, length] bert_input_tokens, bert_token_types and the three indices, [n, 1] labels:
     the classification head's features of a task's labelled examples
-    (model/tasks/discriminative.py; test-release examples, label -1, are left out)."""
-    split_sentences = load_splitter(config.splitter)
+    (model/tasks/discriminative.py; test-release examples, label -1, are left out). Each
+    segment is one sentence of its own paragraph, as the authors' processors/glue.py."""
     pad = lambda values: bert_inputs.padded(values, config.length)
     rows: dict[str, list] = {key: [] for key in ("bert_input_tokens", "bert_token_types", "labels")
                              + INDEX_KEYS}
     for example in (example for example in examples if example.label != -1):
-        framed, types = structured_segments(example.segments, tokenize, config, split_sentences)
+        framed, types = structured_segments(
+            [segment_paragraphs(text, None) for text in example.segments], tokenize, config)
         rows["bert_input_tokens"].append(pad(framed.tokens))
         rows["bert_token_types"].append(pad(types))
         rows["labels"].append(np.array([int(example.label)], np.int32))

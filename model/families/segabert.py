@@ -18,11 +18,11 @@ counted, what [CLS] and [SEP] get, what happens at the maxima); the features are
 `token_index`, `sentence_index`, `paragraph_index` ([batch, length] int32 each).
 
 PREDICT reads the indices as training does when the input has them (`predict_feature_keys`:
-model/bert_tasks.py scores a task with the indices of structure.classification_features, so a
-segment of several sentences is seen as in fine-tuning). Given token ids alone (decoding raw
-text), it derives them in the graph: each segment ([CLS] A [SEP], then B [SEP]) a paragraph of
-one sentence, its tokens counted from 0 ([CLS] 0, as its first token; [SEP] one past its last),
-which is what structure.structured_segments gives a segment of one sentence.
+model/bert_tasks.py scores a task with the indices of its features, so a segment indexed as
+sentences is seen as in fine-tuning). Given token ids alone (decoding raw text), it derives them
+in the graph: each segment ([CLS] A [SEP], then B [SEP]) a paragraph of one sentence, its tokens
+counted from 0 ([CLS] 0, as its first token; [SEP] one past its last), which is what
+structure.classification_features gives a GLUE pair (the authors' processors/glue.py).
 """
 from __future__ import annotations
 
