@@ -9,7 +9,8 @@ from text.sentences import split_sentences
 
 
 def test_accuracy_counts_an_invalid_prediction_wrong():
-    assert metrics.accuracy([0, 1, 1, 0], [0, 1, 0, metrics.INVALID]) == {"accuracy": 50.0}
+    assert metrics.accuracy([0, 1, 1, 0], [0, 1, 1, metrics.INVALID]) == {"accuracy": 75.0}
+    assert metrics.accuracy([2, 1, 0], [2, 0, 0]) == {"accuracy": pytest.approx(200 / 3)}
 
 
 def test_f1_flips_invalid_predictions_to_the_wrong_class():
@@ -45,15 +46,17 @@ def test_squad_normalisation():
 def test_squad_exact_match_and_f1_take_the_best_reference():
     # 1: "cat!" -> "cat" equals "The Cat" normalised: EM 1, F1 1.
     # 2: "red ball game" vs "big red ball": 2 common, P 2/3, R 2/3 -> F1 2/3; vs "a toy": 0.
-    result = metrics.squad([["The Cat", "a dog"], ["a toy", "big red ball"]], ["cat!", "red ball game"])
-    assert result == {"em": pytest.approx(50.0), "f1": pytest.approx(100 * (1 + 2 / 3) / 2)}
+    # 3: "a dog" vs "the dogs": "dog" and "dogs" differ: EM 0, F1 0.
+    result = metrics.squad([["The Cat", "a dog"], ["a toy", "big red ball"], ["the dogs"]],
+                           ["cat!", "red ball game", "a dog"])
+    assert result == {"em": pytest.approx(100 / 3), "f1": pytest.approx(100 * (1 + 2 / 3) / 3)}
 
 
 def test_multirc_exact_match_per_question_and_f1_over_answers():
-    # question a: both right; question b: one invalid -> EM 1/2.
-    # F1 over 1,0,1,1 vs 1,0,1,(invalid -> 0): TP 2, FP 0, FN 1 -> P 1, R 2/3 -> 0.8
-    result = metrics.multirc(["a", "a", "b", "b"], [1, 0, 1, 1], [1, 0, 1, -1])
-    assert result == {"exact_match": pytest.approx(50.0), "f1": pytest.approx(80.0)}
+    # question a: both right; question b: one invalid; question c: right -> EM 2/3.
+    # F1 over 1,0,1,1,0 vs 1,0,1,(invalid -> 0),0: TP 2, FP 0, FN 1 -> P 1, R 2/3 -> 0.8
+    result = metrics.multirc(["a", "a", "b", "b", "c"], [1, 0, 1, 1, 0], [1, 0, 1, -1, 0])
+    assert result == {"exact_match": pytest.approx(200 / 3), "f1": pytest.approx(80.0)}
 
 
 def test_bleu_by_hand():
@@ -183,3 +186,107 @@ def test_sentence_per_line_splits_lines_paper_era_separators_and_sentence_ends()
     assert metrics.sentence_per_line("a cat sat . a dog ran .") == "a cat sat .\na dog ran ."
     # An abbreviation does not end a sentence (text.sentences' rules).
     assert metrics.sentence_per_line("Dr. Smith came. He left.") == "Dr. Smith came.\nHe left."
+
+
+# --- token metrics of the trainer (model/losses.py, model_fn's eval metrics, train.evaluate) ----
+
+def _numpy_token_metrics(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) -> dict:
+    """Per-token softmax cross entropy (mtf's softmax_cross_entropy_with_logits: log-sum-exp minus
+    the target's logit) and argmax accuracy, averaged over the tokens by their weights."""
+    logits = logits.astype(np.float64)
+    top = logits.max(-1, keepdims=True)
+    log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
+    target_logits = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+    return {"loss": ((log_z - target_logits) * weights).sum() / weights.sum(),
+            "token_accuracy": ((logits.argmax(-1) == targets) * weights).sum() / weights.sum(),
+            "log_z": log_z}
+
+
+def test_token_losses_equal_hand_computed_cross_entropy_and_accuracy():
+    """model/losses.token_losses in a real Mesh TensorFlow graph against numpy: the loss, the
+    objective with T5's z-loss (z * log_z^2 per token, mtf's Unitransformer._compute_loss) and
+    the per-example sums and weights of token_loss and token_accuracy. Weighted accuracy here is
+    3/5 (a weight-0 token is right, another wrong), so neither 1 - accuracy nor an unweighted
+    count passes."""
+    from model.losses import token_losses
+    from model.mesh import MeshConfig, cpu_mesh_impl
+    from model.mtf_compat import mtf
+    import tensorflow.compat.v1 as tf
+
+    rng = np.random.RandomState(0)
+    logits = rng.normal(size=(2, 4, 6)).astype(np.float32) * 3
+    best = logits.argmax(-1)
+    # Right: (0,0), (0,1), (1,0); wrong: (0,2), (1,1); weight 0: (0,3) right, (1,2), (1,3) wrong.
+    targets = np.where([[1, 1, 0, 1], [1, 0, 0, 0]], best, (best + 1) % 6).astype(np.int32)
+    weights = np.array([[1, 1, 1, 0], [1, 1, 0, 0]], np.int32)
+    z_loss = 1e-2
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        batch, length, vocab = mtf.Dimension("batch", 2), mtf.Dimension("length", 4), mtf.Dimension("vocab", 6)
+        imported = [mtf.import_tf_tensor(mesh, tf.constant(value), mtf.Shape(dims)) for value, dims in
+                    ((logits, [batch, length, vocab]), (targets, [batch, length]), (weights, [batch, length]))]
+        result = token_losses(*imported, z_loss=z_loss)
+        tensors = [result.loss, result.objective] + [t for name in ("token_loss", "token_accuracy")
+                                                     for t in result.metrics[name]]
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        outputs = [lowering.export_to_tf_tensor(t) for t in tensors]
+        with tf.Session() as session:
+            loss, objective, loss_sums, loss_weights, correct, correct_weights = session.run(outputs)
+    expected = _numpy_token_metrics(logits, targets, weights)
+    assert expected["token_accuracy"] == pytest.approx(3 / 5)
+    assert loss == pytest.approx(expected["loss"], rel=1e-5)
+    assert objective == pytest.approx(
+        expected["loss"] + z_loss * (expected["log_z"] ** 2 * weights).sum() / weights.sum(), rel=1e-5)
+    np.testing.assert_array_equal(correct, [2, 1])
+    np.testing.assert_array_equal(correct_weights, [3, 2])
+    np.testing.assert_array_equal(loss_weights, [3, 2])
+    assert loss_sums.sum() / loss_weights.sum() == pytest.approx(expected["loss"], rel=1e-5)
+
+
+def test_eval_metrics_are_token_weighted_over_the_whole_validation_set():
+    """model_fn's eval metric: sum of the per-example sums over sum of the weights, across
+    batches (not the mean of per-example or per-batch ratios)."""
+    from model.model_fn import _eval_metric_fn
+    import tensorflow.compat.v1 as tf
+
+    batches = [([3.0, 0.0], [4.0, 1.0]), ([5.0, 1.0], [5.0, 2.0])]  # (sums, weights) per example
+    with tf.Graph().as_default():
+        sums, weights = tf.placeholder(tf.float32, [None]), tf.placeholder(tf.float32, [None])
+        value, update = _eval_metric_fn(["token_accuracy"])(sums, weights)["token_accuracy"]
+        with tf.Session() as session:
+            session.run(tf.local_variables_initializer())
+            for batch_sums, batch_weights in batches:
+                session.run(update, {sums: batch_sums, weights: batch_weights})
+            result = session.run(value)
+    assert result == pytest.approx((3 + 0 + 5 + 1) / (4 + 1 + 5 + 2))  # 0.75
+
+
+def checkpoint_token_metrics(run, examples, num_examples: int) -> dict:
+    """The token loss and accuracy (numpy) of the newest checkpoint's teacher-forced logits on the
+    first `num_examples` feature examples, computed in a graph of its own."""
+    import tensorflow.compat.v1 as tf
+
+    from model import families
+    from model.mesh import MeshConfig, cpu_mesh_impl
+    from model.model_fn import import_features
+    from model.mtf_compat import mtf
+
+    rows = list(examples().take(num_examples).as_numpy_iterator())
+    features = {key: np.stack([row[key] for row in rows]) for key in rows[0]}
+    family = families.family_for(run.model_config, run.vocabulary.vocab_size)
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        tensors = {key: tf.constant(value) for key, value in features.items()}
+        logits = family.logits(family.build(training=False),
+                               import_features(tensors, family.feature_keys, mesh),
+                               tf.estimator.ModeKeys.EVAL)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        output = lowering.export_to_tf_tensor(logits)
+        with tf.Session() as session:
+            tf.train.Saver(tf.global_variables()).restore(session, tf.train.latest_checkpoint(run.model_dir))
+            session.run(lowering.copy_masters_to_slices())
+            values = session.run(output)
+    return _numpy_token_metrics(values, features["decoder_target_tokens"],
+                                features["decoder_loss_weights"].astype(np.float64))

@@ -546,6 +546,14 @@ def test_all_mixture_halves_both_rte_tasks_and_always_limits_sizes(temperature):
         mixture.rates(limit=0)
 
 
+def test_a_scale_applies_before_the_size_limit():
+    """rate_num_examples multiplies by `scale`, then limits: MNLI at scale 1/2 with K = 100,000
+    counts min(392,702 / 2, K) = K (not min(392,702, K) / 2), RTE its 2,490."""
+    mixture = mixtures.Mixture("m", (tasks.get("glue_mnli"), tasks.get("glue_rte")), scales={"glue_mnli": 0.5})
+    assert mixture.rates(limit=100_000) == pytest.approx({"glue_mnli": 100_000 / 102_490,
+                                                          "glue_rte": 2_490 / 102_490})
+
+
 # --- CLI and tf.data -------------------------------------------------------------------------
 
 def test_cli_lists_tasks_and_mixtures_with_sources_and_metrics():

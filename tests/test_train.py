@@ -24,6 +24,7 @@ import tfds_c4  # noqa: F401  (registers t5_c4)
 
 from model import train
 from model.hooks import LOSS_LOG_NAME, NonFiniteLossError
+from tests.test_metrics import checkpoint_token_metrics
 from tests.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -105,11 +106,16 @@ def test_loss_falls_on_real_text_and_checkpoints_rotate(pretrained):
 
 
 def test_eval_reports_loss_and_token_accuracy(pretrained):
-    metrics = train.evaluate(pretrained, lambda: pretrained.examples("validation"),
-                             pretrained.vocabulary.vocab_size)
+    """train.evaluate (TPUEstimator's EVAL mode, model_fn's metrics) reports the token loss and
+    accuracy that numpy computes from the checkpoint's teacher-forced logits on the same
+    validation examples (eval_steps 4 of 8: the first 32)."""
+    examples = lambda: pretrained.examples("validation")
+    metrics = train.evaluate(pretrained, examples, pretrained.vocabulary.vocab_size)
+    expected = checkpoint_token_metrics(pretrained, examples, num_examples=4 * 8)
     assert metrics["step"] == 60
-    assert 0 < metrics["loss"] < np.log(1000)
-    assert 0 < metrics["token_accuracy"] < 1
+    assert 0.05 < expected["token_accuracy"] < 0.95, expected  # neither 1 - accuracy nor a bound passes
+    assert metrics["token_accuracy"] == pytest.approx(expected["token_accuracy"], abs=1e-6)
+    assert metrics["loss"] == pytest.approx(expected["loss"], rel=1e-4)
 
 
 def test_greedy_decode_returns_text(pretrained):
