@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import Optional, Sequence
 
-from deploy import arguments
+from deploy import arguments, requirements
 from pipelines import common_crawl
 from pipelines.config import VARIANTS as VARIANT_CONFIGS
 
@@ -39,6 +39,11 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # launcher's globals along); cloudpickle pickles what is not importable by value.
 # deploy/rehearse.py runs its rehearsals with the same options.
 PICKLING_OPTIONS = ("--no_save_main_session", "--pickle_library=cloudpickle")
+# What the workers install besides the code when no image is given: setup.py installs the code
+# (and numpy), the `pipeline` extra's pins come as Beam's --requirements_file, written here by
+# the launcher (build/ is not in git) and staged by Beam with the wheels it lists.
+WORKER_EXTRA = "pipeline"
+WORKER_REQUIREMENTS = REPO_ROOT / "build" / f"worker-requirements-{WORKER_EXTRA}.txt"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,10 +133,17 @@ def pipeline_argv(job: DataflowJob) -> list[str]:
         # The image already holds the project and its pinned dependencies: stage nothing.
         argv += ["--sdk_container_image", job.sdk_container_image, "--sdk_location", "container"]
     else:
-        argv += ["--setup_file", str(REPO_ROOT / "setup.py")]
+        argv += ["--setup_file", str(REPO_ROOT / "setup.py"),
+                 "--requirements_file", str(WORKER_REQUIREMENTS)]
     if job.service_account_email:
         argv += ["--service_account_email", job.service_account_email]
     return argv + list(job.extra_beam_args)
+
+
+def write_worker_requirements() -> None:
+    WORKER_REQUIREMENTS.parent.mkdir(parents=True, exist_ok=True)
+    WORKER_REQUIREMENTS.write_text(
+        "".join(pin + "\n" for pin in requirements.extras_require()[WORKER_EXTRA]))
 
 
 def shell_command(argv: Sequence[str]) -> str:
@@ -242,6 +254,8 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     job, dry_run = parse_job(sys.argv[1:] if argv is None else argv)
     argv = pipeline_argv(job)
+    if not job.sdk_container_image:
+        write_worker_requirements()
     if dry_run:
         print(shell_command(argv))
         return

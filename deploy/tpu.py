@@ -408,8 +408,9 @@ def commands(run: TpuRun, stages: Sequence[str]) -> list[list[str]]:
             ["git", "archive", "--format=tar.gz", f"--output={local_archive(run)}", "HEAD"],
             _gcloud_tpu(run, "scp", local_archive(run), f"{run.tpu_name}:{REMOTE_SOURCE_ARCHIVE}",
                         "--worker=all"),
+            # Training needs the model extra's pins (no torch: exporting is done elsewhere).
             _gcloud_tpu(run, "ssh", run.tpu_name, "--worker=all",
-                        f"--command={install_script(requirements.pinned_requirements())}"),
+                        f"--command={install_script(requirements.extras_require()['model'])}"),
         ],
         "train": [_gcloud_tpu(run, "ssh", run.tpu_name, "--worker=0",
                               f"--command={train_script(run)}")],

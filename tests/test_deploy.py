@@ -58,6 +58,10 @@ def test_dataflow_dry_run_prints_the_pipeline_command(capsys):
     assert option_values(argv, "--worker_machine_type") == ["n2-standard-4"]
     assert option_values(argv, "--experiments") == ["use_runner_v2", "shuffle_mode=service"]
     assert option_values(argv, "--setup_file") == [str(REPO_ROOT / "setup.py")]
+    # setup.py installs the code; the workers' packages are the pipeline extra's pins.
+    (requirements_file,) = option_values(argv, "--requirements_file")
+    assert pathlib.Path(requirements_file).read_text().split() == (
+        requirements.extras_require()["pipeline"])
     assert "--no_save_main_session" in argv
 
 
@@ -77,7 +81,7 @@ def test_dataflow_options_follow_the_arguments():
         "use_runner_v2", "shuffle_mode=appliance", "enable_data_sampling"]
     assert option_values(argv, "--sdk_container_image") == ["gcr.io/p/c4:1"]
     assert option_values(argv, "--sdk_location") == ["container"]
-    assert "--setup_file" not in argv
+    assert "--setup_file" not in argv and "--requirements_file" not in argv
     assert option_values(argv, "--output") == ["gs://other-bucket/out"]
     assert option_values(argv, "--badwords") == ["gs://my-bucket/badwords/en"]
     assert option_values(argv, "--input") == [
@@ -393,6 +397,9 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     assert copy[4] == "scp" and "--worker=all" in copy
     assert install[4] == "ssh" and "--worker=all" in install
     assert "tensorflow-text==2.15.0" in remote_script(install)
+    # The model extra: training's packages, not the Hugging Face export's.
+    assert "mesh-tensorflow==0.1.21" in remote_script(install)
+    assert "torch==" not in remote_script(install) and "transformers==" not in remote_script(install)
     assert train[4] == "ssh" and "--worker=0" in train
     assert ("gcloud storage cp gs://my-bucket/vocab/spm.model vocabulary.model && "
             in remote_script(train))
