@@ -7,12 +7,13 @@ Any option not listed in --help is passed to Beam (--runner, --direct_num_worker
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from typing import List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
 from pipelines import common_crawl, files, funnel, lists, provenance, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
@@ -23,6 +24,67 @@ from text.punkt import PunktDataMissing
 from text.splitters import SPLITTER_NAMES
 
 _MANIFEST_SUFFIXES = (".paths.gz", ".paths")
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddedMemory:
+    """Peak memory of a run on the embedded DirectRunner: a fixed part plus a part proportional
+    to the gzipped WET input, since that runner holds every group of the job in memory."""
+    fixed_bytes: int
+    bytes_per_input_byte: float
+
+
+# Measured by bench/bench_scale.py --synthetic (full-size synthetic WET files of 40,000 pages,
+# 50 MB gzipped; peaks of the whole process tree; deploy/README.md, "Expected scale").
+EMBEDDED_MEMORY = {
+    "in_memory": EmbeddedMemory(fixed_bytes=480_000_000, bytes_per_input_byte=18.0),
+    "multi_processing": EmbeddedMemory(fixed_bytes=480_000_000, bytes_per_input_byte=18.0),
+}
+# One process, as in_memory (not measured apart).
+EMBEDDED_MEMORY["multi_threading"] = EMBEDDED_MEMORY["in_memory"]
+# A remote input's size is not looked up before the run: it counts as a full-size gzipped WET
+# file (Common Crawl's hold about 40,000 pages).
+REMOTE_WET_FILE_BYTES = 66_000_000
+# The share of this machine's memory a run may plan to use (the system, the page cache).
+MEMORY_HEADROOM = 0.8
+_EMBEDDED_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner")
+
+
+def input_bytes(paths: Sequence[str]) -> int:
+    """The WET files' bytes: local ones as they are on disk (an uncompressed file counts at its
+    size, an overestimate), remote ones as a full-size WET file each."""
+    return sum(REMOTE_WET_FILE_BYTES if "://" in path else os.path.getsize(path)
+               for path in paths)
+
+
+def machine_memory_bytes() -> int:
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
+
+def embedded_peak_bytes(wet_bytes: int, running_mode: str) -> int:
+    memory = EMBEDDED_MEMORY[running_mode]
+    return int(memory.fixed_bytes + memory.bytes_per_input_byte * wet_bytes)
+
+
+def memory_warning(wet_bytes: int, machine_bytes: int, running_mode: str) -> Optional[str]:
+    """What to tell a user whose input the embedded runner cannot hold in this machine's
+    memory, or None when it can."""
+    peak = embedded_peak_bytes(wet_bytes, running_mode)
+    if peak <= MEMORY_HEADROOM * machine_bytes:
+        return None
+    return (f"{wet_bytes / 1e9:,.1f} GB of WET input needs about {peak / 1e9:,.0f} GB of memory "
+            f"on the embedded DirectRunner ({running_mode}), which holds every group of the job "
+            f"in memory; this machine has {machine_bytes / 1e9:,.0f} GB. Beyond it, run the job "
+            "on Dataflow (python -m deploy.dataflow, see deploy/README.md) or another Beam "
+            "runner (--runner ...), or read fewer files (--max_files).")
+
+
+def embedded_running_mode(beam_args: Sequence[str]) -> Optional[str]:
+    """The DirectRunner's running mode the Beam options ask for, or None for another runner."""
+    options = PipelineOptions(beam_args)
+    if options.view_as(StandardOptions).runner not in _EMBEDDED_RUNNERS:
+        return None
+    return options.view_as(DirectOptions).direct_running_mode
 
 
 def parser() -> argparse.ArgumentParser:
@@ -162,6 +224,11 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                                           args.webtext_urls, args.punkt_data)
     except (ValueError, files.InputError, PunktDataMissing) as error:
         sys.exit(f"error: {error}")
+    running_mode = embedded_running_mode(beam_args)
+    warning = running_mode and memory_warning(input_bytes(paths), machine_memory_bytes(),
+                                              running_mode)
+    if warning:
+        logging.getLogger("c4").warning("warning: %s", warning)
     logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
     pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
     build_pipeline(pipeline, config, resources, paths, args.output, shards,
