@@ -10,24 +10,41 @@ cost table.
 
     .venv/bin/python bench/bench_scale.py [--repeats 3]
 
+With --synthetic FILES..., it runs the job instead on full-size synthetic WET files (40,000 pages
+each, real lines recombined: bench/synthetic_wet.py), once per DirectRunner running mode
+(in_memory, one worker; multi_processing, two) and per file count given, each in a fresh process,
+and prints pages per CPU-second, the peak memory of the whole process tree (sampled) and per
+input file, and the dedup shuffle bytes per page of one such file. pipelines/c4.py's warning of
+what the embedded runner can hold comes from these peaks.
+
+    .venv/bin/python bench/bench_scale.py --synthetic 1 2 [--synthetic_dir /tmp/c4-synthetic-wet]
+
 The scale figures are Common Crawl's published numbers for CC-MAIN-2019-18 and the prices are
 Dataflow's us-central1 batch list prices: both are constants below, to be checked and edited.
 """
 import argparse
 import contextlib
+import dataclasses
 import gzip
 import io
+import json
+import os
 import pathlib
 import resource
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
+
+import psutil
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from pipelines import c4  # noqa: E402
+import synthetic_wet  # noqa: E402  (a script beside this one)
+from bench_vs_tfds import dedup_shuffle_bytes  # noqa: E402
 
 SAMPLE = REPO_ROOT.parent / "shared" / "data" / "wet" / "realistic"
 ONE_RECORD = SAMPLE.parent / "whirlwind-python" / "whirlwind.warc.wet.gz"
@@ -74,10 +91,87 @@ def wet_text_bytes(wet_files: list) -> int:
     return sum(len(gzip.decompress(pathlib.Path(path).read_bytes())) for path in wet_files)
 
 
+@dataclasses.dataclass(frozen=True)
+class TreeRun:
+    """A child process run to its end: CPU seconds (its own and its waited-for children's),
+    wall seconds, and the peak of its process tree's summed resident memory."""
+    cpu_seconds: float
+    wall_seconds: float
+    peak_bytes: int
+
+
+def tree_rss(process: psutil.Process) -> int:
+    total = 0
+    for member in [process, *process.children(recursive=True)]:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            total += member.memory_info().rss
+    return total
+
+
+def run_tree(command: list[str], interval: float = 0.2) -> TreeRun:
+    """Runs command, sampling its tree's memory every `interval` seconds (multi_processing's
+    workers are children: one process's maxrss would miss them)."""
+    start = time.perf_counter()
+    child = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    process, peak = psutil.Process(child.pid), 0
+    while True:
+        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+        if pid:
+            break
+        with contextlib.suppress(psutil.NoSuchProcess):
+            peak = max(peak, tree_rss(process))
+        time.sleep(interval)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"{' '.join(command)} failed:\n{child.stderr.read().decode()[-3000:]}")
+    return TreeRun(usage.ru_utime + usage.ru_stime, time.perf_counter() - start, peak)
+
+
+RUNNING_MODES = {"in_memory": ["--direct_running_mode=in_memory", "--direct_num_workers=1"],
+                 "multi_processing": ["--direct_running_mode=multi_processing",
+                                      "--direct_num_workers=2"]}
+
+
+def synthetic_scale(file_counts: list[int], folder: pathlib.Path) -> None:
+    paths = synthetic_wet.make_files(folder, max(file_counts), synthetic_wet.SyntheticConfig())
+    one = paths[0]
+    print(f"synthetic WET file: {synthetic_wet.PAGES_PER_WET_FILE:,} pages, "
+          f"{one.stat().st_size / 1e6:,.0f} MB gzipped, {wet_text_bytes([one]) / 1e6:,.0f} MB "
+          f"of WET text ({folder})")
+    print(f"{'mode':<18}{'files':>6}{'pages':>9}{'CPU s':>8}{'wall s':>8}{'pages/CPU-s':>13}"
+          f"{'peak MB':>9}{'MB/file':>9}  dedup")
+    for mode, options in RUNNING_MODES.items():
+        for files in file_counts:
+            with tempfile.TemporaryDirectory() as output:
+                run = run_tree([sys.executable, "-m", "pipelines.c4", "--variant", "en",
+                                "--input", *map(str, paths[:files]), "--output", output,
+                                "--badwords", str(BADWORDS), *options])
+                stages = json.loads((pathlib.Path(output) / "stats.json").read_text())["stages"]
+            pages = stages["read"]["pages.passed"]
+            dedup = stages["dedup"]
+            print(f"{mode:<18}{files:>6}{pages:>9,}{run.cpu_seconds:>8.0f}{run.wall_seconds:>8.0f}"
+                  f"{pages / run.cpu_seconds:>13.0f}{run.peak_bytes / 1e6:>9,.0f}"
+                  f"{run.peak_bytes / 1e6 / files:>9,.0f}  "
+                  f"{dedup.get('spans.dropped:duplicate', 0):,} spans dropped, "
+                  f"{dedup.get('pages.dropped:empty_after_dedup', 0):,} pages emptied", flush=True)
+    to_buckets, with_losses, per_page = dedup_shuffle_bytes([str(one)])["paper"]
+    print(f"dedup shuffle on one file: {to_buckets:.2f} bytes per span to the buckets, "
+          f"{with_losses:.2f} with the losses sent back: {per_page:.0f} bytes per page read")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--synthetic", type=int, nargs="+", metavar="FILES",
+                        help="run on this many full-size synthetic WET files instead (each "
+                             "count in turn, in each running mode)")
+    parser.add_argument("--synthetic_dir", type=pathlib.Path,
+                        default=pathlib.Path(tempfile.gettempdir()) / "c4-synthetic-wet",
+                        help="where the synthetic files are made (and reused)")
     args = parser.parse_args()
+    if args.synthetic:
+        synthetic_scale(args.synthetic, args.synthetic_dir)
+        return
     wet_files = sorted(str(path) for path in SAMPLE.glob("*.warc.wet.gz"))
     if not wet_files:
         sys.exit(f"no WET sample under {SAMPLE}")

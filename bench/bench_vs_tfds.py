@@ -95,7 +95,8 @@ def dedup_shuffle_bytes(paths):
     """Bytes per window (span or line) that dedup moves through its shuffles, encoded as Beam
     encodes them, under each rule set, on the pages that reach dedup: as DedupText sends them
     from one worker buffer (one bucket per input file), the winners' blocks to the buckets, and
-    with the worker's own losses sent back to their pages as well."""
+    with the worker's own losses sent back to their pages as well; then the latter per page
+    read (every page of the input, as a dump's page count counts them)."""
     import apache_beam as beam
 
     from pipelines import cleaning, config, dedup, released, stages, wet
@@ -127,7 +128,8 @@ def dedup_shuffle_bytes(paths):
         to_buckets = sum(len(block_coder.encode_nested(block))
                          for block in dedup.bucket_blocks(winners, mode, len(paths)))
         back = sum(len(loser_coder.encode_nested(loser)) for loser in losers)
-        figures[rules] = to_buckets / windows, (to_buckets + back) / windows
+        figures[rules] = (to_buckets / windows, (to_buckets + back) / windows,
+                          (to_buckets + back) / len(raw))
     return figures
 
 
@@ -240,9 +242,10 @@ def main():
     shuffle = dedup_shuffle_bytes(FULL_INPUT)
     for rules, record in (("paper", "3-sentence spans, 8-byte key + 8-byte page key"),
                           ("released", "lines, 16-byte MD5 key + 16-byte MD5 page key")):
-        to_buckets, with_losses = shuffle[rules]
+        to_buckets, with_losses, per_page = shuffle[rules]
         print(f"dedup shuffle per window, encoded, {rules} ({record}): {to_buckets:.2f} bytes to "
-              f"the buckets, {with_losses:.2f} with the worker's own losses sent back")
+              f"the buckets, {with_losses:.2f} with the worker's own losses sent back "
+              f"({per_page:.0f} bytes per page read)")
 
 
 if __name__ == "__main__":
