@@ -646,7 +646,7 @@ def test_classification_head_memorises_real_pairs_from_the_command_line(
         tmp_path, shared_data, vocabulary, capsys, clean_gin):
     """Learning rate 1e-3 for 150 steps: every setting tried (oneDNN on and off, its AVX2,
     AVX-512 and default kernels on an AVX512-BF16 processor, 1 and 2 threads) memorises the 8
-    pairs by step 60, a margin of 2.5x in steps. At 3e-3 the outcome depended on the kernels
+    pairs by step 30, a margin of 5x in steps. At 3e-3 the outcome depended on the kernels
     (87.5 with AVX-512's, 100.0 with AVX2's)."""
     sample = mrpc_sample(shared_data, tmp_path)
     result = finetune_command(tmp_path / "model",
