@@ -1,10 +1,15 @@
-"""BERT's fine-tuning inputs and outputs: sentence (pair) classification from the task layer's
-discriminative views (model/tasks/discriminative.py), and SQuAD v1.1 / v2.0 span question
-answering from SQuAD's JSON (v1.1: the task layer's reader, model/tasks/sources.py; v2.0:
-`read_squad_v2`, which keeps the impossible questions that reader merges away).
+"""BERT's fine-tuning inputs and outputs: sentence (pair) classification, regression and
+multiple choice from the task layer's discriminative views (model/tasks/discriminative.py), and
+SQuAD v1.1 / v2.0 span question answering from SQuAD's JSON (v1.1: the task layer's reader,
+model/tasks/sources.py; v2.0: `read_squad_v2`, which keeps the impossible questions that reader
+merges away).
 
 Classification (BERT's run_classifier): `[CLS] A [SEP] B [SEP]`, token types 0 then 1, the pair
-trimmed from the end of the longer segment; label = the view's class index.
+trimmed from the end of the longer segment; label = the view's class index. Regression (the
+paper's STS-B): the same input, the label the view's float score, scored by the task's metrics
+(Pearson and Spearman). Multiple choice (the paper's SWAG; COPA, Story Cloze, RACE): one input
+`[CLS] context [SEP] choice [SEP]` per choice (`choice_segments`), the label the right choice.
+The head's kind and size are the view's: `run_mode` binds BertConfig.head and num_classes.
 
 SQuAD (BERT's run_squad.py, `SquadConfig`): the context is split on white space into words
 (each character's word kept, as run_squad's `char_to_word_offset`), each word tokenised into its
@@ -50,34 +55,42 @@ def pair_input(segments: Sequence[Sequence[int]], length: int) -> Tuple[List[int
     return tokens, types
 
 
-def classification_features(examples: Iterable[discriminative.Example],
-                            vocabulary: WordPieceVocabulary, length: int
-                            ) -> Dict[str, np.ndarray]:
-    """[n, length] bert_input_tokens / bert_token_types and [n, 1] labels of the labelled
-    examples (test-release examples, label -1, are left out)."""
-    examples = [example for example in examples if example.label != -1]
-    if any(example.choices for example in examples):
-        raise ValueError("multiple-choice examples need a choice head; BERT's heads here are "
-                         "classification and span")
+def choice_segments(example: discriminative.Example, choice: str) -> Tuple[str, str]:
+    """A multiple-choice example's input for one choice: the context as segment A, the choice
+    (after any further context segment) as B (the paper's SWAG input, `[CLS] context [SEP]
+    choice [SEP]`)."""
+    return example.segments[0], " ".join(example.segments[1:] + (choice,))
+
+
+def head_features(examples: Iterable[discriminative.Example], kind: str,
+                  vocabulary: WordPieceVocabulary, length: int) -> Dict[str, np.ndarray]:
+    """[n, length] bert_input_tokens / bert_token_types (multiple choice: [n, choices *
+    length], each choice's input in turn) and [n, 1] labels (float32 for regression) of the
+    labelled examples of a `kind` view (test-release examples, label -1, are left out)."""
     rows = {"bert_input_tokens": [], "bert_token_types": [], "labels": []}
     for example in examples:
-        tokens, types = pair_input(vocabulary.encode_batch(list(example.segments)), length)
-        rows["bert_input_tokens"].append(padded(tokens, length))
-        rows["bert_token_types"].append(padded(types, length))
-        rows["labels"].append(np.array([int(example.label)], np.int32))
-    return {key: np.stack(values) for key, values in rows.items()}
+        if example.label == -1:
+            continue
+        if kind == discriminative.MULTIPLE_CHOICE:
+            inputs = [choice_segments(example, choice) for choice in example.choices]
+        else:
+            inputs = [example.segments]
+        encoded = [pair_input(vocabulary.encode_batch(list(segments)), length)
+                   for segments in inputs]
+        rows["bert_input_tokens"].append(np.concatenate([padded(t, length) for t, _ in encoded]))
+        rows["bert_token_types"].append(np.concatenate([padded(t, length) for _, t in encoded]))
+        rows["labels"].append(example.label)
+    label_type = np.float32 if kind == discriminative.REGRESSION else np.int32
+    return {"bert_input_tokens": np.stack(rows["bert_input_tokens"]),
+            "bert_token_types": np.stack(rows["bert_token_types"]),
+            "labels": np.array(rows["labels"], label_type).reshape([-1, 1])}
 
 
-def task_classification_features(task: str, split: str, vocabulary: WordPieceVocabulary,
-                                  length: int, task_files: Optional[Sequence[str]] = None
-                                  ) -> Dict[str, np.ndarray]:
-    """A task's split through its discriminative view (classification tasks)."""
-    view = discriminative.view(task)
-    if view.kind != "classification":
-        raise ValueError(f"{task} is a {view.kind} task; BERT's classification head takes "
-                         "classification tasks")
-    return classification_features(discriminative.examples(task, split, task_files),
-                                   vocabulary, length)
+def task_head_features(task: str, split: str, vocabulary: WordPieceVocabulary, length: int,
+                       task_files: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
+    """A task's split through its discriminative view."""
+    return head_features(discriminative.examples(task, split, task_files),
+                         discriminative.view(task).kind, vocabulary, length)
 
 
 @gin.configurable
@@ -332,8 +345,8 @@ class HeadTask:
             return self.structured_features(split)
         if self.head == "span":
             return squad_features(self.questions(split), self.length)
-        return task_classification_features(self.name, split, self.vocabulary, self.length,
-                                            self.files.get((self.name, split)))
+        return task_head_features(self.name, split, self.vocabulary, self.length,
+                                  self.files.get((self.name, split)))
 
     def structured_features(self, split: str) -> Dict[str, np.ndarray]:
         if self.head != "classification" or discriminative.view(self.name).kind != "classification":
@@ -355,7 +368,14 @@ class HeadTask:
                                        self.version_2_with_negative) for q in questions]
             # An impossible question's one reference is "" (SQuAD 2.0's no-answer).
             return metrics.squad([q.answers or [""] for q in questions], predictions)
-        return {"accuracy": 100 * float(np.mean(outputs[:, 0] == features["labels"][:, 0]))}
+        labels = features["labels"][:, 0]
+        if self.head == discriminative.REGRESSION:  # the task's metrics: STS-B's correlations
+            from model import tasks
+
+            values = outputs[:, 0].astype(np.float64)
+            return {**tasks.get(self.name).score_postprocessed(labels.tolist(), values.tolist()),
+                    "squared_error": float(np.mean((values - labels) ** 2))}
+        return {"accuracy": 100 * float(np.mean(outputs[:, 0] == labels))}
 
 
 def checked_task_files(task: str, specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
@@ -377,9 +397,16 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
     from model.gpt1_finetune import validation_splits
 
     head = BertConfig().head
-    if head not in ("classification", "span"):
+    if head in ("pretraining", "mlm"):
         raise ValueError(f"--task needs a BERT fine-tuning head (BertConfig.head "
                          f"'classification' or 'span'), not {head!r}")
+    if head != "span":
+        # The head's kind (classification, regression, multiple choice) and size are the
+        # task's view's (bound in gin, so the operative config records them).
+        view = discriminative.view(args.task)
+        head = view.kind
+        gin.bind_parameter("BertConfig.head", head)
+        gin.bind_parameter("BertConfig.num_classes", view.num_classes)
     if args.mixture:
         raise ValueError("BERT's heads fine-tune on one --task at a time")
     files = checked_task_files(args.task, args.task_files)
@@ -390,9 +417,6 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
                          f"{args.task}:validation=PATH")
     task = HeadTask(args.task, head, run.vocabulary, run.data_config.inputs_length, files,
                     structured=run.model_config.architecture == "segabert")
-    if head == "classification":
-        # The head's size is the task's (bound in gin, so the operative config records it).
-        gin.bind_parameter("BertConfig.num_classes", discriminative.view(args.task).num_classes)
     if mode == "finetune":
         # Fine-tuning starts at step 0 (warm start restores the weights only), so the schedule
         # spans this run's steps and a user sets only TrainConfig.train_steps.

@@ -24,6 +24,11 @@ from model.mtf_compat import mtf
 
 C4_SAMPLES = "c4_samples/olmo/*"
 TINY_VOCAB_SIZE = 600  # the learner gives ~570 pieces from the shared samples: padded to 600
+# Learning rate 1e-3 (as the MRPC test): with oneDNN on and off and its AVX2 kernels, STS-B
+# passes the bounds below by step 60 (Pearson 96.3, Spearman 93.3, squared error 0.19; at step
+# 90: 99.96, 99.2, 0.003) and COPA is memorised by step 20: 2x and 3x margins in steps.
+STSB_STEPS = 120
+COPA_STEPS = 60
 LENGTH_FEATURES_OF_ONE = ("next_sentence_labels", "labels", "start_positions", "end_positions")
 
 
@@ -233,7 +238,7 @@ def test_pair_input_trims_the_later_segment_on_a_tie():
 def test_unlabelled_examples_are_left_out(vocabulary):
     from model.tasks.discriminative import Example
     examples = [Example(("a cat", "a dog"), 1), Example(("the test", "release"), -1)]
-    features = bert_tasks.classification_features(examples, vocabulary, 16)
+    features = bert_tasks.head_features(examples, "classification", vocabulary, 16)
     assert features["labels"].tolist() == [[1]]
     assert len(features["bert_input_tokens"]) == 1
 
@@ -680,6 +685,110 @@ def test_heads_warm_start_from_pretrained_bert_weights_only(tmp_path, shared_dat
     np.testing.assert_allclose(v, np.square(m / 0.1) * 0.001, rtol=1e-4, atol=1e-30)
     assert after.has_tensor("cls/classifier/kernel")
     assert not before.has_tensor("cls/classifier/kernel")
+
+
+def tiny_head_graph(head, num_classes, features):
+    """(loss, the head's outputs) of a tiny BERT with the `head` on `features` (numpy), both
+    from the same weights in one graph (dropout off): the loss as training computes it, the
+    outputs by the head's own method on the encoder's pooled [CLS]."""
+    from model.mtf_compat import placement_mesh_impl
+
+    gin.clear_config()
+    gin.bind_parameter("BertConfig.head", head)
+    gin.bind_parameter("BertConfig.num_classes", num_classes)
+    family = Bert(ModelConfig(architecture="bert", d_model=16, d_ff=32, num_heads=2, d_kv=8,
+                              num_layers=1, dropout_rate=0.0), TINY_VOCAB_SIZE)
+    gin.clear_config()
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        batch = {key: mtf.import_tf_tensor(mesh, tf.constant(value), mtf.Shape(
+            [mtf.Dimension("batch", value.shape[0]), mtf.Dimension("length", value.shape[1])]))
+            for key, value in features.items()}
+        losses = family.losses(family.build(training=False), batch, "train")
+        inputs = {k: v for k, v in batch.items() if k != "labels"}
+        if head == "multiple_choice":
+            inputs = {k: family.per_choice(v) for k, v in inputs.items()}
+        _, pooled = family.encode(inputs, training=False)
+        outputs = (family.regression_values(pooled, False) if head == "regression"
+                   else family.choice_logits(pooled, False))
+        lowering = mtf.Lowering(graph, {mesh: placement_mesh_impl.PlacementMeshImpl(
+            mtf.Shape([]), mtf.convert_to_layout_rules(""), [""])})
+        tensors = [lowering.export_to_tf_tensor(t) for t in (losses.loss, outputs)]
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            session.run(lowering.copy_masters_to_slices())
+            return session.run(tensors)
+
+
+def test_regression_head_loss_is_the_mean_squared_error(vocabulary):
+    """The paper's STS-B head (transformers' BertForSequenceClassification, num_labels=1:
+    MSELoss(logits.squeeze(), labels)): loss = mean((value - label)^2) over the batch, the value
+    one linear output on the pooled [CLS]; float labels."""
+    from model.tasks.discriminative import Example
+
+    examples = [Example(("a cat sits", "a cat sat"), 4.6), Example(("it rains", "dry"), 0.4),
+                Example(("a dog", "the dog"), 3.0)]
+    features = bert_tasks.head_features(examples, "regression", vocabulary, 12)
+    assert features["labels"].dtype == np.float32
+    loss, values = tiny_head_graph("regression", 1, features)
+    assert values.shape == (3,) and np.ptp(values) > 0
+    np.testing.assert_allclose(loss, np.mean((values - [4.6, 0.4, 3.0]) ** 2), rtol=1e-5)
+
+
+def test_multiple_choice_head_loss_is_the_softmax_over_choices(vocabulary):
+    """The paper's SWAG head (transformers' BertForMultipleChoice): each choice's input is
+    `[CLS] context [SEP] choice [SEP]`, its score a vector dotted with its pooled [CLS], loss =
+    mean over examples of -log softmax(scores)[right choice]."""
+    from model.tasks.discriminative import Example
+
+    examples = [Example(("the man slid the razor across his chin effect",), 1,
+                        ("his stubble grew", "his stubble disappeared", "it rained")),
+                Example(("the glass fell cause",), 2, ("it was cold", "a dog", "it slipped"))]
+    features = bert_tasks.head_features(examples, "multiple_choice", vocabulary, 32)
+    assert features["bert_input_tokens"].shape == (2, 3 * 32)
+    first = features["bert_input_tokens"][0].reshape(3, 32)
+    context, choice = (vocabulary.encode(text) for text in (examples[0].segments[0],
+                                                            examples[0].choices[2]))
+    cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
+    assert list(first[2][:len(context) + len(choice) + 3]) == \
+        [cls] + context + [sep] + choice + [sep]
+    loss, scores = tiny_head_graph("multiple_choice", 3, features)
+    assert scores.shape == (2, 3) and np.ptp(scores) > 0
+    log_softmax = scores - np.log(np.sum(np.exp(scores), axis=1, keepdims=True))
+    np.testing.assert_allclose(loss, -np.mean(log_softmax[[0, 1], [1, 2]]), rtol=1e-5)
+
+
+def test_regression_head_memorises_real_stsb_pairs_from_the_command_line(
+        tmp_path, shared_data, vocabulary, capsys, clean_gin):
+    """STS-B (9 real train pairs, scores 0.4-5.0) through --task: the view makes the head a
+    regression, scored by the task's Pearson and Spearman correlations (margin: STSB_STEPS)."""
+    bindings = head_bindings(vocabulary, "classification", 64, 9, STSB_STEPS) + [
+        "lr.constant.value = 0.001"]
+    result = finetune_command(tmp_path / "model", bindings, "glue_stsb",
+                              shared_data / "tasks" / "glue_stsb" / "train.tsv", capsys)
+    scores = result["scores"]
+    assert result["step"] == STSB_STEPS and scores["squared_error"] < 0.5, scores
+    assert scores["pearson_corrcoef"] > 90 and scores["spearman_corrcoef"] > 80, scores
+
+
+def copa_sample(shared_data, folder, size=8) -> pathlib.Path:
+    lines = (shared_data / "tasks" / "superglue_copa" / "train.jsonl").read_text().splitlines()
+    sample = folder / "copa.jsonl"
+    sample.write_text("\n".join(lines[:size]) + "\n")
+    return sample
+
+
+def test_multiple_choice_head_memorises_real_copa_examples_from_the_command_line(
+        tmp_path, shared_data, vocabulary, capsys, clean_gin):
+    """COPA (8 real train examples, 2 choices each) through --task: the view makes the head
+    multiple choice, one score per `[CLS] premise question [SEP] choice [SEP]` (margin:
+    COPA_STEPS)."""
+    bindings = head_bindings(vocabulary, "classification", 32, 16, COPA_STEPS) + [
+        "lr.constant.value = 0.001"]
+    result = finetune_command(tmp_path / "model", bindings, "super_glue_copa",
+                              copa_sample(shared_data, tmp_path), capsys)
+    assert result == {"step": COPA_STEPS, "scores": {"accuracy": 100.0}}
 
 
 def head_run(model_dir, vocabulary, head, length, batch, steps) -> train.Run:

@@ -1,6 +1,7 @@
 """BERT (Devlin et al. 2019) as a model family: a post-layer-norm Transformer encoder with learned
 positions and segment (token type) embeddings, and its heads: masked LM + next-sentence
-prediction (pre-training), sentence (pair) classification on [CLS], span question answering.
+prediction (pre-training), sentence (pair) classification and regression on [CLS], multiple
+choice (a score per choice's [CLS]), span question answering.
 
 Follows `mesh_tensorflow.bert.bert.BertModel` (the library's BERT) layer by layer: embeddings of
 word pieces + token types + positions, layer norm, dropout; per block self-attention and a GELU
@@ -34,8 +35,11 @@ Features, each [batch, length] int32 (`feature_keys` per head):
   masked_lm_positions, masked_lm_ids, masked_lm_weights   (pretraining, mlm; length = the
                                           most predictions per sequence)
   next_sentence_labels [batch, 1]         (pretraining; 0 = B follows A, 1 = B is random)
-  labels [batch, 1]                       (classification)
+  labels [batch, 1]                       (classification, multiple_choice: int32;
+                                          regression: float32)
   start_positions, end_positions [batch, 1]   (span; 0 = [CLS] = no answer)
+A multiple-choice head's bert_input_tokens and bert_token_types are [batch, choices * length]:
+each choice's `[CLS] context [SEP] choice [SEP]` one after the other.
 
 SegaBERT subclasses this family and replaces `position_embedding` (and `feature_keys`).
 """
@@ -53,7 +57,7 @@ from model.mtf_compat import mtf
 from model.wordpiece import CLS_ID, PAD_ID, SEP_ID  # noqa: F401  (CLS_ID: for SegaBERT)
 
 OUTPUT_LENGTH = "outputs_length"  # the dimension of PREDICT's [batch, decode_length] ids
-HEADS = ("pretraining", "mlm", "classification", "span")
+HEADS = ("pretraining", "mlm", "classification", "regression", "multiple_choice", "span")
 _ATTENTION_MASK_BIAS = -10000.0  # BERT's additive bias on padding keys
 
 
@@ -64,7 +68,9 @@ class BertConfig:
     dropout_rate)."""
 
     # pretraining: masked LM + next-sentence prediction; mlm: masked LM alone (SegaBERT);
-    # classification: `num_classes` classes from the pooled [CLS]; span: start/end of an answer.
+    # classification: `num_classes` classes from the pooled [CLS]; regression: one value from
+    # it (STS-B); multiple_choice: one score per choice from each choice's pooled [CLS], a
+    # softmax over the `num_classes` choices (SWAG); span: start/end of an answer (SQuAD).
     head: str = "pretraining"
     num_classes: int = 2
     max_positions: int = 512
@@ -149,9 +155,16 @@ class Bert(ModelFamily):
                             "next_sentence_labels"),
             "mlm": ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
             "classification": ("labels",),
+            "regression": ("labels",),
+            "multiple_choice": ("labels",),
             "span": ("start_positions", "end_positions"),
         }[self.bert.head]
         return ("bert_input_tokens", "bert_token_types") + head_keys
+
+    @property
+    def float_feature_keys(self) -> Tuple[str, ...]:
+        """A regression head's label is a float value (STS-B's scores from 0 to 5)."""
+        return ("labels",) if self.bert.head == "regression" else ()
 
     def convert_features(self, dataset, sequence_lengths, pack=True):
         raise NotImplementedError(
@@ -168,42 +181,56 @@ class Bert(ModelFamily):
             epsilon=self.bert.adam_epsilon, exclude_from_weight_decay=["layer_norm", "bias"])
 
     def losses(self, model: Built, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
+        if self.bert.head == "multiple_choice":
+            batch = {key: value if key == "labels" else self.per_choice(value)
+                     for key, value in batch.items()}
         sequence, pooled = self.encode(batch, model.training)
         if self.bert.head in ("pretraining", "mlm"):
             return self._pretraining_losses(sequence, pooled, batch, model.training)
         if self.bert.head == "classification":
             logits = self.classification_logits(pooled, model.training)
             return _classification_losses({"classification": (logits, batch["labels"])})
+        if self.bert.head == "multiple_choice":
+            return _classification_losses(
+                {"multiple_choice": (self.choice_logits(pooled, model.training), batch["labels"])})
+        if self.bert.head == "regression":
+            return regression_losses(self.regression_values(pooled, model.training),
+                                     batch["labels"])
         start, end = self.span_logits(sequence)
         return _classification_losses({"start": (start, batch["start_positions"]),
                                        "end": (end, batch["end_positions"])})
 
     def predict(self, model: Built, inputs: mtf.Tensor, decode_length: int, beam_size: int = 1,
                 alpha: float = 0.6, **features: mtf.Tensor) -> mtf.Tensor:
-        """classification: [class, 0, ...]; span: [batch, 2, length] float32 start and end
-        logits (the answer is chosen over all windows of a question: bert_tasks.best_answer);
-        pretraining / mlm: the most likely piece at every input position. `features`: those of
-        `predict_feature_keys` the input has (SegaBERT's indices), read as in training."""
+        """classification: [class, 0, ...]; multiple_choice: [choice, 0, ...] (`inputs` the
+        choices' sequences one after the other); regression: [batch, 1] float32 values; span:
+        [batch, 2, length] float32 start and end logits (the answer is chosen over all windows
+        of a question: bert_tasks.best_answer); pretraining / mlm: the most likely piece at
+        every input position. `features`: those of `predict_feature_keys` the input has
+        (SegaBERT's indices), read as in training."""
         del beam_size, alpha
+        if self.bert.head == "multiple_choice":
+            inputs = self.per_choice(inputs)
+            features = {key: self.per_choice(value) for key, value in features.items()}
         batch = {"bert_input_tokens": inputs, "bert_token_types": token_types_from_inputs(inputs),
                  **features}
         sequence, pooled = self.encode(batch, model.training)
-        if self.bert.head == "classification":
-            class_dim = mtf.Dimension("classes", self.bert.num_classes)
-            answer = [mtf.argmax(self.classification_logits(pooled, False), class_dim)]
-        elif self.bert.head == "span":
+        if self.bert.head == "regression":
+            values = self.regression_values(pooled, False)
+            return mtf.reshape(values, values.shape.dims[:1] + [mtf.Dimension(OUTPUT_LENGTH, 1)])
+        if self.bert.head == "span":
             start, end = self.span_logits(sequence)
             return mtf.stack([start, end], "span_ends", axis=1)
-        else:
-            length_dim = inputs.shape.dims[-1]
+        if self.bert.head in ("pretraining", "mlm"):
             logits = self.mlm_logits(sequence)
             pieces = mtf.argmax(logits, logits.shape.dims[-1])
-            return _fit_length(pieces, length_dim, decode_length)
-        out_dim = mtf.Dimension(OUTPUT_LENGTH, decode_length)
-        slots = mtf.range(inputs.mesh, out_dim, tf.int32)
+            return _fit_length(pieces, inputs.shape.dims[-1], decode_length)
+        logits = (self.classification_logits(pooled, False)
+                  if self.bert.head == "classification" else self.choice_logits(pooled, False))
+        answer = mtf.cast(mtf.argmax(logits, logits.shape.dims[-1]), tf.int32)
+        slots = mtf.range(inputs.mesh, mtf.Dimension(OUTPUT_LENGTH, decode_length), tf.int32)
         # [batch, decode_length]: the batch dimension first.
-        return mtf.add_n([mtf.cast(value, tf.int32) * mtf.cast(mtf.equal(slots, i), tf.int32)
-                          for i, value in enumerate(answer)])
+        return answer * mtf.cast(mtf.equal(slots, 0), tf.int32)
 
     # ----------------------------------------------------------------------------------------
     # The encoder.
@@ -354,6 +381,31 @@ class Bert(ModelFamily):
             metrics[f"{name}_accuracy"] = term.per_example_correct
         return Losses(loss=loss, objective=loss, metrics=metrics)
 
+    def per_choice(self, flat: mtf.Tensor) -> mtf.Tensor:
+        """[batch, choices * length] (the choices' sequences one after the other) as [batch,
+        choices, length], `num_classes` choices."""
+        batch_dim, flat_dim = flat.shape.dims
+        choices = self.bert.num_classes
+        return mtf.reshape(flat, mtf.Shape([batch_dim, mtf.Dimension("choices", choices),
+                                            mtf.Dimension("length", flat_dim.size // choices)]))
+
+    def choice_logits(self, pooled: mtf.Tensor, training: bool) -> mtf.Tensor:
+        """[batch, choices] scores: a learned vector (and bias) dotted with each choice's
+        pooled [CLS] after dropout (the paper's SWAG head; transformers'
+        BertForMultipleChoice), for a softmax over the choices."""
+        choices_dim = pooled.shape.dims[1]
+        scores = self._dense(self._dropout(pooled, training), [self.d_model],
+                             [mtf.Dimension("score", 1)], "cls/classifier")
+        scores = mtf.reshape(scores, mtf.Shape([pooled.shape.dims[0], choices_dim]))
+        return mtf.cast(mtf.rename_dimension(scores, choices_dim.name, "classes"), tf.float32)
+
+    def regression_values(self, pooled: mtf.Tensor, training: bool) -> mtf.Tensor:
+        """[batch] values: a linear layer with one output on the pooled [CLS] after dropout
+        (the paper's STS-B head; transformers' BertForSequenceClassification, num_labels 1)."""
+        value = self._dense(self._dropout(pooled, training), [self.d_model],
+                            [mtf.Dimension("value", 1)], "cls/classifier")
+        return mtf.cast(mtf.reshape(value, pooled.shape.dims[:1]), tf.float32)
+
     def next_sentence_logits(self, pooled: mtf.Tensor) -> mtf.Tensor:
         """[batch, 2] next-sentence logits (0: B follows A) from the pooled [CLS]."""
         class_dim = mtf.Dimension("classes", 2)
@@ -397,6 +449,16 @@ def _weighted_cross_entropy(logits: mtf.Tensor, labels: mtf.Tensor, weights: mtf
     per_example = lambda t: mtf.reduce_sum(t, output_shape=mtf.Shape([batch_dim]))
     return _Term(loss, (per_example(cross_entropy), per_example(weights)),
                  (per_example(correct), per_example(weights)))
+
+
+def regression_losses(values: mtf.Tensor, labels: mtf.Tensor) -> Losses:
+    """Mean squared error of [batch] `values` against [batch, 1] float labels (transformers'
+    BertForSequenceClassification with one label: MSELoss)."""
+    labels = mtf.reshape(mtf.cast(labels, tf.float32), values.shape)
+    squared_error = mtf.square(values - labels)
+    loss = mtf.reduce_mean(squared_error)
+    ones = mtf.ones(values.mesh, values.shape, tf.float32)
+    return Losses(loss=loss, objective=loss, metrics={"squared_error": (squared_error, ones)})
 
 
 def _classification_losses(heads: Dict[str, Tuple[mtf.Tensor, mtf.Tensor]]) -> Losses:
