@@ -33,7 +33,9 @@ _RECORD_NAME = re.compile(r"^step-(\d+)\.json$")
 class InputPosition:
     """The next row of a training stream: row `row` of the packing window whose first example is
     chunk `chunk` of document `document` of shard `shard` (a file; TFDS sources have one) in pass
-    `epoch` over the data; `example` is that example's index in the epoch (it seeds its noise)."""
+    `epoch` over the data; `example` is that example's index in the epoch (it seeds its noise).
+    In a stream that shuffles blocks of windows, the window is the block's first and `row`
+    counts rows of the block, in its shuffled order."""
 
     epoch: int = 0
     shard: int = 0

@@ -187,6 +187,13 @@ class PretrainingStream:
     Epoch 0 gives exactly the rows of `pretraining_dataset` over the source; every later epoch
     reads the source again with fresh noise (the epoch is folded into the objective's seed).
     Packing windows restart with each epoch, so a window never mixes epochs.
+
+    `shuffle_windows` (0: rows in document order, as T5's stream) shuffles the rows within
+    blocks of that many consecutive packing windows, in an order seeded by the seed, the epoch
+    and the block's first example, so that a batch draws its rows from across the block (GPT-1's
+    randomly sampled minibatches). A block restarts with each epoch too, and the position of a
+    row names its block's first window, `row` counting within the block: a resumed run rebuilds
+    one block and sees the same order.
     """
 
     source: str
@@ -197,8 +204,11 @@ class PretrainingStream:
     seed: int
     pack: bool = True
     config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
+    shuffle_windows: int = 0
 
     def __post_init__(self) -> None:
+        if self.shuffle_windows < 0:
+            raise ValueError(f"shuffle_windows must be >= 0, got {self.shuffle_windows}")
         # An empty source would make the stream look for a first row epoch after epoch, forever.
         if tf.executing_eagerly() and not any(True for _ in documents_from_source(self.source).take(1)):
             raise ValueError(f"the training source {self.source!r} has no text")
@@ -215,7 +225,10 @@ class PretrainingStream:
                 "objective": self.objective,
                 "sequence_lengths": dict(self.sequence_lengths), "family": self.family,
                 "seed": self.seed, "pack": self.pack, "packing_window": features.PACKING_WINDOW,
-                "objective_config": dataclasses.asdict(self.config)}
+                "objective_config": dataclasses.asdict(self.config),
+                # Named only when set, so that the records of streams in document order written
+                # before the option existed stay valid.
+                **({"shuffle_windows": self.shuffle_windows} if self.shuffle_windows else {})}
 
     def rows(self, start: InputPosition = InputPosition()) -> tf.data.Dataset:
         """(model features, position of the row) pairs from `start` on, without end."""
@@ -248,7 +261,22 @@ class PretrainingStream:
 
         # The windows of convert_features over the epoch, as long as every start is the first
         # example of a window (positions record only those).
-        return (examples.map(lambda features_, position: (converter.prepare(features_), position))
-                .ragged_batch(features.PACKING_WINDOW if self.pack else 1)
-                .map(window_rows)
-                .unbatch())
+        windows = (examples.map(lambda features_, position: (converter.prepare(features_), position))
+                   .ragged_batch(features.PACKING_WINDOW if self.pack else 1)
+                   .map(window_rows))
+        if not self.shuffle_windows:
+            return windows.unbatch()
+
+        def shuffled_block(rows, positions):
+            rows = {key: value.values for key, value in rows.items()}
+            num_rows = tf.shape(positions["row"].values, out_type=tf.int64)[0]
+            first = {key: value.values[0] for key, value in positions.items() if key != "row"}
+            seed = tf.random.experimental.stateless_fold_in(
+                tf.stack([tf.constant(self.seed, tf.int64), epoch]), first["example"])
+            order = tf.random.experimental.stateless_shuffle(tf.range(num_rows), seed)
+            block_positions = {key: tf.fill([num_rows], value) for key, value in first.items()}
+            return ({key: tf.gather(value, order) for key, value in rows.items()},
+                    {**block_positions, "row": tf.range(num_rows)})
+
+        # A block starts at a window, as every recorded position does.
+        return windows.ragged_batch(self.shuffle_windows).map(shuffled_block).unbatch()

@@ -89,6 +89,9 @@ class DataConfig:
     inputs_length: int = 512
     targets_length: int = 114
     seed: int = 0
+    # Pre-training rows shuffled within blocks of this many packing windows (model/inputs.py
+    # PretrainingStream); 0 keeps document order, as T5's. gpt1/pretrain.gin sets it.
+    shuffle_windows: int = 0
 
     @property
     def sequence_lengths(self) -> Dict[str, int]:
@@ -258,7 +261,8 @@ class Run:
             return self.bert_stream(self.data_config.source)
         return inputs.PretrainingStream(
             self.data_config.source, self.vocabulary, self.data_config.objective,
-            self.data_config.sequence_lengths, self.feature_converter, seed=self.data_config.seed)
+            self.data_config.sequence_lengths, self.feature_converter, seed=self.data_config.seed,
+            shuffle_windows=self.data_config.shuffle_windows)
 
     def estimator(self, batch_size: int, beam_size: int = 1, alpha: float = 0.6
                   ) -> tpu_estimator.TPUEstimator:

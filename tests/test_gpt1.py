@@ -12,6 +12,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import gpt1_finetune, tasks, train
+from model.features import PACKING_WINDOW
 from model.hooks import LOSS_LOG_NAME
 from model.families import gpt1
 from model.tasks import discriminative
@@ -403,6 +404,93 @@ def test_pretraining_on_c4_lowers_the_loss_and_resumes(pretrained):
     names = {name for name, _ in tf.train.list_variables(str(model_dir))}
     assert {"gpt1/position_embedding", "gpt1/block_001/mlp_norm/g",
             "gpt1/token_embedding/adam_v"} <= names
+
+
+# --- GPT-1: the pre-training stream -------------------------------------------------------
+
+STREAM_LENGTHS = {"inputs": 64, "targets": 64}
+STREAM_BATCH = 8
+
+
+def gpt1_stream(shared_data, vocabulary, shuffle_windows, seed=0):
+    from model import inputs
+    return inputs.PretrainingStream(
+        str(shared_data / "c4_samples/olmo/*.json*.gz"), vocabulary, "lm", STREAM_LENGTHS,
+        "decoder_only", seed, shuffle_windows=shuffle_windows)
+
+
+def epoch_rows(stream, epochs=1):
+    """(row tokens, position) of the stream's first `epochs` epochs, a list per epoch."""
+    rows = [[] for _ in range(epochs)]
+    for row, position in stream.rows().as_numpy_iterator():
+        if position["epoch"] == epochs:
+            return rows
+        rows[position["epoch"]].append((tuple(row["decoder_target_tokens"].tolist()), position))
+    raise AssertionError("the stream ended")
+
+
+def test_pretraining_rows_are_shuffled_within_seeded_blocks(shared_data, vocabulary):
+    """GPT-1 trains on randomly sampled minibatches (Radford et al. 2018, Section 4.1): the
+    stream's rows come in a seeded random order within blocks of `shuffle_windows` packing
+    windows, each block holding exactly the rows of its windows in document order; every epoch
+    in another order."""
+    (in_order,) = epoch_rows(gpt1_stream(shared_data, vocabulary, 0))
+    shuffled, next_epoch = epoch_rows(gpt1_stream(shared_data, vocabulary, 2), epochs=2)
+    windows = sorted({int(p["example"]) for _, p in in_order})
+    assert len(windows) >= 3  # a block of two windows, and the last one of what is left
+    for block in range(0, len(windows), 2):
+        first, members = windows[block], set(windows[block:block + 2])
+        expected = [row for row, p in in_order if int(p["example"]) in members]
+        got = [row for row, p in shuffled if int(p["example"]) == first]
+        assert sorted(got) == sorted(expected) and got != expected
+        assert [int(p["row"]) for _, p in shuffled if int(p["example"]) == first] == \
+            list(range(len(got)))
+    rows = [row for row, _ in shuffled]
+    assert sorted(row for row, _ in next_epoch) == sorted(rows) and \
+        [row for row, _ in next_epoch] != rows
+    other_seed = gpt1_stream(shared_data, vocabulary, 2, seed=1).rows().take(20)
+    assert [tuple(r["decoder_target_tokens"].tolist()) for r, _ in
+            other_seed.as_numpy_iterator()] != rows[:20]
+
+
+def stream_batches(stream, model_dir, start_step, count, record_every=7):
+    from model import input_position
+    dataset = input_position.training_batches(stream, STREAM_BATCH, start_step, str(model_dir),
+                                              lambda step: step % record_every == 0)
+    return [{key: value.tolist() for key, value in batch.items()}
+            for batch in dataset.take(count).as_numpy_iterator()]
+
+
+def test_a_resumed_shuffled_stream_sees_the_batches_of_an_uninterrupted_run(shared_data,
+                                                                           vocabulary, tmp_path):
+    """Resume at recorded steps (mid-block, later epochs) and an unrecorded one: the same
+    batches, in the same shuffled order, as one run (model/input_position.py)."""
+    from model import input_position
+    stream = gpt1_stream(shared_data, vocabulary, 2)
+    rows_per_epoch = sum(1 for _ in stream())
+    total = 2 * rows_per_epoch // STREAM_BATCH + 10  # into the third epoch
+    uninterrupted = stream_batches(stream, tmp_path, 0, total)
+    records = sorted((tmp_path / input_position.RECORD_DIR).glob("step-*.json"))
+    positions = [json.loads(r.read_text())["position"] for r in records]
+    assert {p["epoch"] for p in positions} == {0, 1, 2}
+    assert any(p["row"] > PACKING_WINDOW for p in positions)  # past a block's first window
+    for step in (7, 7 * (total // 14), 7 * (total // 7), 7 * (total // 7) - 3):
+        count = min(5, total - step)
+        assert stream_batches(stream, tmp_path, step, count) == uninterrupted[step:step + count]
+
+
+def test_gpt1_pretraining_turns_the_shuffle_on_and_t5_keeps_document_order(shared_data,
+                                                                           vocabulary, tmp_path,
+                                                                           clean_gin):
+    settings = [f"DataConfig.vocabulary = '{vocabulary.path}'",
+                f"DataConfig.source = '{shared_data / 'c4_samples/olmo/c4-sample.01.json.gz'}'"]
+    gpt1_run = configure(tmp_path, ["pretrain.gin", "gpt1/tiny.gin", "gpt1/pretrain.gin"],
+                         settings)
+    assert gpt1_run.training_examples().shuffle_windows == 64
+    assert gpt1_run.training_examples().identity()["shuffle_windows"] == 64
+    t5_run = configure(tmp_path, ["pretrain.gin", "sizes/small.gin"], settings)
+    assert t5_run.training_examples().shuffle_windows == 0
+    assert "shuffle_windows" not in t5_run.training_examples().identity()
 
 
 def synthetic_lm_examples(num=16, length=16, seed=0):
