@@ -16,7 +16,8 @@ Initialisation as OpenAI: normal(0, 0.02) weights, zero biases, unit gains.
 
 Pre-training reads the `decoder_only` features (model/features.py) of the `lm` objective: rows
 of DataConfig.targets_length tokens, documents packed with segment ids (attention stays within a
-segment, positions restart at 0). The optimizer is OpenAI's Adam (bias-corrected, beta 0.9/0.999,
+segment, positions restart at 0), in random minibatches as the paper's (gpt1/pretrain.gin shuffles
+the rows in blocks: DataConfig.shuffle_windows, model/inputs.py). The optimizer is OpenAI's Adam (bias-corrected, beta 0.9/0.999,
 eps 1e-8) with their "modified L2": w * param added to the update (decoupled from the gradient
 moments) for weights of rank > 1 only, not biases or gains, the whole update scaled by the
 bias-corrected step size, as their opt.py (`GPTAdam`).
