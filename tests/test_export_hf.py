@@ -9,13 +9,11 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import families, train
+from model import train
 from model.decoding import strip_after_eos
 from model.export_hf import hf_config
-from model.mesh import MeshConfig, cpu_mesh_impl
-from model.model_fn import import_features
-from model.mtf_compat import mtf
 from model.vocabulary import EOS_ID
+from tests.checkpoint_logits import checkpoint_logits
 from tests.test_train import configure
 from tests.trained_vocab import trained_vocabulary
 
@@ -71,26 +69,13 @@ def export_for_task(trained, export_dir, task: str, *gin_files: str) -> dict:
 
 def our_logits(run: train.Run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Teacher-forced logits of the newest checkpoint, through our family's graph."""
-    family = families.family_for(run.model_config, run.vocabulary.vocab_size)
-    with tf.Graph().as_default():
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        features = {"encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0) * 1,
-                    "encoder_positions": np.tile(np.arange(encoder.shape[1]), (len(encoder), 1)),
-                    "decoder_target_tokens": targets, "decoder_segment_ids": np.ones_like(targets),
-                    "decoder_input_tokens": np.pad(targets[:, :-1], [(0, 0), (1, 0)]),
-                    "decoder_positions": np.tile(np.arange(targets.shape[1]), (len(targets), 1)),
-                    "decoder_loss_weights": np.ones_like(targets)}
-        tensors = {k: tf.constant(v.astype(np.int32)) for k, v in features.items()}
-        logits = family.logits(family.build(training=False),
-                               import_features(tensors, family.feature_keys, mesh),
-                               tf.estimator.ModeKeys.EVAL)
-        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        output = lowering.export_to_tf_tensor(logits)
-        with tf.Session() as session:
-            tf.train.Saver(tf.global_variables()).restore(session, tf.train.latest_checkpoint(run.model_dir))
-            session.run(lowering.copy_masters_to_slices())
-            return session.run(output)
+    return checkpoint_logits(run, {
+        "encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0) * 1,
+        "encoder_positions": np.tile(np.arange(encoder.shape[1]), (len(encoder), 1)),
+        "decoder_target_tokens": targets, "decoder_segment_ids": np.ones_like(targets),
+        "decoder_input_tokens": np.pad(targets[:, :-1], [(0, 0), (1, 0)]),
+        "decoder_positions": np.tile(np.arange(targets.shape[1]), (len(targets), 1)),
+        "decoder_loss_weights": np.ones_like(targets)})
 
 
 def test_tokenizer_gives_our_ids(trained, exported):

@@ -264,29 +264,10 @@ def test_eval_metrics_are_token_weighted_over_the_whole_validation_set():
 
 def checkpoint_token_metrics(run, examples, num_examples: int) -> dict:
     """The token loss and accuracy (numpy) of the newest checkpoint's teacher-forced logits on the
-    first `num_examples` feature examples, computed in a graph of its own."""
-    import tensorflow.compat.v1 as tf
-
-    from model import families
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.model_fn import import_features
-    from model.mtf_compat import mtf
+    first `num_examples` feature examples."""
+    from tests.checkpoint_logits import checkpoint_logits
 
     rows = list(examples().take(num_examples).as_numpy_iterator())
     features = {key: np.stack([row[key] for row in rows]) for key in rows[0]}
-    family = families.family_for(run.model_config, run.vocabulary.vocab_size)
-    with tf.Graph().as_default():
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        tensors = {key: tf.constant(value) for key, value in features.items()}
-        logits = family.logits(family.build(training=False),
-                               import_features(tensors, family.feature_keys, mesh),
-                               tf.estimator.ModeKeys.EVAL)
-        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        output = lowering.export_to_tf_tensor(logits)
-        with tf.Session() as session:
-            tf.train.Saver(tf.global_variables()).restore(session, tf.train.latest_checkpoint(run.model_dir))
-            session.run(lowering.copy_masters_to_slices())
-            values = session.run(output)
-    return _numpy_token_metrics(values, features["decoder_target_tokens"],
+    return _numpy_token_metrics(checkpoint_logits(run, features), features["decoder_target_tokens"],
                                 features["decoder_loss_weights"].astype(np.float64))

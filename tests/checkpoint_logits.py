@@ -1,0 +1,31 @@
+"""The teacher-forced logits of a run's newest checkpoint, through its family's own graph (the
+logits its loss is computed from): the reference that exported models and reported metrics are
+checked against."""
+from typing import Mapping
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from model import families, train
+from model.mesh import MeshConfig, cpu_mesh_impl
+from model.model_fn import import_features
+from model.mtf_compat import mtf
+
+
+def checkpoint_logits(run: train.Run, features: Mapping[str, np.ndarray]) -> np.ndarray:
+    """[batch, length, vocab] logits of the newest checkpoint in `run.model_dir` for a batch of
+    the family's features ([batch, length] int arrays)."""
+    family = families.family_for(run.model_config, run.vocabulary.vocab_size)
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        tensors = {key: tf.constant(np.asarray(value).astype(np.int32)) for key, value in features.items()}
+        logits = family.logits(family.build(training=False),
+                               import_features(tensors, family.feature_keys, mesh),
+                               tf.estimator.ModeKeys.EVAL)
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        output = lowering.export_to_tf_tensor(logits)
+        with tf.Session() as session:
+            tf.train.Saver(tf.global_variables()).restore(session, tf.train.latest_checkpoint(run.model_dir))
+            session.run(lowering.copy_masters_to_slices())
+            return session.run(output)
