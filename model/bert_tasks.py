@@ -419,8 +419,11 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
                     structured=run.model_config.architecture == "segabert")
     if mode == "finetune":
         # Fine-tuning starts at step 0 (warm start restores the weights only), so the schedule
-        # spans this run's steps and a user sets only TrainConfig.train_steps.
-        gin.bind_parameter("lr.bert_linear.total_steps", run.train_config.train_steps)
+        # spans this run's steps and a user sets only TrainConfig.train_steps: BERT's
+        # (bert/finetune_*.gin), or warmup_linear (transformers' linear schedule) if a gin file
+        # picks it.
+        for schedule in ("lr.bert_linear", "lr.warmup_linear"):
+            gin.bind_parameter(f"{schedule}.total_steps", run.train_config.train_steps)
         features = task.features("train", training=True)
         train.train(run, lambda: features_dataset(features).shuffle(
             len(features["bert_input_tokens"]), seed=run.data_config.seed),
