@@ -57,10 +57,16 @@ def test_a_well_behaved_toy_passes(toy_pool, tmp_path):
         "BEAM", "C4", "SHARD", "WORKER"]
 
 
-def test_a_dofn_needing_a_package_the_workers_lack_fails(toy_pool, tmp_path):
-    verdict = rehearse.rehearse(toy_job("missing_package"), toy_pool, tmp_path, TIMEOUT_S)
+@pytest.mark.parametrize("case, error", [
+    # A DoFn that imports a package the workers lack.
+    ("missing_package", "No module named 'gin'"),
+    # A DoFn class from a module the workers lack (cloudpickle pickles it by reference).
+    ("launcher_only", "No module named 'tests'"),
+])
+def test_what_the_workers_cannot_import_fails_on_them_only(toy_pool, tmp_path, case, error):
+    verdict = rehearse.rehearse(toy_job(case), toy_pool, tmp_path, TIMEOUT_S)
     assert verdict.direct.error is None and not verdict.passed
-    assert "No module named 'gin'" in verdict.workers.error
+    assert error in verdict.workers.error
 
 
 def test_module_state_set_by_the_launcher_is_caught_by_the_bytes(toy_pool, tmp_path):
@@ -68,12 +74,6 @@ def test_module_state_set_by_the_launcher_is_caught_by_the_bytes(toy_pool, tmp_p
     assert verdict.direct.error is None and verdict.workers.error is None
     assert verdict.differing == ["words.txt"] and not verdict.passed
     assert "c4=missing" in (tmp_path / "toy-module_state" / "workers" / "words.txt").read_text()
-
-
-def test_a_dofn_from_a_module_the_workers_lack_fails(toy_pool, tmp_path):
-    verdict = rehearse.rehearse(toy_job("launcher_only"), toy_pool, tmp_path, TIMEOUT_S)
-    assert verdict.direct.error is None and not verdict.passed
-    assert "No module named 'tests'" in verdict.workers.error
 
 
 def test_what_cannot_be_pickled_fails(toy_pool, tmp_path):
