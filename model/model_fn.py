@@ -218,9 +218,12 @@ def make_model_fn(setup: ModelFnSetup):
         update_ops = family.optimizer(learning_rate).apply_grads(gradients, variables)
         lowering = mtf.Lowering(graph, {mesh: impl})
         tf_loss = tf.cast(lowering.export_to_tf_tensor(losses.loss), tf.float32)
-        with tf.control_dependencies([this_step]):
+        lowered_updates = [lowering.lowered_operation(op) for op in update_ops]
+        # After the updates: the schedule and the optimizers' bias corrections read the global
+        # step, and a read racing the increment gave step t + 1's values now and then.
+        with tf.control_dependencies([this_step] + lowered_updates):
             increment = tf.assign_add(global_step, 1)
-        train_op = tf.group([lowering.lowered_operation(op) for op in update_ops] + [increment])
+        train_op = tf.group(lowered_updates + [increment])
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=tf_loss, train_op=train_op,
             # Progress on stderr at each checkpoint.
