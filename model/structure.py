@@ -7,11 +7,25 @@ index in the document. The indices travel with the tokens into model-length wind
 the model's features (`token_index`, `sentence_index`, `paragraph_index` beside BERT's), where
 they replace BERT's position in the sequence (model/families/segabert.py).
 
-Pre-training examples: `SegaBertStream`, BERT's resumable stream (model/bert_inputs.py) over
-these windows, masked as BERT (15% of the pieces, 80/10/10), one window per row. Rows are not
-packed: BERT's attention separates padding only, not packed examples; windows of whole
-sentences fill 77% of a row on the shared C4 pages (at 128 and at 512 pieces), so packing
-would save about a fifth of the compute once BERT's attention takes segment ids.
+Pre-training examples: `SegaBertStream`, BERT's resumable stream (model/bert_inputs.py) whose
+window examples are the authors' sequences (their data_utils/datasets.py,
+`bert_sentencepair_pst_dataset`), masked as BERT (15% of the pieces, 80/10/10), one per row:
+- a document of the window (`BertDataConfig.window_documents` pages) is drawn with probability
+  proportional to its length in pieces (the authors: in characters, over the whole corpus) and
+  a start sentence uniformly among its sentences; sentences are taken from there until they
+  reach the target length (the sequence length; with probability `short_sequence_rate`, 1% in
+  segabert/pretrain.gin as the authors' default, a random target from 2 up) or the document
+  ends;
+- A is the first k of those sentences, k drawn from 0..n, B the rest; a draw that leaves A or
+  B empty (a chunk of one sentence, or k = 0 or n) is drawn again from the document on, as the
+  authors do, so every row is `[CLS] A [SEP] B [SEP]` split at a sentence boundary;
+- the pair is trimmed to the length less 3 a piece at a time from the front or the back (a
+  coin) of the longer segment, as BERT's truncate_seq_pair; every token type is 0 (the authors
+  type every sentence 'str0': no next-sentence prediction);
+- a window of pages gives as many sequences as its pieces would fill (ceil(pieces / (length -
+  3))), so an epoch reads about its text's worth; each window's generator is seeded with (seed,
+  epoch, window), so every epoch draws other sequences, and the same seed the same ones.
+Rows are not packed: BERT's attention separates padding only, not packed examples.
 Fine-tuning examples: `classification_features`, each segment of a task input a paragraph of
 one sentence (the authors' processors/glue.py does not split a GLUE segment into sentences).
 
@@ -19,12 +33,11 @@ Choices (SegaBERT's, read from the authors' code, rsvp-ai/segatron_aaai, where t
 silent):
 - Sentences are tokenized one by one (the tokenizer is a parameter: WordPiece for SegaBERT,
   any `texts -> ids` function in tests); a sentence or paragraph without tokens is not counted.
-- Windows hold whole sentences, greedily in document order (as the authors fill their inputs
-  sentence by sentence); a sentence longer than a window fills windows of its own and its
-  token indices continue across them. Indices are the document's, not restarted per window.
-- Each window becomes `[CLS] tokens [SEP]`: [CLS] takes the indices of the window's first token,
-  [SEP] those of its last token with the token index one further (the next token of that
-  sentence), as the authors' `concat_tokens`.
+- Indices are the document's, not restarted per sequence: a sequence that starts mid-sentence
+  (trimmed at its front) keeps the sentence's token indices.
+- `[CLS] A [SEP] B [SEP]`: [CLS] takes the indices of A's first token, each [SEP] those of its
+  segment's last token with the token index one further (the next token of that sentence), as
+  the authors' `concat_tokens`.
 - At the maxima (256 tokens per sentence, 100 sentences per paragraph, 50 paragraphs): token
   and sentence indices are clamped to the last index; a window whose paragraphs run past the
   last index first has its paragraph indices shifted down (keeping their differences) until the
@@ -34,7 +47,8 @@ silent):
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Iterable, List, Sequence
+import math
+from typing import Callable, Iterable, Iterator, List, Sequence
 
 import gin
 import numpy as np
@@ -115,29 +129,6 @@ def document_tokens(paragraphs: Sequence[Sequence[str]], tokenize: Tokenize
     return sentences
 
 
-def windows(sentences: Sequence[StructuredTokens], length: int) -> List[StructuredTokens]:
-    """Sentence-aligned windows of at most `length` tokens (see the module docstring)."""
-    if length < 1:
-        raise ValueError(f"window length must be positive, got {length}")
-    done, current = [], EMPTY
-    for sentence in sentences:
-        if len(current) + len(sentence) > length and len(current):
-            done.append(current)
-            current = EMPTY
-        while len(sentence) > length:
-            done.append(sentence[:length])
-            sentence = sentence[length:]
-        current = current + sentence
-    if len(current):
-        done.append(current)
-    return done
-
-
-def frame(window: StructuredTokens, cls_id: int, sep_id: int) -> StructuredTokens:
-    """`[CLS] window [SEP]` with the indices of the module docstring (unclamped)."""
-    return frame_segments([window], cls_id, sep_id)[0]
-
-
 def frame_segments(parts: Sequence[StructuredTokens], cls_id: int, sep_id: int
                    ) -> tuple[StructuredTokens, tuple[int, ...]]:
     """`[CLS] A [SEP] (B [SEP] ...)` and its token types (0 for [CLS] A [SEP], then 1, ...):
@@ -182,15 +173,6 @@ class StructureConfig:
         if self.length < 3:
             raise ValueError(f"a window needs room for [CLS], a token and [SEP]: "
                              f"length {self.length}")
-
-
-def structured_windows(text: str, tokenize: Tokenize, config: StructureConfig,
-                       split_sentences: Splitter | None = None) -> List[StructuredTokens]:
-    """A page -> its model windows `[CLS] ... [SEP]` with the indices the model reads."""
-    split_sentences = split_sentences or load_splitter(config.splitter)
-    sentences = document_tokens(paragraph_sentences(text, split_sentences), tokenize)
-    return [limit(frame(window, config.cls_id, config.sep_id), config.limits)
-            for window in windows(sentences, config.length - 2)]
 
 
 def segment_paragraphs(text: str, split_sentences: Splitter | None) -> List[List[str]]:
@@ -245,11 +227,87 @@ def classification_features(examples: Iterable[Example], tokenize: Tokenize,
 # --------------------------------------------------------------------------------------------
 # SegaBERT's training examples and stream.
 
+def draw_document(cumulative_lengths: np.ndarray, rng: np.random.Generator) -> int:
+    """A document index drawn with probability proportional to its length: the authors'
+    get_weighted_samples (a uniform draw below the total length, then the first document
+    whose cumulative length passes it)."""
+    return int(np.searchsorted(cumulative_lengths, rng.integers(cumulative_lengths[-1]),
+                               side="right"))
+
+
+def can_split(document: Sequence[StructuredTokens], target: int) -> bool:
+    """Whether some start sentence of `document` gives a chunk of two sentences or more at
+    this target: one that is not the last and is shorter than the target."""
+    return any(len(sentence) < target for sentence in document[:-1])
+
+
+@dataclasses.dataclass(frozen=True)
+class Chunk:
+    """One draw of the authors' create_random_sentencepair: the document, the start sentence,
+    the chunk's sentences and how many of them are A."""
+
+    document: int
+    start: int
+    sentences: tuple[StructuredTokens, ...]
+    split: int
+
+
+def document_lengths(documents: Sequence[Sequence[StructuredTokens]]) -> np.ndarray:
+    """The cumulative lengths in pieces of `documents`, as `draw_document` reads them."""
+    return np.cumsum([sum(map(len, document)) for document in documents])
+
+
+def draw_chunk(documents: Sequence[Sequence[StructuredTokens]], cumulative_lengths: np.ndarray,
+               target: int, rng: np.random.Generator) -> Chunk | None:
+    """The authors' create_random_sentencepair, drawn until A and B are both non-empty (their
+    __getitem__ loop): a document by length (`draw_document`), a start sentence uniformly,
+    sentences from it until their pieces reach `target` or the document ends, then A = the
+    first k of the chunk's n sentences with k uniform in 0..n (1 for a one-sentence chunk).
+    None when no document can give two sentences at this target (the authors would draw
+    forever)."""
+    if not any(can_split(document, target) for document in documents):
+        return None
+    while True:
+        index = draw_document(cumulative_lengths, rng)
+        document = documents[index]
+        start = int(rng.integers(len(document)))
+        chunk, pieces = [], 0
+        for sentence in document[start:]:
+            chunk.append(sentence)
+            pieces += len(sentence)
+            if pieces >= target:
+                break
+        split = int(rng.integers(len(chunk) + 1)) if len(chunk) >= 2 else 1
+        if 0 < split < len(chunk):
+            return Chunk(index, start, tuple(chunk), split)
+
+
+def trimmed_pair(a: StructuredTokens, b: StructuredTokens, max_tokens: int,
+                 rng: np.random.Generator) -> tuple[StructuredTokens, StructuredTokens]:
+    """BERT's truncate_seq_pair (as bert_inputs.trim_pair, and the authors' own): a piece off
+    the front or the back (a coin) of the longer segment (B on a tie) until both fit."""
+    bounds = [[0, len(a)], [0, len(b)]]
+    size = lambda i: bounds[i][1] - bounds[i][0]
+    while size(0) + size(1) > max_tokens:
+        longer = bounds[0] if size(0) > size(1) else bounds[1]
+        if rng.random() < 0.5:
+            longer[0] += 1
+        else:
+            longer[1] -= 1
+    return a[bounds[0][0]:bounds[0][1]], b[bounds[1][0]:bounds[1][1]]
+
+
+def sequences_per_window(pieces: int, length: int) -> int:
+    """How many sequences a window of `pieces` pieces gives: as many as its pieces would fill
+    (A and B hold length - 3), so an epoch reads about its text's worth."""
+    return math.ceil(pieces / (length - 3))
+
+
 def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_predictions: int,
                     rng: np.random.Generator, masking: bert_inputs.BertDataConfig
                     ) -> dict[str, np.ndarray]:
-    """BERT's masked-LM features of a window (bert_inputs.mask_sequence: 15% of the pieces,
-    never [CLS]/[SEP], 80/10/10), one segment (token type 0), plus the three indices; all zero
+    """BERT's masked-LM features of a framed sequence (bert_inputs.mask_sequence: 15% of the
+    pieces, never [CLS]/[SEP], 80/10/10), every token type 0, plus the three indices; all zero
     padded to `length` (the predictions to `max_predictions`)."""
     masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng,
                                        masking)
@@ -267,8 +325,9 @@ def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_
 @dataclasses.dataclass(frozen=True)
 class SegaBertStream(bert_inputs.BertPretrainingStream):
     """SegaBERT's training stream: BERT's (windows of documents, resumable positions, a
-    generator seeded per window and epoch) with structured windows instead of segment pairs, so
-    masked LM alone, one window per row (not packed: see the module docstring)."""
+    generator seeded per window and epoch, rows shuffled over blocks of windows) with the
+    authors' sequences (the module docstring) instead of BERT's segment pairs, for masked LM
+    alone."""
 
     # None: StructureLimits() as gin binds it when the stream is made (a default instance here
     # would be made at import, before any binding).
@@ -278,6 +337,9 @@ class SegaBertStream(bert_inputs.BertPretrainingStream):
         super().__post_init__()
         if self.limits is None:
             object.__setattr__(self, "limits", StructureLimits())
+        if self.length < 5:
+            raise ValueError(f"a sequence needs room for [CLS] A [SEP] B [SEP]: length "
+                             f"{self.length}")
 
     @property
     def structure(self) -> StructureConfig:
@@ -292,12 +354,32 @@ class SegaBertStream(bert_inputs.BertPretrainingStream):
         return {**super().identity(), "objective": "segabert",
                 "structure_limits": dataclasses.asdict(self.limits)}
 
-    def window_examples(self, texts: Sequence[str], rng: np.random.Generator) -> List[dict]:
-        """The examples of one window of pages, in document order."""
+    def window_documents(self, texts: Sequence[str]) -> List[List[StructuredTokens]]:
+        """Each page's sentences with the document's indices."""
         split_sentences = load_splitter(self.structure.splitter)
+        return [document_tokens(paragraph_sentences(text, split_sentences),
+                                self.vocabulary.encode_batch) for text in texts]
+
+    def sequence_pairs(self, documents: Sequence[Sequence[StructuredTokens]],
+                       rng: np.random.Generator
+                       ) -> Iterator[tuple[StructuredTokens, StructuredTokens]]:
+        """The (A, B) pairs a window's documents give (the module docstring), trimmed."""
+        cumulative_lengths = document_lengths(documents)
+        pieces = int(cumulative_lengths[-1]) if len(documents) else 0
+        for _ in range(sequences_per_window(pieces, self.length)):
+            target = self.length
+            if rng.random() < self.config.short_sequence_rate:
+                target = int(rng.integers(2, self.length + 1))
+            chunk = draw_chunk(documents, cumulative_lengths, target, rng)
+            if chunk is not None:
+                yield trimmed_pair(sum(chunk.sentences[:chunk.split], EMPTY),
+                                   sum(chunk.sentences[chunk.split:], EMPTY), self.length - 3,
+                                   rng)
+
+    def window_examples(self, texts: Sequence[str], rng: np.random.Generator) -> List[dict]:
+        """The examples of one window of pages: `[CLS] A [SEP] B [SEP]`, masked."""
         max_predictions = self.config.predictions(self.length)
-        return [masked_features(window, self.vocabulary.vocab_size, self.length, max_predictions,
-                                rng, self.config)
-                for text in texts
-                for window in structured_windows(text, self.vocabulary.encode_batch, self.structure,
-                                                 split_sentences)]
+        return [masked_features(limit(frame_segments(pair, CLS_ID, SEP_ID)[0], self.limits),
+                                self.vocabulary.vocab_size, self.length, max_predictions, rng,
+                                self.config)
+                for pair in self.sequence_pairs(self.window_documents(texts), rng)]
