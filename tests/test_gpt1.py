@@ -16,6 +16,7 @@ from model.features import PACKING_WINDOW
 from model.hooks import LOSS_LOG_NAME
 from model.families import gpt1
 from model.tasks import discriminative
+from tests.mtf_optimizer import optimizer_steps
 
 
 # --- discriminative views ------------------------------------------------------------------
@@ -158,7 +159,6 @@ def test_gpt_adam_updates_as_openai_opt_py():
     """GPTAdam over 12 steps equals OpenAI's `adam` (opt.py) on the same loss: the decay of a
     weight is scaled by the bias-corrected step size as the Adam step is (unscaled, it is 3.2x
     OpenAI's at step 1), a bias is not decayed, and epsilon sits outside the bias correction."""
-    from model.mesh import MeshConfig, cpu_mesh_impl
     from model.mtf_compat import mtf
     rng = np.random.RandomState(0)
     start = {"w/kernel": rng.normal(size=(3, 4)).astype(np.float32),
@@ -178,37 +178,23 @@ def test_gpt_adam_updates_as_openai_opt_py():
     # below the departures (3e-4 for the decay, 1e-2 for epsilon, at step 1).
     expected = openai_adam_steps({k: p.astype(np.float64) for k, p in start.items()}, gradient,
                                  steps, lr)
-    with tf.Graph().as_default():
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        rows, cols = mtf.Dimension("rows", 3), mtf.Dimension("cols", 4)
-        kernel = mtf.get_variable(mesh, "w/kernel", mtf.Shape([rows, cols]),
-                                  initializer=tf.constant_initializer(start["w/kernel"]))
-        bias = mtf.get_variable(mesh, "w/bias", mtf.Shape([cols]),
-                                initializer=tf.constant_initializer(start["w/bias"]))
+    rows, cols = mtf.Dimension("rows", 3), mtf.Dimension("cols", 4)
+
+    def loss(mesh, variables):
         inputs = mtf.import_tf_tensor(mesh, tf.constant(x), mtf.Shape([rows]))
-        scaled = kernel * mtf.import_tf_tensor(mesh, tf.constant(scale), mtf.Shape([rows, cols]))
-        prediction = mtf.einsum([inputs, scaled], reduced_dims=[rows]) + bias
-        loss = mtf.reduce_sum(mtf.square(
+        scaled = variables["w/kernel"] * mtf.import_tf_tensor(mesh, tf.constant(scale),
+                                                              mtf.Shape([rows, cols]))
+        prediction = mtf.einsum([inputs, scaled], reduced_dims=[rows]) + variables["w/bias"]
+        return mtf.reduce_sum(mtf.square(
             prediction - mtf.import_tf_tensor(mesh, tf.constant(target), mtf.Shape([cols]))))
-        variables = graph.trainable_variables
-        grads = mtf.gradients([loss], [v.outputs[0] for v in variables])
-        updates = gpt1.GPTAdam(tf.constant(lr), weight_decay=0.01).apply_grads(grads, variables)
-        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        global_step = tf.train.get_or_create_global_step()
-        with tf.control_dependencies([lowering.lowered_operation(op) for op in updates]):
-            train_op = tf.assign_add(global_step, 1)
-        values = {name: lowering.export_to_tf_tensor(t)
-                  for name, t in (("w/kernel", kernel), ("w/bias", bias))}
-        with tf.Session() as session:
-            session.run(tf.global_variables_initializer())
-            session.run(lowering.copy_masters_to_slices())
-            for step in range(steps):
-                session.run(train_op)
-                got = session.run(values)
-                for name in start:
-                    np.testing.assert_allclose(got[name], expected[step][name], rtol=0,
-                                               atol=1e-5, err_msg=f"{name} at step {step + 1}")
+
+    got = optimizer_steps(lambda: gpt1.GPTAdam(tf.constant(lr), weight_decay=0.01),
+                          {"w/kernel": mtf.Shape([rows, cols]), "w/bias": mtf.Shape([cols])},
+                          start, loss, steps)
+    for step in range(steps):
+        for name in start:
+            np.testing.assert_allclose(got[step][name], expected[step][name], rtol=0, atol=1e-5,
+                                       err_msg=f"{name} at step {step + 1}")
 
 
 def test_schedules_warm_up_then_decay_to_zero():
