@@ -46,7 +46,7 @@ def test_only_the_embedded_runner_is_warned_about(beam_args, mode):
 
 def test_the_command_line_warns_before_the_job_starts(shared_data, tmp_path, monkeypatch, caplog):
     """On a machine too small for even one sample file, the warning comes before the build."""
-    monkeypatch.setattr(c4, "machine_memory_bytes", lambda: 10**6)
+    monkeypatch.setattr(c4, "machine_memory_bytes", lambda: 1000)
     with caplog.at_level(logging.INFO, logger="c4"):
         c4.main(["--input", str(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz"),
                  "--output", str(tmp_path), "--badwords", str(shared_data / "badwords/en")])
