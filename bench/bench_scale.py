@@ -172,8 +172,7 @@ def main() -> None:
     parser.add_argument("--synthetic", type=int, nargs="+", metavar="FILES",
                         help="run on this many full-size synthetic WET files instead (each "
                              "count in turn, in each running mode)")
-    parser.add_argument("--synthetic_dir", type=pathlib.Path,
-                        default=pathlib.Path(tempfile.gettempdir()) / "c4-synthetic-wet",
+    parser.add_argument("--synthetic_dir", type=pathlib.Path, default=synthetic_wet.DEFAULT_FOLDER,
                         help="where the synthetic files are made (and reused)")
     args = parser.parse_args()
     if args.synthetic:

@@ -1,6 +1,6 @@
 """Full-size synthetic WET files made of the real sample pages' lines.
 
-    .venv/bin/python bench/synthetic_wet.py OUTPUT.warc.wet.gz [--pages 40000] [--seed 0]
+    .venv/bin/python bench/synthetic_wet.py [--files 1] [--pages 40000] [--folder DIR]
 
 A Common Crawl WET file holds about 40,000 pages (2.5 billion pages in 56,000 files). The shared
 samples hold about 1,300 real pages; a synthetic file draws pages from them at random and keeps
@@ -22,6 +22,7 @@ import io
 import pathlib
 import random
 import sys
+import tempfile
 from typing import Iterator, Sequence
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
@@ -36,6 +37,7 @@ from pipelines.page import Page  # noqa: E402
 
 SAMPLES = str(REPO_ROOT.parent / "shared" / "data" / "wet" / "*" / "*")
 PAGES_PER_WET_FILE = 40_000
+DEFAULT_FOLDER = pathlib.Path(tempfile.gettempdir()) / "c4-synthetic-wet"
 _MAX_RECORD_BYTES = 10**7
 
 
@@ -113,13 +115,12 @@ def make_files(folder: pathlib.Path, files: int, config: SyntheticConfig) -> lis
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("output", type=pathlib.Path)
+    parser.add_argument("--files", type=int, default=1)
     parser.add_argument("--pages", type=int, default=PAGES_PER_WET_FILE)
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--folder", type=pathlib.Path, default=DEFAULT_FOLDER)
     args = parser.parse_args()
-    count = write_wet(args.output, synthetic_pages(sample_pages(),
-                                                   SyntheticConfig(args.pages, args.seed)))
-    print(f"{args.output}: {count:,} pages, {args.output.stat().st_size / 1e6:,.1f} MB")
+    for path in make_files(args.folder, args.files, SyntheticConfig(pages=args.pages)):
+        print(f"{path}: {path.stat().st_size / 1e6:,.1f} MB")
 
 
 if __name__ == "__main__":
