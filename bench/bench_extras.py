@@ -36,9 +36,8 @@ class Install:
 
 def tree_bytes(root: pathlib.Path) -> int:
     """Bytes of the regular files under root (links not followed, so nothing counted twice)."""
-    return sum(entry.stat(follow_symlinks=False).st_size
-               for folder, _, names in os.walk(root) for entry in map(pathlib.Path(folder).joinpath, names)
-               if not entry.is_symlink())
+    paths = (pathlib.Path(folder, name) for folder, _, names in os.walk(root) for name in names)
+    return sum(path.stat(follow_symlinks=False).st_size for path in paths if not path.is_symlink())
 
 
 def install(extra: str, root: pathlib.Path) -> Install:
@@ -46,11 +45,14 @@ def install(extra: str, root: pathlib.Path) -> Install:
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv / "bin" / "python"
-    what = ["-r", str(REPO_ROOT / "requirements.txt")] if extra == ALL else [f"{REPO_ROOT}[{extra}]"]
+    what = (["-r", str(REPO_ROOT / "requirements.txt")] if extra == ALL
+            else [f"{REPO_ROOT}[{extra}]"])
     start = time.perf_counter()
-    subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-cache-dir", *what],
-                   check=True)
+    finished = subprocess.run([str(python), "-m", "pip", "install", "--quiet", "--no-cache-dir",
+                               *what], capture_output=True, text=True)
     seconds = time.perf_counter() - start
+    if finished.returncode != 0:
+        sys.exit(f"installing {extra} failed:\n{finished.stderr[-3000:]}")
     listed = subprocess.run([str(python), "-m", "pip", "list", "--format=freeze"], check=True,
                             capture_output=True, text=True).stdout.lower().split()
     names = {line.split("==")[0] for line in listed}

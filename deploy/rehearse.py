@@ -21,7 +21,6 @@ import hashlib
 import os
 import pathlib
 import selectors
-import shutil
 import signal
 import subprocess
 import sys
@@ -194,9 +193,10 @@ def tfds_job(manual_dir: pathlib.Path) -> Job:
     return Job("tfds-t5_c4-en", command, "tfds")
 
 
-def manual_dir(folder: pathlib.Path, wet_files: Sequence[str], badwords: pathlib.Path) -> pathlib.Path:
+def manual_dir(folder: pathlib.Path, wet_files: Sequence[str],
+               badwords: pathlib.Path) -> pathlib.Path:
     """A TFDS manual_dir holding links to the WET files and the bad-words list."""
-    from tfds_c4 import inputs
+    from tfds_c4 import inputs  # imports TFDS: only for the TFDS job
     (folder / inputs.MANUAL_WET_DIR).mkdir(parents=True)
     for path in wet_files:
         (folder / inputs.MANUAL_WET_DIR / pathlib.Path(path).name).symlink_to(
