@@ -17,10 +17,10 @@ Initialisation as OpenAI: normal(0, 0.02) weights, zero biases, unit gains.
 Pre-training reads the `decoder_only` features (model/features.py) of the `lm` objective: rows
 of DataConfig.targets_length tokens, documents packed with segment ids (attention stays within a
 segment, positions restart at 0), in random minibatches as the paper's (gpt1/pretrain.gin shuffles
-the rows in blocks: DataConfig.shuffle_windows, model/inputs.py). The optimizer is OpenAI's Adam (bias-corrected, beta 0.9/0.999,
-eps 1e-8) with their "modified L2": w * param added to the update (decoupled from the gradient
-moments) for weights of rank > 1 only, not biases or gains, the whole update scaled by the
-bias-corrected step size, as their opt.py (`GPTAdam`).
+the rows in blocks: DataConfig.shuffle_windows, model/inputs.py). The optimizer is OpenAI's Adam
+(bias-corrected, beta 0.9/0.999, eps 1e-8) with their "modified L2": w * param added to the
+update (decoupled from the gradient moments) for weights of rank > 1 only, not biases or gains,
+the whole update scaled by the bias-corrected step size, as their opt.py (`GPTAdam`).
 
 Fine-tuning (`GPT1Config.head`, set by model/gpt1_finetune.py from the task's discriminative
 view) reads `head_tokens` [batch, sequences * length] (each example's transformed sequences, see
@@ -33,8 +33,8 @@ squared error, its float label kept float32 by the model function (`float_featur
 objective adds `lm_loss_weight` times the LM loss over the same sequences, as OpenAI's: every
 token after the start is a target (text, delimiter, extract), averaged per sequence, then over
 the sequences. OpenAI's softmax also spans the position rows of their joint embedding matrix;
-ours spans the vocabulary (the special tokens' rows included), as no position is ever a target. PREDICT reads
-`head_tokens` as its `inputs` and returns the head's value or class.
+ours spans the vocabulary (the special tokens' rows included), as no position is ever a target.
+PREDICT reads `head_tokens` as its `inputs` and returns the head's value or class.
 
 Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
 `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/vocabulary.py adds them to every model;
