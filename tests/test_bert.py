@@ -759,6 +759,27 @@ def test_multiple_choice_head_loss_is_the_softmax_over_choices(vocabulary):
     np.testing.assert_allclose(loss, -np.mean(log_softmax[[0, 1], [1, 2]]), rtol=1e-5)
 
 
+def test_race_choices_keep_the_question_and_answer_and_trim_the_article(shared_data,
+                                                                         vocabulary):
+    """RACE through its view (article, question) and options: each choice's input is `[CLS]
+    article [SEP] question option [SEP]` (transformers' run_multiple_choice: text_b = question +
+    ending), the pair trimmed from the end of the longer segment (BERT's _truncate_seq_pair),
+    so on a real article longer than the sequence the question and option stay whole."""
+    from model.tasks import discriminative
+
+    example = next(discriminative.examples("race", "dev",
+                                           [str(shared_data / "tasks/race/RACE/dev")]))
+    length = 128
+    assert len(vocabulary.encode(example.segments[0])) > length
+    features = bert_tasks.head_features([example], "multiple_choice", vocabulary, length)
+    rows = features["bert_input_tokens"][0].reshape(len(example.choices), length)
+    for row, choice in zip(rows, example.choices):
+        question_and_option = vocabulary.encode(f"{example.segments[1]} {choice}")
+        article = vocabulary.encode(example.segments[0])[:length - 3 - len(question_and_option)]
+        assert list(row) == ([bert_inputs.CLS_ID] + article + [bert_inputs.SEP_ID]
+                             + question_and_option + [bert_inputs.SEP_ID])
+
+
 def test_regression_head_memorises_real_stsb_pairs_from_the_command_line(
         tmp_path, shared_data, vocabulary, capsys, clean_gin):
     """STS-B (9 real train pairs, scores 0.4-5.0) through --task: the view makes the head a
