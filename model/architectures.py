@@ -5,7 +5,8 @@ its gin defaults:
 - pre-norm, scale-only RMS norm (epsilon 1e-6) before every sub-layer and after each stack, and a
   residual around each sub-layer: `LayerStack(dropout_rate=..., norm_epsilon=...)` (the layout that
   T5's released checkpoints use);
-- feed-forward `DenseReluDense`: ReLU, no biases;
+- feed-forward `DenseReluDense`: ReLU, no biases (T5.1.0); T5.1.1's gated GELU,
+  gelu(x wi_0) * (x wi_1), is mtf's `activation=["gelu", "linear"]` (`feed_forward_proj`);
 - dropout on the embeddings, after every sub-layer, inside the feed-forward hidden layer and on the
   attention weights;
 - relative position biases: one scalar per head per bucket, 32 log-spaced buckets reaching 128 tokens
@@ -14,6 +15,8 @@ its gin defaults:
   attention has none; no absolute position embedding;
 - output logits from the input embedding matrix (tied), scaled by d_model**-0.5, with one embedding
   shared by encoder and decoder; vocabulary padded to a multiple of 128 (32100 -> 32128);
+  T5.1.1 unties them (`tie_word_embeddings = False`): the logits come unscaled from their own
+  matrix `decoder/logits/kernel`, as mtf's Unitransformer makes it;
 - variable names as in T5's released checkpoints, which mtf's `make_layer_stack` gives the layers
   of T5's gin configs: `block_NNN/layer_NNN` in the order of the block (encoder: self-attention,
   feed-forward; decoder: self-attention, encoder-decoder attention, feed-forward), so that
@@ -36,6 +39,10 @@ from model.mtf_compat import mtf, transformer, transformer_layers
 
 LAYER_NORM_EPSILON = 1e-6
 VOCAB_DIVISOR = 128
+# ModelConfig.feed_forward_proj -> mtf's DenseReluDense activation (a list: a gated product of
+# one projection per entry, variables wi_0, wi_1). mtf.gelu is the tanh approximation, as the
+# "gelu_new" that transformers' "gated-gelu" uses.
+FEED_FORWARD_ACTIVATIONS = {"relu": "relu", "gated-gelu": ["gelu", "linear"]}
 
 
 class Architecture(str, enum.Enum):
@@ -73,8 +80,17 @@ class ModelConfig:
     # after each feed-forward block, as its own pre-norm residual sub-layer `block_NNN/adapter`;
     # 0: none. Trained alone by FineTuningMethod 'adapters' (model/finetune_methods.py).
     adapter_size: int = 0
+    # T5.1.0 (the paper's models): "relu", logits tied to the embedding. T5.1.1 (the t5
+    # library's models/t5.1.1.*.gin and the T5.1.1, LM-adapted, mT5 and Flan-T5 checkpoints):
+    # "gated-gelu" and untied logits (gin/architectures/t5.1.1.gin). Named as transformers'
+    # T5Config fields, which carry the same meaning.
+    feed_forward_proj: str = "relu"
+    tie_word_embeddings: bool = True
 
     def __post_init__(self) -> None:
+        if self.feed_forward_proj not in FEED_FORWARD_ACTIVATIONS:
+            raise ValueError(f"ModelConfig.feed_forward_proj must be one of "
+                             f"{sorted(FEED_FORWARD_ACTIVATIONS)}, got {self.feed_forward_proj!r}")
         for name in ("d_model", "d_ff", "num_heads", "d_kv", "num_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")
@@ -113,9 +129,12 @@ def _enc_dec_attention(config: ModelConfig, name: str) -> transformer_layers.Enc
 
 def _feed_forward(config: ModelConfig, name: str, hidden_size: int = 0
                   ) -> transformer_layers.DenseReluDense:
+    """The block's feed-forward layer, or with `hidden_size` an adapter (always ReLU: the
+    paper's dense-ReLU-dense adapter)."""
+    activation = "relu" if hidden_size else FEED_FORWARD_ACTIVATIONS[config.feed_forward_proj]
     layer = transformer_layers.DenseReluDense(
         hidden_size=hidden_size or config.d_ff, dropout_rate=config.dropout_rate,
-        activation="relu", use_bias=False)
+        activation=activation, use_bias=False)
     layer.set_name(name)
     return layer
 
@@ -151,7 +170,7 @@ def _unitransformer(config: ModelConfig, vocab_size: int, num_layers: int, name:
         output_vocab_size=vocab_size if has_output else None,
         autoregressive=autoregressive,
         max_length=None,
-        shared_embedding_and_softmax_weights=True,
+        shared_embedding_and_softmax_weights=config.tie_word_embeddings,
         label_smoothing=0.0,
         # The loss (with its z-loss) comes from model/losses.py, with the features' loss weights.
         z_loss=0.0,

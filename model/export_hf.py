@@ -22,8 +22,11 @@ The tokenizer: our vocabulary is the SentencePiece model plus 100 sentinels appe
 order, which is exactly what T5Tokenizer does with `extra_ids=100` over the same `spiece.model`,
 so the trained model file is exported as `spiece.model` with the tokenizer's config.
 
-Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart; the
-logits are tied to the embedding and scaled by d_model**-0.5 in both.
+Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart. T5.1.0's
+logits are tied to the embedding and scaled by d_model**-0.5 in both; T5.1.1's
+(gin/architectures/t5.1.1.gin) come unscaled from `decoder/logits/kernel`, which the converter
+reads as `lm_head`, and its gated-GELU `wi_0`/`wi_1` as `feed_forward_proj = "gated-gelu"`
+(transformers' gelu_new: the tanh form, as mtf.gelu).
 """
 from __future__ import annotations
 
@@ -58,7 +61,8 @@ def hf_config(config: ModelConfig, vocab_size: int):
         relative_attention_num_buckets=config.relative_attention_num_buckets,
         relative_attention_max_distance=RELATIVE_ATTENTION_MAX_DISTANCE,
         dropout_rate=config.dropout_rate, layer_norm_epsilon=LAYER_NORM_EPSILON,
-        feed_forward_proj="relu", tie_word_embeddings=True, is_encoder_decoder=True,
+        feed_forward_proj=config.feed_forward_proj,
+        tie_word_embeddings=config.tie_word_embeddings, is_encoder_decoder=True,
         pad_token_id=PAD_ID, eos_token_id=EOS_ID, decoder_start_token_id=PAD_ID)
 
 

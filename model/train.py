@@ -409,7 +409,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
-        run = configured_run(args.model_dir)
+        # In the mode's gin scope: a binding may hold for one mode alone (T5.1.1's
+        # `pretrain/ModelConfig.dropout_rate = 0.0`).
+        with gin.config_scope(args.mode):
+            run = configured_run(args.model_dir)
         if args.mode == "export":
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")

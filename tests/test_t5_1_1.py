@@ -1,0 +1,95 @@
+"""T5.1.1 (gin/architectures/t5.1.1.gin): the t5 library's models/t5.1.1.*.gin architecture,
+checked against transformers' T5ForConditionalGeneration built from the same config: parameter
+counts at the library's sizes, and the logits of a model trained here, exported and loaded."""
+import json
+
+import gin
+import numpy as np
+import pytest
+
+from model import gin_files, train
+from model.architectures import ModelConfig, count_parameters
+from tests.test_export_hf import TEXTS, our_logits
+from tests.test_train import TINY_BINDINGS
+from tests.trained_vocab import trained_vocabulary
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.usefixtures("clean_gin")
+
+T5_1_1 = "architectures/t5.1.1.gin"
+
+
+def t5_1_1_config(size: str) -> ModelConfig:
+    gin.clear_config()
+    train.parse_gin([T5_1_1, f"sizes/t5.1.1/{size}.gin"], [])
+    return ModelConfig()
+
+
+# XL and XXL (2.8B, 11.1B: the counts in their gin files) build the same layers at other sizes.
+@pytest.mark.parametrize("size", ["small", "base", "large"])
+def test_parameter_counts_equal_transformers_t5_v1_1(size):
+    config = t5_1_1_config(size)
+    hf = transformers.T5Config(
+        vocab_size=32128, d_model=config.d_model, d_ff=config.d_ff, num_heads=config.num_heads,
+        d_kv=config.d_kv, num_layers=config.num_layers, feed_forward_proj="gated-gelu",
+        tie_word_embeddings=False)
+    with torch.device("meta"):
+        expected = sum(p.numel() for p in transformers.T5ForConditionalGeneration(hf).parameters())
+    assert count_parameters(config, 32100) == expected
+    written = (gin_files.GIN_DIR / f"sizes/t5.1.1/{size}.gin").read_text()
+    assert f"{expected:,} parameters" in written
+
+
+def test_no_dropout_in_pretraining_and_0_1_when_fine_tuning():
+    t5_1_1_config("small")
+    with gin.config_scope("pretrain"):
+        assert ModelConfig().dropout_rate == 0.0
+    with gin.config_scope("finetune"):
+        assert ModelConfig().dropout_rate == 0.1
+    config = ModelConfig()
+    assert (config.feed_forward_proj, config.tie_word_embeddings) == ("gated-gelu", False)
+
+
+def test_unknown_feed_forward_is_refused():
+    with pytest.raises(ValueError, match="feed_forward_proj must be one of"):
+        ModelConfig(feed_forward_proj="swiglu")
+
+
+def main_argv(mode, model_dir, bindings, *extra):
+    argv = ["--mode", mode, "--model_dir", str(model_dir), "--gin_file", T5_1_1, *extra]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    return argv
+
+
+def test_pretrained_t5_1_1_exports_to_transformers_with_equal_logits(tmp_path, shared_data):
+    """Pre-trained two steps from the command line (in the `pretrain` scope: no dropout), then
+    exported: transformers reads the untied `decoder/logits/kernel` and the gated `wi_0`/`wi_1`
+    and gives our logits."""
+    bindings = TINY_BINDINGS + [
+        f"DataConfig.vocabulary = '{trained_vocabulary(shared_data).path}'",
+        f"DataConfig.source = '{shared_data}/c4_samples/olmo/c4-sample.*.json.gz'",
+        "TrainConfig.train_steps = 2", "TrainConfig.save_checkpoints_steps = 2"]
+    model_dir = tmp_path / "model"
+    assert train.main(main_argv("pretrain", model_dir, bindings)) == 0
+    assert "pretrain/ModelConfig.dropout_rate = 0.0" in (model_dir / "operative_config.gin").read_text()
+    export_dir = tmp_path / "hf"
+    assert train.main(main_argv("export", model_dir, bindings, "--export_dir", str(export_dir))) == 0
+    config = json.loads((export_dir / "config.json").read_text())
+    assert (config["feed_forward_proj"], config["tie_word_embeddings"]) == ("gated-gelu", False)
+    model = transformers.T5ForConditionalGeneration.from_pretrained(str(export_dir)).eval()
+
+    gin.clear_config()
+    train.parse_gin([T5_1_1], bindings)
+    run = train.configured_run(str(model_dir))
+    encoder = train.encode_inputs(TEXTS, run.vocabulary, 32)
+    targets = np.random.RandomState(0).randint(3, run.vocabulary.vocab_size, size=(2, 8))
+    ours = our_logits(run, encoder, targets)
+    with torch.no_grad():
+        theirs = model(input_ids=torch.tensor(encoder, dtype=torch.long),
+                       attention_mask=torch.tensor(encoder > 0, dtype=torch.long),
+                       labels=torch.tensor(targets, dtype=torch.long)).logits.numpy()
+    assert not torch.equal(model.lm_head.weight, model.shared.weight)
+    np.testing.assert_allclose(theirs, ours, atol=1e-5 * np.abs(ours).max(), rtol=0)
