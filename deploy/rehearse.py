@@ -10,8 +10,10 @@ the `tfds` extra) on the shared WET samples; the worker environments go to .venv
 remote worker imports the project and its packages afresh and receives every function of the
 job pickled, so the rehearsal fails, as Dataflow would, where the DirectRunner (one process with
 the launcher's whole environment) does not: a package the workers lack, state a module held in
-the launcher, an object that does not survive pickling into another process. Everything listens
-on the loopback interface; every wait is bounded and the worker pool is always killed.
+the launcher, an object that does not survive pickling into another process. The worker pool
+listens on 127.0.0.1 only and its workers reach the job at localhost (the embedded job service's
+own gRPC ports are Beam's: they listen on every interface while a run lasts, with no option to
+narrow them); every wait is bounded and the worker pool is always killed.
 """
 import argparse
 import contextlib
