@@ -135,7 +135,8 @@ def _training_scaffold_fn(setup: ModelFnSetup, family: ModelFamily
             warm_start.warm_start(setup.init_checkpoint,
                                   family.fresh_on_warm_start + tuple(setup.warm_start_fresh)
                                   + setup.fine_tuning.fresh_on_warm_start,
-                                  weights_only=not family.warm_start_continues_training)
+                                  weights_only=not family.warm_start_continues_training,
+                                  aliases=family.checkpoint_aliases)
         saver = tf.train.Saver(tf.global_variables(), sharded=True,
                                max_to_keep=setup.keep_checkpoint_max, save_relative_paths=True)
         # The checkpoint hook (model/hooks.py) finds it here.

@@ -31,25 +31,41 @@ class WarmStartError(ValueError):
     """The checkpoint cannot initialise this model."""
 
 
+def checkpoint_name(name: str, checkpoint: Mapping[str, VariableSpec],
+                    aliases: Sequence[Tuple[str, str]] = ()) -> Optional[str]:
+    """The checkpoint's name for the model variable `name`: itself, else the first of its
+    `aliases` (regular expression, replacement) renamings that the checkpoint has."""
+    if name in checkpoint:
+        return name
+    for pattern, replacement in aliases:
+        renamed = re.sub(pattern, replacement, name)
+        if renamed in checkpoint:
+            return renamed
+    return None
+
+
 def restore_plan(model: Mapping[str, VariableSpec], checkpoint: Mapping[str, VariableSpec],
-                 fresh: Sequence[str] = ()) -> List[str]:
-    """The model variables to read from the checkpoint; raises WarmStartError when one the model
-    needs is missing (and matches no `fresh` pattern) or has another shape or dtype."""
+                 fresh: Sequence[str] = (), aliases: Sequence[Tuple[str, str]] = ()
+                 ) -> Dict[str, str]:
+    """{checkpoint name: model name} of the model variables to read from the checkpoint, each
+    under its own name or an alias; raises WarmStartError when one the model needs is missing
+    (and matches no `fresh` pattern) or has another shape or dtype."""
     patterns = [re.compile(p) for p in fresh]
-    missing = sorted(name for name in model if name not in checkpoint
+    found = {name: checkpoint_name(name, checkpoint, aliases) for name in model}
+    missing = sorted(name for name, source in found.items() if source is None
                      and not any(p.fullmatch(name) for p in patterns))
     if missing:
         shown = "\n  ".join(missing[:50]) + ("\n  ..." if len(missing) > 50 else "")
         raise WarmStartError(
             f"the warm-start checkpoint lacks {len(missing)} variable(s) of this model:\n  "
             f"{shown}\nCheck the architecture and size, or list variables that may start fresh.")
-    mismatched = [f"{name}: model {model[name]}, checkpoint {checkpoint[name]}"
-                  for name in sorted(model) if name in checkpoint
-                  and model[name] != checkpoint[name]]
+    mismatched = [f"{name}: model {model[name]}, checkpoint {checkpoint[source]}"
+                  for name, source in sorted(found.items())
+                  if source is not None and model[name] != checkpoint[source]]
     if mismatched:
         raise WarmStartError("warm-start variables differ in shape or dtype (shape, dtype):\n  "
                              + "\n  ".join(mismatched))
-    return sorted(name for name in model if name in checkpoint)
+    return {source: name for name, source in sorted(found.items()) if source is not None}
 
 
 def checkpoint_path(init_checkpoint: str) -> str:
@@ -74,15 +90,15 @@ def graph_variables(weights_only: bool = False) -> Dict[str, VariableSpec]:
     return {v.op.name: (tuple(v.shape.as_list()), v.dtype.base_dtype.name) for v in chosen}
 
 
-def warm_start(init_checkpoint: str, fresh: Sequence[str] = (), weights_only: bool = False
-               ) -> List[str]:
+def warm_start(init_checkpoint: str, fresh: Sequence[str] = (), weights_only: bool = False,
+               aliases: Sequence[Tuple[str, str]] = ()) -> List[str]:
     """Sets the initial values of the graph's variables (`weights_only`: the trainable ones)
-    from `init_checkpoint` (a path or a directory, its newest checkpoint). Returns the names
-    restored."""
+    from `init_checkpoint` (a path or a directory, its newest checkpoint), each from its own
+    name or an alias (ModelFamily.checkpoint_aliases). Returns the model names restored."""
     path = checkpoint_path(init_checkpoint)
-    names = restore_plan(graph_variables(weights_only), checkpoint_variables(path), fresh)
-    tf.train.init_from_checkpoint(path, {name: name for name in names})
-    return names
+    plan = restore_plan(graph_variables(weights_only), checkpoint_variables(path), fresh, aliases)
+    tf.train.init_from_checkpoint(path, plan)
+    return sorted(plan.values())
 
 
 def checkpoint_step(init_checkpoint: str) -> int:

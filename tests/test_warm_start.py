@@ -117,8 +117,39 @@ def test_variables_missing_from_the_checkpoint_are_an_error(tmp_path, t5_checkpo
 def test_restore_plan_checks_names_shapes_and_dtypes():
     model = {"a": ((2, 3), "float32"), "b": ((4,), "float32"), "head/w": ((4,), "float32")}
     checkpoint = {"a": ((2, 3), "float32"), "b": ((4,), "float32"), "unused": ((1,), "float32")}
-    assert restore_plan(model, checkpoint, fresh=["head/.*"]) == ["a", "b"]
+    assert restore_plan(model, checkpoint, fresh=["head/.*"]) == {"a": "a", "b": "b"}
     with pytest.raises(WarmStartError, match=r"lacks 1 variable\(s\) of this model:\n  head/w"):
         restore_plan(model, checkpoint)
     with pytest.raises(WarmStartError, match="b: model .*float32.*checkpoint .*bfloat16"):
         restore_plan(model, dict(checkpoint, b=((4,), "bfloat16"), **{"head/w": ((4,), "float32")}))
+
+
+def test_restore_plan_reads_a_variable_under_its_first_alias_the_checkpoint_has():
+    model = {"enc/layer_norm/scale": ((4,), "float32"), "enc/final_layer_norm/scale": ((4,), "float32")}
+    checkpoint = {"enc/rms_norm/scale": ((4,), "float32"), "enc/layer_norm/scale": ((4,), "float32")}
+    aliases = [(r"/(final_)?layer_norm/", "/rms_norm/")]
+    assert restore_plan(model, checkpoint, aliases=aliases) == {
+        "enc/layer_norm/scale": "enc/layer_norm/scale", "enc/rms_norm/scale": "enc/final_layer_norm/scale"}
+    with pytest.raises(WarmStartError, match="enc/final_layer_norm/scale: model .*checkpoint .*8"):
+        restore_plan(model, dict(checkpoint, **{"enc/rms_norm/scale": ((8,), "float32")}),
+                     aliases=aliases)
+
+
+def test_checkpoint_with_todays_rms_norm_names_loads(tmp_path, t5_checkpoint):
+    """A checkpoint as today's t5 gin files write it (mtf's `sublayer_rms_norm`: every norm,
+    final ones included, under `rms_norm`, Adafactor's slots too) loads in full."""
+    _, variables, _ = t5_checkpoint
+    renamed = {name.replace("/final_layer_norm/", "/rms_norm/").replace("/layer_norm/", "/rms_norm/"):
+               spec for name, spec in variables.items()}
+    assert "encoder/rms_norm/scale" in renamed
+    assert "decoder/block_001/layer_002/rms_norm/scale_slot_v" in renamed
+    path = tmp_path / "rms_norm" / "model.ckpt-1000"
+    values = write_checkpoint(path, renamed)
+    run = configure(tmp_path / "run", path)
+    assert train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1) == CHECKPOINT_STEP + 1
+    trained = tf.train.latest_checkpoint(str(tmp_path / "run"))
+    for ours, theirs in [("encoder/final_layer_norm/scale", "encoder/rms_norm/scale"),
+                         ("decoder/block_001/layer_000/layer_norm/scale",
+                          "decoder/block_001/layer_000/rms_norm/scale")]:
+        np.testing.assert_allclose(tf.train.load_variable(trained, ours), values[theirs],
+                                   rtol=1e-6)

@@ -45,6 +45,9 @@ class ModelFamily(abc.ABC):
     # and run_squad.py restore trainable variables only; OpenAI's finetune-transformer-lm
     # train.py loads the parameters and starts Adam at t = 0).
     warm_start_continues_training: ClassVar[bool] = True
+    # (regular expression, replacement) renamings of a variable's name under which a
+    # checkpoint written by another version of the reference code may hold it.
+    checkpoint_aliases: ClassVar[Tuple[Tuple[str, str], ...]] = ()
     # Features PREDICT passes to `predict` by name, beside `inputs`, when the input has them
     # (SegaBERT's structure indices).
     predict_feature_keys: ClassVar[Tuple[str, ...]] = ()

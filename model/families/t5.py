@@ -30,6 +30,12 @@ from model.mtf_compat import mtf
 class _T5Family(ModelFamily):
     """Token prediction with T5's layers; subclasses say which stream is read how."""
 
+    # Our norms carry the names of T5's released checkpoints (mtf's legacy
+    # `sublayer_legacy_rms_norm`: `.../layer_norm/scale`, `encoder/final_layer_norm/scale`);
+    # checkpoints written from today's t5 gin files with mtf's current defaults
+    # (`sublayer_rms_norm`) name both `rms_norm`. Either loads, optimizer slots included.
+    checkpoint_aliases = ((r"/(final_)?layer_norm/", "/rms_norm/"),)
+
     def build(self, training: bool) -> Model:
         config = self.config if training else dataclasses.replace(self.config, dropout_rate=0.0)
         return build_model(config, self.vocab_size)
