@@ -323,8 +323,7 @@ class HeadTask:
     vocabulary: WordPieceVocabulary
     length: int
     files: Dict[Tuple[str, str], Tuple[str, ...]]
-    # SegaBERT: each segment a paragraph of its sentences, with the three structure indices
-    # (model/structure.py); classification only.
+    # SegaBERT: the inputs with the three structure indices (model/structure.py).
     structured: bool = False
 
     @property
@@ -349,12 +348,16 @@ class HeadTask:
                                   self.files.get((self.name, split)))
 
     def structured_features(self, split: str) -> Dict[str, np.ndarray]:
-        if self.head != "classification" or discriminative.view(self.name).kind != "classification":
-            raise ValueError(f"SegaBERT fine-tunes the classification head on classification "
-                             f"tasks here, not the {self.head} head on {self.name}")
-        return structure.classification_features(
+        """SegaBERT's: BERT's features with the structure indices (model/structure.py)."""
+        config = structure.StructureConfig(CLS_ID, SEP_ID, self.length)
+        if self.head == "span":
+            questions = self.questions(split)
+            return {**squad_features(questions, self.length),
+                    **structure.squad_indices(questions, self.vocabulary.encode_batch, config)}
+        return structure.head_features(
             discriminative.examples(self.name, split, self.files.get((self.name, split))),
-            self.vocabulary.encode_batch, structure.StructureConfig(CLS_ID, SEP_ID, self.length))
+            discriminative.view(self.name).kind, self.vocabulary.encode_batch, config,
+            choice_segments)
 
     def scores(self, run, split: str) -> Dict[str, float]:
         from model.tasks import metrics
