@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from tests.mtf_optimizer import optimizer_steps
+
 
 # --------------------------------------------------------------------------------------------
 # The optimizer.
@@ -39,16 +41,14 @@ def test_segabert_optimizer_updates_as_apex_fused_adam(clean_gin):
     """SegaBert.optimizer over 8 steps equals apex's FusedAdam (AdamW mode, as the authors'
     pretrain_segabert.py builds it: betas 0.9/0.999, eps 1e-8, weight decay 0.01, none on
     biases and layer norms) on the same loss. BERT's AdamWeightDecay (no bias correction, eps
-    1e-6) moves the first step's weights about 3x less here and fails; so do a decay scaled by
-    the bias correction (OpenAI's) and epsilon outside it (transformers' AdamW)."""
+    1e-6) fails, and so do a decay scaled by the bias correction (OpenAI's), epsilon outside
+    the correction (transformers' AdamW) and a decayed bias."""
     import gin
     from model.architectures import ModelConfig
     from model.families.segabert import SegaBert
-    from model.mesh import MeshConfig, cpu_mesh_impl
     from model.mtf_compat import mtf
     gin.parse_config("BertConfig.head = 'mlm'")
     rng = np.random.RandomState(0)
-    names = ("w/kernel", "w/bias", "layer_norm/scale")
     start = {"w/kernel": rng.normal(size=(3, 4)).astype(np.float32),
              "w/bias": rng.normal(size=(4,)).astype(np.float32),
              "layer_norm/scale": rng.normal(size=(4,)).astype(np.float32)}
@@ -65,41 +65,29 @@ def test_segabert_optimizer_updates_as_apex_fused_adam(clean_gin):
         return {"w/kernel": scale * np.outer(x, into_hidden), "w/bias": into_hidden,
                 "layer_norm/scale": residual * hidden}
 
-    steps, lr = 8, 0.05
-    expected = fused_adam_steps(start, gradient, steps, lr, decayed={"w/kernel"})
-    family = SegaBert(ModelConfig(architecture="segabert"), 100)
-    with tf.Graph().as_default():
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        rows, cols = mtf.Dimension("rows", 3), mtf.Dimension("cols", 4)
-        shapes = {"w/kernel": [rows, cols], "w/bias": [cols], "layer_norm/scale": [cols]}
-        variables = {name: mtf.get_variable(mesh, name, mtf.Shape(shapes[name]),
-                                            initializer=tf.constant_initializer(start[name]))
-                     for name in names}
+    rows, cols = mtf.Dimension("rows", 3), mtf.Dimension("cols", 4)
+
+    def loss(mesh, variables):
         inputs = mtf.import_tf_tensor(mesh, tf.constant(x), mtf.Shape([rows]))
         scaled = variables["w/kernel"] * mtf.import_tf_tensor(mesh, tf.constant(scale),
                                                               mtf.Shape([rows, cols]))
         hidden = mtf.einsum([inputs, scaled], reduced_dims=[rows]) + variables["w/bias"]
-        loss = mtf.reduce_sum(mtf.square(
+        return mtf.reduce_sum(mtf.square(
             hidden * variables["layer_norm/scale"]
             - mtf.import_tf_tensor(mesh, tf.constant(target), mtf.Shape([cols]))))
-        trainable = graph.trainable_variables
-        grads = mtf.gradients([loss], [v.outputs[0] for v in trainable])
-        updates = family.optimizer(tf.constant(lr)).apply_grads(grads, trainable)
-        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        global_step = tf.train.get_or_create_global_step()
-        with tf.control_dependencies([lowering.lowered_operation(op) for op in updates]):
-            train_op = tf.assign_add(global_step, 1)
-        values = {name: lowering.export_to_tf_tensor(t) for name, t in variables.items()}
-        with tf.Session() as session:
-            session.run(tf.global_variables_initializer())
-            session.run(lowering.copy_masters_to_slices())
-            for step in range(steps):
-                session.run(train_op)
-                got = session.run(values)
-                for name in names:
-                    np.testing.assert_allclose(got[name], expected[step][name], rtol=1e-4,
-                                               atol=1e-5, err_msg=f"{name} at step {step + 1}")
+
+    steps, lr = 8, 0.05
+    expected = fused_adam_steps(start, gradient, steps, lr, decayed={"w/kernel"})
+    family = SegaBert(ModelConfig(architecture="segabert"), 100)
+    shapes = {"w/kernel": mtf.Shape([rows, cols]), "w/bias": mtf.Shape([cols]),
+              "layer_norm/scale": mtf.Shape([cols])}
+    got = optimizer_steps(lambda: family.optimizer(tf.constant(lr)), shapes, start, loss, steps)
+    # float32 against float64: about 3e-6 apart after 8 steps; every variant above is 3e-4 or
+    # more away by the first.
+    for step in range(steps):
+        for name in start:
+            np.testing.assert_allclose(got[step][name], expected[step][name], rtol=1e-4,
+                                       atol=1e-5, err_msg=f"{name} at step {step + 1}")
 
 
 # --------------------------------------------------------------------------------------------
@@ -244,3 +232,22 @@ def test_one_sentence_one_paragraph_with_bert_positions_is_bert(clean_gin):
     assert set(segabert_weights) == set(shared) | set(tables)
     np.testing.assert_allclose(segabert_logits["logits"], bert_logits["logits"], rtol=1e-5,
                                atol=1e-5)
+
+
+def test_finetune_gin_is_the_authors_fine_tuning(clean_gin):
+    """segabert/finetune.gin over BERT's fine-tuning gin: no weight decay and a linear decay
+    from 3e-5 without warm-up (transformers' get_linear_schedule_with_warmup with
+    --warmup_steps 0, as the authors' run_glue.py and train_glue.sh run it)."""
+    import gin
+    from model import schedules
+    from model.families.segabert import FusedAdamConfig
+    from model.train import GIN_DIR
+    gin.parse_config_files_and_bindings(
+        [str(GIN_DIR / name) for name in ("finetune.gin", "segabert/tiny.gin",
+                                          "bert/finetune_classification.gin",
+                                          "segabert/finetune.gin")],
+        ["lr.bert_linear.total_steps = 100"])
+    assert FusedAdamConfig().weight_decay_rate == 0.0
+    with tf.Graph().as_default(), tf.Session() as session:
+        rates = [session.run(schedules.bert_linear(tf.constant(step))) for step in (0, 1, 50, 100)]
+    assert rates == pytest.approx([3e-5, 3e-5 * 0.99, 1.5e-5, 0.0], rel=1e-5, abs=1e-12)
