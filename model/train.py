@@ -379,6 +379,64 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
     gin.parse_config_files_and_bindings(paths, gin_params, finalize_config=False)
 
 
+OPERATIVE_CONFIG_NAME = "operative_config.gin"  # hooks.py's GinConfigSaverHook writes it
+# Modes that work on a trained run: they read its recorded settings (recorded_bindings).
+MODES_ON_A_RUN = ("eval", "decode", "export")
+# Where a run ran rather than what it trained: a later command takes these from its own flags.
+MACHINE_SETTINGS = frozenset({"TrainConfig.use_tpu", "TrainConfig.tpu",
+                              "TrainConfig.intra_op_threads", "TrainConfig.inter_op_threads",
+                              "MeshConfig.mesh_shape", "MeshConfig.layout"})
+
+
+def recorded_bindings(model_dir: str) -> Dict[str, object]:
+    """The bindings a run's operative config records (the model and its sizes, family configs,
+    vocabulary and lengths, schedule...), by gin key, with the mode scope it trained in
+    (`finetune/`, `pretrain/`) dropped so they hold in any mode; a mode-scoped binding wins over
+    an unscoped one of the same key, as it did in the run. The machine's settings are left out
+    (MACHINE_SETTINGS), and so are macros (the bindings hold their values). {} without a config."""
+    path = pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME
+    if not path.is_file():
+        return {}
+    parser = gin.config_parser.ConfigParser(path.read_text(),
+                                            gin.config.ParserDelegate(skip_unknown=True))
+    bindings: Dict[str, object] = {}
+    for statement in parser:
+        if not isinstance(statement, gin.config_parser.BindingStatement) or not statement.arg_name:
+            continue
+        scopes = [s for s in statement.scope.split("/") if s] if statement.scope else []
+        kept = [s for s in scopes if s not in MODES]
+        name = f"{statement.selector}.{statement.arg_name}"
+        if name in MACHINE_SETTINGS:
+            continue
+        key = "/".join(kept + [name])
+        if len(kept) < len(scopes) or key not in bindings:
+            bindings[key] = statement.value
+    return bindings
+
+
+def apply_recorded_bindings(model_dir: str) -> Dict[str, object]:
+    """Binds what `model_dir`'s run recorded (recorded_bindings); returns what was bound. A
+    setting this code no longer has is skipped with a warning."""
+    applied = {}
+    for key, value in recorded_bindings(model_dir).items():
+        try:
+            gin.bind_parameter(key, value)
+        except ValueError as error:
+            progress(f"warning: the run's recorded {key} is not a setting here, skipped ({error})")
+            continue
+        applied[key] = value
+    return applied
+
+
+def warn_overrides(recorded: Dict[str, object], model_dir: str) -> None:
+    """Says on stderr which recorded settings the command line's gin files and bindings changed."""
+    for key, value in recorded.items():
+        given = gin.query_parameter(key)
+        if given != value:
+            progress(f"warning: {key} = {given!r} overrides {value!r} recorded in "
+                     f"{pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME}")
+
+
 def configured_run(model_dir: str) -> Run:
     """The run that the parsed gin bindings describe (gin fills the dataclass fields)."""
     run = Run(ModelConfig(), MeshConfig(), OptimizationConfig(), DataConfig(), TrainConfig(),
@@ -408,7 +466,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     quiet_libraries(args.verbosity)
     try:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
+        # eval, decode and export take the run's own settings; flags given again override them.
+        recorded = apply_recorded_bindings(args.model_dir) if args.mode in MODES_ON_A_RUN else {}
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
+        warn_overrides(recorded, args.model_dir)
         # In the mode's gin scope: a binding may hold for one mode alone (T5.1.1's
         # `pretrain/ModelConfig.dropout_rate = 0.0`).
         with gin.config_scope(args.mode):

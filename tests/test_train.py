@@ -219,3 +219,73 @@ def test_command_line_reports_bad_configuration(tmp_path, capsys):
     assert train.main(["--mode", "eval", "--model_dir", str(tmp_path),
                        "--gin_file", "no_such.gin"]) == 2
     assert "gin file no_such.gin not found" in capsys.readouterr().err
+
+
+def test_eval_and_export_read_the_runs_recorded_settings(pretrained, tmp_path, capsys, clean_gin):
+    """`--mode eval|export` on a model directory alone builds the model its operative config
+    records (tiny sizes, vocabulary, lengths, tfds source): eval reports what train.evaluate
+    reports for the configured run, and export writes a d_model 32 model (without the recorded
+    settings it built a base-size model and failed on its shapes)."""
+    gin.clear_config()  # nothing from the fixture's bindings: only the recorded config
+    assert train.main(["--mode", "eval", "--model_dir", pretrained.model_dir]) == 0, \
+        capsys.readouterr().err
+    by_command_line = json.loads(capsys.readouterr().out)
+    examples = lambda: pretrained.examples("validation")
+    assert by_command_line == pytest.approx(
+        train.evaluate(pretrained, examples, pretrained.vocabulary.vocab_size), rel=1e-6)
+    pytest.importorskip("transformers")
+    gin.clear_config()
+    export_dir = tmp_path / "hf"
+    assert train.main(["--mode", "export", "--model_dir", pretrained.model_dir,
+                       "--export_dir", str(export_dir)]) == 0, capsys.readouterr().err
+    exported = json.loads((export_dir / "config.json").read_text())
+    assert (exported["d_model"], exported["num_layers"], exported["d_ff"]) == (32, 2, 64)
+
+
+def test_a_flag_given_again_overrides_the_recorded_setting_with_a_warning(
+        pretrained, capsys, clean_gin):
+    gin.clear_config()
+    assert train.main(["--mode", "eval", "--model_dir", pretrained.model_dir,
+                       "--gin_param", "TrainConfig.eval_steps = 1",
+                       "--gin_param", "ModelConfig.d_model = 32"]) == 0
+    captured = capsys.readouterr()
+    warnings = [line for line in captured.err.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == 1, captured.err  # d_model 32 agrees with the record: no warning
+    assert warnings[0].startswith("warning: TrainConfig.eval_steps = 1 overrides 4 recorded in ")
+    # One batch of 8 examples evaluated, not the recorded 4 batches.
+    examples = lambda: pretrained.examples("validation")
+    one_batch = train.evaluate(dataclasses_replace(pretrained, eval_steps=1), examples,
+                               pretrained.vocabulary.vocab_size)
+    assert json.loads(captured.out) == pytest.approx(one_batch, rel=1e-6)
+
+
+def dataclasses_replace(run: train.Run, **train_fields) -> train.Run:
+    import dataclasses
+    return dataclasses.replace(run, train_config=dataclasses.replace(run.train_config, **train_fields))
+
+
+def test_a_fine_tuning_runs_recorded_settings_hold_in_the_eval_scope(tmp_path, clean_gin):
+    """A fine-tuning run records its bindings in the `finetune/` gin scope (gin's
+    operative_config_str, as hooks.py's GinConfigSaverHook writes it); read back for eval they
+    configure the same run, its machine settings (threads, mesh) left to the new command."""
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", "sizes/tiny.gin"],
+                    ["DataConfig.vocabulary = 'spiece.model'", "DataConfig.inputs_length = 84",
+                     "TrainConfig.init_checkpoint = '/pretrained'",
+                     "TrainConfig.intra_op_threads = 1", "MeshConfig.mesh_shape = 'model:2'"])
+    with gin.config_scope("finetune"):
+        fine_tuned = train.configured_run(str(tmp_path))
+    operative = gin.operative_config_str()
+    assert "finetune/ModelConfig.d_model = " in operative
+    (tmp_path / train.OPERATIVE_CONFIG_NAME).write_text(operative)
+    gin.clear_config()
+    recorded = train.apply_recorded_bindings(str(tmp_path))
+    assert "ModelConfig.d_model" in recorded and "TrainConfig.intra_op_threads" not in recorded
+    with gin.config_scope("eval"):
+        evaluated = train.configured_run(str(tmp_path))
+    assert evaluated.model_config == fine_tuned.model_config
+    assert evaluated.data_config == fine_tuned.data_config
+    assert evaluated.optimization == fine_tuned.optimization
+    assert evaluated.train_config == dataclasses_replace(
+        fine_tuned, intra_op_threads=0).train_config
+    assert evaluated.mesh_config == train.MeshConfig()
