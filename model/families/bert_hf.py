@@ -7,29 +7,36 @@ d_kv], its output [heads, d_kv, d_model]); a torch `Linear` weight is [outputs, 
 heads flattened head-major, as transformers splits them. Layer norms' scale/bias are `LayerNorm`
 weight/bias. The MLM decoder is the word embedding (tied) with `cls.predictions.bias`.
 Our GELU is the tanh approximation (mtf.gelu, as Google's modeling.py): transformers' "gelu_new".
+`gin_bindings` reads a transformers BertConfig back into our gin bindings and `mtf_outputs` runs
+our model for the conversions of model/convert.py.
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Any, Dict, Mapping
 
 import numpy as np
+import tensorflow.compat.v1 as tf
 
 from model.architectures import ModelConfig
 from model.families.bert import BertConfig
+from model.mtf_compat import mtf
 
 # transformers' name for our GELU (mtf.gelu: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))).
 HIDDEN_ACT = "gelu_new"
+# The `model_type` of transformers' BertConfig (a transformers folder's config.json).
+MODEL_TYPE = "bert"
 
 
 def transformers_config(model_config: ModelConfig, bert_config: BertConfig, vocab_size: int):
-    """transformers.BertConfig of our BERT's sizes (dropout 0: inference)."""
+    """transformers.BertConfig of our BERT's sizes (our one dropout rate for both of theirs)."""
     import transformers
 
     return transformers.BertConfig(
         vocab_size=vocab_size, hidden_size=model_config.d_model,
         num_hidden_layers=model_config.num_layers, num_attention_heads=model_config.num_heads,
         intermediate_size=model_config.d_ff, hidden_act=HIDDEN_ACT,
-        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+        hidden_dropout_prob=model_config.dropout_rate,
+        attention_probs_dropout_prob=model_config.dropout_rate,
         max_position_embeddings=bert_config.max_positions,
         type_vocab_size=bert_config.type_vocab_size,
         layer_norm_eps=bert_config.layer_norm_epsilon,
@@ -90,3 +97,46 @@ def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int
         state.update(_layer_norm(variables, f"{ours}/feedforward/layer_norm",
                                  f"{theirs}.output.LayerNorm"))
     return state
+
+
+def gin_bindings(hf_config) -> Dict[str, Any]:
+    """Our gin bindings for the sizes of a transformers BertConfig (the inverse of
+    `transformers_config`); a ValueError names a field that ours cannot compute alike."""
+    if hf_config.hidden_act != HIDDEN_ACT:
+        raise ValueError(f"config field hidden_act = {hf_config.hidden_act!r}: our BERT computes "
+                         f"the tanh GELU of Google's modeling.py ({HIDDEN_ACT!r}); 'gelu' is "
+                         f"transformers' exact erf form")
+    position_type = getattr(hf_config, "position_embedding_type", "absolute")
+    if position_type != "absolute":
+        raise ValueError(f"config field position_embedding_type = {position_type!r}: ours are "
+                         f"learned absolute positions ('absolute')")
+    if hf_config.hidden_size % hf_config.num_attention_heads:
+        raise ValueError(f"config fields hidden_size = {hf_config.hidden_size} and "
+                         f"num_attention_heads = {hf_config.num_attention_heads}: hidden_size "
+                         f"must be a multiple of num_attention_heads")
+    return {"ModelConfig.architecture": "bert", "ModelConfig.d_model": hf_config.hidden_size,
+            "ModelConfig.d_ff": hf_config.intermediate_size,
+            "ModelConfig.num_heads": hf_config.num_attention_heads,
+            "ModelConfig.d_kv": hf_config.hidden_size // hf_config.num_attention_heads,
+            "ModelConfig.num_layers": hf_config.num_hidden_layers,
+            "ModelConfig.dropout_rate": hf_config.hidden_dropout_prob,
+            "BertConfig.max_positions": hf_config.max_position_embeddings,
+            "BertConfig.type_vocab_size": hf_config.type_vocab_size,
+            "BertConfig.layer_norm_epsilon": hf_config.layer_norm_eps,
+            "BertConfig.initializer_range": hf_config.initializer_range}
+
+
+def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
+                ) -> Dict[str, mtf.Tensor]:
+    """Our BERT's {"mlm_logits": [batch, length, vocab], "nsp_logits": [batch, 2]} for
+    `inputs["tokens"]` and `inputs["token_types"]` ([batch, length]; id 0 is padding), without
+    dropout."""
+    tokens = np.asarray(inputs["tokens"], np.int32)
+    shape = mtf.Shape([mtf.Dimension("batch", tokens.shape[0]),
+                       mtf.Dimension("length", tokens.shape[1])])
+    batch = {key: mtf.import_tf_tensor(mesh, tf.constant(np.asarray(inputs[name], np.int32)),
+                                       shape)
+             for key, name in (("bert_input_tokens", "tokens"), ("bert_token_types", "token_types"))}
+    sequence, pooled = family.encode(batch, training=False)
+    return {"mlm_logits": family.mlm_logits(sequence),
+            "nsp_logits": family.next_sentence_logits(pooled)}

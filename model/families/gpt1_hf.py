@@ -27,18 +27,25 @@ elsewhere in transformers; the config here names it explicitly.
 
 Only the pre-training model maps: a fine-tuned model's head and its fresh special-token rows
 (`gpt1/head/...`) have no place in OpenAIGPTLMHeadModel.
+
+`gin_bindings` reads an OpenAIGPTConfig back into our gin bindings and `mtf_outputs` runs our
+model for the conversions of model/convert.py.
 """
 from __future__ import annotations
 
-from typing import Dict, Mapping
+from typing import Any, Dict, Mapping
 
 import numpy as np
+import tensorflow.compat.v1 as tf
 
 from model.architectures import ModelConfig
 from model.families.gpt1 import GPT1Config
+from model.mtf_compat import mtf
 
 # OpenAI GPT's name (modeling_openai.ACT_FNS) for the tanh form of GELU, OpenAI's and mtf's.
 TANH_GELU = "gelu"
+# The `model_type` of OpenAIGPTConfig (a transformers folder's config.json).
+MODEL_TYPE = "openai-gpt"
 
 
 def openai_gpt_config(config: ModelConfig, gpt1: GPT1Config, vocab_size: int):
@@ -99,4 +106,38 @@ def openai_gpt_model(variables: Mapping[str, np.ndarray], config):
     return model.eval()
 
 
-__all__ = ["TANH_GELU", "openai_gpt_config", "openai_gpt_model", "openai_gpt_state_dict"]
+def gin_bindings(hf_config) -> Dict[str, Any]:
+    """Our gin bindings for the sizes of an OpenAIGPTConfig (the inverse of
+    `openai_gpt_config`); a ValueError names a field that ours cannot compute alike."""
+    from transformers.models.openai.modeling_openai import ACT_FNS
+    if type(ACT_FNS.get(hf_config.afn)) is not type(ACT_FNS[TANH_GELU]):
+        raise ValueError(f"config field afn = {hf_config.afn!r}: our GPT-1 computes the tanh "
+                         f"GELU (OpenAI GPT's {TANH_GELU!r})")
+    if hf_config.n_embd % hf_config.n_head:
+        raise ValueError(f"config fields n_embd = {hf_config.n_embd} and n_head = "
+                         f"{hf_config.n_head}: n_embd must be a multiple of n_head")
+    return {"ModelConfig.architecture": "gpt1", "ModelConfig.d_model": hf_config.n_embd,
+            "ModelConfig.d_ff": 4 * hf_config.n_embd, "ModelConfig.num_heads": hf_config.n_head,
+            "ModelConfig.d_kv": hf_config.n_embd // hf_config.n_head,
+            "ModelConfig.num_layers": hf_config.n_layer,
+            "ModelConfig.dropout_rate": hf_config.resid_pdrop,
+            "GPT1Config.max_positions": hf_config.n_positions,
+            "GPT1Config.layer_norm_epsilon": hf_config.layer_norm_epsilon}
+
+
+def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
+                ) -> Dict[str, mtf.Tensor]:
+    """Our GPT-1's {"logits": [batch, length, vocab]} for `inputs["tokens"]` [batch, length]
+    (one sequence a row, positions from 0), without dropout."""
+    tokens = np.asarray(inputs["tokens"], np.int32)
+    shape = mtf.Shape([mtf.Dimension("batch", tokens.shape[0]),
+                       mtf.Dimension("length", tokens.shape[1])])
+    ids = mtf.import_tf_tensor(mesh, tf.constant(tokens), shape)
+    positions = mtf.broadcast(mtf.range(mesh, shape.dims[-1], tf.int32), shape)
+    model = family.build(training=False)
+    return {"logits": model.logits(model.hidden_states(ids, positions,
+                                                        mtf.ones(mesh, shape, tf.int32)))}
+
+
+__all__ = ["MODEL_TYPE", "TANH_GELU", "gin_bindings", "mtf_outputs", "openai_gpt_config",
+           "openai_gpt_model", "openai_gpt_state_dict"]

@@ -1,0 +1,261 @@
+"""model/convert.py: transformers folders in, transformers folders out.
+
+Each round trip starts from a tiny random model made by transformers' own classes (the
+reference: T5ForConditionalGeneration of modeling_t5.py, OpenAIGPTLMHeadModel of
+modeling_openai.py, BertForPreTraining of modeling_bert.py) and saved by `save_pretrained`. It is
+imported with `python -m model.convert import`, our Mesh TensorFlow model is run on the
+imported checkpoint (model/convert.py `checkpoint_outputs`: the family's own graph) and its
+logits compared with transformers' within 1e-5 of the largest logit (T5: teacher-forced decoder
+logits; GPT-1: LM logits; BERT: MLM and NSP logits); then the checkpoint is exported with
+`python -m model.convert export` and the exported model, loaded by transformers, must give the
+same logits again. Every parameter is redrawn at random (norm gains and biases too, which
+initialisation leaves at 1 and 0) so that each one matters.
+"""
+import re
+
+import gin
+import numpy as np
+import pytest
+import tensorflow.compat.v1 as tf
+
+from model import convert, train
+from model.architectures import ModelConfig
+
+torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
+
+pytestmark = pytest.mark.usefixtures("clean_gin")
+
+TOLERANCE = 1e-5  # of the largest logit
+RNG = np.random.RandomState(7)
+T5_ENCODER = np.array([[5, 9, 33, 70, 1, 0, 0], [12, 100, 7, 7, 7, 44, 1]])
+T5_TARGETS = RNG.randint(2, 120, size=(2, 5))
+GPT_TOKENS = RNG.randint(0, 90, size=(2, 12))
+# [CLS] A [SEP] B [SEP] with padding (id 0), as tests/test_bert_hf.py.
+BERT_TOKENS = np.array([[2, 11, 12, 13, 3, 21, 22, 23, 3, 0, 0],
+                        [2, 30, 31, 3, 40, 41, 42, 43, 44, 45, 3]])
+BERT_TYPES = np.array([[0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0],
+                       [0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1]])
+
+
+def randomized(model, seed=0):
+    """Every parameter redrawn: gains around 1, everything else around 0."""
+    generator = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for name, parameter in model.named_parameters():
+            noise = torch.randn(parameter.shape, generator=generator) * 0.3
+            gain = name.endswith("layer_norm.weight") or "LayerNorm.weight" in name or \
+                re.search(r"ln_\d\.weight", name) is not None
+            parameter.copy_(noise + (1.0 if gain else 0.0))
+    return model.eval()
+
+
+def tiny_t5(gated: bool):
+    config = transformers.T5Config(
+        vocab_size=128, d_model=16, d_ff=32, num_layers=2, num_heads=2, d_kv=8,
+        relative_attention_num_buckets=8, dropout_rate=0.0, decoder_start_token_id=0,
+        feed_forward_proj="gated-gelu" if gated else "relu", tie_word_embeddings=not gated)
+    return randomized(transformers.T5ForConditionalGeneration(config))
+
+
+def tiny_gpt1():
+    config = transformers.OpenAIGPTConfig(vocab_size=90, n_positions=32, n_embd=16, n_layer=2,
+                                          n_head=2, afn="gelu")
+    return randomized(transformers.OpenAIGPTLMHeadModel(config))
+
+
+def tiny_bert(**overrides):
+    config = transformers.BertConfig(
+        vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu_new", **overrides)
+    return randomized(transformers.BertForPreTraining(config))
+
+
+def transformers_logits(family, model):
+    with torch.no_grad():
+        if family == "t5":
+            out = model(input_ids=torch.tensor(T5_ENCODER),
+                        attention_mask=torch.tensor(T5_ENCODER > 0, dtype=torch.long),
+                        labels=torch.tensor(T5_TARGETS))
+            return {"logits": out.logits.numpy()}
+        if family == "gpt1":
+            return {"logits": model(torch.tensor(GPT_TOKENS)).logits.numpy()}
+        out = model(input_ids=torch.tensor(BERT_TOKENS),
+                    attention_mask=torch.tensor(BERT_TOKENS > 0, dtype=torch.long),
+                    token_type_ids=torch.tensor(BERT_TYPES))
+        return {"mlm_logits": out.prediction_logits.numpy(),
+                "nsp_logits": out.seq_relationship_logits.numpy()}
+
+
+OUR_INPUTS = {"t5": {"encoder_tokens": T5_ENCODER, "decoder_targets": T5_TARGETS},
+              "gpt1": {"tokens": GPT_TOKENS},
+              "bert": {"tokens": BERT_TOKENS, "token_types": BERT_TYPES}}
+CLASSES = {"t5": transformers.T5ForConditionalGeneration,
+           "gpt1": transformers.OpenAIGPTLMHeadModel, "bert": transformers.BertForPreTraining}
+
+
+def our_logits(family, model_dir):
+    """Our model's logits from the imported checkpoint, configured by the written gin file."""
+    gin.clear_config()
+    train.parse_gin([str(model_dir / convert.GIN_NAME)], [])
+    return convert.checkpoint_outputs(convert.conversion(family), ModelConfig(), str(model_dir),
+                                      OUR_INPUTS[family])
+
+
+def assert_close(ours, theirs):
+    assert set(ours) == set(theirs)
+    for name in theirs:
+        assert ours[name].shape == theirs[name].shape, name
+        scale = np.abs(theirs[name]).max()
+        assert scale > 0.5, name  # far from zero: every parameter matters
+        np.testing.assert_allclose(ours[name], theirs[name], rtol=0, atol=TOLERANCE * scale,
+                                   err_msg=name)
+
+
+def run_convert(*argv):
+    gin.clear_config()
+    return convert.main([str(a) for a in argv])
+
+
+def import_folder(family, source, model_dir, *gin_params):
+    argv = ["import", "--family", family, "--format", "hf", "--source", source,
+            "--model_dir", model_dir]
+    for binding in gin_params:
+        argv += ["--gin_param", binding]
+    return run_convert(*argv)
+
+
+@pytest.mark.parametrize("family,make", [
+    ("t5", lambda: tiny_t5(gated=False)), ("t5", lambda: tiny_t5(gated=True)),
+    ("gpt1", tiny_gpt1), ("bert", tiny_bert)], ids=["t5.1.0", "t5.1.1", "gpt1", "bert"])
+def test_round_trip_gives_transformers_logits(tmp_path, family, make):
+    reference = make()
+    reference.save_pretrained(tmp_path / "source")
+    expected = transformers_logits(family, reference)
+    assert import_folder(family, tmp_path / "source", tmp_path / "ours") == 0
+    assert_close(our_logits(family, tmp_path / "ours"), expected)
+
+    assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
+                       tmp_path / "ours", "--output", tmp_path / "exported",
+                       "--gin_file", tmp_path / "ours" / convert.GIN_NAME) == 0
+    exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
+    assert_close(transformers_logits(family, exported), expected)
+
+
+def test_written_gin_records_the_source_sizes_and_t5_keeps_optimizer_slots(tmp_path):
+    """T5 continues training from its checkpoint (model/warm_start.py): the import writes
+    Adafactor's slots (zero) and step 0 besides the weights; GPT-1 and BERT the weights alone."""
+    tiny_t5(gated=True).save_pretrained(tmp_path / "t5")
+    assert import_folder("t5", tmp_path / "t5", tmp_path / "ours_t5") == 0
+    text = (tmp_path / "ours_t5" / convert.GIN_NAME).read_text()
+    for line in ("ModelConfig.d_model = 16", "ModelConfig.feed_forward_proj = 'gated-gelu'",
+                 "ModelConfig.tie_word_embeddings = False",
+                 "ModelConfig.relative_attention_num_buckets = 8"):
+        assert line in text
+    names = tf.train.list_variables(str(tmp_path / "ours_t5"))
+    names = {name for name, _ in names}
+    assert "global_step" in names and any("_slot_" in name for name in names)
+    assert tf.train.load_variable(str(tmp_path / "ours_t5"), "global_step") == 0
+
+    tiny_bert().save_pretrained(tmp_path / "bert")
+    assert import_folder("bert", tmp_path / "bert", tmp_path / "ours_bert") == 0
+    names = {name for name, _ in tf.train.list_variables(str(tmp_path / "ours_bert"))}
+    assert "global_step" not in names and "bert/embeddings/word_embeddings" in names
+    text = (tmp_path / "ours_bert" / convert.GIN_NAME).read_text()
+    assert "BertConfig.max_positions = 32" in text and "ModelConfig.architecture = 'bert'" in text
+
+
+# --- Bad sources: a clear message, nothing written ------------------------------------------
+
+@pytest.fixture(scope="module")
+def bert_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("bert_source")
+    tiny_bert().save_pretrained(folder)
+    return folder
+
+
+def failed_import(capsys, tmp_path, family, source, *gin_params) -> str:
+    target = tmp_path / "target"
+    assert import_folder(family, source, target, *gin_params) == 2
+    assert not target.exists() or not any(target.iterdir())  # nothing written
+    return capsys.readouterr().err
+
+
+def test_missing_config_and_missing_weights_are_named(tmp_path, capsys, bert_folder):
+    (tmp_path / "empty").mkdir()
+    assert "no config.json in" in failed_import(capsys, tmp_path, "bert", tmp_path / "empty")
+    (tmp_path / "config_only").mkdir()
+    (tmp_path / "config_only" / "config.json").write_text(
+        (bert_folder / "config.json").read_text())
+    error = failed_import(capsys, tmp_path, "bert", tmp_path / "config_only")
+    assert "no weights in" in error and "model.safetensors" in error
+
+
+def test_a_folder_of_another_family_is_refused(tmp_path, capsys, bert_folder):
+    error = failed_import(capsys, tmp_path, "gpt1", bert_folder)
+    assert "--family gpt1 reads transformers' model_type 'openai-gpt'" in error
+    assert "model_type 'bert'" in error
+
+
+def test_a_config_field_that_disagrees_with_gin_names_both_values(tmp_path, capsys, bert_folder):
+    error = failed_import(capsys, tmp_path, "bert", bert_folder, "ModelConfig.d_model = 64",
+                          "BertConfig.max_positions = 32")  # agrees: not reported
+    assert "ModelConfig.d_model: gin says 64, the source's config 16" in error
+    assert "max_positions" not in error
+
+
+def test_an_activation_ours_does_not_compute_is_refused(tmp_path, capsys):
+    """transformers' "gelu" is the erf form (activations.GELUActivation); Google's modeling.py
+    and ours compute the tanh form ("gelu_new")."""
+    model = transformers.BertForPreTraining(transformers.BertConfig(
+        vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu"))
+    model.save_pretrained(tmp_path / "erf")
+    assert "hidden_act = 'gelu'" in failed_import(capsys, tmp_path, "bert", tmp_path / "erf")
+
+
+def test_missing_wrong_shape_and_unread_tensors_are_listed(tmp_path, capsys, bert_folder):
+    from safetensors.torch import load_file, save_file
+    state = load_file(str(bert_folder / "model.safetensors"))
+    del state["bert.encoder.layer.1.output.dense.bias"]
+    state["bert.pooler.dense.weight"] = state["bert.pooler.dense.weight"][:, :8].contiguous()
+    state["classifier.weight"] = torch.zeros(2, 16)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "config.json").write_text((bert_folder / "config.json").read_text())
+    save_file(state, str(bad / "model.safetensors"), metadata={"format": "pt"})
+    error = failed_import(capsys, tmp_path, "bert", bad)
+    assert "bert.pooler.dense.weight: source [16, 8], ours [16, 16]" in error
+    assert "bert/encoder/block_001/feedforward/output/bias" in error
+    assert "bert.encoder.layer.1.output.dense.bias" in error
+    assert "classifier.weight" in error
+
+
+def test_export_refuses_a_checkpoint_with_a_fine_tuning_head(tmp_path, capsys):
+    """OpenAIGPTLMHeadModel has no place for GPT-1's classifier or its fresh special rows."""
+    tiny_gpt1().save_pretrained(tmp_path / "source")
+    assert import_folder("gpt1", tmp_path / "source", tmp_path / "ours") == 0
+    path = tf.train.latest_checkpoint(str(tmp_path / "ours"))
+    reader = tf.train.load_checkpoint(path)
+    with tf.Graph().as_default():
+        variables = [tf.Variable(reader.get_tensor(name), name=name)
+                     for name in reader.get_variable_to_shape_map()]
+        variables.append(tf.Variable(np.zeros([16, 2], np.float32),
+                                     name="gpt1/head/classifier/kernel"))
+        with tf.Session() as session:
+            session.run(tf.global_variables_initializer())
+            tf.train.Saver(variables).save(session, str(tmp_path / "tuned" / "model.ckpt"))
+    assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
+                       tmp_path / "tuned", "--output", tmp_path / "out", "--gin_file",
+                       tmp_path / "ours" / convert.GIN_NAME) == 2
+    error = capsys.readouterr().err
+    assert "gpt1/head/classifier/kernel" in error and "OpenAIGPTLMHeadModel" in error
+    assert not (tmp_path / "out").exists()
+
+
+def test_import_refuses_a_folder_that_already_holds_a_checkpoint(tmp_path, capsys, bert_folder):
+    assert import_folder("bert", bert_folder, tmp_path / "ours") == 0
+    before = sorted(p.name for p in (tmp_path / "ours").iterdir())
+    assert import_folder("bert", bert_folder, tmp_path / "ours") == 2
+    assert "already holds a checkpoint" in capsys.readouterr().err
+    assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == before
