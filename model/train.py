@@ -446,6 +446,34 @@ def configured_run(model_dir: str) -> Run:
     return run
 
 
+def resolve_checkpoint(model_dir: str, name: str, task: Optional[str] = None) -> str:
+    """The checkpoint `--checkpoint NAME` means: "" the newest of `model_dir`; "best" the one
+    `model_dir`/eval/best.json names (for `task` where it names several); a path, or a name as
+    best.json and the progress lines print it (`model.ckpt-360`) relative to `model_dir`."""
+    from model import evaluation  # it imports this module
+    if not name:
+        newest = tf.train.latest_checkpoint(model_dir)
+        if not newest:
+            raise FileNotFoundError(f"no checkpoint in {model_dir}")
+        return newest
+    if name == "best":
+        best_file = pathlib.Path(model_dir) / evaluation.EVAL_DIR / evaluation.BEST_NAME
+        if not best_file.is_file():
+            raise FileNotFoundError(f"--checkpoint best: no {best_file} (--mode eval --task T "
+                                    "writes it)")
+        best = json.loads(best_file.read_text())
+        named = {entry["checkpoint"] for key, entry in best.items()
+                 if not task or key.split("/")[0] == task}
+        if len(named) != 1:
+            raise ValueError(f"--checkpoint best: {best_file} names {sorted(named) or 'none'}"
+                             + (f" for {task}" if task else "; choose one with --task"))
+        name = named.pop()
+    for candidate in (name, os.path.join(model_dir, name)):
+        if tf.io.gfile.exists(candidate + ".index"):
+            return candidate
+    raise FileNotFoundError(f"--checkpoint {name}: no checkpoint {name} (nor in {model_dir})")
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     from model import export_hf, finetune, gpt1_finetune  # they import this module
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -457,7 +485,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
     parser.add_argument("--export_dir", help="export: where the Hugging Face model goes")
     parser.add_argument("--checkpoint", default="",
-                        help="export: the checkpoint (default the newest of --model_dir)")
+                        help="export: the checkpoint, a path or a name in --model_dir "
+                             "(model.ckpt-360), or 'best' (eval/best.json's; with --task for "
+                             "one task's); default the newest")
     finetune.add_arguments(parser)
     parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2),
                         help="library messages on stderr: 0 errors only (default), 1 also "
@@ -477,7 +507,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.mode == "export":
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")
-            print(json.dumps(export_hf.export(run, args.export_dir, args.checkpoint, args.task)))
+            checkpoint = resolve_checkpoint(args.model_dir, args.checkpoint, args.task)
+            progress(f"exporting {checkpoint}")
+            print(json.dumps(export_hf.export(run, args.export_dir, checkpoint, args.task)))
         elif finetune.uses_tasks(args) and gpt1_finetune.uses_gpt1_head(run):
             print(json.dumps(gpt1_finetune.run_mode(args.mode, run, args)))
         elif finetune.uses_tasks(args) and run.feature_converter == "bert":

@@ -289,3 +289,48 @@ def test_a_fine_tuning_runs_recorded_settings_hold_in_the_eval_scope(tmp_path, c
     assert evaluated.train_config == dataclasses_replace(
         fine_tuned, intra_op_threads=0).train_config
     assert evaluated.mesh_config == train.MeshConfig()
+
+
+@pytest.fixture
+def run_with_best(pretrained, tmp_path) -> pathlib.Path:
+    """A copy of the pre-trained run (checkpoints 40 and 60) whose eval/best.json, in
+    evaluation.best_checkpoints' format, names step 40 for glue_rte and 60 for glue_cola."""
+    import shutil
+    from model import evaluation
+    model_dir = tmp_path / "run"
+    shutil.copytree(pretrained.model_dir, model_dir)
+    best = {f"{task}/validation": {"step": step, "checkpoint": f"model.ckpt-{step}",
+                                   "scores": {"accuracy": 50.0}, "data": None, "decoding": None}
+            for task, step in (("glue_rte", 40), ("glue_cola", 60))}
+    (model_dir / evaluation.EVAL_DIR).mkdir()
+    (model_dir / evaluation.EVAL_DIR / evaluation.BEST_NAME).write_text(json.dumps(best))
+    return model_dir
+
+
+def test_checkpoints_resolve_by_the_names_the_run_prints(run_with_best):
+    model_dir = str(run_with_best)
+    assert train.resolve_checkpoint(model_dir, "model.ckpt-40") == f"{model_dir}/model.ckpt-40"
+    assert train.resolve_checkpoint(model_dir, f"{model_dir}/model.ckpt-40") == \
+        f"{model_dir}/model.ckpt-40"
+    assert train.resolve_checkpoint(model_dir, "") == f"{model_dir}/model.ckpt-60"
+    assert train.resolve_checkpoint(model_dir, "best", "glue_rte") == f"{model_dir}/model.ckpt-40"
+    assert train.resolve_checkpoint(model_dir, "best", "glue_cola") == f"{model_dir}/model.ckpt-60"
+    with pytest.raises(ValueError, match="names .*model.ckpt-40.*model.ckpt-60.*--task"):
+        train.resolve_checkpoint(model_dir, "best")  # two tasks, two best steps
+    with pytest.raises(FileNotFoundError, match=r"--checkpoint model.ckpt-20: no checkpoint"):
+        train.resolve_checkpoint(model_dir, "model.ckpt-20")  # rotated away
+
+
+def test_export_takes_the_best_checkpoint_and_says_which(run_with_best, tmp_path, capsys,
+                                                        clean_gin):
+    pytest.importorskip("transformers")
+    gin.clear_config()
+    assert train.main(["--mode", "export", "--model_dir", str(run_with_best), "--checkpoint",
+                       "best", "--task", "glue_rte", "--export_dir", str(tmp_path / "hf")]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["checkpoint"] == f"{run_with_best}/model.ckpt-40"
+    assert f"exporting {run_with_best}/model.ckpt-40" in captured.err.splitlines()
+    assert train.main(["--mode", "export", "--model_dir", str(run_with_best), "--checkpoint",
+                       "model.ckpt-7", "--export_dir", str(tmp_path / "hf")]) == 2
+    error = capsys.readouterr().err
+    assert "--checkpoint model.ckpt-7" in error and "TrainConfig" not in error
