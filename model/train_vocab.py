@@ -8,7 +8,8 @@ Writes PREFIX.model, PREFIX.vocab and PREFIX.json (the settings, how many lines 
 and how many it put in the sample). A source with fewer lines than its share gives what it has and
 a warning says how far the mixture falls short; --repeat_short_sources repeats its lines up to its
 share instead. Source forms are those of `model.inputs.text_dataset_from_source`; a language may be given
-several --source flags, read one after the other. `--model_type bpe` trains SentencePiece BPE
+several --source flags, read one after the other. Without --weights the languages given take
+T5's weights (en 10, de, fr and ro 1; any other language 1). `--model_type bpe` trains SentencePiece BPE
 instead of the unigram model (GPT-1's vocabulary was 40,000 BPE merges, 40,478 ids; ours is
 SentencePiece BPE on C4, and `--size 40378` gives 40,478 ids with the sentinels).
 """
@@ -18,7 +19,7 @@ import argparse
 import itertools
 import sys
 import warnings
-from typing import Iterator, Sequence
+from typing import Iterable, Iterator, Sequence
 
 from model.inputs import text_dataset_from_source
 from model.vocabulary import MixtureShortfallWarning, VocabularySettings, train_vocabulary
@@ -44,6 +45,12 @@ def parse_weights(text: str) -> dict[str, float]:
     return weights
 
 
+def default_weights(languages: Iterable[str]) -> dict[str, float]:
+    """T5's mixture weights (VocabularySettings' default) for the languages given, 1 for others."""
+    t5_weights = VocabularySettings().weights
+    return {name: float(t5_weights.get(name, 1.0)) for name in languages}
+
+
 def source_texts(specs: Sequence[str]) -> Iterator[str]:
     """Texts of each source spec in turn, decoded lazily (only what the sample needs is read)."""
     for spec in specs:
@@ -61,7 +68,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="text source of a language; repeatable")
     parser.add_argument("--character_coverage", type=float, default=VocabularySettings.character_coverage,
                         help="share of characters covered by pieces; the rarest others become unk")
-    parser.add_argument("--weights", default="en=10,de=1,fr=1,ro=1", help="mixture weights, LANG=W,...")
+    parser.add_argument("--weights", help="mixture weights, LANG=W,... (default: T5's, en=10, de, fr "
+                                           "and ro 1, for the languages given; 1 for others)")
     parser.add_argument("--model_type", choices=("unigram", "bpe"),
                         default=VocabularySettings.model_type,
                         help="SentencePiece algorithm: unigram (T5's) or bpe (for GPT-1: "
@@ -71,10 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                              "(default: use what it has, and warn that the mixture falls short)")
     args = parser.parse_args(argv)
     try:
-        weights = parse_weights(args.weights)
         specs: dict[str, list[str]] = {}
         for name, spec in itertools.chain.from_iterable(parse_pairs(s, "--source") for s in args.source):
             specs.setdefault(name, []).append(spec)
+        weights = parse_weights(args.weights) if args.weights else default_weights(specs)
         unweighted = set(specs) - set(weights)
         if unweighted:
             raise ValueError(f"sources without a weight: {sorted(unweighted)} (see --weights)")

@@ -177,7 +177,8 @@ class VocabularySettings:
 
 
 class MixtureShortfallWarning(UserWarning):
-    """A source gave fewer lines than its weight asks for: the mixture is not the one requested."""
+    """A source gave fewer lines than its weight asks for: the mixture is not the one requested,
+    or (every share as asked) the sample is smaller than `sample_size`."""
 
 
 def lines_per_source(settings: VocabularySettings) -> dict[str, int]:
@@ -224,13 +225,24 @@ def mixture_sample(sources: Mapping[str, Iterable[str]], settings: VocabularySet
     if not sample:
         raise ValueError("the sources gave no text to train the vocabulary on")
     short = sorted(name for name in wanted if used[name] < wanted[name])
-    if short:
+    share = {name: used[name] / len(sample) for name in wanted}
+    wanted_share = {name: wanted[name] / sum(wanted.values()) for name in wanted}
+    # Shares shown to 0.1%: a shortfall that leaves them as asked (one source, or every source
+    # short alike) only makes the sample smaller.
+    skewed = any(abs(share[name] - wanted_share[name]) >= 0.0005 for name in wanted)
+    if short and skewed:
         details = "; ".join(
-            f"{name} gave {used[name]:,} of its {wanted[name]:,} lines ({used[name] / len(sample):.1%} "
-            f"of the sample instead of {wanted[name] / sum(wanted.values()):.1%})" for name in short)
+            f"{name} gave {used[name]:,} of its {wanted[name]:,} lines ({share[name]:.1%} "
+            f"of the sample instead of {wanted_share[name]:.1%})" for name in short)
         warnings.warn(f"the vocabulary's mixture falls short of its weights: {details}. Give those "
                       f"sources more text, or repeat their lines up to their share "
                       f"(--repeat_short_sources).", MixtureShortfallWarning, stacklevel=2)
+    elif short:
+        details = "; ".join(f"{name} gave {used[name]:,} of its {wanted[name]:,} lines"
+                            for name in short)
+        warnings.warn(f"the vocabulary's sample has {len(sample):,} lines instead of "
+                      f"{settings.sample_size:,} ({details}); the mixture keeps its weights. Give "
+                      f"more text, or a smaller --sample_size.", MixtureShortfallWarning, stacklevel=2)
     return sample, taken, used
 
 

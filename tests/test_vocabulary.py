@@ -163,3 +163,32 @@ def test_bad_inputs_give_clear_errors(tmp_path, capsys):
     code = train_vocab.main(["--output", str(tmp_path / "v"), "--source", f"en={tmp_path}/none*.txt",
                              "--weights", "en=1"])
     assert code == 2 and "no files match" in capsys.readouterr().err
+
+
+def test_one_language_bpe_vocabulary_needs_no_weights(tmp_path, capsys, shared_data):
+    """`--model_type bpe --source en=...` as the GPT-1 README runs it: no --weights (the default
+    once named de, fr and ro and stopped on 'sources without text'). The 1,000 English lines fall
+    short of the 4,000 asked; with one language the mixture is as asked (100%), so the warning
+    says the sample is smaller, not '100.0% of the sample instead of 100.0%'."""
+    arguments = ["--output", str(tmp_path / "bpe"), "--model_type", "bpe", "--size", "300",
+                 "--sample_size", "4000", "--source", f"en={shared_data}/text/de/tatoeba.deu-eng.eng"]
+    assert train_vocab.main(arguments) == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "train_vocab: warning: the vocabulary's sample has 1,000 lines instead of 4,000 " \
+           "(en gave 1,000 of its 4,000 lines)" in err, err
+    assert "instead of 100.0%" not in err
+    record = json.loads((tmp_path / "bpe.json").read_text())
+    assert record["weights"] == {"en": 10.0} and record["model_type"] == "bpe"
+    assert record["lines_in_sample"] == {"en": 1000}
+
+
+def test_default_weights_are_t5s_for_the_languages_given():
+    assert train_vocab.default_weights(["en", "de"]) == {"en": 10.0, "de": 1.0}
+    assert train_vocab.default_weights(["en", "code"]) == {"en": 10.0, "code": 1.0}
+
+
+def test_every_source_short_alike_keeps_the_mixture_and_says_the_sample_is_smaller():
+    sources = {"en": [f"English line {i}." for i in range(20)], "de": [f"Satz {i}." for i in range(2)]}
+    with pytest.warns(MixtureShortfallWarning, match=r"sample has 22 lines instead of 110 \(de gave "
+                                                     r"2 of its 10 lines; en gave 20 of its 100 lines\)"):
+        mixture_sample(sources, VocabularySettings(sample_size=110, weights={"en": 10, "de": 1}))
