@@ -5,6 +5,8 @@
     python -m model.convert export --family {t5,gpt1,bert} --format hf --model_dir DIR \
         --output HF_DIR [--gin_file ...] [--gin_param ...] [--checkpoint CKPT]
 
+`python -m model.train --mode export` (T5) stays: model/export_hf.py does the work for both.
+
 Import reads a `save_pretrained` folder (config.json and model.safetensors or pytorch_model.bin,
 sharded or not) of T5ForConditionalGeneration (T5.1.0 and T5.1.1), OpenAIGPTLMHeadModel or
 BertForPreTraining and writes DIR/model.ckpt-0 with our variable names, plus
@@ -21,7 +23,8 @@ agree; unbound ones are taken from the source), fields our model cannot compute 
 erf "gelu", T5's layer norm epsilon...), and then the weights: every parameter of ours must come
 from the source with its shape, and the source must hold nothing that we would drop.
 
-Export writes the `save_pretrained` folder of the checkpoint (default the newest in DIR): T5
+Export writes the `save_pretrained` folder of the checkpoint (default the newest in DIR), sized
+by DIR/operative_config.gin (written by an import or a training run) and any gin given: T5
 through model/export_hf.py (`python -m model.train --mode export` is the same), GPT-1 as
 OpenAIGPTLMHeadModel and BERT as BertForPreTraining, each config's activation the tanh GELU
 that ours computes (OpenAI GPT's afn "gelu", BERT's hidden_act "gelu_new"). A checkpoint that
@@ -55,7 +58,7 @@ from model.mtf_compat import mtf
 
 FORMATS = ("hf",)
 CHECKPOINT_NAME = "model.ckpt"
-GIN_NAME = "operative_config.gin"
+GIN_NAME = train.OPERATIVE_CONFIG_NAME
 CONFIG_FILE = "config.json"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -346,10 +349,10 @@ def import_checkpoint(family: str, source: str, model_dir: str) -> Dict[str, Any
     bindings = conv.gin_bindings(hf_config)
     check_against_gin(bindings)
     vocab_size = hf_config.vocab_size
-    _check_vocabulary(family, vocab_size)
     with gin.unlock_config():
         for name, value in bindings.items():
             gin.bind_parameter(name, value)
+    _check_vocabulary(family, vocab_size)
     config = ModelConfig()
     shapes = model_shapes(conv, config, vocab_size)
     values = ours_from_transformers(conv, config, shapes, state, _buffers(conv, hf_config))
@@ -438,7 +441,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     train.quiet_libraries(args.verbosity)
     try:
+        # Export reads the run's recorded settings (an import's or a training's
+        # operative_config.gin, model/train.py); gin files and bindings given override them.
+        recorded = (train.apply_recorded_bindings(args.model_dir)
+                    if args.direction == "export" else {})
         train.parse_gin(args.gin_file, args.gin_param)
+        train.warn_overrides(recorded, args.model_dir)
         if args.direction == "import":
             if not args.source:
                 raise ConversionError("import needs --source")

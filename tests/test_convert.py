@@ -136,8 +136,7 @@ def test_round_trip_gives_transformers_logits(tmp_path, family, make):
     assert_close(our_logits(family, tmp_path / "ours"), expected)
 
     assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported",
-                       "--gin_file", tmp_path / "ours" / convert.GIN_NAME) == 0
+                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
     exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
     assert_close(transformers_logits(family, exported), expected)
 
@@ -259,3 +258,54 @@ def test_import_refuses_a_folder_that_already_holds_a_checkpoint(tmp_path, capsy
     assert import_folder("bert", bert_folder, tmp_path / "ours") == 2
     assert "already holds a checkpoint" in capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "ours").iterdir()) == before
+
+
+def decoder_only_examples(num: int = 16, length: int = 12, seed: int = 0):
+    """GPT-1's pre-training features (model/features.py's decoder_only keys), one row a
+    sequence."""
+    tokens = np.random.RandomState(seed).randint(1, 90, size=(num, length)).astype(np.int32)
+    features = {"decoder_target_tokens": tokens, "decoder_segment_ids": np.ones_like(tokens),
+                "decoder_input_tokens": np.pad(tokens[:, :-1], [(0, 0), (1, 0)]),
+                "decoder_positions": np.tile(np.arange(length, dtype=np.int32), (num, 1)),
+                "decoder_loss_weights": np.ones_like(tokens)}
+    return lambda: tf.data.Dataset.from_tensor_slices(features)
+
+
+@pytest.mark.parametrize("family", ["t5", "gpt1"])
+def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, family):
+    """`TrainConfig.init_checkpoint = DIR` warm-starts from an import (T5: weights, Adafactor's
+    slots and step; GPT-1: the weights, model/warm_start.py); after three steps the export of
+    the fine-tuned run gives in transformers the logits it gives here, and they moved."""
+    from tests.test_train import synthetic_examples
+    reference = tiny_t5(gated=True) if family == "t5" else tiny_gpt1()
+    reference.save_pretrained(tmp_path / "source")
+    assert import_folder(family, tmp_path / "source", tmp_path / "imported") == 0
+    gin.clear_config()
+    train.parse_gin(["finetune.gin", str(tmp_path / "imported" / convert.GIN_NAME)], [
+        f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'", "ModelConfig.dropout_rate = 0.0",
+        "TrainConfig.tokens_per_batch = 96", "TrainConfig.save_checkpoints_steps = 3",
+        "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
+        "lr.constant.value = 0.01"])
+    with gin.config_scope("finetune"):
+        run = train.configured_run(str(tmp_path / "tuned"))
+    examples = synthetic_examples() if family == "t5" else decoder_only_examples()
+    assert train.train(run, examples, reference.config.vocab_size, max_steps=3) == 3
+    ours = convert.checkpoint_outputs(convert.conversion(family), run.model_config,
+                                      run.model_dir, OUR_INPUTS[family])
+    assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
+                       run.model_dir, "--output", tmp_path / "exported") == 0
+    exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
+    assert_close(ours, transformers_logits(family, exported))
+    before = transformers_logits(family, reference)["logits"]
+    assert np.abs(ours["logits"] - before).max() > 100 * TOLERANCE * np.abs(before).max()
+
+
+def test_a_vocabulary_of_another_size_is_refused(tmp_path, capsys, bert_folder):
+    """DataConfig.vocabulary (BERT: a WordPiece vocab.txt) must have the source's vocab_size."""
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                               + [f"word{i}" for i in range(50)]) + "\n")
+    error = failed_import(capsys, tmp_path, "bert", bert_folder,
+                          f"DataConfig.vocabulary = '{vocab}'")
+    assert "vocab_size: DataConfig.vocabulary has 55 ids (55 embedding rows), the source's " \
+           "config 60" in error
