@@ -216,6 +216,11 @@ def ours_from_transformers(conv: Conversion, config: ModelConfig,
     tensors whose copies differ, and tensors of the source ours would not read (`ignorable`:
     buffers such as position ids)."""
     layout, spans = index_state(conv, config, shapes)
+    prefix = conv.transformers_class().base_model_prefix
+    if not set(source) & set(layout):
+        # The base model's file (OpenAIGPTModel, BertModel: hub folders such as openai-gpt)
+        # names its tensors without the head model's prefix; the tied output needs no more.
+        source = {f"{prefix}.{name}": value for name, value in source.items()}
     total = max((span.stop for span in spans.values()), default=0)
     flat = np.zeros(total, np.float32)
     given = np.zeros(total, bool)

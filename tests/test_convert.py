@@ -309,3 +309,13 @@ def test_a_vocabulary_of_another_size_is_refused(tmp_path, capsys, bert_folder):
                           f"DataConfig.vocabulary = '{vocab}'")
     assert "vocab_size: DataConfig.vocabulary has 55 ids (55 embedding rows), the source's " \
            "config 60" in error
+
+
+def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):
+    """The hub's openai-gpt folder holds OpenAIGPTModel's tensors (`tokens_embed.weight`, no
+    `transformer.` prefix; transformers' from_pretrained adds it): the LM head is tied, so the
+    base model gives every variable of ours."""
+    reference = tiny_gpt1()
+    reference.transformer.save_pretrained(tmp_path / "base")
+    assert import_folder("gpt1", tmp_path / "base", tmp_path / "ours") == 0
+    assert_close(our_logits("gpt1", tmp_path / "ours"), transformers_logits("gpt1", reference))
