@@ -105,11 +105,16 @@ class AdamWeightDecay(mtf.optimize.AdamWeightDecayOptimizer):
                              initializer=tf.zeros_initializer(), trainable=False)
         next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
         next_v = self.beta_2 * v + (1.0 - self.beta_2) * mtf.square(grad)
-        update = next_m / (mtf.sqrt(next_v) + self.epsilon)
+        update = self.adam_step(next_m, next_v)
         if self._do_use_weight_decay(var.name):
             update += self.weight_decay_rate * mtf.to_float(var.value)
         return [mtf.assign_sub(var, self.learning_rate * update),
                 mtf.assign(m, next_m), mtf.assign(v, next_v)]
+
+    def adam_step(self, m: mtf.Tensor, v: mtf.Tensor) -> mtf.Tensor:
+        """The update before the decay, from the new moments: BERT's m / (sqrt(v) + epsilon),
+        no bias correction (SegaBERT's FusedAdam overrides this)."""
+        return m / (mtf.sqrt(v) + self.epsilon)
 
 
 @dataclasses.dataclass(frozen=True)

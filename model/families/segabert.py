@@ -33,7 +33,7 @@ import gin
 import tensorflow.compat.v1 as tf
 
 from model import structure
-from model.families.bert import CLS_ID, SEP_ID, Bert
+from model.families.bert import CLS_ID, SEP_ID, AdamWeightDecay, Bert
 from model.mtf_compat import mtf
 
 # The three embedding tables, in structure.INDEX_KEYS order.
@@ -52,30 +52,17 @@ class FusedAdamConfig:
     epsilon: float = 1e-8
 
 
-class FusedAdam(mtf.optimize.AdamWeightDecayOptimizer):
+class FusedAdam(AdamWeightDecay):
     """apex's FusedAdam in AdamW mode (multi_tensor_adam.cu, ADAM_MODE_1), step t = global
     step + 1: m and v as Adam's, `update = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) +
     epsilon) + weight_decay * param` (the decay where `_do_use_weight_decay`), `param -= lr *
-    update`; the weights read in float32 (as bert.AdamWeightDecay, for bfloat16 activations)."""
+    update`: BERT's AdamWeightDecay with the bias correction."""
 
-    def apply_grad(self, grad, var):
-        if grad is None:
-            return []
-        grad = mtf.to_float(grad)
+    def adam_step(self, m: mtf.Tensor, v: mtf.Tensor) -> mtf.Tensor:
         step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
-        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
-                             initializer=tf.zeros_initializer(), trainable=False)
-        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
-                             initializer=tf.zeros_initializer(), trainable=False)
-        next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
-        next_v = self.beta_2 * v + (1.0 - self.beta_2) * mtf.square(grad)
-        m_unbiased = next_m / (1.0 - tf.pow(self.beta_1, step))
-        v_unbiased = next_v / (1.0 - tf.pow(self.beta_2, step))
-        update = m_unbiased / (mtf.sqrt(v_unbiased) + self.epsilon)
-        if self._do_use_weight_decay(var.name):
-            update += self.weight_decay_rate * mtf.to_float(var.value)
-        return [mtf.assign_sub(var, self.learning_rate * update),
-                mtf.assign(m, next_m), mtf.assign(v, next_v)]
+        m_unbiased = m / (1.0 - tf.pow(self.beta_1, step))
+        v_unbiased = v / (1.0 - tf.pow(self.beta_2, step))
+        return m_unbiased / (mtf.sqrt(v_unbiased) + self.epsilon)
 
 
 def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
