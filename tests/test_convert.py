@@ -60,14 +60,15 @@ def tiny_t5(gated: bool):
 
 def tiny_gpt1():
     config = transformers.OpenAIGPTConfig(vocab_size=90, n_positions=32, n_embd=16, n_layer=2,
-                                          n_head=2, afn="gelu")
+                                          n_head=2, afn="gelu", layer_norm_epsilon=1e-2)
     return randomized(transformers.OpenAIGPTLMHeadModel(config))
 
 
 def tiny_bert(**overrides):
     config = transformers.BertConfig(
         vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu_new", **overrides)
+        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu_new",
+        layer_norm_eps=1e-2, **overrides)
     return randomized(transformers.BertForPreTraining(config))
 
 
@@ -228,6 +229,18 @@ def test_missing_wrong_shape_and_unread_tensors_are_listed(tmp_path, capsys, ber
     assert "bert/encoder/block_001/feedforward/output/bias" in error
     assert "bert.encoder.layer.1.output.dense.bias" in error
     assert "classifier.weight" in error
+
+
+def test_tied_copies_that_differ_are_refused(tmp_path, capsys):
+    """OpenAIGPTLMHeadModel ties lm_head to tokens_embed, as ours: a file whose two copies
+    differ is no model of ours (save_pretrained writes one copy; this one was edited)."""
+    from safetensors.torch import load_file, save_file
+    tiny_gpt1().save_pretrained(tmp_path / "source")
+    state = load_file(str(tmp_path / "source" / "model.safetensors"))
+    state["lm_head.weight"] = state["transformer.tokens_embed.weight"] + 1.0
+    save_file(state, str(tmp_path / "source" / "model.safetensors"), metadata={"format": "pt"})
+    error = failed_import(capsys, tmp_path, "gpt1", tmp_path / "source")
+    assert "tied tensors differ" in error and "lm_head.weight" in error
 
 
 def test_export_refuses_a_checkpoint_with_a_fine_tuning_head(tmp_path, capsys):
