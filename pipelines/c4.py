@@ -49,7 +49,8 @@ EMBEDDED_MEMORY["multi_threading"] = EMBEDDED_MEMORY["in_memory"]
 REMOTE_WET_FILE_BYTES = 66_000_000
 # The share of this machine's memory a run may plan to use (the system, the page cache).
 MEMORY_HEADROOM = 0.8
-_EMBEDDED_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner")
+# The runner names (None: no --runner) that run a job on the DirectRunner, in this process.
+EMBEDDED_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner")
 
 
 def input_bytes(paths: Sequence[str]) -> int:
@@ -84,7 +85,7 @@ def memory_warning(wet_bytes: int, machine_bytes: int, running_mode: str) -> Opt
 def embedded_running_mode(beam_args: Sequence[str]) -> Optional[str]:
     """The DirectRunner's running mode the Beam options ask for, or None for another runner."""
     options = PipelineOptions(beam_args)
-    if options.view_as(StandardOptions).runner not in _EMBEDDED_RUNNERS:
+    if options.view_as(StandardOptions).runner not in EMBEDDED_RUNNERS:
         return None
     return options.view_as(DirectOptions).direct_running_mode
 

@@ -11,7 +11,10 @@ import apache_beam as beam
 import numpy as np
 import tensorflow_datasets as tfds
 from etils import epath
+from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
+from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from pipelines import c4, common_crawl, files, lists, stages, stats
 from pipelines.config import TFDS_VARIANTS, VARIANTS, VariantConfig, variant
@@ -85,6 +88,25 @@ _OPTION_NAMES = tuple(field.name for field in dataclasses.fields(BuildOptions))
 
 class EmptySplitError(Exception):
     """A build whose input is too small to give every split a page."""
+
+
+def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
+                       ) -> tfds.download.DownloadConfig:
+    """`download_config` with the runner a build takes when none is chosen, or the DirectRunner
+    is: Beam's DirectRunner kept off its first try of the Prism runner (Beam 2.77's DirectRunner
+    downloads Prism from GitHub, and falls back to its own engine after a failure or a wait), and
+    options parsed from nothing rather than TFDS's default, which parses the `tfds build` command
+    line and warns about each of its flags. A runner object, or options naming another runner,
+    are kept as given."""
+    config = download_config or tfds.download.DownloadConfig()
+    options = config.beam_options or PipelineOptions([])
+    if config.beam_runner is not None or options.view_as(StandardOptions).runner not in c4.EMBEDDED_RUNNERS:
+        return config
+    runner = SwitchingDirectRunner()
+    # In Beam 2.77 the interactive flag does one thing: it rules Prism out (direct_runner.py,
+    # SwitchingDirectRunner.run_pipeline); the DirectRunner then picks its FnApiRunner.
+    runner.is_interactive()
+    return dataclasses.replace(config, beam_runner=runner, beam_options=options)
 
 
 def _description(config: VariantConfig) -> str:
@@ -169,6 +191,18 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         self._options = BuildOptions(**{name: kwargs.pop(name) for name in _OPTION_NAMES
                                         if name in kwargs})
         super().__init__(**kwargs)
+
+    @classmethod
+    def get_metadata(cls) -> dataset_metadata.DatasetMetadata:
+        """No metadata files: TFDS would take tfds_c4/README.md, the package's documentation, as
+        the dataset's description (dataset_metadata.load reads README.md beside the builder)
+        and print it whole after every build; _info's short description stands instead."""
+        return dataset_metadata.DatasetMetadata(description=None, citation=None, tags=[])
+
+    def download_and_prepare(self, *, download_config=None, **kwargs) -> None:
+        """As TFDS's, on the DirectRunner without its Prism try unless a runner is chosen
+        (with_pinned_runner)."""
+        super().download_and_prepare(download_config=with_pinned_runner(download_config), **kwargs)
 
     def _info(self) -> tfds.core.DatasetInfo:
         return self.dataset_info_from_configs(
