@@ -2,9 +2,12 @@
 
 One bar per stage that counts pages, in pipeline order: its green part is the pages the stage
 passed on, its red part the pages it dropped, both to one scale (the largest stage input), and
-under it the drop reasons with their counts (and, for `read`, the records and files it skipped;
-where a stage counts its kept pages by kind, such as the split or the language, those counts).
-Hand-written SVG, so any browser opens it and no plotting library is needed.
+under it the drop reasons with their counts (and, for `read`, the records and files it skipped).
+Where a stage counts its kept pages in more than one counter (by kind, such as the split or the
+language, or dedup's `pages.passed` and `pages.passed:shortened`, disjoint), a line of their own
+gives the sum drawn as stats.json's counters: `kept 1,067 = pages.passed 1,050 +
+pages.passed:shortened 17`. Hand-written SVG, so any browser opens it and no plotting library is
+needed.
 """
 import dataclasses
 from typing import Dict, List
@@ -33,7 +36,9 @@ class FunnelRow:
     kept: int
     dropped: Dict[str, int]  # Reason -> pages.
     skipped: Dict[str, int]  # "records.skipped:<reason>" or "files.skipped:<reason>" -> count.
-    kept_parts: Dict[str, int]  # Kept pages by kind ("pages.written:train", "pages.passed:en").
+    # The counters whose sum is `kept`, by their stats.json names ("pages.passed",
+    # "pages.passed:shortened", "pages.written:train", "pages.passed:en"): disjoint parts.
+    kept_counters: Dict[str, int]
 
 
 def funnel_rows(stats: Stats) -> List[FunnelRow]:
@@ -47,24 +52,32 @@ def funnel_rows(stats: Stats) -> List[FunnelRow]:
             continue
         skipped = {name: value for name, value in counters.items()
                    if name.startswith(_SKIPPED_PREFIXES)}
-        kept_parts = {name: value for name, value in counters.items()
-                      if name.startswith(_KEPT_PREFIXES) and ":" in name}
-        rows.append(FunnelRow(stage, kept, dropped, skipped, kept_parts))
+        kept_counters = {name: value for name, value in counters.items()
+                         if name.startswith(_KEPT_PREFIXES)}
+        rows.append(FunnelRow(stage, kept, dropped, skipped, kept_counters))
     return rows
 
 
-def _reason_lines(row: FunnelRow) -> List[str]:
-    """The drop reasons (largest first) and skip counts, wrapped to the picture's width."""
-    parts = [f"{reason} {count:,}" for reason, count in
-             sorted(row.dropped.items(), key=lambda item: (-item[1], item[0]))]
-    parts += [f"{name} {count:,}" for name, count in sorted(row.skipped.items())]
-    parts += [f"{name} {count:,}" for name, count in sorted(row.kept_parts.items())]
+def _wrapped(parts: List[str], separator: str, first: str = "") -> List[str]:
+    """`first` and `parts` joined by `separator`, wrapped to the picture's width."""
     lines: List[str] = []
     for part in parts:
-        if lines and len(lines[-1]) + 3 + len(part) <= _REASON_CHARS_PER_LINE:
-            lines[-1] += " · " + part
+        if lines and len(lines[-1]) + len(separator) + len(part) <= _REASON_CHARS_PER_LINE:
+            lines[-1] += separator + part
         else:
-            lines.append(part)
+            lines.append((first if not lines else "") + part)
+    return lines
+
+
+def _reason_lines(row: FunnelRow) -> List[str]:
+    """The drop reasons (largest first) and skip counts; then, on lines of their own, the kept
+    counters that add up to the kept pages, where there are several or one names a kind."""
+    lines = _wrapped([f"{reason} {count:,}" for reason, count in
+                      sorted(row.dropped.items(), key=lambda item: (-item[1], item[0]))]
+                     + [f"{name} {count:,}" for name, count in sorted(row.skipped.items())], " · ")
+    if len(row.kept_counters) > 1 or any(":" in name for name in row.kept_counters):
+        lines += _wrapped([f"{name} {count:,}" for name, count in sorted(row.kept_counters.items())],
+                          " + ", first=f"kept {row.kept:,} = ")
     return lines
 
 

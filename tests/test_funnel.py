@@ -49,3 +49,25 @@ def test_one_bar_per_stage_with_the_counters_numbers():
 
 def test_stages_without_page_counters_have_no_bar():
     assert _stages(funnel.funnel_svg({"domains": {"url_lists.read": 3}}, "C4")) == []
+
+
+def _lines(group):
+    return [element.text for element in group.iter(SVG + "text")]
+
+
+def test_kept_pages_are_drawn_as_the_sum_of_the_counters_stats_json_names():
+    """dedup counts the pages it passes whole (`pages.passed`) and those it shortened
+    (`pages.passed:shortened`) apart (pipelines/stages.py, _ApplyRemovalsFn): the funnel's
+    1,067 is their sum, said as such, on a line of its own, not among the drop reasons."""
+    stats = {"dedup": {"pages.passed": 1050, "pages.passed:shortened": 17,
+                       "pages.dropped:too_few_sentences_after_dedup": 3},
+             "badwords": {"pages.passed": 900, "pages.dropped:badword": 167}}
+    dedup, badwords = _stages(funnel.funnel_svg(stats, "C4 en"))
+    assert int(dedup.get("data-kept")) == 1050 + 17
+    lines = _lines(dedup)
+    assert "kept 1,067 = pages.passed 1,050 + pages.passed:shortened 17" in lines
+    reasons = [line for line in lines if "too_few_sentences_after_dedup" in line]
+    assert reasons == ["too_few_sentences_after_dedup 3"]  # no kept counter among them
+    # One kept counter, unqualified: the bar's "900 kept" is stats.json's number, no sum line.
+    assert not any(line.startswith("kept ") for line in _lines(badwords))
+    assert "900 kept, 167 dropped" in _lines(badwords)
