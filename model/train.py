@@ -386,14 +386,20 @@ MODES_ON_A_RUN = ("eval", "decode", "export")
 MACHINE_SETTINGS = frozenset({"TrainConfig.use_tpu", "TrainConfig.tpu",
                               "TrainConfig.intra_op_threads", "TrainConfig.inter_op_threads",
                               "MeshConfig.mesh_shape", "MeshConfig.layout"})
+# The sequence lengths a task run takes from its tasks (model/finetune.py with_task_lengths).
+SEQUENCE_LENGTH_SETTINGS = frozenset({"DataConfig.inputs_length", "DataConfig.targets_length",
+                                      "TrainConfig.decode_length"})
 
 
-def recorded_bindings(model_dir: str) -> Dict[str, object]:
+def recorded_bindings(model_dir: str, for_tasks: bool = False) -> Dict[str, object]:
     """The bindings a run's operative config records (the model and its sizes, family configs,
     vocabulary and lengths, schedule...), by gin key, with the mode scope it trained in
     (`finetune/`, `pretrain/`) dropped so they hold in any mode; a mode-scoped binding wins over
     an unscoped one of the same key, as it did in the run. The machine's settings are left out
-    (MACHINE_SETTINGS), and so are macros (the bindings hold their values). {} without a config."""
+    (MACHINE_SETTINGS), and so are macros (the bindings hold their values). `for_tasks` (a
+    command with --task or --mixture): sequence lengths recorded outside fine-tuning (a
+    pre-training run's) are left out too, for the tasks to set; a fine-tuning run's are its
+    tasks'. {} without a config."""
     path = pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME
     if not path.is_file():
         return {}
@@ -406,7 +412,8 @@ def recorded_bindings(model_dir: str) -> Dict[str, object]:
         scopes = [s for s in statement.scope.split("/") if s] if statement.scope else []
         kept = [s for s in scopes if s not in MODES]
         name = f"{statement.selector}.{statement.arg_name}"
-        if name in MACHINE_SETTINGS:
+        if name in MACHINE_SETTINGS or (for_tasks and name in SEQUENCE_LENGTH_SETTINGS
+                                        and "finetune" not in scopes):
             continue
         key = "/".join(kept + [name])
         if len(kept) < len(scopes) or key not in bindings:
@@ -414,11 +421,11 @@ def recorded_bindings(model_dir: str) -> Dict[str, object]:
     return bindings
 
 
-def apply_recorded_bindings(model_dir: str) -> Dict[str, object]:
+def apply_recorded_bindings(model_dir: str, for_tasks: bool = False) -> Dict[str, object]:
     """Binds what `model_dir`'s run recorded (recorded_bindings); returns what was bound. A
     setting this code no longer has is skipped with a warning."""
     applied = {}
-    for key, value in recorded_bindings(model_dir).items():
+    for key, value in recorded_bindings(model_dir, for_tasks).items():
         try:
             gin.bind_parameter(key, value)
         except ValueError as error:
@@ -497,7 +504,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
         # eval, decode and export take the run's own settings; flags given again override them.
-        recorded = apply_recorded_bindings(args.model_dir) if args.mode in MODES_ON_A_RUN else {}
+        recorded = (apply_recorded_bindings(args.model_dir, finetune.uses_tasks(args))
+                    if args.mode in MODES_ON_A_RUN else {})
         parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
         warn_overrides(recorded, args.model_dir)
         # In the mode's gin scope: a binding may hold for one mode alone (T5.1.1's

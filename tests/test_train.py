@@ -289,6 +289,18 @@ def test_a_fine_tuning_runs_recorded_settings_hold_in_the_eval_scope(tmp_path, c
     assert evaluated.train_config == dataclasses_replace(
         fine_tuned, intra_op_threads=0).train_config
     assert evaluated.mesh_config == train.MeshConfig()
+    # With --task, a fine-tuning run's lengths (its tasks') still hold.
+    assert train.recorded_bindings(str(tmp_path), for_tasks=True)["DataConfig.inputs_length"] == 84
+
+
+def test_with_a_task_a_pretraining_runs_lengths_are_left_to_the_task(pretrained):
+    """`--mode export|eval --task T` on a pre-trained run: its 32/8 pre-training lengths would
+    count as bound by the user and beat the task's (finetune.with_task_lengths); left out."""
+    recorded = train.recorded_bindings(pretrained.model_dir)
+    assert recorded["DataConfig.inputs_length"] == 32 and recorded["TrainConfig.decode_length"] == 8
+    for_tasks = train.recorded_bindings(pretrained.model_dir, for_tasks=True)
+    assert not train.SEQUENCE_LENGTH_SETTINGS & set(for_tasks)
+    assert for_tasks["ModelConfig.d_model"] == 32
 
 
 @pytest.fixture
