@@ -27,9 +27,11 @@ Export writes the `save_pretrained` folder of the checkpoint (default the newest
 by DIR/operative_config.gin (written by an import or a training run) and any gin given: T5
 through model/export_hf.py (`python -m model.train --mode export` is the same), GPT-1 as
 OpenAIGPTLMHeadModel and BERT as BertForPreTraining, each config's activation the tanh GELU
-that ours computes (OpenAI GPT's afn "gelu", BERT's hidden_act "gelu_new"). A checkpoint that
-holds a fine-tuning head (GPT-1's `gpt1/head/`, BERT's `cls/classifier/`, `cls/squad/`) is
-refused: those models have no place for it.
+that ours computes (OpenAI GPT's afn "gelu", BERT's hidden_act "gelu_new"). A BERT fine-tuned
+with a classification, regression or span head (BertConfig.head, which the run's
+operative_config.gin records) becomes BertForSequenceClassification (regression: one label,
+problem_type "regression") or BertForQuestionAnswering. A head the configuration does not name,
+GPT-1's heads and BERT's multiple choice are refused: no model written has a place for them.
 
 The name mappings are the families' own (model/families/gpt1_hf.py, bert_hf.py, and
 `export_hf.t5_state_dict`), written in one direction, ours -> transformers'. Import inverts
@@ -99,6 +101,9 @@ def _t5() -> Conversion:
 
 def _gpt1() -> Conversion:
     from model.families.gpt1 import GPT1Config
+    if GPT1Config().head:
+        raise ConversionError(f"GPT-1's {GPT1Config().head} head (GPT1Config.head) has no "
+                              f"transformers model here: OpenAIGPTLMHeadModel has no place for it")
     return Conversion(
         "gpt1", "gpt1", gpt1_hf.MODEL_TYPE, "OpenAIGPTLMHeadModel", "gpt1/token_embedding",
         lambda config, vocab: gpt1_hf.openai_gpt_config(config, GPT1Config(), vocab),
@@ -108,12 +113,19 @@ def _gpt1() -> Conversion:
 
 
 def _bert() -> Conversion:
+    """BertForPreTraining, or the model of the fine-tuning head that gin's BertConfig.head
+    names (a fine-tuned run's recorded config)."""
     from model.families.bert import BertConfig
+    head = BertConfig().head
+    if head not in bert_hf.HEAD_CLASSES:
+        raise ConversionError(f"BERT's {head!r} head (BertConfig.head) has no transformers "
+                              f"model here; {sorted(bert_hf.HEAD_CLASSES)} have")
     return Conversion(
-        "bert", "bert", bert_hf.MODEL_TYPE, "BertForPreTraining", "bert/embeddings/word_embeddings",
+        "bert", "bert", bert_hf.MODEL_TYPE, bert_hf.HEAD_CLASSES[head],
+        "bert/embeddings/word_embeddings",
         lambda config, vocab: bert_hf.transformers_config(config, BertConfig(), vocab),
         bert_hf.gin_bindings,
-        lambda variables, config: bert_hf.transformers_state(variables, config.num_layers),
+        lambda variables, config: bert_hf.transformers_state(variables, config.num_layers, head),
         bert_hf.mtf_outputs,
         {"tokens": np.ones([1, 4], np.int32), "token_types": np.zeros([1, 4], np.int32)})
 
@@ -398,16 +410,17 @@ def export_checkpoint(family: str, model_dir: str, output: str, checkpoint: str 
         return export_hf.export(run, output, checkpoint)
     path = warm_start.checkpoint_path(checkpoint or model_dir)
     stored = warm_start.checkpoint_variables(path)
-    heads = sorted(name for name in stored
-                   if any(re.fullmatch(p, name) for p in expected.fresh_on_warm_start))
-    if heads:
-        raise ConversionError(f"{path} holds a fine-tuning head that {conv.model_class} has no "
-                              f"place for: {heads}")
     if conv.embedding not in stored:
         raise ConversionError(f"{path} has no {conv.embedding}: not a {family} checkpoint")
     vocab_size = stored[conv.embedding][0][0]
     config = run.model_config
     shapes = model_shapes(conv, config, vocab_size)
+    heads = sorted(name for name in set(stored) - set(shapes)
+                   if any(re.fullmatch(p, name) for p in expected.fresh_on_warm_start))
+    if heads:
+        raise ConversionError(f"{path} holds a fine-tuning head that {conv.model_class} has no "
+                              f"place for: {heads} (a fine-tuned run's operative_config.gin "
+                              f"names its head)")
     warm_start.restore_plan({name: (shape, "float32") for name, shape in shapes.items()},
                             {name: (shape, "float32") for name, (shape, _) in stored.items()})
     reader = tf.train.load_checkpoint(path)

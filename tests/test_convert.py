@@ -142,27 +142,18 @@ def test_round_trip_gives_transformers_logits(tmp_path, family, make):
     assert_close(transformers_logits(family, exported), expected)
 
 
-def test_written_gin_records_the_source_sizes_and_t5_keeps_optimizer_slots(tmp_path):
-    """T5 continues training from its checkpoint (model/warm_start.py): the import writes
-    Adafactor's slots (zero) and step 0 besides the weights; GPT-1 and BERT the weights alone."""
-    tiny_t5(gated=True).save_pretrained(tmp_path / "t5")
-    assert import_folder("t5", tmp_path / "t5", tmp_path / "ours_t5") == 0
-    text = (tmp_path / "ours_t5" / convert.GIN_NAME).read_text()
-    for line in ("ModelConfig.d_model = 16", "ModelConfig.feed_forward_proj = 'gated-gelu'",
-                 "ModelConfig.tie_word_embeddings = False",
-                 "ModelConfig.relative_attention_num_buckets = 8"):
-        assert line in text
-    names = tf.train.list_variables(str(tmp_path / "ours_t5"))
-    names = {name for name, _ in names}
-    assert "global_step" in names and any("_slot_" in name for name in names)
-    assert tf.train.load_variable(str(tmp_path / "ours_t5"), "global_step") == 0
-
+def test_bert_import_writes_the_weights_alone_and_the_source_sizes(tmp_path):
+    """BERT's warm start reads the trainable variables only (model/warm_start.py): no optimizer
+    slots, no step; the gin file records the source's sizes."""
     tiny_bert().save_pretrained(tmp_path / "bert")
     assert import_folder("bert", tmp_path / "bert", tmp_path / "ours_bert") == 0
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "ours_bert"))}
     assert "global_step" not in names and "bert/embeddings/word_embeddings" in names
+    assert not any("adam" in name or "slot" in name for name in names)
     text = (tmp_path / "ours_bert" / convert.GIN_NAME).read_text()
-    assert "BertConfig.max_positions = 32" in text and "ModelConfig.architecture = 'bert'" in text
+    for line in ("BertConfig.max_positions = 32", "ModelConfig.architecture = 'bert'",
+                 "BertConfig.layer_norm_epsilon = 0.01", "ModelConfig.d_ff = 32"):
+        assert line in text
 
 
 # --- Bad sources: a clear message, nothing written ------------------------------------------
@@ -293,6 +284,15 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
     reference = tiny_t5(gated=True) if family == "t5" else tiny_gpt1()
     reference.save_pretrained(tmp_path / "source")
     assert import_folder(family, tmp_path / "source", tmp_path / "imported") == 0
+    if family == "t5":  # T5 continues training: Adafactor's slots (zero) and step 0 are there
+        names = {name for name, _ in tf.train.list_variables(str(tmp_path / "imported"))}
+        assert "global_step" in names and any("_slot_" in name for name in names)
+        assert tf.train.load_variable(str(tmp_path / "imported"), "global_step") == 0
+        text = (tmp_path / "imported" / convert.GIN_NAME).read_text()
+        for line in ("ModelConfig.d_model = 16", "ModelConfig.feed_forward_proj = 'gated-gelu'",
+                     "ModelConfig.tie_word_embeddings = False",
+                     "ModelConfig.relative_attention_num_buckets = 8"):
+            assert line in text
     gin.clear_config()
     train.parse_gin(["finetune.gin", str(tmp_path / "imported" / convert.GIN_NAME)], [
         f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'", "ModelConfig.dropout_rate = 0.0",
@@ -332,3 +332,49 @@ def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):
     reference.transformer.save_pretrained(tmp_path / "base")
     assert import_folder("gpt1", tmp_path / "base", tmp_path / "ours") == 0
     assert_close(our_logits("gpt1", tmp_path / "ours"), transformers_logits("gpt1", reference))
+
+
+@pytest.mark.parametrize("head,classes,model_class", [
+    ("classification", 3, "BertForSequenceClassification"),
+    ("regression", 1, "BertForSequenceClassification"),
+    ("span", 2, "BertForQuestionAnswering")])
+def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, head, classes,
+                                                                    model_class):
+    """A BERT checkpoint with a fine-tuning head (BertConfig.head, recorded in the run's
+    operative_config.gin) exports to transformers' model of that head, with our head's outputs:
+    run_classifier's dense layer on the pooled [CLS] (BertForSequenceClassification, one
+    regression label) or run_squad's start/end vectors (BertForQuestionAnswering's qa_outputs)."""
+    tiny_bert().save_pretrained(tmp_path / "source")
+    assert import_folder("bert", tmp_path / "source", tmp_path / "pretrained") == 0
+    recorded = (tmp_path / "pretrained" / convert.GIN_NAME).read_text() + \
+        f"BertConfig.head = '{head}'\nBertConfig.num_classes = {classes}\n"
+    tuned = tmp_path / "tuned"
+    tuned.mkdir()
+    (tuned / convert.GIN_NAME).write_text(recorded)
+    gin.clear_config()
+    train.parse_gin([str(tuned / convert.GIN_NAME)], [])
+    conv, config = convert.conversion("bert"), ModelConfig()
+    assert conv.model_class == model_class
+    reader = tf.train.load_checkpoint(str(tmp_path / "pretrained"))
+    rng = np.random.RandomState(3)
+    shapes = convert.model_shapes(conv, config, 60)
+    fresh = [name for name in shapes if not reader.has_tensor(name)]
+    assert fresh and all(name.startswith(("cls/classifier/", "cls/squad/")) for name in fresh)
+    values = {name: reader.get_tensor(name) if reader.has_tensor(name)
+              else rng.normal(0.0, 0.5, shape).astype(np.float32) for name, shape in shapes.items()}
+    convert.write_checkpoint(conv, config, 60, values, str(tuned))
+    ours = convert.checkpoint_outputs(conv, config, str(tuned), OUR_INPUTS["bert"])
+
+    assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir", tuned,
+                       "--output", tmp_path / "exported") == 0
+    model = getattr(transformers, model_class).from_pretrained(str(tmp_path / "exported")).eval()
+    with torch.no_grad():
+        out = model(input_ids=torch.tensor(BERT_TOKENS),
+                    attention_mask=torch.tensor(BERT_TOKENS > 0, dtype=torch.long),
+                    token_type_ids=torch.tensor(BERT_TYPES))
+    if head == "span":
+        theirs = {"start_logits": out.start_logits.numpy(), "end_logits": out.end_logits.numpy()}
+    else:
+        theirs = {"logits": out.logits.numpy().reshape(ours["logits"].shape)}
+        assert out.logits.shape == (2, classes)
+    assert_close(ours, theirs)

@@ -25,13 +25,22 @@ from model.mtf_compat import mtf
 HIDDEN_ACT = "gelu_new"
 # The `model_type` of transformers' BertConfig (a transformers folder's config.json).
 MODEL_TYPE = "bert"
+# transformers' model for each of our heads (BertConfig.head) that has one.
+HEAD_CLASSES = {"pretraining": "BertForPreTraining",
+                "classification": "BertForSequenceClassification",
+                "regression": "BertForSequenceClassification",
+                "span": "BertForQuestionAnswering"}
 
 
 def transformers_config(model_config: ModelConfig, bert_config: BertConfig, vocab_size: int):
-    """transformers.BertConfig of our BERT's sizes (our one dropout rate for both of theirs)."""
+    """transformers.BertConfig of our BERT's sizes (our one dropout rate for both of theirs)
+    and head: a classifier's labels, a regression's one value."""
     import transformers
 
+    labels = {"classification": {"num_labels": bert_config.num_classes},
+              "regression": {"num_labels": 1, "problem_type": "regression"}}
     return transformers.BertConfig(
+        **labels.get(bert_config.head, {}),
         vocab_size=vocab_size, hidden_size=model_config.d_model,
         num_hidden_layers=model_config.num_layers, num_attention_heads=model_config.num_heads,
         intermediate_size=model_config.d_ff, hidden_act=HIDDEN_ACT,
@@ -61,18 +70,23 @@ def _dense(variables: Mapping[str, np.ndarray], ours: str, theirs: str, inputs_r
             f"{theirs}.bias": variables[f"{ours}/bias"].reshape(-1)}
 
 
-def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int
-                       ) -> Dict[str, np.ndarray]:
-    """BertForPreTraining's state dict (numpy) from our variables by name (the pre-training
-    head: MLM and NSP)."""
-    state = {
-        "bert.embeddings.word_embeddings.weight": variables["bert/embeddings/word_embeddings"],
-        "bert.embeddings.position_embeddings.weight":
-            variables["bert/embeddings/position_embeddings"],
-        "bert.embeddings.token_type_embeddings.weight":
-            variables["bert/embeddings/token_type_embeddings"],
-        **_layer_norm(variables, "bert/embeddings/layer_norm", "bert.embeddings.LayerNorm"),
-        **_dense(variables, "bert/pooler/dense", "bert.pooler.dense"),
+def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int,
+                       head: str = "pretraining") -> Dict[str, np.ndarray]:
+    """The state dict (numpy) of `HEAD_CLASSES[head]` from our variables by name: the encoder,
+    and the pre-training heads (MLM and NSP) with the pooler, a fine-tuned classifier
+    (`classifier`) with the pooler, or the span head (`qa_outputs`, start then end; no
+    pooler: BertForQuestionAnswering has none)."""
+    if head not in HEAD_CLASSES:
+        raise ValueError(f"BERT's {head!r} head has no transformers model here; "
+                         f"{sorted(HEAD_CLASSES)} have")
+    state = _encoder_state(variables, num_layers)
+    if head == "span":
+        return {**state, **_dense(variables, "cls/squad", "qa_outputs")}
+    state.update(_dense(variables, "bert/pooler/dense", "bert.pooler.dense"))
+    if head != "pretraining":
+        return {**state, **_dense(variables, "cls/classifier", "classifier")}
+    return {
+        **state,
         **_dense(variables, "cls/predictions/transform/dense",
                  "cls.predictions.transform.dense"),
         **_layer_norm(variables, "cls/predictions/transform/layer_norm",
@@ -81,6 +95,18 @@ def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int
         "cls.predictions.decoder.weight": variables["bert/embeddings/word_embeddings"],
         "cls.predictions.decoder.bias": variables["cls/predictions/output_bias"],
         **_dense(variables, "cls/seq_relationship", "cls.seq_relationship"),
+    }
+
+
+def _encoder_state(variables: Mapping[str, np.ndarray], num_layers: int
+                   ) -> Dict[str, np.ndarray]:
+    state = {
+        "bert.embeddings.word_embeddings.weight": variables["bert/embeddings/word_embeddings"],
+        "bert.embeddings.position_embeddings.weight":
+            variables["bert/embeddings/position_embeddings"],
+        "bert.embeddings.token_type_embeddings.weight":
+            variables["bert/embeddings/token_type_embeddings"],
+        **_layer_norm(variables, "bert/embeddings/layer_norm", "bert.embeddings.LayerNorm"),
     }
     for layer in range(num_layers):
         ours, theirs = f"bert/encoder/block_{layer:03d}", f"bert.encoder.layer.{layer}"
@@ -128,9 +154,10 @@ def gin_bindings(hf_config) -> Dict[str, Any]:
 
 def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                 ) -> Dict[str, mtf.Tensor]:
-    """Our BERT's {"mlm_logits": [batch, length, vocab], "nsp_logits": [batch, 2]} for
-    `inputs["tokens"]` and `inputs["token_types"]` ([batch, length]; id 0 is padding), without
-    dropout."""
+    """Our BERT's outputs for `inputs["tokens"]` and `inputs["token_types"]` ([batch, length];
+    id 0 is padding), without dropout, by its head: pre-training {"mlm_logits": [batch, length,
+    vocab], "nsp_logits": [batch, 2]}; classification {"logits": [batch, classes]}; regression
+    {"logits": [batch]}; span {"start_logits", "end_logits": [batch, length]}."""
     tokens = np.asarray(inputs["tokens"], np.int32)
     shape = mtf.Shape([mtf.Dimension("batch", tokens.shape[0]),
                        mtf.Dimension("length", tokens.shape[1])])
@@ -138,5 +165,13 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                                        shape)
              for key, name in (("bert_input_tokens", "tokens"), ("bert_token_types", "token_types"))}
     sequence, pooled = family.encode(batch, training=False)
+    head = family.bert.head
+    if head == "classification":
+        return {"logits": family.classification_logits(pooled, training=False)}
+    if head == "regression":
+        return {"logits": family.regression_values(pooled, training=False)}
+    if head == "span":
+        start, end = family.span_logits(sequence)
+        return {"start_logits": start, "end_logits": end}
     return {"mlm_logits": family.mlm_logits(sequence),
             "nsp_logits": family.next_sentence_logits(pooled)}
