@@ -93,7 +93,8 @@ class Conversion:
 def _t5() -> Conversion:
     from model import export_hf
     return Conversion(
-        "t5", "encoder_decoder", export_hf.MODEL_TYPE, "T5ForConditionalGeneration", export_hf.EMBEDDING,
+        "t5", "encoder_decoder", export_hf.MODEL_TYPE, "T5ForConditionalGeneration",
+        export_hf.EMBEDDING,
         export_hf.hf_config, export_hf.gin_bindings, export_hf.t5_state_dict,
         export_hf.mtf_outputs,
         {"encoder_tokens": np.ones([1, 4], np.int32), "decoder_targets": np.ones([1, 2], np.int32)})
@@ -117,11 +118,8 @@ def _bert() -> Conversion:
     names (a fine-tuned run's recorded config)."""
     from model.families.bert import BertConfig
     head = BertConfig().head
-    if head not in bert_hf.HEAD_CLASSES:
-        raise ConversionError(f"BERT's {head!r} head (BertConfig.head) has no transformers "
-                              f"model here; {sorted(bert_hf.HEAD_CLASSES)} have")
     return Conversion(
-        "bert", "bert", bert_hf.MODEL_TYPE, bert_hf.HEAD_CLASSES[head],
+        "bert", "bert", bert_hf.MODEL_TYPE, bert_hf.head_class(head),
         "bert/embeddings/word_embeddings",
         lambda config, vocab: bert_hf.transformers_config(config, BertConfig(), vocab),
         bert_hf.gin_bindings,
@@ -441,7 +439,7 @@ def export_checkpoint(family: str, model_dir: str, output: str, checkpoint: str 
     return {"checkpoint": path, "export_dir": str(out)}
 
 
-# --- Command line ----------------------------------------------------------------------------------
+# --- Command line ---------------------------------------------------------------------------
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

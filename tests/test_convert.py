@@ -295,7 +295,8 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
             assert line in text
     gin.clear_config()
     train.parse_gin(["finetune.gin", str(tmp_path / "imported" / convert.GIN_NAME)], [
-        f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'", "ModelConfig.dropout_rate = 0.0",
+        f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'",
+        "ModelConfig.dropout_rate = 0.0",
         "TrainConfig.tokens_per_batch = 96", "TrainConfig.save_checkpoints_steps = 3",
         "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
         "lr.constant.value = 0.01"])
@@ -378,3 +379,20 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
         theirs = {"logits": out.logits.numpy().reshape(ours["logits"].shape)}
         assert out.logits.shape == (2, classes)
     assert_close(ours, theirs)
+
+
+@pytest.mark.parametrize("family,bindings,message", [
+    ("bert", ["BertConfig.head = 'multiple_choice'", "BertConfig.num_classes = 4"],
+     "BERT's 'multiple_choice' head (BertConfig.head) has no transformers model here"),
+    ("gpt1", ["ModelConfig.architecture = 'gpt1'", "GPT1Config.head = 'classification'",
+              "GPT1Config.num_classes = 2"],
+     "GPT-1's classification head (GPT1Config.head) has no transformers model here")])
+def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, family, bindings,
+                                                            message):
+    argv = ["export", "--family", family, "--format", "hf", "--model_dir", tmp_path / "run",
+            "--output", tmp_path / "out"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    assert run_convert(*argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

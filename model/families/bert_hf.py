@@ -70,15 +70,21 @@ def _dense(variables: Mapping[str, np.ndarray], ours: str, theirs: str, inputs_r
             f"{theirs}.bias": variables[f"{ours}/bias"].reshape(-1)}
 
 
+def head_class(head: str) -> str:
+    """transformers' model for our BERT's `head` (a ValueError for one that has none here)."""
+    if head not in HEAD_CLASSES:
+        raise ValueError(f"BERT's {head!r} head (BertConfig.head) has no transformers model "
+                         f"here; {sorted(HEAD_CLASSES)} have")
+    return HEAD_CLASSES[head]
+
+
 def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int,
                        head: str = "pretraining") -> Dict[str, np.ndarray]:
     """The state dict (numpy) of `HEAD_CLASSES[head]` from our variables by name: the encoder,
     and the pre-training heads (MLM and NSP) with the pooler, a fine-tuned classifier
     (`classifier`) with the pooler, or the span head (`qa_outputs`, start then end; no
     pooler: BertForQuestionAnswering has none)."""
-    if head not in HEAD_CLASSES:
-        raise ValueError(f"BERT's {head!r} head has no transformers model here; "
-                         f"{sorted(HEAD_CLASSES)} have")
+    head_class(head)
     state = _encoder_state(variables, num_layers)
     if head == "span":
         return {**state, **_dense(variables, "cls/squad", "qa_outputs")}
@@ -163,7 +169,8 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                        mtf.Dimension("length", tokens.shape[1])])
     batch = {key: mtf.import_tf_tensor(mesh, tf.constant(np.asarray(inputs[name], np.int32)),
                                        shape)
-             for key, name in (("bert_input_tokens", "tokens"), ("bert_token_types", "token_types"))}
+             for key, name in (("bert_input_tokens", "tokens"),
+                               ("bert_token_types", "token_types"))}
     sequence, pooled = family.encode(batch, training=False)
     head = family.bert.head
     if head == "classification":
