@@ -64,11 +64,11 @@ def tiny_gpt1():
     return randomized(transformers.OpenAIGPTLMHeadModel(config))
 
 
-def tiny_bert(**overrides):
+def tiny_bert(hidden_act="gelu_new"):
     config = transformers.BertConfig(
         vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu_new",
-        layer_norm_eps=1e-2, **overrides)
+        intermediate_size=32, max_position_embeddings=32, hidden_act=hidden_act,
+        layer_norm_eps=1e-2)
     return randomized(transformers.BertForPreTraining(config))
 
 
@@ -128,7 +128,8 @@ def import_folder(family, source, model_dir, *gin_params):
 
 @pytest.mark.parametrize("family,make", [
     ("t5", lambda: tiny_t5(gated=False)), ("t5", lambda: tiny_t5(gated=True)),
-    ("gpt1", tiny_gpt1), ("bert", tiny_bert)], ids=["t5.1.0", "t5.1.1", "gpt1", "bert"])
+    ("gpt1", tiny_gpt1), ("bert", tiny_bert), ("bert", lambda: tiny_bert(hidden_act="gelu"))],
+    ids=["t5.1.0", "t5.1.1", "gpt1", "bert", "bert-erf-gelu"])
 def test_round_trip_gives_transformers_logits(tmp_path, family, make):
     reference = make()
     reference.save_pretrained(tmp_path / "source")
@@ -196,13 +197,38 @@ def test_a_config_field_that_disagrees_with_gin_names_both_values(tmp_path, caps
 
 
 def test_an_activation_ours_does_not_compute_is_refused(tmp_path, capsys):
-    """transformers' "gelu" is the erf form (activations.GELUActivation); Google's modeling.py
-    and ours compute the tanh form ("gelu_new")."""
+    """Our BERT computes transformers' "gelu_new" (tanh, Google's modeling.py) and "gelu" (erf,
+    the hub's configs); not SiLU."""
     model = transformers.BertForPreTraining(transformers.BertConfig(
         vocab_size=60, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-        intermediate_size=32, max_position_embeddings=32, hidden_act="gelu"))
-    model.save_pretrained(tmp_path / "erf")
-    assert "hidden_act = 'gelu'" in failed_import(capsys, tmp_path, "bert", tmp_path / "erf")
+        intermediate_size=32, max_position_embeddings=32, hidden_act="silu"))
+    model.save_pretrained(tmp_path / "silu")
+    error = failed_import(capsys, tmp_path, "bert", tmp_path / "silu")
+    assert "hidden_act = 'silu'" in error and "['gelu', 'gelu_new']" in error
+
+
+def test_erf_gelu_and_its_gradient_equal_the_normal_cdfs():
+    """BertConfig.hidden_act = 'gelu': x * Phi(x) (transformers' activations.GELUActivation,
+    torch's exact gelu) and its derivative Phi(x) + x * phi(x), against scipy's normal CDF."""
+    from scipy.special import ndtr
+    from model.families.bert import erf_gelu
+    from model.mesh import MeshConfig, cpu_mesh_impl
+    from model.mtf_compat import mtf
+    x = np.linspace(-5.0, 5.0, 41)
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "mesh")
+        inputs = mtf.import_tf_tensor(mesh, tf.constant(x, tf.float64),
+                                      mtf.Shape([mtf.Dimension("x", len(x))]))
+        outputs = erf_gelu(inputs)
+        [gradient] = mtf.gradients([mtf.reduce_sum(outputs)], [inputs])
+        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
+        with tf.Session() as session:
+            value, slope = session.run([lowering.export_to_tf_tensor(outputs),
+                                        lowering.export_to_tf_tensor(gradient)])
+    np.testing.assert_allclose(value, x * ndtr(x), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(slope, ndtr(x) + x * np.exp(-x ** 2 / 2) / np.sqrt(2 * np.pi),
+                               rtol=0, atol=1e-12)
 
 
 def test_missing_wrong_shape_and_unread_tensors_are_listed(tmp_path, capsys, bert_folder):

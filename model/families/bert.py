@@ -21,7 +21,9 @@ pooled output. Where we differ, and why:
   so the one-feature predict path of model_fn.py serves every head;
 - the optimizer is mtf's AdamWeightDecay (BERT's) with the weights read in float32, so that
   bfloat16 activations work; ModelConfig.z_loss is not used.
-GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers' "gelu_new").
+GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers' "gelu_new") by
+default; `BertConfig.hidden_act = 'gelu'` computes the exact erf form, transformers' "gelu", which
+the hub's BERT configs name (a model imported from one computes what it computed there).
 The forward pass equals transformers' BertForPreTraining on the same weights (mapped by
 model/families/bert_hf.py; tests/test_bert_hf.py).
 `BertConfig` is read from gin when the family is made (each estimator call), as the model
@@ -46,6 +48,7 @@ SegaBERT subclasses this family and replaces `position_embedding` (and `feature_
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Dict, Tuple
 
 import gin
@@ -77,6 +80,8 @@ class BertConfig:
     type_vocab_size: int = 2
     layer_norm_epsilon: float = 1e-12
     initializer_range: float = 0.02
+    # The GELU of the feed-forward and MLM transform, by transformers' names (ACTIVATIONS).
+    hidden_act: str = "gelu_new"
     # BERT's AdamWeightDecay: Adam without bias correction, decoupled L2 on all weights but
     # layer norms and biases.
     weight_decay_rate: float = 0.01
@@ -87,6 +92,23 @@ class BertConfig:
     def __post_init__(self) -> None:
         if self.head not in HEADS:
             raise ValueError(f"unknown BERT head {self.head!r}; choose one of {HEADS}")
+        if self.hidden_act not in ACTIVATIONS:
+            raise ValueError(f"BertConfig.hidden_act must be one of {sorted(ACTIVATIONS)}, got "
+                             f"{self.hidden_act!r}")
+
+
+def erf_gelu(x: mtf.Tensor) -> mtf.Tensor:
+    """GELU's exact form x * Phi(x) = x / 2 * (1 + erf(x / sqrt(2))), transformers' "gelu";
+    erf's gradient is 2 / sqrt(pi) * exp(-z^2)."""
+    def erf_gradient(op, dy):
+        return [dy * (2.0 / math.sqrt(math.pi)) * mtf.exp(-mtf.square(op.inputs[0]))]
+    erf = mtf.cwise(tf.math.erf, [x * math.sqrt(0.5)], grad_function=erf_gradient, name="erf")
+    return x * 0.5 * (1.0 + erf)
+
+
+# BertConfig.hidden_act: transformers' name -> our function. "gelu_new" is mtf.gelu, the tanh
+# approximation of Google's modeling.py.
+ACTIVATIONS = {"gelu_new": mtf.gelu, "gelu": erf_gelu}
 
 
 class AdamWeightDecay(mtf.optimize.AdamWeightDecayOptimizer):
@@ -321,7 +343,8 @@ class Bert(ModelFamily):
 
     def _feedforward(self, x):
         d_ff = mtf.Dimension("d_ff", self.config.d_ff)
-        hidden = self._dense(x, [self.d_model], [d_ff], "intermediate", activation=mtf.gelu)
+        hidden = self._dense(x, [self.d_model], [d_ff], "intermediate",
+                             activation=ACTIVATIONS[self.bert.hidden_act])
         return self._dense(hidden, [d_ff], [self.d_model], "output")
 
     def encode(self, batch: Dict[str, mtf.Tensor], training: bool
@@ -355,7 +378,7 @@ class Bert(ModelFamily):
         with tf.variable_scope("cls/predictions"):
             with tf.variable_scope("transform"):
                 hidden = self._dense(hidden, [self.d_model], [self.d_model], "dense",
-                                     activation=mtf.gelu)
+                                     activation=ACTIVATIONS[self.bert.hidden_act])
                 hidden = self._layer_norm(hidden)
             bias = self._variable(hidden.mesh, "output_bias", [self.vocab_dim],
                                   tf.zeros_initializer())

@@ -6,7 +6,8 @@ Our dense kernels are [inputs..., outputs...] (attention's query/key/value [d_mo
 d_kv], its output [heads, d_kv, d_model]); a torch `Linear` weight is [outputs, inputs] with the
 heads flattened head-major, as transformers splits them. Layer norms' scale/bias are `LayerNorm`
 weight/bias. The MLM decoder is the word embedding (tied) with `cls.predictions.bias`.
-Our GELU is the tanh approximation (mtf.gelu, as Google's modeling.py): transformers' "gelu_new".
+Our GELU is BertConfig.hidden_act by transformers' own name: by default "gelu_new", the tanh
+approximation (mtf.gelu, as Google's modeling.py); "gelu" is the exact erf form.
 `gin_bindings` reads a transformers BertConfig back into our gin bindings and `mtf_outputs` runs
 our model for the conversions of model/convert.py.
 """
@@ -18,11 +19,9 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.architectures import ModelConfig
-from model.families.bert import BertConfig
+from model.families.bert import ACTIVATIONS, BertConfig
 from model.mtf_compat import mtf
 
-# transformers' name for our GELU (mtf.gelu: 0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3)))).
-HIDDEN_ACT = "gelu_new"
 # The `model_type` of transformers' BertConfig (a transformers folder's config.json).
 MODEL_TYPE = "bert"
 # transformers' model for each of our heads (BertConfig.head) that has one.
@@ -43,7 +42,7 @@ def transformers_config(model_config: ModelConfig, bert_config: BertConfig, voca
         **labels.get(bert_config.head, {}),
         vocab_size=vocab_size, hidden_size=model_config.d_model,
         num_hidden_layers=model_config.num_layers, num_attention_heads=model_config.num_heads,
-        intermediate_size=model_config.d_ff, hidden_act=HIDDEN_ACT,
+        intermediate_size=model_config.d_ff, hidden_act=bert_config.hidden_act,
         hidden_dropout_prob=model_config.dropout_rate,
         attention_probs_dropout_prob=model_config.dropout_rate,
         max_position_embeddings=bert_config.max_positions,
@@ -134,10 +133,9 @@ def _encoder_state(variables: Mapping[str, np.ndarray], num_layers: int
 def gin_bindings(hf_config) -> Dict[str, Any]:
     """Our gin bindings for the sizes of a transformers BertConfig (the inverse of
     `transformers_config`); a ValueError names a field that ours cannot compute alike."""
-    if hf_config.hidden_act != HIDDEN_ACT:
+    if hf_config.hidden_act not in ACTIVATIONS:
         raise ValueError(f"config field hidden_act = {hf_config.hidden_act!r}: our BERT computes "
-                         f"the tanh GELU of Google's modeling.py ({HIDDEN_ACT!r}); 'gelu' is "
-                         f"transformers' exact erf form")
+                         f"{sorted(ACTIVATIONS)} (BertConfig.hidden_act)")
     position_type = getattr(hf_config, "position_embedding_type", "absolute")
     if position_type != "absolute":
         raise ValueError(f"config field position_embedding_type = {position_type!r}: ours are "
@@ -155,7 +153,8 @@ def gin_bindings(hf_config) -> Dict[str, Any]:
             "BertConfig.max_positions": hf_config.max_position_embeddings,
             "BertConfig.type_vocab_size": hf_config.type_vocab_size,
             "BertConfig.layer_norm_epsilon": hf_config.layer_norm_eps,
-            "BertConfig.initializer_range": hf_config.initializer_range}
+            "BertConfig.initializer_range": hf_config.initializer_range,
+            "BertConfig.hidden_act": hf_config.hidden_act}
 
 
 def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
