@@ -19,15 +19,16 @@ too, so T5's checkpoint also holds Adafactor's slots, zero, at global step 0: Ad
 
 Every check runs before anything is written: the folder's files, its `model_type` against
 `--family`, each config field against the gin configuration given (a field bound in gin must
-agree; unbound ones are taken from the source), fields our model cannot compute alike (BERT's
-erf "gelu", T5's layer norm epsilon...), and then the weights: every parameter of ours must come
+agree; unbound ones are taken from the source), fields our model cannot compute alike (an
+activation other than GELU's, T5's layer norm epsilon...), and then the weights: every parameter of ours must come
 from the source with its shape, and the source must hold nothing that we would drop.
 
 Export writes the `save_pretrained` folder of the checkpoint (default the newest in DIR), sized
 by DIR/operative_config.gin (written by an import or a training run) and any gin given: T5
 through model/export_hf.py (`python -m model.train --mode export` is the same), GPT-1 as
-OpenAIGPTLMHeadModel and BERT as BertForPreTraining, each config's activation the tanh GELU
-that ours computes (OpenAI GPT's afn "gelu", BERT's hidden_act "gelu_new"). A BERT fine-tuned
+OpenAIGPTLMHeadModel and BERT as BertForPreTraining, each config's activation the GELU that
+ours computes (OpenAI GPT's afn "gelu": its tanh form; BERT's hidden_act: BertConfig's, the tanh
+"gelu_new" unless the erf "gelu" was imported). A BERT fine-tuned
 with a classification, regression or span head (BertConfig.head, which the run's
 operative_config.gin records) becomes BertForSequenceClassification (regression: one label,
 problem_type "regression") or BertForQuestionAnswering. A head the configuration does not name,
