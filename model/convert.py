@@ -10,7 +10,9 @@
 Import reads a `save_pretrained` folder (config.json and model.safetensors or pytorch_model.bin,
 sharded or not) of T5ForConditionalGeneration (T5.1.0 and T5.1.1), OpenAIGPTLMHeadModel or
 BertForPreTraining and writes DIR/model.ckpt-0 with our variable names, plus
-DIR/operative_config.gin with the bindings of the source's sizes; fine-tune it with
+DIR/operative_config.gin with the bindings of the source's sizes (T5: and, when no
+DataConfig.vocabulary is given, the folder's spiece.model, copied to DIR and checked against the
+embedding's rows as a given vocabulary is); fine-tune it with
 `--gin_file DIR/operative_config.gin --gin_param "TrainConfig.init_checkpoint = 'DIR'"`.
 GPT-1 and BERT checkpoints hold the trainable variables only (their warm start reads nothing
 else and starts at step 0). T5's warm start restores the optimizer's slots and the global step
@@ -46,6 +48,7 @@ import dataclasses
 import json
 import pathlib
 import re
+import shutil
 import sys
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -85,6 +88,8 @@ class Conversion:
     state: Callable[[Mapping[str, np.ndarray], ModelConfig], Dict[str, np.ndarray]]
     mtf_outputs: Callable[[Any, mtf.Mesh, Mapping[str, np.ndarray]], Dict[str, mtf.Tensor]]
     example_inputs: Dict[str, np.ndarray]  # builds the graph (any valid ids)
+    # The source's vocabulary file that ours reads as DataConfig.vocabulary, if any.
+    tokenizer_file: Optional[str] = None
 
     def transformers_class(self):
         import transformers
@@ -98,7 +103,9 @@ def _t5() -> Conversion:
         export_hf.EMBEDDING,
         export_hf.hf_config, export_hf.gin_bindings, export_hf.t5_state_dict,
         export_hf.mtf_outputs,
-        {"encoder_tokens": np.ones([1, 4], np.int32), "decoder_targets": np.ones([1, 2], np.int32)})
+        {"encoder_tokens": np.ones([1, 4], np.int32), "decoder_targets": np.ones([1, 2], np.int32)},
+        # T5Tokenizer's SentencePiece model plus its 100 extra ids is our Vocabulary.
+        tokenizer_file="spiece.model")
 
 
 def _gpt1() -> Conversion:
@@ -368,12 +375,22 @@ def import_checkpoint(family: str, source: str, model_dir: str) -> Dict[str, Any
     with gin.unlock_config():
         for name, value in bindings.items():
             gin.bind_parameter(name, value)
+    tokenizer = pathlib.Path(source) / conv.tokenizer_file if conv.tokenizer_file else None
+    carried = (tokenizer is not None and tokenizer.is_file()
+               and not _gin_value("DataConfig.vocabulary"))
+    if carried:  # checked as if given, then copied beside the checkpoint
+        with gin.unlock_config():
+            gin.bind_parameter("DataConfig.vocabulary", str(tokenizer))
     _check_vocabulary(family, vocab_size)
     config = ModelConfig()
     shapes = model_shapes(conv, config, vocab_size)
     values = ours_from_transformers(conv, config, shapes, state, _buffers(conv, hf_config))
     pathlib.Path(model_dir).mkdir(parents=True, exist_ok=True)
     checkpoint = write_checkpoint(conv, config, vocab_size, values, model_dir)
+    if carried:
+        copy = pathlib.Path(model_dir) / conv.tokenizer_file
+        shutil.copyfile(tokenizer, copy)
+        bindings = {**bindings, "DataConfig.vocabulary": str(copy.resolve())}
     gin_file = pathlib.Path(model_dir) / GIN_NAME
     gin_file.write_text(_gin_text(bindings, source))
     return {"checkpoint": checkpoint, "gin_file": str(gin_file), "variables": len(values)}
@@ -387,7 +404,8 @@ def _check_vocabulary(family: str, vocab_size: int) -> None:
     ours = train.configured_run("unused").vocabulary.vocab_size
     rows = VOCAB_DIVISOR * -(-ours // VOCAB_DIVISOR) if family == "t5" else ours
     if rows != vocab_size:
-        raise ConversionError(f"vocab_size: DataConfig.vocabulary has {ours} ids ({rows} "
+        raise ConversionError(f"vocab_size: DataConfig.vocabulary "
+                              f"{_gin_value('DataConfig.vocabulary')} has {ours} ids ({rows} "
                               f"embedding rows), the source's config {vocab_size}")
 
 

@@ -11,7 +11,9 @@ logits; GPT-1: LM logits; BERT: MLM and NSP logits); then the checkpoint is expo
 same logits again. Every parameter is redrawn at random (norm gains and biases too, which
 initialisation leaves at 1 and 0) so that each one matters.
 """
+import pathlib
 import re
+import shutil
 
 import gin
 import numpy as np
@@ -347,8 +349,29 @@ def test_a_vocabulary_of_another_size_is_refused(tmp_path, capsys, bert_folder):
                                + [f"word{i}" for i in range(50)]) + "\n")
     error = failed_import(capsys, tmp_path, "bert", bert_folder,
                           f"DataConfig.vocabulary = '{vocab}'")
-    assert "vocab_size: DataConfig.vocabulary has 55 ids (55 embedding rows), the source's " \
-           "config 60" in error
+    assert f"vocab_size: DataConfig.vocabulary {vocab} has 55 ids (55 embedding rows), the " \
+           "source's config 60" in error
+
+
+def test_t5s_spiece_model_comes_along_and_must_fill_the_embedding(tmp_path, capsys,
+                                                                   shared_data):
+    """A T5 folder's spiece.model (T5Tokenizer's, with 100 extra ids: our Vocabulary) becomes
+    the import's DataConfig.vocabulary, checked against the embedding's rows (padded to 128)."""
+    from tests.trained_vocab import trained_vocabulary
+    vocabulary = trained_vocabulary(shared_data)
+    rows = 128 * -(-vocabulary.vocab_size // 128)
+    for folder, vocab_size in (("fits", rows), ("short", rows - 128)):
+        config = transformers.T5Config(vocab_size=vocab_size, d_model=8, d_ff=16, num_layers=1,
+                                       num_heads=2, d_kv=4, decoder_start_token_id=0)
+        transformers.T5ForConditionalGeneration(config).save_pretrained(tmp_path / folder)
+        shutil.copyfile(vocabulary.path, tmp_path / folder / "spiece.model")
+    assert import_folder("t5", tmp_path / "fits", tmp_path / "ours") == 0
+    copy = (tmp_path / "ours" / "spiece.model").resolve()
+    assert copy.read_bytes() == pathlib.Path(vocabulary.path).read_bytes()
+    assert f"DataConfig.vocabulary = '{copy}'" in (tmp_path / "ours" / convert.GIN_NAME).read_text()
+    error = failed_import(capsys, tmp_path, "t5", tmp_path / "short")
+    assert f"has {vocabulary.vocab_size} ids ({rows} embedding rows), the source's config " \
+           f"{rows - 128}" in error
 
 
 def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):
