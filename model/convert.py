@@ -46,21 +46,30 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import pathlib
 import re
 import shutil
 import sys
+import warnings
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
-import gin
-import numpy as np
-import tensorflow.compat.v1 as tf
+if __name__ == "__main__" and not any(a.startswith("--verbosity") for a in sys.argv[1:]):
+    # TensorFlow reads its C++ log level when it is imported: quiet its start-up before the
+    # imports below, as model/train.py's command line does (with --verbosity,
+    # train.quiet_libraries decides as there).
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    warnings.simplefilter("ignore")
 
-from model import families, train, warm_start
-from model.architectures import VOCAB_DIVISOR, ModelConfig
-from model.families import bert_hf, gpt1_hf
-from model.mesh import MeshConfig, cpu_mesh_impl
-from model.mtf_compat import mtf
+import gin  # noqa: E402  (after the log level above)
+import numpy as np  # noqa: E402
+import tensorflow.compat.v1 as tf  # noqa: E402
+
+from model import families, train, warm_start  # noqa: E402
+from model.architectures import VOCAB_DIVISOR, ModelConfig  # noqa: E402
+from model.families import bert_hf, gpt1_hf  # noqa: E402
+from model.mesh import MeshConfig, cpu_mesh_impl  # noqa: E402
+from model.mtf_compat import mtf  # noqa: E402
 
 FORMATS = ("hf",)
 CHECKPOINT_NAME = "model.ckpt"

@@ -445,3 +445,18 @@ def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, fa
     assert run_convert(*argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+def test_the_command_line_fails_in_one_line_on_stderr(tmp_path):
+    """`python -m model.convert` as a user runs it: TensorFlow's start-up messages stay off
+    stderr, the error is one line, the status 2."""
+    import subprocess
+    import sys
+    (tmp_path / "empty").mkdir()
+    result = subprocess.run(
+        [sys.executable, "-m", "model.convert", "import", "--family", "bert", "--format", "hf",
+         "--source", str(tmp_path / "empty"), "--model_dir", str(tmp_path / "ours")],
+        capture_output=True, text=True, cwd=pathlib.Path(convert.__file__).parents[1])
+    assert result.returncode == 2
+    assert result.stderr == f"error: no config.json in {tmp_path / 'empty'} (a transformers " \
+                            f"save_pretrained folder is expected)\n"
