@@ -356,8 +356,7 @@ class HeadTask:
                     **structure.squad_indices(questions, self.vocabulary.encode_batch, config)}
         return structure.head_features(
             discriminative.examples(self.name, split, self.files.get((self.name, split))),
-            discriminative.view(self.name).kind, self.vocabulary.encode_batch, config,
-            choice_segments)
+            discriminative.view(self.name).kind, self.vocabulary.encode_batch, config)
 
     def scores(self, run, split: str) -> Dict[str, float]:
         from model.tasks import metrics

@@ -208,18 +208,26 @@ def structured_segments(segments: Sequence[Sequence[Sequence[str]]], tokenize: T
     return limit(framed, config.limits), types
 
 
+def choice_segments(example: Example, choice: str) -> tuple[str, str]:
+    """A multiple-choice example's input for one choice, as the authors'
+    utils_multiple_choice.py makes RACE's: the context, then the question with its blank ("_")
+    filled by the choice, or the question and the choice (the choice alone without one)."""
+    question = " ".join(example.segments[1:])
+    if "_" in question:
+        return example.segments[0], question.replace("_", choice)
+    return example.segments[0], f"{question} {choice}" if question else choice
+
+
 def head_features(examples: Iterable[Example], kind: str, tokenize: Tokenize,
-                  config: StructureConfig,
-                  choice_segments: Callable[[Example, str], Sequence[str]]
-                  ) -> dict[str, np.ndarray]:
+                  config: StructureConfig) -> dict[str, np.ndarray]:
     """The features of BERT's classification, regression and multiple-choice heads
     (bert_tasks.head_features) with the three indices, for a `kind` view's labelled examples
     (model/tasks/discriminative.py; test-release examples, label -1, are left out): [n,
     length] bert_input_tokens, bert_token_types and indices ([n, choices * length] for
-    multiple choice, each choice's input `choice_segments(example, choice)` in turn), [n, 1]
-    labels (float32 for regression). A classification or regression segment is one sentence of
-    its own paragraph, as the authors' processors/glue.py; a multiple-choice input's segments
-    are their lines' sentences, as their utils_multiple_choice.py reads RACE."""
+    multiple choice, each choice's input (`choice_segments`) in turn), [n, 1] labels (float32
+    for regression). A classification or regression segment is one sentence of its own
+    paragraph, as the authors' processors/glue.py; a multiple-choice input's segments are their
+    lines' sentences, as their utils_multiple_choice.py reads RACE."""
     multiple_choice = kind == MULTIPLE_CHOICE
     split_sentences = load_splitter(config.splitter) if multiple_choice else None
     pad = lambda values: bert_inputs.padded(values, config.length)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import bert_inputs, bert_tasks, structure
+from model import bert_inputs, structure
 from model.tasks.discriminative import Example
 from text.sentences import split_sentences
 from text.splitters import load_splitter
@@ -502,8 +502,7 @@ def test_glue_segments_are_one_sentence_each_as_the_authors_glue_processor():
     config = structure.StructureConfig(CLS, SEP, 10)  # 7 tokens besides [CLS] and two [SEP]
     examples = [Example(("W1 w2. W3 w4 w5 w6.", "W7 w8. W9 w10."), 1),
                 Example(("W1 w2. W3.", "W4 w5? W6 w7."), 0)]
-    features = structure.head_features(examples, "classification", word_ids, config,
-                                       bert_tasks.choice_segments)
+    features = structure.head_features(examples, "classification", word_ids, config)
     for row, example in enumerate(examples):
         a, b = word_ids(example.segments)
         expected = authors_glue_indices(a, b, config.length)

@@ -119,20 +119,23 @@ def authors_race_indices(article, second, length, vocabulary, split):
 
 def test_race_choices_are_indexed_as_the_authors_multiple_choice_processor(shared_data,
                                                                          vocabulary):
-    """Every option of the real RACE dev sample's questions (at 160 pieces the article is cut):
-    tokens and indices as the authors'; B (question and option) starts the paragraph after the
-    article's last, which has several paragraphs of several sentences."""
+    """Every option of the real RACE dev sample's questions (at 160 pieces the article is cut;
+    11 of the 17 questions are cloze questions, their blank filled by the option): tokens and
+    indices as the authors'; B (question and option) starts the paragraph after the article's
+    last, which has several paragraphs of several sentences."""
     length = 160
     config = structure.StructureConfig(CLS_ID, SEP_ID, length)
     examples = list(discriminative.examples("race", "validation", [str(shared_data / RACE)]))
     features = structure.head_features(examples, discriminative.MULTIPLE_CHOICE,
-                                       vocabulary.encode_batch, config,
-                                       bert_tasks.choice_segments)
+                                       vocabulary.encode_batch, config)
     assert features["bert_input_tokens"].shape == (len(examples), 4 * length)
     split = load_splitter("ours")
     for row, example in enumerate(examples):
+        article, question = example.segments
         for choice, option in enumerate(example.choices):
-            article, second = bert_tasks.choice_segments(example, option)
+            # RaceProcessor's text_b: a cloze question's blank filled, else question + option.
+            second = (question.replace("_", option) if "_" in question
+                      else question + " " + option)
             tokens, want = authors_race_indices(article, second, length, vocabulary, split)
             part = slice(choice * length, choice * length + len(tokens))
             assert features["bert_input_tokens"][row, part].tolist() == tokens
