@@ -422,8 +422,9 @@ def _check_vocabulary(family: str, vocab_size: int) -> None:
 
 def export_checkpoint(family: str, model_dir: str, output: str, checkpoint: str = ""
                       ) -> Dict[str, str]:
-    """Writes the transformers folder of `checkpoint` (default the newest in `model_dir`),
-    sized by the parsed gin configuration, to `output`."""
+    """Writes the transformers folder of `checkpoint` (as `--checkpoint` of model.train: ""
+    the newest in `model_dir`, "best", a path or a name in `model_dir`), sized by the parsed gin
+    configuration, to `output`."""
     conv = conversion(family)
     with gin.config_scope("export"):
         run = train.configured_run(model_dir)
@@ -431,10 +432,11 @@ def export_checkpoint(family: str, model_dir: str, output: str, checkpoint: str 
     if families.family_class(run.model_config.architecture) is not expected:
         raise ConversionError(f"--family {family} exports architecture {conv.architecture!r}; "
                               f"the gin configuration says {run.model_config.architecture!r}")
+    path = train.resolve_checkpoint(model_dir, checkpoint)
+    train.progress(f"exporting {path}")
     if family == "t5":
         from model import export_hf
-        return export_hf.export(run, output, checkpoint)
-    path = warm_start.checkpoint_path(checkpoint or model_dir)
+        return export_hf.export(run, output, path)
     stored = warm_start.checkpoint_variables(path)
     if conv.embedding not in stored:
         raise ConversionError(f"{path} has no {conv.embedding}: not a {family} checkpoint")
@@ -478,7 +480,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--source", help="import: the transformers folder")
     parser.add_argument("--output", help="export: where the transformers folder goes")
     parser.add_argument("--checkpoint", default="",
-                        help="export: the checkpoint (default the newest of --model_dir)")
+                        help="export: the checkpoint (default the newest of --model_dir; "
+                             "'best', a path, or a name in --model_dir, as model.train's)")
     parser.add_argument("--gin_file", action="append", default=[])
     parser.add_argument("--gin_param", action="append", default=[])
     parser.add_argument(train.VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2))

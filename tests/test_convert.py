@@ -416,7 +416,7 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
     ours = convert.checkpoint_outputs(conv, config, str(tuned), OUR_INPUTS["bert"])
 
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir", tuned,
-                       "--output", tmp_path / "exported") == 0
+                       "--checkpoint", "model.ckpt-0", "--output", tmp_path / "exported") == 0
     model = getattr(transformers, model_class).from_pretrained(str(tmp_path / "exported")).eval()
     with torch.no_grad():
         out = model(input_ids=torch.tensor(BERT_TOKENS),
