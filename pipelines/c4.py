@@ -82,10 +82,15 @@ def memory_warning(wet_bytes: int, machine_bytes: int, running_mode: str) -> Opt
             "runner (--runner ...), or read fewer files (--max_files).")
 
 
+def runs_embedded(options: PipelineOptions) -> bool:
+    """Whether the Beam options run the job on the DirectRunner, in this process."""
+    return options.view_as(StandardOptions).runner in EMBEDDED_RUNNERS
+
+
 def embedded_running_mode(beam_args: Sequence[str]) -> Optional[str]:
     """The DirectRunner's running mode the Beam options ask for, or None for another runner."""
     options = PipelineOptions(beam_args)
-    if options.view_as(StandardOptions).runner not in EMBEDDED_RUNNERS:
+    if not runs_embedded(options):
         return None
     return options.view_as(DirectOptions).direct_running_mode
 

@@ -13,7 +13,7 @@ import tensorflow_datasets as tfds
 from etils import epath
 from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
-from apache_beam.options.pipeline_options import PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from pipelines import c4, common_crawl, files, lists, stages, stats
@@ -100,7 +100,7 @@ def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
     are kept as given."""
     config = download_config or tfds.download.DownloadConfig()
     options = config.beam_options or PipelineOptions([])
-    if config.beam_runner is not None or options.view_as(StandardOptions).runner not in c4.EMBEDDED_RUNNERS:
+    if config.beam_runner is not None or not c4.runs_embedded(options):
         return config
     runner = SwitchingDirectRunner()
     # In Beam 2.77 the interactive flag does one thing: it rules Prism out (direct_runner.py,
