@@ -45,15 +45,15 @@ def funnel_rows(stats: Stats) -> List[FunnelRow]:
     """The stages that count pages, in the order of `stats`."""
     rows = []
     for stage, counters in stats.items():
-        kept = sum(value for name, value in counters.items() if name.startswith(_KEPT_PREFIXES))
+        kept_counters = {name: value for name, value in counters.items()
+                         if name.startswith(_KEPT_PREFIXES)}
+        kept = sum(kept_counters.values())
         dropped = {name[len(_DROPPED_PREFIX):]: value for name, value in counters.items()
                    if name.startswith(_DROPPED_PREFIX)}
         if not kept and not dropped:
             continue
         skipped = {name: value for name, value in counters.items()
                    if name.startswith(_SKIPPED_PREFIXES)}
-        kept_counters = {name: value for name, value in counters.items()
-                         if name.startswith(_KEPT_PREFIXES)}
         rows.append(FunnelRow(stage, kept, dropped, skipped, kept_counters))
     return rows
 
