@@ -158,7 +158,7 @@ def conversion(family: str) -> Conversion:
 
 def _graph(conv: Conversion, config: ModelConfig, vocab_size: int,
            inputs: Mapping[str, np.ndarray], with_optimizer: bool):
-    """Builds our model in the default graph: (family, lowering, {output: tf tensor}); with
+    """Builds our model in the default graph: (lowering, {output: tf tensor}); with
     `with_optimizer`, the family's optimizer slots and the global step exist too."""
     family = families.family_for(config, vocab_size)
     graph = mtf.Graph()
@@ -175,7 +175,7 @@ def _graph(conv: Conversion, config: ModelConfig, vocab_size: int,
         lowering.lowered_operation(op)
     if with_optimizer:
         tf.train.get_or_create_global_step()
-    return family, lowering, {name: lowering.export_to_tf_tensor(t) for name, t in outputs.items()}
+    return lowering, {name: lowering.export_to_tf_tensor(t) for name, t in outputs.items()}
 
 
 def model_shapes(conv: Conversion, config: ModelConfig, vocab_size: int
@@ -193,7 +193,7 @@ def checkpoint_outputs(conv: Conversion, config: ModelConfig, checkpoint: str,
     path = warm_start.checkpoint_path(checkpoint)
     vocab_size = warm_start.checkpoint_variables(path)[conv.embedding][0][0]
     with tf.Graph().as_default():
-        _, lowering, outputs = _graph(conv, config, vocab_size, inputs, with_optimizer=False)
+        lowering, outputs = _graph(conv, config, vocab_size, inputs, with_optimizer=False)
         with tf.Session() as session:
             tf.train.Saver(tf.trainable_variables()).restore(session, path)
             session.run(lowering.copy_masters_to_slices())
@@ -206,7 +206,7 @@ def write_checkpoint(conv: Conversion, config: ModelConfig, vocab_size: int,
     continues training from its checkpoint (T5) also the optimizer's zero slots and step 0."""
     continues = families.family_class(config.architecture).warm_start_continues_training
     with tf.Graph().as_default():
-        _, _, _ = _graph(conv, config, vocab_size, conv.example_inputs, with_optimizer=continues)
+        _graph(conv, config, vocab_size, conv.example_inputs, with_optimizer=continues)
         trainable = tf.trainable_variables()
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
