@@ -108,11 +108,16 @@ def _recorded_entries(model_dir: str, eval_set_: EvalSet) -> Dict[int, dict]:
     return {entry["step"]: entry for entry in entries}
 
 
+def _scores_of(eval_set_: EvalSet, entries: Mapping[int, dict]) -> Dict[int, Dict[str, float]]:
+    """{step: {metric: percent}} of an eval set's recorded entries."""
+    return {step: {name: entry[name] for name in eval_set_.task.metric_names}
+            for step, entry in entries.items()}
+
+
 def recorded_scores(model_dir: str, eval_set_: EvalSet) -> Dict[int, Dict[str, float]]:
     """{step: {metric: percent}} already recorded for an eval set (a resumed evaluation skips
     them)."""
-    return {step: {name: entry[name] for name in eval_set_.task.metric_names}
-            for step, entry in _recorded_entries(model_dir, eval_set_).items()}
+    return _scores_of(eval_set_, _recorded_entries(model_dir, eval_set_))
 
 
 def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, predictions: Sequence[str],
@@ -149,13 +154,14 @@ def best_checkpoints(model_dir: str, eval_sets: Sequence[EvalSet]) -> Dict[str, 
         by_task[eval_set_.task.name].append(eval_set_)
     best = {}
     for splits in by_task.values():
-        recorded = [recorded_scores(model_dir, eval_set_) for eval_set_ in splits]
+        entries = [_recorded_entries(model_dir, eval_set_) for eval_set_ in splits]
+        recorded = [_scores_of(eval_set_, steps) for eval_set_, steps in zip(splits, entries)]
         common = sorted(set.intersection(*(set(scores) for scores in recorded)))
         if not common:
             continue
         step = max(common, key=lambda s: selection_score(*(scores[s] for scores in recorded)))
-        for eval_set_, scores in zip(splits, recorded):
-            entry = _recorded_entries(model_dir, eval_set_)[step]
+        for eval_set_, scores, steps in zip(splits, recorded, entries):
+            entry = steps[step]
             best[eval_set_.name] = {"step": step, "checkpoint": f"model.ckpt-{step}",
                                     "scores": scores[step], "data": entry.get("data"),
                                     "decoding": entry.get("decoding")}
