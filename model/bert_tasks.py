@@ -339,37 +339,45 @@ class HeadTask:
         return [squad_question(raw, self.vocabulary, self.length)
                 for path in paths for raw in read_squad_v2(path)]
 
-    def features(self, split: str, training: bool) -> Dict[str, np.ndarray]:
+    def features(self, split: str) -> Dict[str, np.ndarray]:
+        if self.head == "span":
+            return self.span_features(self.questions(split))
         if self.structured:
             return self.structured_features(split)
-        if self.head == "span":
-            return squad_features(self.questions(split), self.length)
         return task_head_features(self.name, split, self.vocabulary, self.length,
                                   self.files.get((self.name, split)))
 
+    @property
+    def structure_config(self) -> structure.StructureConfig:
+        return structure.StructureConfig(CLS_ID, SEP_ID, self.length)
+
+    def span_features(self, questions: Sequence[SquadQuestion]) -> Dict[str, np.ndarray]:
+        """The windows' features of `questions` (SegaBERT's with the structure indices)."""
+        features = squad_features(questions, self.length)
+        if self.structured:
+            features.update(structure.squad_indices(questions, self.vocabulary.encode_batch,
+                                                    self.structure_config))
+        return features
+
     def structured_features(self, split: str) -> Dict[str, np.ndarray]:
         """SegaBERT's: BERT's features with the structure indices (model/structure.py)."""
-        config = structure.StructureConfig(CLS_ID, SEP_ID, self.length)
-        if self.head == "span":
-            questions = self.questions(split)
-            return {**squad_features(questions, self.length),
-                    **structure.squad_indices(questions, self.vocabulary.encode_batch, config)}
         return structure.head_features(
             discriminative.examples(self.name, split, self.files.get((self.name, split))),
-            discriminative.view(self.name).kind, self.vocabulary.encode_batch, config)
+            discriminative.view(self.name).kind, self.vocabulary.encode_batch,
+            self.structure_config)
 
     def scores(self, run, split: str) -> Dict[str, float]:
         from model.tasks import metrics
 
-        features = self.features(split, training=False)
-        outputs = head_outputs(run, features)
         if self.head == "span":
-            questions = self.questions(split)
-            window_logits = iter(outputs)
+            questions = self.questions(split)  # read once: the features and the answers
+            window_logits = iter(head_outputs(run, self.span_features(questions)))
             predictions = [best_answer(q, [next(window_logits) for _ in q.windows],
                                        self.version_2_with_negative) for q in questions]
             # An impossible question's one reference is "" (SQuAD 2.0's no-answer).
             return metrics.squad([q.answers or [""] for q in questions], predictions)
+        features = self.features(split)
+        outputs = head_outputs(run, features)
         labels = features["labels"][:, 0]
         if self.head == discriminative.REGRESSION:  # the task's metrics: STS-B's correlations
             from model import tasks
@@ -426,7 +434,7 @@ def run_mode(mode: str, run, args) -> Dict[str, dict]:
         # picks it.
         for schedule in ("lr.bert_linear", "lr.warmup_linear"):
             gin.bind_parameter(f"{schedule}.total_steps", run.train_config.train_steps)
-        features = task.features("train", training=True)
+        features = task.features("train")
         train.train(run, lambda: features_dataset(features).shuffle(
             len(features["bert_input_tokens"]), seed=run.data_config.seed),
             run.vocabulary.vocab_size)

@@ -588,7 +588,7 @@ def mrpc_task(shared_data, wordpiece_vocabulary, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def mrpc_features(mrpc_task, wordpiece_vocabulary):
-    features = mrpc_task.features("train", training=True)
+    features = mrpc_task.features("train")
     assert len(features["labels"]) == 16 and set(features["labels"][:, 0]) == {0, 1}
     assert features["paragraph_index"].max() == 1 and not features["sentence_index"].any()
     return features

@@ -173,7 +173,7 @@ def test_segabert_heads_train_and_score_with_their_indices(task, head, shared_da
     row_length = length if head == "span" else 4 * length
     run = head_run(tmp_path, vocabulary, head, length, 4 * row_length // length, *extra)
     head_task = bert_tasks.HeadTask(task, head, vocabulary, length, files, structured=True)
-    features = head_task.features("train", training=True)
+    features = head_task.features("train")
     assert all(features[key].shape == features["bert_input_tokens"].shape
                for key in structure.INDEX_KEYS)
     assert features["sentence_index"].any() and features["paragraph_index"].any()
