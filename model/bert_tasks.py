@@ -133,6 +133,7 @@ class SquadQuestion:
     words: List[str]
     answers: List[str]  # the reference texts ([] for an impossible question)
     windows: List[SquadWindow]
+    piece_counts: List[int]  # how many pieces each context word has
 
     def answer_text(self, window: int, start: int, end: int) -> str:
         """The context words of pieces start..end of a window, joined by spaces."""
@@ -213,8 +214,10 @@ def squad_question(raw: dict, vocabulary: WordPieceVocabulary, length: int,
     pieces: List[int] = []
     piece_word: List[int] = []
     word_first: List[int] = []
+    piece_counts: List[int] = []
     for word, word_pieces in enumerate(vocabulary.encode_batch(words)):
         word_first.append(len(pieces))
+        piece_counts.append(len(word_pieces))
         pieces += word_pieces
         piece_word += [word] * len(word_pieces)
     answers = list(raw["answers"]["text"])
@@ -241,7 +244,7 @@ def squad_question(raw: dict, vocabulary: WordPieceVocabulary, length: int,
             max_context=frozenset(p - span_start + offset for p in context
                                   if _is_max_context(spans, index, p)),
             start=start, end=end))
-    return SquadQuestion(raw["id"], words, answers, windows)
+    return SquadQuestion(raw["id"], words, answers, windows, piece_counts)
 
 
 def _best_indexes(logits: np.ndarray, n_best_size: int) -> List[int]:
@@ -355,8 +358,7 @@ class HeadTask:
         """The windows' features of `questions` (SegaBERT's with the structure indices)."""
         features = squad_features(questions, self.length)
         if self.structured:
-            features.update(structure.squad_indices(questions, self.vocabulary.encode_batch,
-                                                    self.structure_config))
+            features.update(structure.squad_indices(questions, self.structure_config))
         return features
 
     def structured_features(self, split: str) -> Dict[str, np.ndarray]:

@@ -260,8 +260,7 @@ def word_sentences(words: Sequence[str], split_sentences: Splitter) -> List[int]
     return (sentence_of + [sentence_of[-1] if sentence_of else 0] * len(words))[:len(words)]
 
 
-def squad_indices(questions: Sequence, tokenize: Tokenize, config: StructureConfig
-                  ) -> dict[str, np.ndarray]:
+def squad_indices(questions: Sequence, config: StructureConfig) -> dict[str, np.ndarray]:
     """[windows, length] indices of every window of BERT's SQuAD questions
     (bert_tasks.SquadQuestion), as the authors' squad.py (input_type para_sent_token): the
     question paragraph 0, one sentence, token indices 0, 1, ...; the context paragraph 1, its
@@ -272,7 +271,7 @@ def squad_indices(questions: Sequence, tokenize: Tokenize, config: StructureConf
     split_sentences = load_splitter(config.splitter)
     rows: dict[str, list] = {key: [] for key in INDEX_KEYS}
     for question in questions:
-        piece_counts = [len(ids) for ids in tokenize(question.words)]
+        piece_counts = question.piece_counts
         sentence_of = word_sentences(question.words, split_sentences)
         # The token index of each word's first piece in its sentence.
         word_start, count = [], 0

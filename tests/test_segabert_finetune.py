@@ -73,7 +73,7 @@ def test_squad_windows_are_indexed_as_the_authors_squad_processor(shared_data, v
     config = structure.StructureConfig(CLS_ID, SEP_ID, length)
     questions = [bert_tasks.squad_question(raw, vocabulary, length, bert_tasks.SquadConfig(stride))
                  for raw in bert_tasks.read_squad_v2(str(shared_data / SQUAD))]
-    indices = structure.squad_indices(questions, vocabulary.encode_batch, config)
+    indices = structure.squad_indices(questions, config)
     windows = [window for question in questions for window in question.windows]
     assert len(windows) > 2 * len(questions)
     expected = [w for q in questions for w in authors_squad_indices(q, vocabulary, length, stride)]
