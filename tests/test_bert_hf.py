@@ -45,15 +45,11 @@ def mesh_tensorflow_bert(seed=0):
         family = Bert(CONFIG, VOCAB_SIZE)
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
-        shape = mtf.Shape([mtf.Dimension("batch", TOKENS.shape[0]),
-                           mtf.Dimension("length", TOKENS.shape[1])])
-        batch = {key: mtf.import_tf_tensor(mesh, tf.constant(values), shape)
-                 for key, values in (("bert_input_tokens", TOKENS), ("bert_token_types", TYPES))}
-        sequence, pooled = family.encode(batch, training=False)
-        logits = [family.mlm_logits(sequence), family.next_sentence_logits(pooled)]
+        logits = bert_hf.mtf_outputs(family, mesh, {"tokens": TOKENS, "token_types": TYPES})
         lowering = mtf.Lowering(graph, {mesh: placement_mesh_impl.PlacementMeshImpl(
             mtf.Shape([]), mtf.convert_to_layout_rules(""), [""])})
-        outputs = [lowering.export_to_tf_tensor(t) for t in logits]
+        outputs = [lowering.export_to_tf_tensor(logits[key])
+                   for key in ("mlm_logits", "nsp_logits")]
         with tf.Session() as session:
             session.run(tf.global_variables_initializer())
             values = {}
