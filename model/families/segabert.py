@@ -92,9 +92,8 @@ class SegaBert(Bert):
     # structure.SegaBertStream.
     name = "segabert"
     architectures = ("segabert",)
-    # Patterns match whole names (model/warm_start.py): new heads start fresh. (Masked LM alone
-    # never trains the pooler: a pre-trained checkpoint has its initial weights.)
-    fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*")
+    # fresh_on_warm_start is BERT's: new heads start fresh. (Masked LM alone never trains the
+    # pooler: a pre-trained checkpoint has its initial weights.)
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
