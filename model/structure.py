@@ -365,15 +365,11 @@ def trimmed_pair(a: StructuredTokens, b: StructuredTokens, max_tokens: int,
                  rng: np.random.Generator) -> tuple[StructuredTokens, StructuredTokens]:
     """BERT's truncate_seq_pair (as bert_inputs.trim_pair, and the authors' own): a piece off
     the front or the back (a coin) of the longer segment (B on a tie) until both fit."""
-    bounds = [[0, len(a)], [0, len(b)]]
-    size = lambda i: bounds[i][1] - bounds[i][0]
-    while size(0) + size(1) > max_tokens:
-        longer = bounds[0] if size(0) > size(1) else bounds[1]
-        if rng.random() < 0.5:
-            longer[0] += 1
-        else:
-            longer[1] -= 1
-    return a[bounds[0][0]:bounds[0][1]], b[bounds[1][0]:bounds[1][1]]
+    kept_a, kept_b = list(range(len(a))), list(range(len(b)))
+    bert_inputs.trim_pair(kept_a, kept_b, max_tokens, rng)
+    # What stays of each segment is a run of its positions.
+    return (a[kept_a[0]:kept_a[-1] + 1] if kept_a else EMPTY,
+            b[kept_b[0]:kept_b[-1] + 1] if kept_b else EMPTY)
 
 
 def sequences_per_window(pieces: int, length: int) -> int:
