@@ -21,8 +21,8 @@ import tensorflow as tf  # noqa: E402
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 
-from model.inputs import jsonl_text_dataset, pretraining_dataset  # noqa: E402
-from model.vocabulary import Vocabulary  # noqa: E402
+from model.data.inputs import jsonl_text_dataset, pretraining_dataset  # noqa: E402
+from model.data.vocabulary import Vocabulary  # noqa: E402
 from tests.trained_vocab import trained_vocabulary  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"

@@ -1,5 +1,5 @@
 """Seconds from "resume at step N" to the first batch, with the input position recorded beside
-the checkpoint (model/input_position.py), at step 10 and at a simulated step 500,000.
+the checkpoint (model/data/input_position.py), at step 10 and at a simulated step 500,000.
 
 The source is C4 text as JSON lines in two shards written to a temporary folder: the 40 sample
 pages, then a shard the size of a real C4 shard's worth of seeking (the 800 real C4 pages of the
@@ -25,9 +25,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
-from model import input_position  # noqa: E402
-from model.inputs import PretrainingStream  # noqa: E402
-from model.vocabulary import Vocabulary  # noqa: E402
+from model.data import input_position  # noqa: E402
+from model.data.inputs import PretrainingStream  # noqa: E402
+from model.data.vocabulary import Vocabulary  # noqa: E402
 from tests.trained_vocab import trained_vocabulary  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"

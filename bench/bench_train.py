@@ -19,11 +19,12 @@ import tensorflow.compat.v1 as tf
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from model import inputs  # noqa: E402
-from model.architectures import ModelConfig  # noqa: E402
-from model.mesh import MeshConfig  # noqa: E402
-from model.model_fn import OptimizationConfig  # noqa: E402
-from model.train import TrainConfig, make_estimator  # noqa: E402
+from model.data import inputs  # noqa: E402
+from model.trainer.model_config import ModelConfig  # noqa: E402
+from model.trainer.mesh import MeshConfig  # noqa: E402
+from model.trainer.model_fn import OptimizationConfig  # noqa: E402
+from model import families  # noqa: E402
+from model.trainer.runs import TrainConfig, make_estimator  # noqa: E402
 
 INPUTS, TARGETS, BATCH, VOCAB = 128, 32, 16, 32128
 TOKENS_PER_STEP = BATCH * (INPUTS + TARGETS)
@@ -71,7 +72,7 @@ def bench_training(warmup: int, windows: int, window: int) -> None:
     train_config = TrainConfig(tokens_per_batch=BATCH * INPUTS, save_checkpoints_steps=10**9,
                                keep_checkpoint_max=1, intra_op_threads=1, inter_op_threads=1)
     with tempfile.TemporaryDirectory() as model_dir:
-        estimator = make_estimator(model_config, MeshConfig(), OptimizationConfig(), train_config,
+        estimator = make_estimator(families.family_class(model_config.architecture), model_config, MeshConfig(), OptimizationConfig(), train_config,
                                    model_dir, VOCAB, BATCH)
         timer = StepTimer()
         steps = warmup + windows * window + 1
@@ -85,7 +86,7 @@ def bench_training(warmup: int, windows: int, window: int) -> None:
 
 
 def bench_input_pipeline(vocabulary_path: str, source: str, batches: int) -> None:
-    from model.vocabulary import Vocabulary
+    from model.data.vocabulary import Vocabulary
     tf.enable_eager_execution() if not tf.executing_eagerly() else None
     vocabulary = Vocabulary(vocabulary_path)
     dataset = inputs.pretraining_dataset(

@@ -2,7 +2,7 @@
 
 The reference is what a Mesh TensorFlow user writes without our trainer: mtf's
 `transformer.Bitransformer` with T5's layers (built here from mtf's classes, not from
-model/architectures.py), its own loss (`compute_loss=True`, z-loss 1e-4), mtf's Adafactor,
+model/families/t5/architectures.py), its own loss (`compute_loss=True`, z-loss 1e-4), mtf's Adafactor,
 T5's learning-rate schedule, a PlacementMeshImpl on one device and a plain `tf.compat.v1.Session`
 loop running the train op on batches from a `tf.data` iterator. Ours is `model.train`'s
 TPUEstimator (use_tpu=False) with its hooks, host call and checkpoint machinery, fed the same
@@ -45,13 +45,13 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_train import INPUTS, TARGETS, synthetic_examples  # noqa: E402
-from model.architectures import ModelConfig  # noqa: E402
-from model.hooks import logged_losses  # noqa: E402
-from model.mesh import MeshConfig  # noqa: E402
-from model.model_fn import OptimizationConfig, PrecisionConfig  # noqa: E402
-from model.mtf_compat import (learning_rate_schedules, mtf, placement_mesh_impl,  # noqa: E402
-                              transformer, transformer_layers)
-from model.train import TrainConfig, make_estimator  # noqa: E402
+from model.trainer.model_config import ModelConfig  # noqa: E402
+from model.trainer.hooks import logged_losses  # noqa: E402
+from model.trainer.mesh import MeshConfig  # noqa: E402
+from model.trainer.model_fn import OptimizationConfig, PrecisionConfig  # noqa: E402
+from model.trainer.mtf_compat import learning_rate_schedules, mtf, placement_mesh_impl, transformer, transformer_layers
+from model import families  # noqa: E402
+from model.trainer.runs import TrainConfig, make_estimator  # noqa: E402
 
 BATCH, VOCAB = 16, 32128
 D_MODEL, D_FF, HEADS, D_KV, LAYERS = 256, 1024, 4, 64, 4
@@ -202,7 +202,7 @@ def train_ours(option: Option, steps: int, hooks: Sequence[tf.train.SessionRunHo
     train_config = TrainConfig(tokens_per_batch=BATCH * INPUTS, save_checkpoints_steps=10**9,
                                keep_checkpoint_max=1, intra_op_threads=1, inter_op_threads=1)
     with tempfile.TemporaryDirectory() as model_dir:
-        estimator = make_estimator(model_config, MeshConfig(), OptimizationConfig(), train_config,
+        estimator = make_estimator(families.family_class(model_config.architecture), model_config, MeshConfig(), OptimizationConfig(), train_config,
                                    model_dir, VOCAB, BATCH, option.precision)
         estimator.train(lambda params: synthetic_batches(params["batch_size"]),
                         max_steps=steps, hooks=list(hooks))

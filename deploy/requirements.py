@@ -35,7 +35,7 @@ EXTRAS = {
     "pipeline": _PIPELINE,
     "tfds": _TFDS,
     "model": _MODEL,
-    # model.export_hf converts the trainer's checkpoints (model) to Hugging Face (torch).
+    # model.families.t5.hf converts the trainer's checkpoints (model) to Hugging Face (torch).
     "export": _MODEL + ("torch", "transformers"),
 }
 

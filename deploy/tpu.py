@@ -25,7 +25,7 @@ from typing import Mapping, Optional, Sequence
 
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
-from model.gin_files import GIN_DIR, Unresolved, literal_bindings
+from model.trainer.gin_files import GIN_DIR, Unresolved, literal_bindings
 from pipelines.config import TFDS_VARIANTS
 
 
@@ -49,7 +49,7 @@ DEFAULT_STAGES = ("create", "install", "train")
 # pretrain default, then the family's), read here with gin's parser (no TensorFlow). The trainer
 # reads the same files on the TPU host, and tpu.gin (use the TPU, T5's bfloat16 precision). The
 # mesh layout (which tensor dimension goes to which mesh axis) is the trainer's own default
-# (model/mesh.py), so the launcher binds only the mesh shape.
+# (model/trainer/mesh.py), so the launcher binds only the mesh shape.
 PRETRAIN_GIN = "pretrain.gin"
 TPU_GIN = "tpu.gin"
 
@@ -236,7 +236,7 @@ def mesh_plan(accelerator: Accelerator, size: Size) -> MeshPlan:
     The batch dimension cannot be split over more replicas than the batch has sequences (T5's
     128, GPT-1's 64), so slices with more devices than that must use model parallelism even for
     small models. Heads, d_ff and the vocabulary are split over the `model` dimension (the
-    trainer's layout, model.mesh.DEFAULT_LAYOUT), so model parallelism must divide the number of
+    trainer's layout, model.trainer.mesh.DEFAULT_LAYOUT), so model parallelism must divide the number of
     heads, d_ff and the family's vocabulary (Family.vocab_size). Only T5 pads its vocabulary
     (to a multiple of 128); GPT-1's and BERT's are divisible by 2 only, so a slice that needs
     model parallelism 4 or more for their batch is refused (a larger batch would make room).

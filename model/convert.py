@@ -5,7 +5,7 @@
     python -m model.convert export --family {t5,gpt1,bert} --format hf --model_dir DIR \
         --output HF_DIR [--gin_file ...] [--gin_param ...] [--checkpoint CKPT]
 
-`python -m model.train --mode export` (T5) stays: model/export_hf.py does the work for both.
+`python -m model.train --mode export` (T5) stays: model/families/t5/hf.py does the work for both.
 
 Import reads a `save_pretrained` folder (config.json and model.safetensors or pytorch_model.bin,
 sharded or not) of T5ForConditionalGeneration (T5.1.0 and T5.1.1), OpenAIGPTLMHeadModel or
@@ -27,7 +27,7 @@ from the source with its shape, and the source must hold nothing that we would d
 
 Export writes the `save_pretrained` folder of the checkpoint (default the newest in DIR), sized
 by DIR/operative_config.gin (written by an import or a training run) and any gin given: T5
-through model/export_hf.py (`python -m model.train --mode export` is the same), GPT-1 as
+through model/families/t5/hf.py (`python -m model.train --mode export` is the same), GPT-1 as
 OpenAIGPTLMHeadModel and BERT as BertForPreTraining, each config's activation the GELU that
 ours computes (OpenAI GPT's afn "gelu": its tanh form; BERT's hidden_act: BertConfig's, the tanh
 "gelu_new" unless the erf "gelu" was imported). A BERT fine-tuned
@@ -36,7 +36,7 @@ operative_config.gin records) becomes BertForSequenceClassification (regression:
 problem_type "regression") or BertForQuestionAnswering. A head the configuration does not name,
 GPT-1's heads and BERT's multiple choice are refused: no model written has a place for them.
 
-The name mappings are the families' own (model/families/gpt1_hf.py, bert_hf.py, and
+The name mappings are the families' own (model/families/gpt1/hf.py, bert_hf.py, and
 `export_hf.t5_state_dict`), written in one direction, ours -> transformers'. Import inverts
 them by running them on arrays of element indices: the index found at each place of a
 transformers tensor says which element of ours it holds.
@@ -57,7 +57,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 if __name__ == "__main__" and not any(a.startswith("--verbosity") for a in sys.argv[1:]):
     # TensorFlow reads its C++ log level when it is imported: quiet its start-up before the
     # imports below, as model/train.py's command line does (with --verbosity,
-    # train.quiet_libraries decides as there).
+    # quiet_libraries decides as there).
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     warnings.simplefilter("ignore")
 
@@ -65,15 +65,20 @@ import gin  # noqa: E402  (after the log level above)
 import numpy as np  # noqa: E402
 import tensorflow.compat.v1 as tf  # noqa: E402
 
-from model import families, train, warm_start  # noqa: E402
-from model.architectures import VOCAB_DIVISOR, ModelConfig  # noqa: E402
-from model.families import bert_hf, gpt1_hf  # noqa: E402
-from model.mesh import MeshConfig, cpu_mesh_impl  # noqa: E402
-from model.mtf_compat import mtf  # noqa: E402
+from model import families  # noqa: E402
+from model.tasks import evaluation  # noqa: E402
+from model.trainer import runs, warm_start  # noqa: E402
+from model.trainer.verbosity import VERBOSITY_FLAG, quiet_libraries  # noqa: E402
+from model.families.t5.architectures import VOCAB_DIVISOR  # noqa: E402
+from model.trainer.model_config import ModelConfig  # noqa: E402
+from model.families.bert import hf as bert_hf  # noqa: E402
+from model.families.gpt1 import hf as gpt1_hf  # noqa: E402
+from model.trainer.mesh import MeshConfig, cpu_mesh_impl  # noqa: E402
+from model.trainer.mtf_compat import mtf  # noqa: E402
 
 FORMATS = ("hf",)
 CHECKPOINT_NAME = "model.ckpt"
-GIN_NAME = train.OPERATIVE_CONFIG_NAME
+GIN_NAME = runs.OPERATIVE_CONFIG_NAME
 CONFIG_FILE = "config.json"
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -106,7 +111,7 @@ class Conversion:
 
 
 def _t5() -> Conversion:
-    from model import export_hf
+    from model.families.t5 import hf as export_hf
     return Conversion(
         "t5", "encoder_decoder", export_hf.MODEL_TYPE, "T5ForConditionalGeneration",
         export_hf.EMBEDDING,
@@ -118,7 +123,7 @@ def _t5() -> Conversion:
 
 
 def _gpt1() -> Conversion:
-    from model.families.gpt1 import GPT1Config
+    from model.families.gpt1.model import GPT1Config
     if GPT1Config().head:
         raise ConversionError(f"GPT-1's {GPT1Config().head} head (GPT1Config.head) has no "
                               f"transformers model here: OpenAIGPTLMHeadModel has no place for it")
@@ -133,7 +138,7 @@ def _gpt1() -> Conversion:
 def _bert() -> Conversion:
     """BertForPreTraining, or the model of the fine-tuning head that gin's BertConfig.head
     names (a fine-tuned run's recorded config)."""
-    from model.families.bert import BertConfig
+    from model.families.bert.model import BertConfig
     head = BertConfig().head
     return Conversion(
         "bert", "bert", bert_hf.MODEL_TYPE, bert_hf.head_class(head),
@@ -410,7 +415,7 @@ def _check_vocabulary(family: str, vocab_size: int) -> None:
     padded to a multiple of 128)."""
     if not _gin_value("DataConfig.vocabulary"):
         return
-    ours = train.configured_run("unused").vocabulary.vocab_size
+    ours = families.configured_run("unused").vocabulary.vocab_size
     rows = VOCAB_DIVISOR * -(-ours // VOCAB_DIVISOR) if family == "t5" else ours
     if rows != vocab_size:
         raise ConversionError(f"vocab_size: DataConfig.vocabulary "
@@ -427,15 +432,15 @@ def export_checkpoint(family: str, model_dir: str, output: str, checkpoint: str 
     configuration, to `output`."""
     conv = conversion(family)
     with gin.config_scope("export"):
-        run = train.configured_run(model_dir)
+        run = families.configured_run(model_dir)
     expected = families.family_class(conv.architecture)
     if families.family_class(run.model_config.architecture) is not expected:
         raise ConversionError(f"--family {family} exports architecture {conv.architecture!r}; "
                               f"the gin configuration says {run.model_config.architecture!r}")
-    path = train.resolve_checkpoint(model_dir, checkpoint)
-    train.progress(f"exporting {path}")
+    path = evaluation.resolve_checkpoint(model_dir, checkpoint)
+    runs.progress(f"exporting {path}")
     if family == "t5":
-        from model import export_hf
+        from model.families.t5 import hf as export_hf
         return export_hf.export(run, output, path)
     stored = warm_start.checkpoint_variables(path)
     if conv.embedding not in stored:
@@ -484,16 +489,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "'best', a path, or a name in --model_dir, as model.train's)")
     parser.add_argument("--gin_file", action="append", default=[])
     parser.add_argument("--gin_param", action="append", default=[])
-    parser.add_argument(train.VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2))
+    parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2))
     args = parser.parse_args(argv)
-    train.quiet_libraries(args.verbosity)
+    quiet_libraries(args.verbosity)
     try:
         # Export reads the run's recorded settings (an import's or a training's
         # operative_config.gin, model/train.py); gin files and bindings given override them.
-        recorded = (train.apply_recorded_bindings(args.model_dir)
+        recorded = (runs.apply_recorded_bindings(args.model_dir)
                     if args.direction == "export" else {})
-        train.parse_gin(args.gin_file, args.gin_param)
-        train.warn_overrides(recorded, args.model_dir)
+        runs.parse_gin(args.gin_file, args.gin_param)
+        runs.warn_overrides(recorded, args.model_dir)
         if args.direction == "import":
             if not args.source:
                 raise ConversionError("import needs --source")

@@ -7,7 +7,7 @@
 Writes PREFIX.model, PREFIX.vocab and PREFIX.json (the settings, how many lines each source gave
 and how many it put in the sample). A source with fewer lines than its share gives what it has and
 a warning says how far the mixture falls short; --repeat_short_sources repeats its lines up to its
-share instead. Source forms are those of `model.inputs.text_dataset_from_source`; a language may be given
+share instead. Source forms are those of `model.data.inputs.text_dataset_from_source`; a language may be given
 several --source flags, read one after the other. Without --weights the languages given take
 T5's weights (en 10, de, fr and ro 1; any other language 1). `--model_type bpe` trains SentencePiece BPE
 instead of the unigram model (GPT-1's vocabulary was 40,000 BPE merges, 40,478 ids; ours is
@@ -19,10 +19,10 @@ import argparse
 import itertools
 import sys
 import warnings
-from typing import Iterable, Iterator, Sequence
+from typing import Iterable, Sequence
 
-from model.inputs import text_dataset_from_source
-from model.vocabulary import MixtureShortfallWarning, VocabularySettings, train_vocabulary
+from model.data.inputs import source_texts
+from model.data.vocabulary import MixtureShortfallWarning, VocabularySettings, train_vocabulary
 
 
 def parse_pairs(text: str, flag: str) -> list[tuple[str, str]]:
@@ -49,13 +49,6 @@ def default_weights(languages: Iterable[str]) -> dict[str, float]:
     """T5's mixture weights (VocabularySettings' default) for the languages given, 1 for others."""
     t5_weights = VocabularySettings().weights
     return {name: float(t5_weights.get(name, 1.0)) for name in languages}
-
-
-def source_texts(specs: Sequence[str]) -> Iterator[str]:
-    """Texts of each source spec in turn, decoded lazily (only what the sample needs is read)."""
-    for spec in specs:
-        for text in text_dataset_from_source(spec).as_numpy_iterator():
-            yield text.decode("utf-8")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -6,13 +6,14 @@ from typing import Mapping
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from model import families, train
-from model.mesh import MeshConfig, cpu_mesh_impl
-from model.model_fn import import_features
-from model.mtf_compat import mtf
+from model import families
+from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+from model.trainer.model_fn import import_features
+from model.trainer.mtf_compat import mtf
+from model.trainer import runs
 
 
-def checkpoint_logits(run: train.Run, features: Mapping[str, np.ndarray]) -> np.ndarray:
+def checkpoint_logits(run: runs.Run, features: Mapping[str, np.ndarray]) -> np.ndarray:
     """[batch, length, vocab] logits of the newest checkpoint in `run.model_dir` for a batch of
     the family's features ([batch, length] int arrays)."""
     family = families.family_for(run.model_config, run.vocabulary.vocab_size)

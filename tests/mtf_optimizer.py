@@ -13,8 +13,8 @@ def optimizer_steps(make_optimizer: Callable, shapes: Mapping[str, "mtf.Shape"],
     `make_optimizer()` makes (an mtf.optimize.Optimizer, made in the graph built here), the
     variables starting at `start` with the given mtf shapes and `loss(mesh, variables)` the mtf
     scalar minimised. The global step counts the updates, as the model function's does."""
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.mtf_compat import mtf
+    from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.mtf_compat import mtf
     with tf.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")

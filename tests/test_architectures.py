@@ -8,9 +8,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import families
-from model.architectures import LAYER_NORM_EPSILON, ModelConfig, build_model, count_parameters
-from model.mtf_compat import mtf, transformer, transformer_layers
-from model.train import GIN_DIR
+from model.families.t5.architectures import LAYER_NORM_EPSILON, build_model, count_parameters
+from model.trainer.model_config import ModelConfig
+from model.trainer.mtf_compat import mtf, transformer, transformer_layers
+from model.trainer.runs import GIN_DIR
 
 T5_VOCAB_SIZE = 32100  # 32000 SentencePiece pieces + 100 sentinels, padded to 32128 in the model
 

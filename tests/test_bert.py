@@ -1,5 +1,5 @@
-"""BERT as a model family (model/families/bert.py), its WordPiece vocabulary (model/wordpiece.py)
-and pre-training data (model/bert_inputs.py), on the shared C4 samples.
+"""BERT as a model family (model/families/bert/model.py), its WordPiece vocabulary (model/families/bert/wordpiece.py)
+and pre-training data (model/families/bert/inputs.py), on the shared C4 samples.
 
 Oracles: transformers' BertModel / BertForPreTraining (parameter counts, built on the meta
 device: no weights, no download) and BertTokenizer (WordPiece tokenisation of the same
@@ -15,12 +15,16 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import bert_inputs, bert_tasks, inputs, train, wordpiece
-from model.architectures import ModelConfig
-from model.families.bert import Bert
-from model.hooks import LOSS_LOG_NAME
-from model.input_position import InputPosition
-from model.mtf_compat import mtf
+from model.families.bert import inputs as bert_inputs, finetune as bert_tasks, wordpiece
+from model.data import inputs
+from model import train
+from model.trainer.model_config import ModelConfig
+from model.families.bert.model import Bert
+from model.trainer.hooks import LOSS_LOG_NAME
+from model.data.input_position import InputPosition
+from model.trainer.mtf_compat import mtf
+from model.trainer import runs
+from model import families
 
 C4_SAMPLES = "c4_samples/olmo/*"
 TINY_VOCAB_SIZE = 600  # the learner gives ~570 pieces from the shared samples: padded to 600
@@ -335,13 +339,13 @@ TINY_BINDINGS = [
 ]
 
 
-def configure(model_dir, vocabulary, source, *extra, gin_files=()) -> train.Run:
+def configure(model_dir, vocabulary, source, *extra, gin_files=()) -> runs.Run:
     gin.clear_config()
-    train.parse_gin(["pretrain.gin", "bert/tiny.gin", "bert/pretrain_128.gin", *gin_files],
+    runs.parse_gin(["pretrain.gin", "bert/tiny.gin", "bert/pretrain_128.gin", *gin_files],
                     TINY_BINDINGS + [f"DataConfig.vocabulary = '{vocabulary.path}'",
                                      f"DataConfig.source = '{source}'",
                                      f"DataConfig.eval_source = '{source}'"] + list(extra))
-    return train.configured_run(str(model_dir))
+    return families.configured_run(str(model_dir))
 
 
 def logged_losses(model_dir) -> dict:
@@ -350,12 +354,12 @@ def logged_losses(model_dir) -> dict:
 
 
 @pytest.fixture(scope="module")
-def pretrained(tmp_path_factory, shared_data, vocabulary) -> train.Run:
+def pretrained(tmp_path_factory, shared_data, vocabulary) -> runs.Run:
     """A tiny BERT pre-trained for 60 steps on the shared C4 pages (MLM + NSP, dropout 0.1)."""
     run = configure(tmp_path_factory.mktemp("pretrained"), vocabulary, shared_data / C4_SAMPLES,
                     "OptimizationConfig.learning_rate_schedule = @lr.constant",
                     "lr.constant.value = 0.003", "TrainConfig.save_checkpoints_steps = 30")
-    assert train.train(run, run.training_examples(), run.vocabulary.vocab_size, 60) == 60
+    assert runs.train(run, run.training_examples(), run.vocabulary.vocab_size, 60) == 60
     yield run
     gin.clear_config()
 
@@ -369,7 +373,7 @@ def test_tiny_bert_pretrains_on_c4_with_falling_loss(pretrained, vocabulary, sha
     # Starts near uniform over the pieces plus ln 2 for next-sentence prediction.
     assert first == pytest.approx(np.log(vocabulary.vocab_size) + np.log(2), abs=0.3)
     assert last < first - 0.5, (first, last)
-    metrics = train.evaluate(run, lambda: run.examples("validation"), vocabulary.vocab_size)
+    metrics = runs.evaluate(run, lambda: run.validation_examples(), vocabulary.vocab_size)
     assert metrics["step"] == 60
     assert 0 < metrics["masked_lm_accuracy"] < 1 and 0 < metrics["next_sentence_accuracy"] < 1
     assert metrics["masked_lm_loss"] < first
@@ -397,7 +401,7 @@ def mesh_losses(model_dir, vocabulary, source, mesh) -> dict:
     """Losses of 3 steps on synthetic features (dropout 0) on the mesh `mesh`."""
     run = configure(model_dir, vocabulary, source, "ModelConfig.dropout_rate = 0.0",
                     "TrainConfig.tokens_per_batch = 128", f"MeshConfig.mesh_shape = '{mesh}'")
-    train.train(run, synthetic_pretraining_examples(), vocab_size=64, max_steps=3)
+    runs.train(run, synthetic_pretraining_examples(), vocab_size=64, max_steps=3)
     gin.clear_config()
     return logged_losses(model_dir)
 
@@ -691,7 +695,7 @@ def tiny_head_graph(head, num_classes, features):
     """(loss, the head's outputs) of a tiny BERT with the `head` on `features` (numpy), both
     from the same weights in one graph (dropout off): the loss as training computes it, the
     outputs by the head's own method on the encoder's pooled [CLS]."""
-    from model.mtf_compat import placement_mesh_impl
+    from model.trainer.mtf_compat import placement_mesh_impl
 
     gin.clear_config()
     gin.bind_parameter("BertConfig.head", head)
@@ -812,11 +816,11 @@ def test_multiple_choice_head_memorises_real_copa_examples_from_the_command_line
     assert result == {"step": COPA_STEPS, "scores": {"accuracy": 100.0}}
 
 
-def head_run(model_dir, vocabulary, head, length, batch, steps) -> train.Run:
+def head_run(model_dir, vocabulary, head, length, batch, steps) -> runs.Run:
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "bert/tiny.gin"],
+    runs.parse_gin(["finetune.gin", "bert/tiny.gin"],
                     head_bindings(vocabulary, head, length, batch, steps))
-    return train.configured_run(str(model_dir))
+    return families.configured_run(str(model_dir))
 
 
 @pytest.mark.slow
@@ -830,7 +834,7 @@ def test_span_head_memorises_squad_v1_and_v2_samples(tmp_path, shared_data, voca
     assert max(len(q.windows) for q in questions) >= 2
     features = bert_tasks.squad_features(questions, 128)
     run = head_run(tmp_path, vocabulary, "span", 128, len(features["start_positions"]), 200)
-    train.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 200)
+    runs.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 200)
     logits = iter(bert_tasks.head_outputs(run, features))
     predictions = [bert_tasks.best_answer(q, [next(logits) for _ in q.windows], not q.answers)
                    for q in questions]
@@ -847,10 +851,11 @@ def test_span_head_memorises_squad_v1_and_v2_samples(tmp_path, shared_data, voca
 @pytest.mark.parametrize("activation_dtype", ["float32", "bfloat16"])
 def test_tpu_path_builds_with_saver_in_scaffold_and_values_by_host_call(tmp_path,
                                                                         activation_dtype):
-    from model.mesh import MeshConfig
-    from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+    from model.trainer.mesh import MeshConfig
+    from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
 
     setup = ModelFnSetup(
+        family_class=families.family_class("bert"),
         model_config=ModelConfig(architecture="bert", d_model=16, d_ff=32, num_heads=2, d_kv=8,
                                  num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
@@ -892,7 +897,7 @@ def test_resumed_pretraining_continues_the_same_loss_curve(tmp_path, shared_data
                         "ModelConfig.dropout_rate = 0.0", "TrainConfig.save_checkpoints_steps = 10",
                         "OptimizationConfig.learning_rate_schedule = @lr.constant",
                         "lr.constant.value = 0.003", "BertDataConfig.window_documents = 4")
-        train.train(run, run.training_examples(), vocabulary.vocab_size, steps)
+        runs.train(run, run.training_examples(), vocabulary.vocab_size, steps)
 
     run_to(tmp_path / "whole", 20)
     run_to(tmp_path / "resumed", 10)
@@ -911,12 +916,12 @@ def test_resumed_pretraining_continues_the_same_loss_curve(tmp_path, shared_data
                                                         ("pretrain_512", 512, 77)])
 def test_pretraining_phases_follow_the_paper(phase, length, predictions, clean_gin):
     gin.clear_config()
-    train.parse_gin(["pretrain.gin", "bert/base.gin", f"bert/{phase}.gin"], [])
-    run = train.configured_run("unused")
+    runs.parse_gin(["pretrain.gin", "bert/base.gin", f"bert/{phase}.gin"], [])
+    run = families.configured_run("unused")
     assert run.model_config.architecture == "bert" and run.data_config.inputs_length == length
-    assert train.batch_size_for(run.train_config, length) == 256
+    assert runs.batch_size_for(run.train_config, length) == 256
     assert bert_inputs.BertDataConfig().predictions(length) == predictions
-    family = train.families.family_for(run.model_config, 30522)
+    family = families.family_for(run.model_config, 30522)
     assert family.bert.head == "pretraining" and family.bert.weight_decay_rate == 0.01
     schedule = run.optimization.learning_rate_schedule
     rates = [float(schedule(tf.constant(step, tf.int64))) for step in (0, 5000, 10000, 1000000)]
@@ -945,9 +950,9 @@ def test_schedule_equals_create_optimizer(gin_file, total_steps, warmup_steps, c
     after a 10% warm-up.)"""
     gin.clear_config()
     mode = "pretrain.gin" if gin_file.startswith("pretrain") else "finetune.gin"
-    train.parse_gin([mode, "bert/tiny.gin", f"bert/{gin_file}.gin"],
+    runs.parse_gin([mode, "bert/tiny.gin", f"bert/{gin_file}.gin"],
                     [f"lr.bert_linear.total_steps = {total_steps}"])
-    schedule = train.configured_run("unused").optimization.learning_rate_schedule
+    schedule = families.configured_run("unused").optimization.learning_rate_schedule
     peak = gin.query_parameter("lr.bert_linear.peak")
     steps = [0, 1, warmup_steps // 2, warmup_steps - 1, warmup_steps, warmup_steps + 1,
              total_steps // 2, total_steps - 1, total_steps, total_steps + 10]
@@ -962,9 +967,9 @@ def test_schedule_equals_create_optimizer(gin_file, total_steps, warmup_steps, c
                                              ("finetune_squad", "span")])
 def test_finetuning_configurations_build(head_file, head, clean_gin):
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"],
+    runs.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"],
                     ["lr.bert_linear.total_steps = 1000"])
-    run = train.configured_run("unused")
-    family = train.families.family_for(run.model_config, 30522)
+    run = families.configured_run("unused")
+    family = families.family_for(run.model_config, 30522)
     assert family.bert.head == head and run.model_config.num_layers == 24
-    assert train.batch_size_for(run.train_config, run.data_config.inputs_length) == 32
+    assert runs.batch_size_for(run.train_config, run.data_config.inputs_length) == 32

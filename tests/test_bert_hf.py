@@ -1,8 +1,8 @@
 """BERT's forward pass against transformers' BertForPreTraining on the same weights.
 
-A random tiny BERT is built in Mesh TensorFlow (model/families/bert.py), every variable set to
+A random tiny BERT is built in Mesh TensorFlow (model/families/bert/model.py), every variable set to
 random values (layer norms and biases included, so that each one matters), mapped by name onto
-BertForPreTraining (model/families/bert_hf.py) and both run on the same token ids, token types
+BertForPreTraining (model/families/bert/hf.py) and both run on the same token ids, token types
 and padding: the masked-LM logits at every position and the next-sentence logits must agree to
 1e-5 of the largest logit. transformers' BERT is an independent implementation of Google's
 modeling.py (BertModel, get_masked_lm_output, get_next_sentence_output in run_pretraining.py).
@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.architectures import ModelConfig
-from model.families import bert_hf
-from model.families.bert import Bert, BertConfig
-from model.mtf_compat import mtf, placement_mesh_impl
+from model.trainer.model_config import ModelConfig
+from model.families.bert import hf as bert_hf
+from model.families.bert.model import Bert, BertConfig
+from model.trainer.mtf_compat import mtf, placement_mesh_impl
 
 VOCAB_SIZE = 50
 CONFIG = ModelConfig(architecture="bert", d_model=16, d_ff=32, num_heads=2, d_kv=8,

@@ -37,7 +37,7 @@ def test_pretrain_prints_progress_and_result_only(shared_data, tmp_path):
 
 
 def test_verbosity_flag_is_read_before_tensorflow_loads():
-    from model.train import _verbosity
-    assert _verbosity(["--mode", "eval"]) == 0
-    assert _verbosity(["--verbosity", "2"]) == 2
-    assert _verbosity(["--verbosity=1", "--mode", "eval"]) == 1
+    from model.trainer.verbosity import verbosity_in
+    assert verbosity_in(["--mode", "eval"]) == 0
+    assert verbosity_in(["--verbosity", "2"]) == 2
+    assert verbosity_in(["--verbosity=1", "--mode", "eval"]) == 1

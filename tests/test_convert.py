@@ -20,8 +20,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import convert, train
-from model.architectures import ModelConfig
+from model import convert
+from model.trainer.model_config import ModelConfig
+from model.trainer import runs
+from model import families
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -100,7 +102,7 @@ CLASSES = {"t5": transformers.T5ForConditionalGeneration,
 def our_logits(family, model_dir):
     """Our model's logits from the imported checkpoint, configured by the written gin file."""
     gin.clear_config()
-    train.parse_gin([str(model_dir / convert.GIN_NAME)], [])
+    runs.parse_gin([str(model_dir / convert.GIN_NAME)], [])
     return convert.checkpoint_outputs(convert.conversion(family), ModelConfig(), str(model_dir),
                                       OUR_INPUTS[family])
 
@@ -146,7 +148,7 @@ def test_round_trip_gives_transformers_logits(tmp_path, family, make):
 
 
 def test_bert_import_writes_the_weights_alone_and_the_source_sizes(tmp_path):
-    """BERT's warm start reads the trainable variables only (model/warm_start.py): no optimizer
+    """BERT's warm start reads the trainable variables only (model/trainer/warm_start.py): no optimizer
     slots, no step; the gin file records the source's sizes."""
     tiny_bert().save_pretrained(tmp_path / "bert")
     assert import_folder("bert", tmp_path / "bert", tmp_path / "ours_bert") == 0
@@ -213,9 +215,9 @@ def test_erf_gelu_and_its_gradient_equal_the_normal_cdfs():
     """BertConfig.hidden_act = 'gelu': x * Phi(x) (transformers' activations.GELUActivation,
     torch's exact gelu) and its derivative Phi(x) + x * phi(x), against scipy's normal CDF."""
     from scipy.special import ndtr
-    from model.families.bert import erf_gelu
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.mtf_compat import mtf
+    from model.families.bert.model import erf_gelu
+    from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.mtf_compat import mtf
     x = np.linspace(-5.0, 5.0, 41)
     with tf.Graph().as_default():
         graph = mtf.Graph()
@@ -293,7 +295,7 @@ def test_import_refuses_a_folder_that_already_holds_a_checkpoint(tmp_path, capsy
 
 
 def decoder_only_examples(num: int = 16, length: int = 12, seed: int = 0):
-    """GPT-1's pre-training features (model/features.py's decoder_only keys), one row a
+    """GPT-1's pre-training features (model/data/features.py's decoder_only keys), one row a
     sequence."""
     tokens = np.random.RandomState(seed).randint(1, 90, size=(num, length)).astype(np.int32)
     features = {"decoder_target_tokens": tokens, "decoder_segment_ids": np.ones_like(tokens),
@@ -306,7 +308,7 @@ def decoder_only_examples(num: int = 16, length: int = 12, seed: int = 0):
 @pytest.mark.parametrize("family", ["t5", "gpt1"])
 def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, family):
     """`TrainConfig.init_checkpoint = DIR` warm-starts from an import (T5: weights, Adafactor's
-    slots and step; GPT-1: the weights, model/warm_start.py); after three steps the export of
+    slots and step; GPT-1: the weights, model/trainer/warm_start.py); after three steps the export of
     the fine-tuned run gives in transformers the logits it gives here, and they moved."""
     from tests.test_train import synthetic_examples
     reference = tiny_t5(gated=True) if family == "t5" else tiny_gpt1()
@@ -322,16 +324,16 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
                      "ModelConfig.relative_attention_num_buckets = 8"):
             assert line in text
     gin.clear_config()
-    train.parse_gin(["finetune.gin", str(tmp_path / "imported" / convert.GIN_NAME)], [
+    runs.parse_gin(["finetune.gin", str(tmp_path / "imported" / convert.GIN_NAME)], [
         f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'",
         "ModelConfig.dropout_rate = 0.0",
         "TrainConfig.tokens_per_batch = 96", "TrainConfig.save_checkpoints_steps = 3",
         "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
         "lr.constant.value = 0.01"])
     with gin.config_scope("finetune"):
-        run = train.configured_run(str(tmp_path / "tuned"))
+        run = families.configured_run(str(tmp_path / "tuned"))
     examples = synthetic_examples() if family == "t5" else decoder_only_examples()
-    assert train.train(run, examples, reference.config.vocab_size, max_steps=3) == 3
+    assert runs.train(run, examples, reference.config.vocab_size, max_steps=3) == 3
     ours = convert.checkpoint_outputs(convert.conversion(family), run.model_config,
                                       run.model_dir, OUR_INPUTS[family])
     assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
@@ -402,7 +404,7 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
     tuned.mkdir()
     (tuned / convert.GIN_NAME).write_text(recorded)
     gin.clear_config()
-    train.parse_gin([str(tuned / convert.GIN_NAME)], [])
+    runs.parse_gin([str(tuned / convert.GIN_NAME)], [])
     conv, config = convert.conversion("bert"), ModelConfig()
     assert conv.model_class == model_class
     reader = tf.train.load_checkpoint(str(tmp_path / "pretrained"))

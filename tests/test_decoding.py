@@ -12,14 +12,15 @@ import pytest
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from model import families, train
-from model.architectures import Architecture
-from model.decoding import strip_after_eos
-from model.features import convert_features
-from model.mesh import MeshConfig, cpu_mesh_impl
-from model.model_fn import import_features
-from model.mtf_compat import mtf
-from model.vocabulary import EOS_ID
+from model import families
+from model.families.t5.architectures import Architecture
+from model.trainer.decoding import strip_after_eos
+from model.data.features import convert_features
+from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+from model.trainer.model_fn import import_features
+from model.trainer.mtf_compat import mtf
+from model.data.vocabulary import EOS_ID
+from model.trainer import runs
 
 # Each test binds gin for its run; none of it may leak into later test modules.
 pytestmark = pytest.mark.usefixtures("clean_gin")
@@ -88,7 +89,7 @@ def teacher_forced_features(converter: str, prompt: list, generated: list) -> di
     return {k: v.astype(np.int32) for k, v in features.items()}, next_position
 
 
-def argmax_loop(run: train.Run, prompt_rows: np.ndarray) -> list:
+def argmax_loop(run: runs.Run, prompt_rows: np.ndarray) -> list:
     """Greedy continuations from teacher-forced logits of the newest checkpoint."""
     family = families.family_for(run.model_config, VOCAB_SIZE)
     converter = family.converter
@@ -121,15 +122,15 @@ def argmax_loop(run: train.Run, prompt_rows: np.ndarray) -> list:
 @pytest.mark.parametrize("architecture", [a.value for a in Architecture])
 def test_greedy_decoding_equals_argmax_over_teacher_forced_logits(tmp_path, architecture):
     gin.clear_config()
-    train.parse_gin(["pretrain.gin"], TINY + [
+    runs.parse_gin(["pretrain.gin"], TINY + [
         f"ModelConfig.architecture = '{architecture}'",
         f"TrainConfig.tokens_per_batch = {8 * (LENGTHS['inputs'] + LENGTHS['targets'])}"])
-    run = train.configured_run(str(tmp_path))
+    run = families.configured_run(str(tmp_path))
     converter = families.family_class(architecture).converter
-    assert train.train(run, feature_dataset(converter), VOCAB_SIZE, max_steps=30) == 30
+    assert runs.train(run, feature_dataset(converter), VOCAB_SIZE, max_steps=30) == 30
 
     rows = prompts()
-    estimator = train.make_estimator(run.model_config, run.mesh_config, run.optimization,
+    estimator = runs.make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
                                      run.train_config, run.model_dir, VOCAB_SIZE, len(rows))
     predictions = list(estimator.predict(
         lambda params: tf.data.Dataset.from_tensor_slices({"inputs": rows}).batch(

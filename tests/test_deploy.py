@@ -255,8 +255,8 @@ def third_party_imports(entry: str, left_out: frozenset = frozenset()) -> set[st
     ("pipeline", "pipelines.c4", frozenset()),
     ("tfds", "tfds_c4", frozenset()),
     # model.train's export mode imports torch: that is the export extra's.
-    ("model", "model.train", frozenset({"model.export_hf"})),
-    ("export", "model.export_hf", frozenset()),
+    ("model", "model.train", frozenset({"model.families.t5.hf"})),
+    ("export", "model.families.t5.hf", frozenset()),
 ])
 def test_each_extra_installs_every_package_its_code_imports(extra, entry, left_out):
     """What a worker would fail on at import or in a DoFn, found without running it."""
@@ -530,20 +530,20 @@ def test_tpu_needs_a_bucket_or_both_directories(capsys):
 def test_training_command_configures_the_real_trainer():
     """The gin files and bindings the TPU host receives parse into the trainer's configs."""
     import gin
-    from model import train
-    from model.architectures import ModelConfig
-    from model.mesh import DEFAULT_LAYOUT, MeshConfig
-    from model.model_fn import PrecisionConfig
+    from model.trainer import runs
+    from model.trainer.model_config import ModelConfig
+    from model.trainer.mesh import DEFAULT_LAYOUT, MeshConfig
+    from model.trainer.model_fn import PrecisionConfig
     (command,) = tpu_commands("--accelerator_type", "v3-32", "--size", "base",
                               "--train_steps", "1000", "--stages", "train")
     words = shlex.split(remote_script(command).split("nohup ", 1)[1].split(" > ", 1)[0])
     try:
-        train.parse_gin(option_values(words, "--gin_file"), option_values(words, "--gin_param"))
-        mesh, training, data = MeshConfig(), train.TrainConfig(), train.DataConfig()
+        runs.parse_gin(option_values(words, "--gin_file"), option_values(words, "--gin_param"))
+        mesh, training, data = MeshConfig(), runs.TrainConfig(), runs.DataConfig()
         precision = PrecisionConfig()
     finally:
         gin.clear_config()
-    # The layout is the trainer's one default (model/mesh.py): the launcher keeps no copy of it.
+    # The layout is the trainer's one default (model/trainer/mesh.py): the launcher keeps no copy of it.
     assert mesh.mesh_shape == "model:2,batch:16" and mesh.layout == DEFAULT_LAYOUT
     assert not [p for p in option_values(words, "--gin_param") if p.startswith("MeshConfig.layout")]
     # T5's precision on TPUs, from model/gin/tpu.gin.
@@ -589,16 +589,16 @@ def test_each_familys_training_command_configures_the_real_trainer(family, size,
     """GPT-1, BERT and SegaBERT: the size, batch and steps the TPU host's trainer gets are the
     family's gin files' (read as the trainer reads them: pretrain.gin first, --mode pretrain's)."""
     import gin
-    from model import train
-    from model.architectures import ModelConfig
+    from model.trainer import runs
+    from model.trainer.model_config import ModelConfig
     words = trainer_words("--accelerator_type", "v3-32", "--family", family, "--size", size,
                           "--train_steps", "1000", "--vocabulary", "gs://my-bucket/vocab.txt")
     assert option_values(words, "--model_dir") == [f"gs://my-bucket/models/{family}-{size}-en"]
     gin_files = option_values(words, "--gin_file")
     assert gin_files[0] == f"{family}/{size}.gin" and gin_files[-1] == "tpu.gin"
     try:
-        train.parse_gin(["pretrain.gin", *gin_files], option_values(words, "--gin_param"))
-        model, training, data = ModelConfig(), train.TrainConfig(), train.DataConfig()
+        runs.parse_gin(["pretrain.gin", *gin_files], option_values(words, "--gin_param"))
+        model, training, data = ModelConfig(), runs.TrainConfig(), runs.DataConfig()
         schedule = gin.query_parameter("OptimizationConfig.learning_rate_schedule")
         total_steps = gin.query_parameter(f"{schedule.selector}.total_steps")
         if isinstance(total_steps, gin.config.ConfigurableReference):  # a %macro

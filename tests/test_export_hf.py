@@ -10,9 +10,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import train
-from model.decoding import strip_after_eos
-from model.export_hf import hf_config
-from model.vocabulary import EOS_ID
+from model.trainer.decoding import strip_after_eos
+from model.families.t5.hf import hf_config
+from model.data.vocabulary import EOS_ID
+from model.trainer import runs
 from tests.checkpoint_logits import checkpoint_logits
 from tests.test_train import configure
 from tests.trained_vocab import trained_vocabulary
@@ -35,7 +36,7 @@ def trained(tmp_path_factory, shared_data):
     run = configure(model_dir, data, "ModelConfig.dropout_rate = 0.0",
                     "OptimizationConfig.learning_rate_schedule = @lr.constant", "lr.constant.value = 0.01",
                     "TrainConfig.save_checkpoints_steps = 20")
-    train.train(run, run.training_examples(), run.vocabulary.vocab_size, 20)
+    runs.train(run, run.training_examples(), run.vocabulary.vocab_size, 20)
     return run, data
 
 
@@ -67,7 +68,7 @@ def export_for_task(trained, export_dir, task: str, *gin_files: str) -> dict:
             for name in ("generation_config", "tokenizer_config")}
 
 
-def our_logits(run: train.Run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
+def our_logits(run: runs.Run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
     """Teacher-forced logits of the newest checkpoint, through our family's graph."""
     return checkpoint_logits(run, {
         "encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0) * 1,
@@ -90,7 +91,7 @@ def test_tokenizer_gives_our_ids(trained, exported):
 def test_logits_equal_ours(trained, exported):
     run, _ = trained
     model, _ = exported
-    encoder = train.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
+    encoder = runs.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
     targets = np.random.RandomState(0).randint(3, run.vocabulary.vocab_size, size=(2, TARGETS_LENGTH))
     ours = our_logits(run, encoder, targets)
     with torch.no_grad():
@@ -106,7 +107,7 @@ def test_logits_equal_ours(trained, exported):
 def test_greedy_generation_gives_our_tokens(trained, exported):
     run, _ = trained
     model, _ = exported
-    encoder = train.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
+    encoder = runs.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
     estimator = run.estimator(len(TEXTS))
     ours = [strip_after_eos(p["outputs"]) for p in estimator.predict(
         lambda params: tf.data.Dataset.from_tensor_slices({"inputs": encoder}).batch(

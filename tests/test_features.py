@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import features
-from model.inputs import plain_text_dataset, pretraining_dataset
+from model.data import features
+from model.data.inputs import plain_text_dataset, pretraining_dataset
 from tests.trained_vocab import trained_vocabulary
 
 

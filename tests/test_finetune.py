@@ -13,8 +13,14 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import evaluation, finetune, finetune_methods, tasks, train
-from model.decoding import DecodingConfig
+from model.tasks import evaluation
+from model.families.t5 import finetune
+from model.tasks import selection as task_selection
+from model.trainer import finetune_methods
+from model import tasks, train
+from model.trainer.decoding import DecodingConfig
+from model.trainer import runs
+from model import families
 from tests.test_train import configure, synthetic_examples
 from tests.trained_vocab import trained_vocabulary
 
@@ -40,13 +46,13 @@ def pretrained_dir(tmp_path_factory, data_bindings):
     model_dir = tmp_path_factory.mktemp("pretrained_for_finetuning")
     run = configure(model_dir, data_bindings, "ModelConfig.dropout_rate = 0.0",
                     "TrainConfig.save_checkpoints_steps = 20")
-    assert train.train(run, run.training_examples(), run.vocabulary.vocab_size, 20) == 20
+    assert runs.train(run, run.training_examples(), run.vocabulary.vocab_size, 20) == 20
     return model_dir
 
 
-def cb_data(shared_data) -> finetune.TaskData:
+def cb_data(shared_data) -> task_selection.TaskData:
     directory = shared_data / "tasks" / CB
-    return finetune.TaskData({("super_glue_cb", "train"): (str(directory / "train.jsonl"),),
+    return task_selection.TaskData({("super_glue_cb", "train"): (str(directory / "train.jsonl"),),
                               ("super_glue_cb", "validation"): (str(directory / "val.jsonl"),)})
 
 
@@ -57,7 +63,7 @@ def finetuned(tmp_path_factory, shared_data, data_bindings, pretrained_dir):
                     f"TrainConfig.init_checkpoint = '{pretrained_dir}'",
                     "TrainConfig.save_checkpoints_steps = 40", "TrainConfig.keep_checkpoint_max = 1",
                     gin_files=("finetune.gin",))
-    best = finetune.finetune(run, finetune.select(task="super_glue_cb"), cb_data(shared_data),
+    best = finetune.finetune(run, task_selection.select(task="super_glue_cb"), cb_data(shared_data),
                              DecodingConfig(), max_steps=80)
     return run, best
 
@@ -66,7 +72,7 @@ def test_every_checkpoint_is_scored_and_the_best_is_kept(finetuned, shared_data)
     run, best = finetuned
     model_dir = pathlib.Path(run.model_dir)
     scored = evaluation.recorded_scores(run.model_dir, finetune.eval_sets(
-        finetune.select(task="super_glue_cb"), cb_data(shared_data))[0])
+        task_selection.select(task="super_glue_cb"), cb_data(shared_data))[0])
     # Warm start continues the pre-training step: the warm-started weights (step 20), then a
     # checkpoint every 40 steps up to 20 + 80.
     assert sorted(scored) == [20, 60, 100]
@@ -105,8 +111,8 @@ def test_the_run_memorises_its_training_examples(finetuned, shared_data):
 
 def test_mixture_draws_tasks_by_their_rates(shared_data):
     rates = {"super_glue_cb": 0.75, "super_glue_wic": 0.25}
-    selection = finetune.Selection("cb_and_wic", rates, (), tasks.DEFAULT_LENGTHS)
-    data = finetune.TaskData({(name, "train"): (str(shared_data / "tasks" / name.replace("_glue", "glue")
+    selection = task_selection.Selection("cb_and_wic", rates, (), tasks.DEFAULT_LENGTHS)
+    data = task_selection.TaskData({(name, "train"): (str(shared_data / "tasks" / name.replace("_glue", "glue")
                                                     / "train.jsonl"),) for name in rates})
     firsts = [pair["inputs"].numpy().decode().split(" ")[0]
               for pair in finetune.mixed_pairs(selection, data, seed=0).take(2000)]
@@ -120,7 +126,7 @@ def test_mixture_draws_tasks_by_their_rates(shared_data):
 def test_multi_task_training_mixes_in_the_pretraining_objective(tmp_path, shared_data, data_bindings):
     # Span corruption of 64 input tokens needs 14 target tokens.
     run = configure(tmp_path, data_bindings, *FINETUNE_BINDINGS, "DataConfig.targets_length = 14")
-    selection = finetune.select(task="super_glue_cb", limit=32, with_pretraining=True)
+    selection = task_selection.select(task="super_glue_cb", limit=32, with_pretraining=True)
     # Examples-proportional with K = 32: CB's 250 training examples and C4 both count 32.
     assert selection.pretraining_rate == pytest.approx(0.5)
     first_sentinel = run.vocabulary.token_ids.first_sentinel_id
@@ -202,14 +208,14 @@ def synthetic_pretrained(tmp_path_factory):
     """A tiny model trained 2 steps on synthetic features: the warm start of the methods' runs."""
     model_dir = tmp_path_factory.mktemp("synthetic_pretrained")
     run = configure(model_dir, [], "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 128")
-    train.train(run, synthetic_examples(), vocab_size=200, max_steps=2)
+    runs.train(run, synthetic_examples(), vocab_size=200, max_steps=2)
     return str(model_dir)
 
 
 def _finetune_synthetic(model_dir, init, *bindings, steps: int) -> dict:
     run = configure(model_dir, [], "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 128",
                     f"TrainConfig.init_checkpoint = '{init}'", *bindings, gin_files=("finetune.gin",))
-    train.train(run, synthetic_examples(), vocab_size=200, max_steps=steps)
+    runs.train(run, synthetic_examples(), vocab_size=200, max_steps=steps)
     return _variables(str(model_dir))
 
 
@@ -243,17 +249,17 @@ def test_gradual_unfreezing_trains_the_top_block_first(tmp_path, synthetic_pretr
 def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, clean_gin):
     """A task run trims and decodes at its task's lengths (WMT 512/512, not pre-training's 512/114);
     a length bound in gin stays, with a warning that it cuts."""
-    wmt = finetune.select(task="wmt_en_de")
+    wmt = task_selection.select(task="wmt_en_de")
     assert wmt.lengths == tasks.SequenceLengths(512, 512)
-    assert finetune.select(mixture="super_glue").lengths == tasks.SequenceLengths(512, 62)
+    assert task_selection.select(mixture="super_glue").lengths == tasks.SequenceLengths(512, 62)
     gin.clear_config()  # earlier tests leave their bindings
-    train.parse_gin(["finetune.gin"], [])
-    run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), wmt.lengths)
+    runs.parse_gin(["finetune.gin"], [])
+    run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), wmt.lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 512)
     assert run.train_config.decode_length == 512
     assert capsys.readouterr().err == ""
-    train.parse_gin([], ["DataConfig.targets_length = 8"])
-    run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), wmt.lengths)
+    runs.parse_gin([], ["DataConfig.targets_length = 8"])
+    run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), wmt.lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 8)
     assert run.train_config.decode_length == 512
     assert "DataConfig.targets_length = 8 as bound" in capsys.readouterr().err
@@ -264,8 +270,8 @@ def test_the_operative_config_records_the_task_lengths_the_run_uses(tmp_path, cl
     training writes (gin's operative_config_str, the t5 library's GinConfigSaverHook) said 114,
     the dataclass default, before the lengths were bound in gin."""
     gin.clear_config()
-    train.parse_gin(["finetune.gin"], [])
-    run = finetune.with_task_lengths(train.configured_run(str(tmp_path)), finetune.select(task="glue_rte").lengths)
+    runs.parse_gin(["finetune.gin"], [])
+    run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), task_selection.select(task="glue_rte").lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length, run.train_config.decode_length) == (512, 84, 84)
     operative = gin.operative_config_str()
     for line in ("DataConfig.inputs_length = 512", "DataConfig.targets_length = 84", "TrainConfig.decode_length = 84"):
@@ -278,12 +284,12 @@ def test_decoding_is_greedy_unless_the_final_models_beam_search_is_switched_on(c
     search, 4 beams and alpha 0.6, on WMT and CNN/DM (the t5 library's beam_search.gin:
     `Bitransformer.decode.beam_size = 4`, `alpha = 0.6`)."""
     gin.clear_config()
-    train.parse_gin(["finetune.gin"], [])
+    runs.parse_gin(["finetune.gin"], [])
     assert DecodingConfig() == DecodingConfig(beam_search=False)
     assert {tasks.get(name).decoding(DecodingConfig().beam_search) for name in tasks.names()} == {tasks.GREEDY}
     assert tasks.GREEDY.beam_size == 1
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "beam_search.gin"], [])
+    runs.parse_gin(["finetune.gin", "beam_search.gin"], [])
     beam = DecodingConfig().beam_search
     assert beam is True
     for name in ("cnn_dailymail", "wmt_en_de", "wmt_en_fr", "wmt_en_ro"):
@@ -296,7 +302,7 @@ def test_decoding_is_greedy_unless_the_final_models_beam_search_is_switched_on(c
 def test_wnli_is_never_trained_on_in_any_mixture_or_mixing(mixing):
     for mixture in ("glue", "all"):
         for with_pretraining in (False, True):
-            selection = finetune.select(mixture=mixture, mixing=mixing, limit=2 ** 16,
+            selection = task_selection.select(mixture=mixture, mixing=mixing, limit=2 ** 16,
                                         with_pretraining=with_pretraining)
             assert "glue_wnli" not in selection.rates and "glue_cola" in selection.rates
             assert "glue_wnli" in {task.name for task in selection.evaluated}
@@ -305,8 +311,8 @@ def test_wnli_is_never_trained_on_in_any_mixture_or_mixing(mixing):
 def test_wnli_cannot_be_fine_tuned_by_mistake_but_can_be_evaluated(tmp_path, shared_data, capsys,
                                                                   clean_gin):
     with pytest.raises(ValueError, match="never trained on"):
-        finetune.select(task="glue_wnli")
-    evaluated_only = finetune.select(task="glue_wnli", training=False)
+        task_selection.select(task="glue_wnli")
+    evaluated_only = task_selection.select(task="glue_wnli", training=False)
     assert evaluated_only.rates == {} and evaluated_only.trained == ()
     dev = shared_data / "tasks" / "glue_wnli" / "dev.tsv"
     train_file = shared_data / "tasks" / "glue_wnli" / "train.tsv"
@@ -326,8 +332,8 @@ def test_the_papers_fine_tuning_configuration(tmp_path, clean_gin, method_file, 
     """finetune.gin: constant learning rate 0.001 at every step, 2^18 steps, a checkpoint every
     5,000; the methods' files: adapters of inner size d, gradual unfreezing every 2^18 / 12 steps."""
     gin.clear_config()  # earlier tests leave their bindings
-    train.parse_gin(["finetune.gin", method_file], [])
-    run = train.configured_run(str(tmp_path))
+    runs.parse_gin(["finetune.gin", method_file], [])
+    run = families.configured_run(str(tmp_path))
     with tf.Graph().as_default(), tf.Session() as session:
         rates = [run.optimization.learning_rate_schedule(tf.constant(step, tf.int64))
                  for step in (0, 1000, 600000)]
@@ -420,8 +426,8 @@ def test_glue_average_is_written_and_printed_as_the_papers_table(tmp_path, capsy
     sets.append(_record(tmp_path, "super_glue_cb", "validation",
                         {step: {"mean_3class_f1": 91.22, "accuracy": 91.96} for step in (5000, 10000)}))
     gin.clear_config()
-    train.parse_gin(["finetune.gin"], [])
-    best = evaluation.evaluate_checkpoints(train.configured_run(str(tmp_path)), sets, DecodingConfig())
+    runs.parse_gin(["finetune.gin"], [])
+    best = evaluation.evaluate_checkpoints(families.configured_run(str(tmp_path)), sets, DecodingConfig())
     assert {entry["step"] for name, entry in best.items() if name.startswith("glue_mnli")} == {5000}
     written = json.loads((tmp_path / evaluation.EVAL_DIR / evaluation.BENCHMARKS_NAME).read_text())
     assert set(written) == {"glue_average"}

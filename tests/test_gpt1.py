@@ -1,4 +1,4 @@
-"""GPT-1 (model/families/gpt1.py) and the discriminative views of tasks it fine-tunes on
+"""GPT-1 (model/families/gpt1/model.py) and the discriminative views of tasks it fine-tunes on
 (model/tasks/discriminative.py)."""
 import contextlib
 import dataclasses
@@ -11,11 +11,15 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import gpt1_finetune, tasks, train
-from model.features import PACKING_WINDOW
-from model.hooks import LOSS_LOG_NAME
-from model.families import gpt1
+from model.families.gpt1 import finetune as gpt1_finetune
+from model import tasks, train
+from model.data.features import PACKING_WINDOW
+from model.trainer.hooks import LOSS_LOG_NAME
+from model.families.gpt1 import model as gpt1
 from model.tasks import discriminative
+from model.trainer import runs
+from model import families
+from model.families.gpt1 import inputs as gpt1_inputs
 from tests.mtf_optimizer import optimizer_steps
 
 
@@ -92,8 +96,8 @@ def test_finetuning_steps_make_the_epochs_over_the_batch_actually_used(count, ep
 @pytest.fixture
 def gpt1_sizes(clean_gin):
     """ModelConfig as gin/gpt1/base.gin binds it."""
-    from model.architectures import ModelConfig
-    train.parse_gin(["gpt1/base.gin"], [])
+    from model.trainer.model_config import ModelConfig
+    runs.parse_gin(["gpt1/base.gin"], [])
     return ModelConfig()
 
 
@@ -115,7 +119,7 @@ def test_base_parameter_count_equals_transformers_openai_gpt(gpt1_sizes):
 
 
 def test_modified_l2_decays_weights_not_biases_or_gains(gpt1_sizes):
-    from model.mtf_compat import mtf
+    from model.trainer.mtf_compat import mtf
     config = dataclasses.replace(gpt1_sizes, d_model=16, d_ff=32, num_heads=2, d_kv=8,
                                  num_layers=1)
     graph = mtf.Graph()
@@ -159,7 +163,7 @@ def test_gpt_adam_updates_as_openai_opt_py():
     """GPTAdam over 12 steps equals OpenAI's `adam` (opt.py) on the same loss: the decay of a
     weight is scaled by the bias-corrected step size as the Adam step is (unscaled, it is 3.2x
     OpenAI's at step 1), a bias is not decayed, and epsilon sits outside the bias correction."""
-    from model.mtf_compat import mtf
+    from model.trainer.mtf_compat import mtf
     rng = np.random.RandomState(0)
     start = {"w/kernel": rng.normal(size=(3, 4)).astype(np.float32),
              "w/bias": rng.normal(size=(4,)).astype(np.float32)}
@@ -198,7 +202,7 @@ def test_gpt_adam_updates_as_openai_opt_py():
 
 
 def test_schedules_warm_up_then_decay_to_zero():
-    from model import schedules
+    from model.trainer import schedules
     with tf.Graph().as_default(), tf.Session() as session:
         cosine = [session.run(schedules.warmup_cosine(tf.constant(s), peak=1.0, warmup_steps=10,
                                                       total_steps=110))
@@ -214,7 +218,7 @@ def test_schedules_warm_up_then_decay_to_zero():
 
 WORDS = {"a": 10, "good": 11, "film": 12, "it": 13, "rains": 14, "wet": 15, "dry": 16,
          "ground": 17, "is": 18, "why": 19}
-S, D, E = dataclasses.astuple(gpt1.special_tokens(1100))  # start, delimiter, extract
+S, D, E = dataclasses.astuple(gpt1_inputs.special_tokens(1100))  # start, delimiter, extract
 
 
 def encode(text):
@@ -222,14 +226,14 @@ def encode(text):
 
 
 def transformed(task, example, length=16):
-    return gpt1.transform(example, discriminative.view(task), encode, gpt1.special_tokens(1100),
+    return gpt1_inputs.transform(example, discriminative.view(task), encode, gpt1_inputs.special_tokens(1100),
                           length)
 
 
 def test_special_tokens_are_the_vocabulary_special_pieces(shared_data):
     from tests.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(shared_data)
-    special = gpt1.special_tokens(vocabulary.vocab_size)
+    special = gpt1_inputs.special_tokens(vocabulary.vocab_size)
     assert [vocabulary.decode([i]) for i in (special.start, special.delimiter, special.extract)] \
         == ["<extra_id_0>", "<extra_id_1>", "<extra_id_2>"]
     assert (special.start, special.delimiter, special.extract) == (S, D, E) == (1099, 1098, 1097)
@@ -290,7 +294,7 @@ def test_race_keeps_question_and_answer_and_trims_the_article(shared_data, vocab
                                      "answers": first["answers"][:1]}))
     (example,) = discriminative.examples("race", "dev", [str(race_file)])
     view = discriminative.view("race")
-    rows = gpt1.head_features([example], view, vocabulary, 512)
+    rows = gpt1_inputs.head_features([example], view, vocabulary, 512)
     article, question = (vocabulary.encode(text) for text in (long_article, first["questions"][0]))
     assert len(article) > 512 and len(question) >= 5
     for choice, sequence in zip(example.choices, rows["head_tokens"][0].reshape(4, 512).tolist()):
@@ -305,7 +309,7 @@ def test_head_features_pad_each_sequence_to_the_length(shared_data):
     vocabulary = trained_vocabulary(shared_data)
     view = discriminative.view("glue_qqp")
     examples = [discriminative.Example(("Is it?", "Is it not?"), 1)]
-    rows = gpt1.head_features(examples, view, vocabulary, 12)
+    rows = gpt1_inputs.head_features(examples, view, vocabulary, 12)
     assert rows["head_tokens"].shape == (1, 24) and rows["label"].tolist() == [[1]]
     first, second = rows["head_tokens"][0, :12], rows["head_tokens"][0, 12:]
     for row, (a, b) in ((first, ("Is it?", "Is it not?")), (second, ("Is it not?", "Is it?"))):
@@ -317,7 +321,7 @@ def test_stsb_features_are_both_orders_and_the_float_score(shared_data, vocabula
     path = str(shared_data / "tasks/glue_stsb/train.tsv")
     first, second = list(discriminative.examples("glue_stsb", "train", [path]))[:2]
     assert first.segments == ("A plane is taking off.", "An air plane is taking off.")
-    rows = gpt1.head_features([first, second], discriminative.view("glue_stsb"), vocabulary, 40)
+    rows = gpt1_inputs.head_features([first, second], discriminative.view("glue_stsb"), vocabulary, 40)
     a, b = (vocabulary.encode(text) for text in first.segments)
     for order, (x, y) in enumerate(((a, b), (b, a))):
         expected = [S] + x + [D] + y + [E]
@@ -342,10 +346,10 @@ def logged_losses(model_dir) -> dict:
     return {entry["step"]: entry["loss"] for entry in map(json.loads, lines)}
 
 
-def configure(model_dir, gin_files, bindings) -> train.Run:
+def configure(model_dir, gin_files, bindings) -> runs.Run:
     gin.clear_config()
-    train.parse_gin(gin_files, bindings)
-    return train.configured_run(str(model_dir))
+    runs.parse_gin(gin_files, bindings)
+    return families.configured_run(str(model_dir))
 
 
 @pytest.fixture(scope="module")
@@ -399,7 +403,7 @@ STREAM_BATCH = 8
 
 
 def gpt1_stream(shared_data, vocabulary, shuffle_windows, seed=0):
-    from model import inputs
+    from model.data import inputs
     return inputs.PretrainingStream(
         str(shared_data / "c4_samples/olmo/*.json*.gz"), vocabulary, "lm", STREAM_LENGTHS,
         "decoder_only", seed, shuffle_windows=shuffle_windows)
@@ -440,7 +444,7 @@ def test_pretraining_rows_are_shuffled_within_seeded_blocks(shared_data, vocabul
 
 
 def stream_batches(stream, model_dir, start_step, count, record_every=7):
-    from model import input_position
+    from model.data import input_position
     dataset = input_position.training_batches(stream, STREAM_BATCH, start_step, str(model_dir),
                                               lambda step: step % record_every == 0)
     return [{key: value.tolist() for key, value in batch.items()}
@@ -450,8 +454,8 @@ def stream_batches(stream, model_dir, start_step, count, record_every=7):
 def test_a_resumed_shuffled_stream_sees_the_batches_of_an_uninterrupted_run(shared_data,
                                                                            vocabulary, tmp_path):
     """Resume at recorded steps (mid-block, the next epoch) and an unrecorded one: the same
-    batches, in the same shuffled order, as one run (model/input_position.py)."""
-    from model import input_position
+    batches, in the same shuffled order, as one run (model/data/input_position.py)."""
+    from model.data import input_position
     stream = gpt1_stream(shared_data, vocabulary, 2)
     rows_per_epoch = sum(1 for _ in stream())
     total = rows_per_epoch // STREAM_BATCH + 10  # into the second epoch
@@ -499,7 +503,7 @@ def mesh_losses(mesh_shape, model_dir) -> dict:
                                 "lr.warmup_cosine.peak = 0.001",
                                 "lr.warmup_cosine.warmup_steps = 1",
                                 f"MeshConfig.mesh_shape = '{mesh_shape}'"])
-    train.train(run, synthetic_lm_examples(), vocab_size=200, max_steps=3)
+    runs.train(run, synthetic_lm_examples(), vocab_size=200, max_steps=3)
     gin.clear_config()
     return logged_losses(model_dir)
 
@@ -524,16 +528,17 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
     """The TRAIN spec as TPUEstimator builds it (use_tpu=False, the same model function), with
     bfloat16 activations as on TPU, for pre-training, a multiple-choice head and a regression
     head (its float label imported as float32)."""
-    from model.architectures import ModelConfig
-    from model.mesh import MeshConfig
-    from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
-    train.parse_gin(["gpt1/tiny.gin", "gpt1/pretrain.gin"],
+    from model.trainer.model_config import ModelConfig
+    from model.trainer.mesh import MeshConfig
+    from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+    runs.parse_gin(["gpt1/tiny.gin", "gpt1/pretrain.gin"],
                     ["TRAIN_STEPS = 10", "lr.warmup_cosine.warmup_steps = 2"])
     for head in ([], ["GPT1Config.head = 'multiple_choice'", "GPT1Config.num_classes = 2",
                       "GPT1Config.sequences_per_example = 2"],
                  ["GPT1Config.head = 'regression'", "GPT1Config.num_classes = 1"]):
         gin.parse_config(head)
         setup = ModelFnSetup(
+            family_class=families.family_class(ModelConfig().architecture),
             model_config=ModelConfig(), mesh_config=MeshConfig(),
             optimization=OptimizationConfig(), vocab_size=128, model_dir=str(tmp_path),
             save_checkpoints_steps=10, keep_checkpoint_max=1, decode_length=4,
@@ -558,16 +563,16 @@ def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0, embedd
     """`fetch(family, model, batch)` (mtf tensors) on a freshly initialised tiny model with the
     head of `task`'s view, fed `examples`, as numpy. `embedding_stddev` redraws the token
     embedding wider than GPT-1's 0.02, so that the LM's token losses differ visibly."""
-    from model.architectures import ModelConfig
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.model_fn import import_features
-    from model.mtf_compat import mtf
+    from model.trainer.model_config import ModelConfig
+    from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.model_fn import import_features
+    from model.trainer.mtf_compat import mtf
     view = discriminative.view(task)
     gin.clear_config()
-    train.parse_gin(["gpt1/tiny.gin"], ["ModelConfig.dropout_rate = 0.0"])
+    runs.parse_gin(["gpt1/tiny.gin"], ["ModelConfig.dropout_rate = 0.0"])
     gpt1_finetune.bind_head(view)
     family = gpt1.GPT1(ModelConfig(), vocabulary.vocab_size)
-    rows = gpt1.head_features(examples, view, vocabulary, length)
+    rows = gpt1_inputs.head_features(examples, view, vocabulary, length)
     with tf.Graph().as_default():
         tf.set_random_seed(seed)
         graph = mtf.Graph()
@@ -658,7 +663,7 @@ def test_auxiliary_lm_loss_is_openais_over_every_token_after_the_start(vocabular
     (openai/finetune-transformer-lm train.py `model`, `lm_losses`; `lm_coef` 0.5 in
     `mgpu_train`), and the special tokens' output logits come from the rows that embed them at
     the input (OpenAI's one `we` matrix, special rows appended)."""
-    from model.mtf_compat import mtf
+    from model.trainer.mtf_compat import mtf
     path = str(shared_data / "tasks/superglue_copa/train.jsonl")
     examples = list(discriminative.examples("super_glue_copa", "train", [path]))[:3]
 
@@ -766,7 +771,7 @@ def test_regression_head_memorises_real_stsb_pairs(pretrained, shared_data, voca
 def test_train_vocab_bpe_option(tmp_path, shared_data, capsys):
     from sentencepiece import sentencepiece_model_pb2
     from model import train_vocab
-    from model.vocabulary import Vocabulary
+    from model.data.vocabulary import Vocabulary
     prefix = tmp_path / "bpe"
     assert train_vocab.main(["--output", str(prefix), "--size", "300", "--sample_size", "5000",
                              "--model_type", "bpe", "--weights", "en=1",

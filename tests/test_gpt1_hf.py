@@ -1,12 +1,12 @@
 """GPT-1's forward pass against an independent implementation: transformers'
-OpenAIGPTLMHeadModel holding the same weights (model/families/gpt1_hf.py maps them by name)."""
+OpenAIGPTLMHeadModel holding the same weights (model/families/gpt1/hf.py maps them by name)."""
 import dataclasses
 
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.families import gpt1, gpt1_hf
+from model.families.gpt1 import model as gpt1, hf as gpt1_hf
 
 torch = pytest.importorskip("torch")
 
@@ -19,9 +19,9 @@ def random_variables_and_logits(tokens: np.ndarray, seed: int = 0):
     """A tiny GPT-1 built in Mesh TensorFlow, every variable redrawn at random (biases and
     layer-norm gains too, which initialisation leaves at 0 and 1), and its logits for `tokens`
     [batch, length]: (our variables by name, logits [batch, length, vocab])."""
-    from model.architectures import ModelConfig
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.mtf_compat import mtf
+    from model.trainer.model_config import ModelConfig
+    from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.mtf_compat import mtf
     config = dataclasses.replace(ModelConfig(), architecture=gpt1.ARCHITECTURE, **SIZES)
     model = gpt1.GPT1Model(config, gpt1.GPT1Config(max_positions=64), VOCAB, training=False,
                            variable_dtype=mtf.VariableDType())
@@ -76,7 +76,7 @@ def test_the_config_computes_openais_gelu_and_refuses_sizes_openai_gpt_cannot_ha
     """OpenAI's train.py `gelu` is the tanh form, as mtf.gelu; OpenAI GPT's activation table
     in transformers (modeling_openai.ACT_FNS) gives that form for the config's `afn`."""
     from transformers.models.openai.modeling_openai import ACT_FNS
-    from model.architectures import ModelConfig
+    from model.trainer.model_config import ModelConfig
     config = dataclasses.replace(ModelConfig(), **SIZES)
     hf_config = gpt1_hf.openai_gpt_config(config, gpt1.GPT1Config(), VOCAB)
     assert hf_config.n_positions == 512

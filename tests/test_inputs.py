@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 import tensorflow_datasets as tfds
 
-from model import features, input_position, inputs
+from model.data import features, inputs
+from model.data import input_position
 from tests.trained_vocab import trained_vocabulary
 
 

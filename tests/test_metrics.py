@@ -188,7 +188,7 @@ def test_sentence_per_line_splits_lines_paper_era_separators_and_sentence_ends()
     assert metrics.sentence_per_line("Dr. Smith came. He left.") == "Dr. Smith came.\nHe left."
 
 
-# --- token metrics of the trainer (model/losses.py, model_fn's eval metrics, train.evaluate) ----
+# --- token metrics of the trainer (model/trainer/losses.py, model_fn's eval metrics, runs.evaluate) ----
 
 def _numpy_token_metrics(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) -> dict:
     """Per-token softmax cross entropy (mtf's softmax_cross_entropy_with_logits: log-sum-exp minus
@@ -215,9 +215,9 @@ def test_token_losses_equal_hand_computed_cross_entropy_and_accuracy():
     the per-example sums and weights of token_loss and token_accuracy. Weighted accuracy here is
     3/5 (a weight-0 token is right, another wrong), so neither 1 - accuracy nor an unweighted
     count passes."""
-    from model.losses import token_losses
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.mtf_compat import mtf
+    from model.trainer.losses import token_losses
+    from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.mtf_compat import mtf
     import tensorflow.compat.v1 as tf
 
     rng = np.random.RandomState(0)
@@ -254,7 +254,7 @@ def test_token_losses_equal_hand_computed_cross_entropy_and_accuracy():
 def test_eval_metrics_are_token_weighted_over_the_whole_validation_set():
     """model_fn's eval metric: sum of the per-example sums over sum of the weights, across
     batches (not the mean of per-example or per-batch ratios)."""
-    from model.model_fn import _eval_metric_fn
+    from model.trainer.model_fn import _eval_metric_fn
     import tensorflow.compat.v1 as tf
 
     batches = [([3.0, 0.0], [4.0, 1.0]), ([5.0, 1.0], [5.0, 2.0])]  # (sums, weights) per example

@@ -4,8 +4,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import families
-from model.model_fn import clipped_by_global_norm
-from model.mtf_compat import mtf
+from model.trainer.model_fn import clipped_by_global_norm
+from model.trainer.mtf_compat import mtf
 
 
 @pytest.mark.parametrize("clip_norm", [1.0, 10.0])

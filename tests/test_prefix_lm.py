@@ -11,11 +11,12 @@ import pytest
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
-from model import families, features, objectives
-from model.architectures import ModelConfig
-from model.mesh import MeshConfig, cpu_mesh_impl
-from model.model_fn import import_features
-from model.mtf_compat import mtf
+from model import families
+from model.data import features, objectives
+from model.trainer.model_config import ModelConfig
+from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+from model.trainer.model_fn import import_features
+from model.trainer.mtf_compat import mtf
 
 VOCAB_SIZE = 64
 LENGTHS = {"inputs": 8, "targets": 6}  # one 14-token stream per row

@@ -1,4 +1,4 @@
-"""SegaBERT: the document-structure path (model/structure.py) and the family."""
+"""SegaBERT: the document-structure path (model/families/segabert/structure.py) and the family."""
 import gzip
 import json
 import pathlib
@@ -9,8 +9,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import bert_inputs, structure
+from model.families.bert import inputs as bert_inputs
+from model.families.segabert import structure
 from model.tasks.discriminative import Example
+from model.trainer import runs
+from model import families
 from text.sentences import split_sentences
 from text.splitters import load_splitter
 
@@ -113,7 +116,7 @@ def pages(shared_data):
 @pytest.fixture(scope="module")
 def wordpiece_vocabulary(pages, tmp_path_factory):
     """A small WordPiece vocabulary learned from the shared C4 pages (BERT's tools)."""
-    from model import wordpiece
+    from model.families.bert import wordpiece
     path = tmp_path_factory.mktemp("wordpiece") / "vocab.txt"
     return wordpiece.train_vocabulary(pages, str(path), wordpiece.WordPieceSettings(size=2000))
 
@@ -227,10 +230,10 @@ def test_each_epoch_draws_other_sequences_and_a_seed_the_same(shared_data, wordp
 
 def test_a_recorded_position_restarts_on_the_same_rows(shared_data, wordpiece_vocabulary):
     """Resume is exact: the stream restarted at the position recorded with row k (the next row
-    is k + 1) gives rows k + 1, k + 2, ... of the uninterrupted stream (model/input_position.py;
+    is k + 1) gives rows k + 1, k + 2, ... of the uninterrupted stream (model/data/input_position.py;
     the positions are BERT's stream's: a block of shuffled windows and a row of it)."""
     import itertools
-    from model.input_position import InputPosition
+    from model.data.input_position import InputPosition
     stream = segabert_stream(shared_data, wordpiece_vocabulary, window_documents=8,
                              shuffle_windows=2)
     rows = list(itertools.islice(stream.examples(0), 300))
@@ -274,8 +277,8 @@ def test_parameter_count_is_bert_base_with_the_three_tables_for_positions(clean_
 
 def test_next_sentence_prediction_is_refused(clean_gin):
     import gin
-    from model.architectures import ModelConfig
-    from model.families.segabert import SegaBert
+    from model.trainer.model_config import ModelConfig
+    from model.families.segabert.model import SegaBert
     gin.parse_config("BertConfig.head = 'pretraining'")
     with pytest.raises(ValueError, match="masked LM alone"):
         SegaBert(ModelConfig(architecture="segabert"), 100)
@@ -284,10 +287,10 @@ def test_next_sentence_prediction_is_refused(clean_gin):
 def variable_sizes(gin_files, vocab_size):
     import gin
     import tensorflow.compat.v1 as tf1
-    from model.architectures import ModelConfig
-    from model.families.segabert import SegaBert
-    from model.mtf_compat import mtf
-    from model.train import GIN_DIR
+    from model.trainer.model_config import ModelConfig
+    from model.families.segabert.model import SegaBert
+    from model.trainer.mtf_compat import mtf
+    from model.trainer.runs import GIN_DIR
     gin.parse_config_files_and_bindings([str(GIN_DIR / f) for f in gin_files], [])
     family = SegaBert(ModelConfig(), vocab_size)
     with tf1.Graph().as_default():
@@ -324,20 +327,18 @@ def run_bindings(shared_data, wordpiece_vocabulary):
 
 def configure(model_dir, bindings, *extra):
     import gin
-    from model import train
     gin.clear_config()
-    train.parse_gin(["pretrain.gin", "segabert/tiny.gin", "segabert/pretrain.gin"],
+    runs.parse_gin(["pretrain.gin", "segabert/tiny.gin", "segabert/pretrain.gin"],
                     bindings + list(extra))
-    return train.configured_run(str(model_dir))
+    return families.configured_run(str(model_dir))
 
 
 def run_train(run, max_steps):
-    from model import train
-    return train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps)
+    return runs.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps)
 
 
 def logged_losses(model_dir):
-    from model.hooks import LOSS_LOG_NAME
+    from model.trainer.hooks import LOSS_LOG_NAME
     lines = (model_dir / LOSS_LOG_NAME).read_text().splitlines()
     return {entry["step"]: entry["loss"] for entry in map(json.loads, lines)}
 
@@ -391,9 +392,8 @@ def test_resumed_run_continues_on_the_same_losses(pretrained, run_bindings, tmp_
 @pytest.mark.parametrize("mesh_shape", ["model:2", "batch:2"])
 def test_two_device_meshes_match_one_device(pretrained, run_bindings, tmp_path, clean_gin,
                                             mesh_shape):
-    from model import train
     run = configure(tmp_path, run_bindings, f"MeshConfig.mesh_shape = '{mesh_shape}'")
-    train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps=3)
+    runs.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps=3)
     single, parallel = logged_losses(pretrained), logged_losses(tmp_path)
     assert sorted(parallel) == [1, 2, 3]
     for step in parallel:
@@ -402,8 +402,8 @@ def test_two_device_meshes_match_one_device(pretrained, run_bindings, tmp_path, 
 
 def test_decoding_derives_the_indices_of_a_sentence_pair():
     import tensorflow.compat.v1 as tf1
-    from model.families.segabert import indices_from_tokens
-    from model.mtf_compat import mtf
+    from model.families.segabert.model import indices_from_tokens
+    from model.trainer.mtf_compat import mtf
     cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
     row = [cls, 7, 8, sep, 9, sep, 0]  # [CLS] a b [SEP] c [SEP] [PAD]
     with tf1.Graph().as_default():
@@ -426,10 +426,11 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
 
 def one_layer_setup(model_dir, vocab_size, decode_length):
     """The model function's setup for a one-layer SegaBERT of width 16."""
-    from model.architectures import ModelConfig
-    from model.mesh import MeshConfig
-    from model.model_fn import ModelFnSetup, OptimizationConfig
+    from model.trainer.model_config import ModelConfig
+    from model.trainer.mesh import MeshConfig
+    from model.trainer.model_fn import ModelFnSetup, OptimizationConfig
     return ModelFnSetup(
+        family_class=families.family_class("segabert"),
         model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
                                  d_kv=8, num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=vocab_size,
@@ -443,9 +444,9 @@ def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin,
     not ones derived from the pieces (which would count the segment as one sentence)."""
     import gin
     import tensorflow.compat.v1 as tf1
-    from model.families.segabert import SegaBert
-    from model.model_fn import make_model_fn
-    from model.mtf_compat import mtf
+    from model.families.segabert.model import SegaBert
+    from model.trainer.model_fn import make_model_fn
+    from model.trainer.mtf_compat import mtf
     config = structure.StructureConfig(CLS, SEP, 12)
     framed, _ = structure.structured_segments(
         [structure.segment_paragraphs(text, lambda line: re.findall(r"W[^W]*", line))
@@ -539,7 +540,7 @@ def test_graph_builds_for_the_tpu_path(tmp_path, clean_gin, mode):
     tests/test_bert.py)."""
     import gin
     import tensorflow.compat.v1 as tf1
-    from model.model_fn import make_model_fn
+    from model.trainer.model_fn import make_model_fn
     gin.parse_config("BertConfig.head = 'mlm'")
     setup = one_layer_setup(tmp_path, vocab_size=64, decode_length=8)
     keys = setup.family.feature_keys if mode == "train" else ("inputs",)
@@ -560,30 +561,28 @@ def test_graph_builds_for_the_tpu_path(tmp_path, clean_gin, mode):
 
 def configure_classification(model_dir, vocabulary, *extra):
     import gin
-    from model import train
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "segabert/tiny.gin"], [
+    runs.parse_gin(["finetune.gin", "segabert/tiny.gin"], [
         f"DataConfig.vocabulary = '{vocabulary.path}'", "BertConfig.head = 'classification'",
         "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 768",  # 8 pairs
         "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
         "TrainConfig.save_checkpoints_steps = 1000", *extra])
-    return train.configured_run(str(model_dir))
+    return families.configured_run(str(model_dir))
 
 
 @pytest.fixture(scope="module")
 def mrpc_task(shared_data, wordpiece_vocabulary, tmp_path_factory):
     """16 real MRPC pairs of one sentence per segment as a task file, read by the trainer's
-    task path for BERT's heads (model/bert_tasks.py), which gives SegaBERT structured features
+    task path for BERT's heads (model/families/segabert/finetune.py), which gives SegaBERT structured features
     (and scores with them)."""
-    from model import bert_tasks
+    from model.families.segabert.finetune import StructuredHeadTask
     lines = (shared_data / "tasks/glue_mrpc/dev.tsv").read_text(encoding="utf-8").splitlines()
     rows = [line for line in lines[1:]
             if all(len(split_sentences(text)) == 1 for text in line.split("\t")[3:5])][:16]
     path = tmp_path_factory.mktemp("mrpc") / "pairs.tsv"
     path.write_text("\n".join([lines[0]] + rows) + "\n", encoding="utf-8")
     files = {("glue_mrpc", "train"): (str(path),), ("glue_mrpc", "validation"): (str(path),)}
-    return bert_tasks.HeadTask("glue_mrpc", "classification", wordpiece_vocabulary, 96, files,
-                               structured=True)
+    return StructuredHeadTask("glue_mrpc", "classification", wordpiece_vocabulary, 96, files)
 
 
 @pytest.fixture(scope="module")
@@ -600,14 +599,13 @@ def test_classification_head_memorises_real_mrpc_pairs(mrpc_task, mrpc_features,
     about 120, after a plateau at the majority class until about 70), then every pair is right:
     16 pairs at a mean loss under 0.03 leave no pair with the loss of a wrong answer (over
     ln 2), whatever the CPU's kernels round."""
-    from model import train
     run = configure_classification(tmp_path, wordpiece_vocabulary)
     dataset = lambda: tf.data.Dataset.from_tensor_slices(mrpc_features)
     steps, last_losses = 0, [np.inf]
     while np.mean(last_losses) >= 0.03:
         assert steps < 320, f"not memorised in {steps} steps: loss {np.mean(last_losses)}"
         steps += 40
-        train.train(run, dataset, run.vocabulary.vocab_size, max_steps=steps)
+        runs.train(run, dataset, run.vocabulary.vocab_size, max_steps=steps)
         losses = logged_losses(tmp_path)
         last_losses = [losses[step] for step in range(steps - 9, steps + 1)]
     # Scored as `--mode eval --task` scores: decoding the pieces alone.
@@ -618,12 +616,11 @@ def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_featu
                                                           wordpiece_vocabulary, tmp_path,
                                                           clean_gin):
     """The pre-trained encoder is loaded; the classifier starts fresh; as BERT, the optimizer
-    starts over (fresh Adam moments, step 0: model/warm_start.py)."""
-    from model import train
+    starts over (fresh Adam moments, step 0: model/trainer/warm_start.py)."""
     run = configure_classification(tmp_path, wordpiece_vocabulary,
                                    f"TrainConfig.init_checkpoint = '{pretrained}'")
     dataset = lambda: tf.data.Dataset.from_tensor_slices(mrpc_features)
-    assert train.train(run, dataset, run.vocabulary.vocab_size, max_steps=1) == 1
+    assert runs.train(run, dataset, run.vocabulary.vocab_size, max_steps=1) == 1
     before = tf.train.load_checkpoint(str(pretrained))
     after = tf.train.load_checkpoint(str(tmp_path))
     assert "cls/classifier/kernel" in after.get_variable_to_shape_map()

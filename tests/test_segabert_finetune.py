@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from model import bert_tasks, structure, train
-from model.bert_inputs import CLS_ID, SEP_ID
+from model.families.bert import finetune as bert_tasks
+from model.families.segabert import finetune as segabert_finetune, structure
+from model.families.bert.inputs import CLS_ID, SEP_ID
 from model.tasks import discriminative
+from model.trainer import runs
+from model import families
 from text.splitters import load_splitter
 
 SQUAD = "tasks/squad/squad_v1_sample.json"
@@ -20,7 +23,7 @@ RACE = "tasks/race/RACE/dev"
 @pytest.fixture(scope="module")
 def vocabulary(shared_data, tmp_path_factory):
     """A small WordPiece vocabulary learned from SQuAD contexts and RACE articles."""
-    from model import wordpiece
+    from model.families.bert import wordpiece
     texts = [raw["context"] + " " + raw["question"]
              for raw in bert_tasks.read_squad_v2(str(shared_data / SQUAD))]
     texts += [raw["article"] + " " + raw["question"] + " " + " ".join(raw["options"])
@@ -148,23 +151,23 @@ def test_race_choices_are_indexed_as_the_authors_multiple_choice_processor(share
 def head_run(model_dir, vocabulary, head, length, batch_sequences, *extra):
     import gin
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "segabert/tiny.gin"], [
+    runs.parse_gin(["finetune.gin", "segabert/tiny.gin"], [
         f"DataConfig.vocabulary = '{vocabulary.path}'", f"BertConfig.head = '{head}'",
         f"DataConfig.inputs_length = {length}", "ModelConfig.dropout_rate = 0.0",
         f"TrainConfig.tokens_per_batch = {batch_sequences * length}", "TrainConfig.eval_batch_size = 4",
         "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
         "TrainConfig.save_checkpoints_steps = 1000", *extra])
-    return train.configured_run(str(model_dir))
+    return families.configured_run(str(model_dir))
 
 
 @pytest.mark.parametrize("task, head", [("squad", "span"), ("race", "multiple_choice")])
 def test_segabert_heads_train_and_score_with_their_indices(task, head, shared_data, vocabulary,
                                                            tmp_path, clean_gin, monkeypatch):
     """The span head on SQuAD windows and the multiple-choice head on RACE options, through
-    bert_tasks.HeadTask as `--task` runs them: two training steps, then scoring, whose PREDICT
+    segabert's StructuredHeadTask as `--task` runs them: two training steps, then scoring, whose PREDICT
     embeds the indices of the task's features (per choice for RACE), not ones derived from the
     pieces."""
-    from model.families.segabert import SegaBert
+    from model.families.segabert.model import SegaBert
     length = 96 if head == "span" else 48
     path = shared_data / (SQUAD if head == "span" else RACE)
     files = {(task, split): (str(path),) for split in ("train", "validation")}
@@ -172,12 +175,12 @@ def test_segabert_heads_train_and_score_with_their_indices(task, head, shared_da
     # A multiple-choice row is its 4 choices' sequences.
     row_length = length if head == "span" else 4 * length
     run = head_run(tmp_path, vocabulary, head, length, 4 * row_length // length, *extra)
-    head_task = bert_tasks.HeadTask(task, head, vocabulary, length, files, structured=True)
+    head_task = segabert_finetune.StructuredHeadTask(task, head, vocabulary, length, files)
     features = head_task.features("train")
     assert all(features[key].shape == features["bert_input_tokens"].shape
                for key in structure.INDEX_KEYS)
     assert features["sentence_index"].any() and features["paragraph_index"].any()
-    train.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 2)
+    runs.train(run, lambda: bert_tasks.features_dataset(features), vocabulary.vocab_size, 2)
     given = []
     original = SegaBert.position_embedding
 

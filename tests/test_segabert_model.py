@@ -44,9 +44,9 @@ def test_segabert_optimizer_updates_as_apex_fused_adam(clean_gin):
     1e-6) fails, and so do a decay scaled by the bias correction (OpenAI's), epsilon outside
     the correction (transformers' AdamW) and a decayed bias."""
     import gin
-    from model.architectures import ModelConfig
-    from model.families.segabert import SegaBert
-    from model.mtf_compat import mtf
+    from model.trainer.model_config import ModelConfig
+    from model.families.segabert.model import SegaBert
+    from model.trainer.mtf_compat import mtf
     gin.parse_config("BertConfig.head = 'mlm'")
     rng = np.random.RandomState(0)
     start = {"w/kernel": rng.normal(size=(3, 4)).astype(np.float32),
@@ -98,7 +98,7 @@ KEYS = ("token_index", "sentence_index", "paragraph_index")
 
 
 def tiny_config(architecture):
-    from model.architectures import ModelConfig
+    from model.trainer.model_config import ModelConfig
     return ModelConfig(architecture=architecture, d_model=16, d_ff=32, num_heads=2, d_kv=8,
                        num_layers=2, dropout_rate=0.0)
 
@@ -107,8 +107,8 @@ def lowered_run(family, features, build, assign=None):
     """`build(family, batch) -> {name: mtf.Tensor}` on a one-device mesh over `features`
     ([n, LENGTH] int32 each); the variables named in `assign` are set to those values, the
     others keep their random initialisation. Returns (outputs, every variable's value)."""
-    from model.mesh import MeshConfig, cpu_mesh_impl
-    from model.mtf_compat import mtf
+    from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.mtf_compat import mtf
     with tf.Graph().as_default():
         tf.set_random_seed(1)
         graph = mtf.Graph()
@@ -142,7 +142,7 @@ def mlm_logits(family, batch):
 
 def segabert_family():
     import gin
-    from model.families.segabert import SegaBert
+    from model.families.segabert.model import SegaBert
     gin.parse_config("BertConfig.head = 'mlm'")
     return SegaBert(tiny_config("segabert"), VOCAB)
 
@@ -209,7 +209,7 @@ def test_one_sentence_one_paragraph_with_bert_positions_is_bert(clean_gin):
     logits. (A framed window gives [CLS] its first token's index, so the indices are given
     here as the positions.)"""
     import gin
-    from model.families.bert import Bert
+    from model.families.bert.model import Bert
     rng = np.random.default_rng(2)
     features = structured_features(rng, 2)
     for key in KEYS:
@@ -239,9 +239,9 @@ def test_finetune_gin_is_the_authors_fine_tuning(clean_gin):
     from 3e-5 without warm-up (transformers' get_linear_schedule_with_warmup with
     --warmup_steps 0, as the authors' run_glue.py and train_glue.sh run it)."""
     import gin
-    from model import schedules
-    from model.families.segabert import FusedAdamConfig
-    from model.train import GIN_DIR
+    from model.trainer import schedules
+    from model.families.segabert.model import FusedAdamConfig
+    from model.trainer.runs import GIN_DIR
     gin.parse_config_files_and_bindings(
         [str(GIN_DIR / name) for name in ("finetune.gin", "segabert/tiny.gin",
                                           "bert/finetune_classification.gin",

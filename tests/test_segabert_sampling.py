@@ -1,4 +1,4 @@
-"""SegaBERT's pre-training draws (model/structure.py) against the authors' sampling, restated:
+"""SegaBERT's pre-training draws (model/families/segabert/structure.py) against the authors' sampling, restated:
 rsvp-ai/segatron_aaai, segabert/data_utils/datasets.py, bert_sentencepair_pst_dataset
 (get_weighted_samples, create_random_sentencepair, __getitem__'s loop, truncate_seq_pair)."""
 import bisect
@@ -7,7 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from model import bert_inputs, structure
+from model.families.bert import inputs as bert_inputs
+from model.families.segabert import structure
 
 DRAWS = 20000
 

@@ -8,12 +8,14 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import hooks, train
-from model.architectures import ModelConfig
-from model.losses import token_losses
-from model.mesh import MeshConfig
-from model.model_fn import OptimizationConfig, PrecisionConfig
-from model.mtf_compat import mtf, placement_mesh_impl
+from model.trainer import hooks
+from model.trainer.model_config import ModelConfig
+from model.trainer.losses import token_losses
+from model.trainer.mesh import MeshConfig
+from model.trainer.model_fn import OptimizationConfig, PrecisionConfig
+from model.trainer.mtf_compat import mtf, placement_mesh_impl
+from model.trainer import runs
+from model import families
 from tests.test_train import synthetic_examples
 
 STEPS = 30
@@ -23,12 +25,12 @@ TINY = ModelConfig(d_model=32, d_ff=64, num_heads=4, d_kv=8, num_layers=2, dropo
 
 
 def loss_curve(model_dir, precision=PrecisionConfig()):
-    run = train.Run(TINY, MeshConfig(), OptimizationConfig(), train.DataConfig(),
-                    train.TrainConfig(tokens_per_batch=128, save_checkpoints_steps=STEPS,
+    run = runs.Run(families.family_class(TINY.architecture), TINY, MeshConfig(), OptimizationConfig(), runs.DataConfig(),
+                    runs.TrainConfig(tokens_per_batch=128, save_checkpoints_steps=STEPS,
                                       keep_checkpoint_max=1, intra_op_threads=1,
                                       inter_op_threads=1),
                     str(model_dir), precision)
-    train.train(run, synthetic_examples(), vocab_size=200, max_steps=STEPS)
+    runs.train(run, synthetic_examples(), vocab_size=200, max_steps=STEPS)
     return np.array([entry["loss"] for entry in hooks.logged_losses(model_dir)])
 
 
@@ -81,8 +83,8 @@ def test_fused_cross_entropy_equals_mtf_formula():
 
 
 def test_bfloat16_activations_train_within_a_band_of_float32(tmp_path, float32_curve, clean_gin):
-    train.parse_gin(["bfloat16_activations.gin"], [])
-    precision = train.configured_run(str(tmp_path)).precision
+    runs.parse_gin(["bfloat16_activations.gin"], [])
+    precision = families.configured_run(str(tmp_path)).precision
     # Activations only: variables and checkpoints stay float32.
     assert precision == PrecisionConfig(activation_dtype="bfloat16", master_dtype="float32")
     reduced = loss_curve(tmp_path, precision)

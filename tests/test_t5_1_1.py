@@ -7,8 +7,12 @@ import gin
 import numpy as np
 import pytest
 
-from model import gin_files, train
-from model.architectures import ModelConfig, count_parameters
+from model.trainer import gin_files
+from model import train
+from model.families.t5.architectures import count_parameters
+from model.trainer.model_config import ModelConfig
+from model.trainer import runs
+from model import families
 from tests.test_export_hf import TEXTS, our_logits
 from tests.test_train import TINY_BINDINGS
 from tests.trained_vocab import trained_vocabulary
@@ -23,7 +27,7 @@ T5_1_1 = "architectures/t5.1.1.gin"
 
 def t5_1_1_config(size: str) -> ModelConfig:
     gin.clear_config()
-    train.parse_gin([T5_1_1, f"sizes/t5.1.1/{size}.gin"], [])
+    runs.parse_gin([T5_1_1, f"sizes/t5.1.1/{size}.gin"], [])
     return ModelConfig()
 
 
@@ -92,9 +96,9 @@ def test_pretrained_t5_1_1_exports_to_transformers_with_equal_logits(tmp_path, s
     model = transformers.T5ForConditionalGeneration.from_pretrained(str(export_dir)).eval()
 
     gin.clear_config()
-    train.parse_gin([T5_1_1], bindings)
-    run = train.configured_run(str(model_dir))
-    encoder = train.encode_inputs(TEXTS, run.vocabulary, 32)
+    runs.parse_gin([T5_1_1], bindings)
+    run = families.configured_run(str(model_dir))
+    encoder = runs.encode_inputs(TEXTS, run.vocabulary, 32)
     targets = np.random.RandomState(0).randint(3, run.vocabulary.vocab_size, size=(2, 8))
     ours = our_logits(run, encoder, targets)
     with torch.no_grad():

@@ -11,18 +11,20 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow.python.ops import summary_ops_v2
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
-from model import hooks, train
-from model.architectures import ModelConfig
-from model.mesh import DEFAULT_LAYOUT, MeshConfig, logical_to_physical, tpu_mesh_impl
-from model.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
-from model.mtf_compat import simd_mesh_impl
+from model.trainer import hooks
+from model.trainer.model_config import ModelConfig
+from model.trainer.mesh import DEFAULT_LAYOUT, MeshConfig, logical_to_physical, tpu_mesh_impl
+from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+from model.trainer.mtf_compat import simd_mesh_impl
+from model.trainer import runs
+from model import families
 
 # TPU topologies as TPUEstimator reports them: [x, y, z, cores per chip].
 V3_8, V3_32, V3_128, V4_8 = [2, 2, 1, 2], [4, 4, 1, 2], [8, 8, 1, 2], [2, 2, 1, 1]
 
 
 def test_run_config_replicates_the_model_on_every_core():
-    config = train.run_config(train.TrainConfig(use_tpu=True, iterations_per_loop=50), "gs://b/m")
+    config = runs.run_config(runs.TrainConfig(use_tpu=True, iterations_per_loop=50), "gs://b/m")
     tpu = config.tpu_config
     # SimdMeshImpl needs one core per replica and the whole batch on each (T5's settings).
     assert tpu.num_cores_per_replica == 1
@@ -76,6 +78,7 @@ def test_tpu_mesh_is_simd_with_a_variable_placer_over_the_hosts():
 def train_spec(tmp_path, precision=PrecisionConfig()):
     """The TRAIN spec of a tiny encoder-decoder, built as TPUEstimator builds it on CPU."""
     setup = ModelFnSetup(
+        family_class=families.family_class("encoder_decoder"),
         model_config=ModelConfig(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
         model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
@@ -132,11 +135,11 @@ def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, caps
 
 def test_example_tpu_plan_in_gin_fits_its_slice(tmp_path, clean_gin):
     """tpu.gin with meshes/tpu_v3_8x8_dp_mp.gin: a v3-128 run, one mesh slice per core, T5's
-    bfloat16 precision, the layout model/mesh.py owns."""
+    bfloat16 precision, the layout model/trainer/mesh.py owns."""
     import gin
     gin.clear_config()
-    train.parse_gin(["tpu.gin", "meshes/tpu_v3_8x8_dp_mp.gin"], [])
-    run = train.configured_run(str(tmp_path))
+    runs.parse_gin(["tpu.gin", "meshes/tpu_v3_8x8_dp_mp.gin"], [])
+    run = families.configured_run(str(tmp_path))
     assert run.train_config.use_tpu
     assert (run.precision.activation_dtype, run.precision.master_dtype) == ("bfloat16", "bfloat16")
     assert run.mesh_config.layout == DEFAULT_LAYOUT

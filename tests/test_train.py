@@ -23,7 +23,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 import tfds_c4  # noqa: F401  (registers t5_c4)
 
 from model import train
-from model.hooks import LOSS_LOG_NAME, NonFiniteLossError
+from model.trainer.hooks import LOSS_LOG_NAME, NonFiniteLossError
+from model.trainer import runs
+from model import families
+from model.tasks import evaluation
 from tests.test_metrics import checkpoint_token_metrics
 from tests.trained_vocab import trained_vocabulary
 
@@ -65,14 +68,14 @@ def data_bindings(shared_data, c4_data_dir):
             f"DataConfig.source = 'tfds:t5_c4/en@{c4_data_dir}'"]
 
 
-def configure(model_dir, data_bindings, *extra, gin_files=("pretrain.gin",)) -> train.Run:
+def configure(model_dir, data_bindings, *extra, gin_files=("pretrain.gin",)) -> runs.Run:
     gin.clear_config()
-    train.parse_gin(list(gin_files), TINY_BINDINGS + data_bindings + list(extra))
-    return train.configured_run(str(model_dir))
+    runs.parse_gin(list(gin_files), TINY_BINDINGS + data_bindings + list(extra))
+    return families.configured_run(str(model_dir))
 
 
-def run_train(run: train.Run, max_steps: int) -> int:
-    return train.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps)
+def run_train(run: runs.Run, max_steps: int) -> int:
+    return runs.train(run, run.training_examples(), run.vocabulary.vocab_size, max_steps)
 
 
 def logged_losses(model_dir) -> dict:
@@ -106,11 +109,11 @@ def test_loss_falls_on_real_text_and_checkpoints_rotate(pretrained):
 
 
 def test_eval_reports_loss_and_token_accuracy(pretrained):
-    """train.evaluate (TPUEstimator's EVAL mode, model_fn's metrics) reports the token loss and
+    """runs.evaluate (TPUEstimator's EVAL mode, model_fn's metrics) reports the token loss and
     accuracy that numpy computes from the checkpoint's teacher-forced logits on the same
     validation examples (eval_steps 4 of 8: the first 32)."""
-    examples = lambda: pretrained.examples("validation")
-    metrics = train.evaluate(pretrained, examples, pretrained.vocabulary.vocab_size)
+    examples = lambda: pretrained.validation_examples()
+    metrics = runs.evaluate(pretrained, examples, pretrained.vocabulary.vocab_size)
     expected = checkpoint_token_metrics(pretrained, examples, num_examples=4 * 8)
     low, high = expected["token_accuracy_range"]  # equal unless two logits nearly tie
     assert metrics["step"] == 60
@@ -124,11 +127,11 @@ def test_eval_reports_loss_and_token_accuracy(pretrained):
 def test_greedy_decode_returns_text(pretrained):
     texts = ["The quick brown fox <extra_id_0> over the lazy dog.",
              "Thank you for <extra_id_0> to our newsletter."]
-    decodes = train.decode(pretrained, texts, inputs_length=32)
+    decodes = runs.decode(pretrained, texts, inputs_length=32)
     assert len(decodes) == 2 and all(isinstance(d, str) for d in decodes)
     assert any(d.strip() for d in decodes)
     # Greedy decoding is deterministic.
-    assert train.decode(pretrained, texts, inputs_length=32) == decodes
+    assert runs.decode(pretrained, texts, inputs_length=32) == decodes
 
 
 def synthetic_examples(num: int = 32, seed: int = 0):
@@ -154,7 +157,7 @@ def test_two_device_meshes_match_one_device(tmp_path, data_bindings, mesh_shape)
         run = configure(model_dir, data_bindings, "ModelConfig.dropout_rate = 0.0",
                         "TrainConfig.tokens_per_batch = 128",
                         f"MeshConfig.mesh_shape = '{mesh}'")
-        train.train(run, synthetic_examples(), vocab_size=200, max_steps=3)
+        runs.train(run, synthetic_examples(), vocab_size=200, max_steps=3)
         return logged_losses(model_dir)
 
     single = losses("", tmp_path / "single")
@@ -188,14 +191,14 @@ def test_killed_run_resumes_on_the_same_loss_curve(tmp_path, data_bindings):
     # Written means recorded: the checkpoint state names it (the saver writes the index file
     # first) and its input position is beside it.
     def step_4_recorded() -> bool:
-        step = train.checkpoint_step(str(killed_dir))
+        step = runs.checkpoint_step(str(killed_dir))
         return step >= 4 and (killed_dir / "input_positions" / f"step-{step:09d}.json").is_file()
     while not step_4_recorded():
         assert process.poll() is None and time.monotonic() < deadline, "trainer never checkpointed"
         time.sleep(0.2)
     process.send_signal(signal.SIGKILL)
     process.wait()
-    killed_at = train.checkpoint_step(str(killed_dir))
+    killed_at = runs.checkpoint_step(str(killed_dir))
     assert killed_at in (4, 8)
     # The input position of the checkpoint is recorded: the resumed run seeks there, skips nothing.
     assert (killed_dir / "input_positions" / f"step-{killed_at:09d}.json").is_file()
@@ -223,16 +226,16 @@ def test_command_line_reports_bad_configuration(tmp_path, capsys):
 
 def test_eval_and_export_read_the_runs_recorded_settings(pretrained, tmp_path, capsys, clean_gin):
     """`--mode eval|export` on a model directory alone builds the model its operative config
-    records (tiny sizes, vocabulary, lengths, tfds source): eval reports what train.evaluate
+    records (tiny sizes, vocabulary, lengths, tfds source): eval reports what runs.evaluate
     reports for the configured run, and export writes a d_model 32 model (without the recorded
     settings it built a base-size model and failed on its shapes)."""
     gin.clear_config()  # nothing from the fixture's bindings: only the recorded config
     assert train.main(["--mode", "eval", "--model_dir", pretrained.model_dir]) == 0, \
         capsys.readouterr().err
     by_command_line = json.loads(capsys.readouterr().out)
-    examples = lambda: pretrained.examples("validation")
+    examples = lambda: pretrained.validation_examples()
     assert by_command_line == pytest.approx(
-        train.evaluate(pretrained, examples, pretrained.vocabulary.vocab_size), rel=1e-6)
+        runs.evaluate(pretrained, examples, pretrained.vocabulary.vocab_size), rel=1e-6)
     pytest.importorskip("transformers")
     gin.clear_config()
     export_dir = tmp_path / "hf"
@@ -253,13 +256,13 @@ def test_a_flag_given_again_overrides_the_recorded_setting_with_a_warning(
     assert len(warnings) == 1, captured.err  # d_model 32 agrees with the record: no warning
     assert warnings[0].startswith("warning: TrainConfig.eval_steps = 1 overrides 4 recorded in ")
     # One batch of 8 examples evaluated, not the recorded 4 batches.
-    examples = lambda: pretrained.examples("validation")
-    one_batch = train.evaluate(dataclasses_replace(pretrained, eval_steps=1), examples,
+    examples = lambda: pretrained.validation_examples()
+    one_batch = runs.evaluate(dataclasses_replace(pretrained, eval_steps=1), examples,
                                pretrained.vocabulary.vocab_size)
     assert json.loads(captured.out) == pytest.approx(one_batch, rel=1e-6)
 
 
-def dataclasses_replace(run: train.Run, **train_fields) -> train.Run:
+def dataclasses_replace(run: runs.Run, **train_fields) -> runs.Run:
     import dataclasses
     return dataclasses.replace(run, train_config=dataclasses.replace(run.train_config, **train_fields))
 
@@ -269,20 +272,20 @@ def test_a_fine_tuning_runs_recorded_settings_hold_in_the_eval_scope(tmp_path, c
     operative_config_str, as hooks.py's GinConfigSaverHook writes it); read back for eval they
     configure the same run, its machine settings (threads, mesh) left to the new command."""
     gin.clear_config()
-    train.parse_gin(["finetune.gin", "sizes/tiny.gin"],
+    runs.parse_gin(["finetune.gin", "sizes/tiny.gin"],
                     ["DataConfig.vocabulary = 'spiece.model'", "DataConfig.inputs_length = 84",
                      "TrainConfig.init_checkpoint = '/pretrained'",
                      "TrainConfig.intra_op_threads = 1", "MeshConfig.mesh_shape = 'model:2'"])
     with gin.config_scope("finetune"):
-        fine_tuned = train.configured_run(str(tmp_path))
+        fine_tuned = families.configured_run(str(tmp_path))
     operative = gin.operative_config_str()
     assert "finetune/ModelConfig.d_model = " in operative
-    (tmp_path / train.OPERATIVE_CONFIG_NAME).write_text(operative)
+    (tmp_path / runs.OPERATIVE_CONFIG_NAME).write_text(operative)
     gin.clear_config()
-    recorded = train.apply_recorded_bindings(str(tmp_path))
+    recorded = runs.apply_recorded_bindings(str(tmp_path))
     assert "ModelConfig.d_model" in recorded and "TrainConfig.intra_op_threads" not in recorded
     with gin.config_scope("eval"):
-        evaluated = train.configured_run(str(tmp_path))
+        evaluated = families.configured_run(str(tmp_path))
     assert evaluated.model_config == fine_tuned.model_config
     assert evaluated.data_config == fine_tuned.data_config
     assert evaluated.optimization == fine_tuned.optimization
@@ -290,16 +293,16 @@ def test_a_fine_tuning_runs_recorded_settings_hold_in_the_eval_scope(tmp_path, c
         fine_tuned, intra_op_threads=0).train_config
     assert evaluated.mesh_config == train.MeshConfig()
     # With --task, a fine-tuning run's lengths (its tasks') still hold.
-    assert train.recorded_bindings(str(tmp_path), for_tasks=True)["DataConfig.inputs_length"] == 84
+    assert runs.recorded_bindings(str(tmp_path), for_tasks=True)["DataConfig.inputs_length"] == 84
 
 
 def test_with_a_task_a_pretraining_runs_lengths_are_left_to_the_task(pretrained):
     """`--mode export|eval --task T` on a pre-trained run: its 32/8 pre-training lengths would
     count as bound by the user and beat the task's (finetune.with_task_lengths); left out."""
-    recorded = train.recorded_bindings(pretrained.model_dir)
+    recorded = runs.recorded_bindings(pretrained.model_dir)
     assert recorded["DataConfig.inputs_length"] == 32 and recorded["TrainConfig.decode_length"] == 8
-    for_tasks = train.recorded_bindings(pretrained.model_dir, for_tasks=True)
-    assert not train.SEQUENCE_LENGTH_SETTINGS & set(for_tasks)
+    for_tasks = runs.recorded_bindings(pretrained.model_dir, for_tasks=True)
+    assert not runs.SEQUENCE_LENGTH_SETTINGS & set(for_tasks)
     assert for_tasks["ModelConfig.d_model"] == 32
 
 
@@ -308,7 +311,7 @@ def run_with_best(pretrained, tmp_path) -> pathlib.Path:
     """A copy of the pre-trained run (checkpoints 40 and 60) whose eval/best.json, in
     evaluation.best_checkpoints' format, names step 40 for glue_rte and 60 for glue_cola."""
     import shutil
-    from model import evaluation
+    from model.tasks import evaluation
     model_dir = tmp_path / "run"
     shutil.copytree(pretrained.model_dir, model_dir)
     best = {f"{task}/validation": {"step": step, "checkpoint": f"model.ckpt-{step}",
@@ -321,16 +324,16 @@ def run_with_best(pretrained, tmp_path) -> pathlib.Path:
 
 def test_checkpoints_resolve_by_the_names_the_run_prints(run_with_best):
     model_dir = str(run_with_best)
-    assert train.resolve_checkpoint(model_dir, "model.ckpt-40") == f"{model_dir}/model.ckpt-40"
-    assert train.resolve_checkpoint(model_dir, f"{model_dir}/model.ckpt-40") == \
+    assert evaluation.resolve_checkpoint(model_dir, "model.ckpt-40") == f"{model_dir}/model.ckpt-40"
+    assert evaluation.resolve_checkpoint(model_dir, f"{model_dir}/model.ckpt-40") == \
         f"{model_dir}/model.ckpt-40"
-    assert train.resolve_checkpoint(model_dir, "") == f"{model_dir}/model.ckpt-60"
-    assert train.resolve_checkpoint(model_dir, "best", "glue_rte") == f"{model_dir}/model.ckpt-40"
-    assert train.resolve_checkpoint(model_dir, "best", "glue_cola") == f"{model_dir}/model.ckpt-60"
+    assert evaluation.resolve_checkpoint(model_dir, "") == f"{model_dir}/model.ckpt-60"
+    assert evaluation.resolve_checkpoint(model_dir, "best", "glue_rte") == f"{model_dir}/model.ckpt-40"
+    assert evaluation.resolve_checkpoint(model_dir, "best", "glue_cola") == f"{model_dir}/model.ckpt-60"
     with pytest.raises(ValueError, match="names .*model.ckpt-40.*model.ckpt-60.*--task"):
-        train.resolve_checkpoint(model_dir, "best")  # two tasks, two best steps
+        evaluation.resolve_checkpoint(model_dir, "best")  # two tasks, two best steps
     with pytest.raises(FileNotFoundError, match=r"--checkpoint model.ckpt-20: no checkpoint"):
-        train.resolve_checkpoint(model_dir, "model.ckpt-20")  # rotated away
+        evaluation.resolve_checkpoint(model_dir, "model.ckpt-20")  # rotated away
 
 
 def test_export_takes_the_best_checkpoint_and_says_which(run_with_best, tmp_path, capsys,

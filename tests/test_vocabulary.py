@@ -10,9 +10,7 @@ import pytest
 import tensorflow as tf
 
 from model import train_vocab
-from model.vocabulary import (EOS_ID, NUM_SENTINELS, PAD_ID, UNK_ID, MixtureShortfallWarning, TokenIds,
-                              Vocabulary, VocabularySettings, lines_per_source, mixture_sample,
-                              train_vocabulary)
+from model.data.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID, UNK_ID, MixtureShortfallWarning, TokenIds, Vocabulary, VocabularySettings, lines_per_source, mixture_sample, train_vocabulary
 from tests.trained_vocab import SIZE, trained_vocabulary
 
 

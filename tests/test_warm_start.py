@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import train
-from model.hooks import logged_losses
-from model.mesh import MeshConfig, cpu_mesh_impl
-from model.mtf_compat import mtf
-from model.warm_start import WarmStartError, restore_plan
+from model.trainer.hooks import logged_losses
+from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+from model.trainer.mtf_compat import mtf
+from model.trainer.warm_start import WarmStartError, restore_plan
+from model.trainer import runs
+from model import families
 from tests.test_architectures import t5_reference_model
 from tests.test_train import TINY_BINDINGS, synthetic_examples
 
@@ -63,21 +64,21 @@ def write_checkpoint(path, variables: dict, seed: int = 0) -> dict:
     return values
 
 
-def configure(model_dir, init_checkpoint, *extra) -> train.Run:
+def configure(model_dir, init_checkpoint, *extra) -> runs.Run:
     gin.clear_config()
-    train.parse_gin(["finetune.gin"], TINY_BINDINGS + [
+    runs.parse_gin(["finetune.gin"], TINY_BINDINGS + [
         "ModelConfig.dropout_rate = 0.0", "TrainConfig.tokens_per_batch = 128",
         # Learning rate 0: Adafactor leaves the weights as they were loaded.
         "lr.constant.value = 0.0",
         f"TrainConfig.init_checkpoint = '{init_checkpoint}'", *extra])
-    return train.configured_run(str(model_dir))
+    return families.configured_run(str(model_dir))
 
 
 @pytest.fixture(scope="module")
 def t5_checkpoint(tmp_path_factory):
     gin.clear_config()
-    train.parse_gin([], TINY_BINDINGS)
-    config = train.configured_run("unused").model_config
+    runs.parse_gin([], TINY_BINDINGS)
+    config = families.configured_run("unused").model_config
     variables = reference_variables(config)
     path = tmp_path_factory.mktemp("t5") / "model.ckpt-1000"
     return path, variables, write_checkpoint(path, variables)
@@ -88,7 +89,7 @@ def test_t5_named_checkpoint_loads_and_the_step_continues(tmp_path, t5_checkpoin
     assert "encoder/block_000/layer_000/SelfAttention/q" in variables
     assert "decoder/block_000/layer_001/EncDecAttention/k_slot_v" in variables  # Adafactor
     run = configure(tmp_path, path)
-    assert train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=2) == CHECKPOINT_STEP + 2
+    assert runs.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=2) == CHECKPOINT_STEP + 2
     logged = [entry["step"] for entry in logged_losses(str(tmp_path))]
     assert logged == [CHECKPOINT_STEP + 1, CHECKPOINT_STEP + 2]
     trained = tf.train.latest_checkpoint(str(tmp_path))
@@ -107,11 +108,11 @@ def test_variables_missing_from_the_checkpoint_are_an_error(tmp_path, t5_checkpo
     run = configure(tmp_path / "run", path)
     missing = "decoder/block_001/layer_002/DenseReluDense/wi/kernel"
     with pytest.raises(WarmStartError, match=missing):
-        train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1)
+        runs.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1)
     # Variables a run declares fresh (a new head, say) may be missing.
     run = configure(tmp_path / "fresh", path,
                     "TrainConfig.warm_start_fresh = ('decoder/block_001/layer_002/.*',)")
-    assert train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1) == CHECKPOINT_STEP + 1
+    assert runs.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1) == CHECKPOINT_STEP + 1
 
 
 def test_restore_plan_checks_names_shapes_and_dtypes():
@@ -146,7 +147,7 @@ def test_checkpoint_with_todays_rms_norm_names_loads(tmp_path, t5_checkpoint):
     path = tmp_path / "rms_norm" / "model.ckpt-1000"
     values = write_checkpoint(path, renamed)
     run = configure(tmp_path / "run", path)
-    assert train.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1) == CHECKPOINT_STEP + 1
+    assert runs.train(run, synthetic_examples(), VOCAB_SIZE, max_steps=1) == CHECKPOINT_STEP + 1
     trained = tf.train.latest_checkpoint(str(tmp_path / "run"))
     for ours, theirs in [("encoder/final_layer_norm/scale", "encoder/rms_norm/scale"),
                          ("decoder/block_001/layer_000/layer_norm/scale",

@@ -12,7 +12,7 @@ import shutil
 import tempfile
 
 from model import train_vocab
-from model.vocabulary import Vocabulary
+from model.data.vocabulary import Vocabulary
 
 SIZE = 1000
 SAMPLE_SIZE = 60000

@@ -1,22 +1,25 @@
 """Model families behind one interface (`base.ModelFamily`), and the one map from
 `ModelConfig.architecture` names to them.
 
-Adding a family (GPT-1, BERT, SegaBERT, a fine-tuning head): write a module here with a
-`ModelFamily` subclass (its converter, architectures, build, losses, predict; optionally extra
-features through a new converter in model/features.py, extra loss terms, its own optimizer and
-variables that warm start may leave fresh), and add the class to `REGISTRY` below. Nothing in
-model_fn.py or train.py changes. The list is explicit: importing a module registers nothing.
+Each family is one package here: t5/ (the paper's encoder-decoder, decoder-only and prefix LM),
+gpt1/, bert/ and segabert/ (which builds on bert/, the one documented direction between
+families). A package owns its Mesh TensorFlow model, its inputs, its heads and fine-tuning
+(`ModelFamily.run_tasks`), its vocabulary kind and its checkpoint formats. Adding a family is one
+package, one entry in `REGISTRY` below and its gin files: the trainer (model/trainer/) and the
+command line (model/train.py) do not change. The list is explicit: importing a module registers
+nothing.
 """
 from __future__ import annotations
 
 from typing import Any
 
 from model.families.base import ModelFamily, Registry
-from model.families.bert import Bert
-from model.families.gpt1 import GPT1
-from model.families.segabert import SegaBert
-from model.families.t5 import DecoderOnlyLM, EncoderDecoder, PrefixLM
-from model.mtf_compat import mtf
+from model.families.bert.model import Bert
+from model.families.gpt1.model import GPT1
+from model.families.segabert.model import SegaBert
+from model.families.t5.model import DecoderOnlyLM, EncoderDecoder, PrefixLM
+from model.trainer import runs
+from model.trainer.mtf_compat import mtf
 
 REGISTRY = Registry((EncoderDecoder, DecoderOnlyLM, PrefixLM, Bert, GPT1, SegaBert))
 
@@ -32,4 +35,9 @@ def family_for(config: Any, vocab_size: int,
     return family_class(config.architecture)(config, vocab_size, variable_dtype)
 
 
-__all__ = ["ModelFamily", "REGISTRY", "family_class", "family_for"]
+def configured_run(model_dir: str) -> runs.Run:
+    """The run the parsed gin bindings describe, with the family of its architecture."""
+    return runs.configured_run(model_dir, family_class)
+
+
+__all__ = ["ModelFamily", "REGISTRY", "configured_run", "family_class", "family_for"]

@@ -1,7 +1,7 @@
-"""The interface every model family implements; `model/model_fn.py` talks only to it.
+"""The interface every model family implements; `model/trainer/model_fn.py` talks only to it.
 
 A family is one kind of model with its feature contract: which feature converter of
-`model/features.py` makes its inputs (and so which feature keys it receives), how its Mesh
+`model/data/features.py` makes its inputs (and so which feature keys it receives), how its Mesh
 TensorFlow model is built, and what it returns for a batch: losses (with any auxiliary terms),
 evaluation metrics and predictions. A run creates one family object from its config
 (`families.family_for(config)`); the model function calls `build`, then `losses` (TRAIN, EVAL) or
@@ -16,20 +16,22 @@ optimizer overrides `optimizer`.
 from __future__ import annotations
 
 import abc
+import argparse
 import dataclasses
 from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf2
 
-from model import features
-from model.losses import Losses
-from model.mtf_compat import mtf
+from model.data import features, inputs
+from model.data.vocabulary import Vocabulary
+from model.trainer.losses import Losses
+from model.trainer.mtf_compat import mtf
 
 
 class ModelFamily(abc.ABC):
     """One model family, configured for one run."""
 
-    # The family's name and the feature converter (a name known to model/features.py) that
+    # The family's name and the feature converter (a name known to model/data/features.py) that
     # turns task examples {"inputs", "targets"} into its features.
     name: ClassVar[str]
     converter: ClassVar[str]
@@ -91,6 +93,55 @@ class ModelFamily(abc.ABC):
                 alpha: float = 0.6) -> mtf.Tensor:
         """[batch, decode_length] predicted ids for `inputs` (ids ending in EOS, zero padded):
         greedy, or beam search of `beam_size` with length penalty `alpha`."""
+
+    # ---- The run's side: what the trainer and the command line ask of a family before any
+    # model is built (class methods; `run` is a model/trainer/runs.py Run).
+
+    @classmethod
+    def vocabulary(cls, path: str) -> Vocabulary:
+        """The vocabulary file `DataConfig.vocabulary` names, read as this family reads it
+        (T5's and GPT-1's: SentencePiece)."""
+        return Vocabulary(path)
+
+    @classmethod
+    def training_stream(cls, run: Any) -> inputs.PretrainingStream:
+        """Pre-training examples over `DataConfig.source`, epoch after epoch, resumable at a
+        recorded position: the objective's examples, converted and packed."""
+        data = run.data_config
+        return inputs.PretrainingStream(data.source, run.vocabulary, data.objective,
+                                        data.sequence_lengths, cls.converter, seed=data.seed,
+                                        shuffle_windows=data.shuffle_windows)
+
+    @classmethod
+    def validation_examples(cls, run: Any) -> tf2.data.Dataset:
+        """The validation text's examples (`DataConfig.eval_source`, else the validation split
+        of a `tfds:` source), as the training stream makes them."""
+        data = run.data_config
+        if data.eval_source:
+            text = inputs.text_dataset_from_source(data.eval_source)
+        elif data.source.startswith("tfds:"):
+            name, _, data_dir = data.source[len("tfds:"):].partition("@")
+            text = inputs.tfds_text_dataset(name, "validation", data_dir or None)
+        else:
+            raise ValueError("DataConfig.eval_source is needed when the source is not tfds:")
+        return inputs.pretraining_dataset(text, run.vocabulary, data.objective,
+                                          data.sequence_lengths, cls.converter, seed=data.seed,
+                                          pack=True)
+
+    @classmethod
+    def run_tasks(cls, mode: str, run: Any, args: argparse.Namespace) -> Dict[str, dict]:
+        """`--mode finetune|eval|decode` with `--task`/`--mixture` (the arguments of
+        model/tasks/selection.py): fine-tunes, scores or decodes and returns
+        {"TASK/SPLIT": {"step": N, "scores": {...}}}."""
+        raise ValueError(f"the {cls.name} family does not fine-tune on tasks")
+
+    @classmethod
+    def export(cls, run: Any, export_dir: str, checkpoint: str, task: Optional[str]) -> dict:
+        """`--mode export`: `checkpoint` as a transformers `save_pretrained` folder."""
+        raise ValueError(f"the {cls.name} family has no --mode export "
+                         "(python -m model.convert export converts the families that export)")
+
+    # ---- The model's side: what the model function asks of a configured family.
 
     def optimizer(self, learning_rate: Any) -> mtf.optimize.Optimizer:
         """T5's optimizer: Adafactor with mtf's defaults (factored second moments, decay

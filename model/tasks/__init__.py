@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from model.tasks import cnn_dailymail, discriminative, glue, metrics, squad, super_glue, wmt
+from model.tasks import cnn_dailymail, glue, metrics, squad, super_glue, wmt
 from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, GREEDY, Decoding, LocalFormat,
                               SequenceLengths, Task, TfdsSplit)
 from model.tasks.mixtures import Mixing, Mixture
@@ -77,6 +77,6 @@ def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]])
     return metrics.benchmark_average({name: dict(scores[name]) for name in members})
 
 
-__all__ = ["BEAM_SEARCH", "BENCHMARKS", "DEFAULT_LENGTHS", "Decoding", "discriminative", "GREEDY",
+__all__ = ["BEAM_SEARCH", "BENCHMARKS", "DEFAULT_LENGTHS", "Decoding", "GREEDY",
            "LocalFormat", "Mixing", "Mixture", "SequenceLengths", "Task", "TfdsSplit",
            "benchmark_average", "benchmark_tasks", "get", "get_mixture", "mixture_names", "names"]

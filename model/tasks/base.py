@@ -8,18 +8,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from model.tasks import sources
+from model.tasks.sources import TfdsSplit
+
 Example = Mapping[str, Any]
 TextPair = dict[str, str]  # {"inputs": ..., "targets": ...}
-
-
-@dataclasses.dataclass(frozen=True)
-class TfdsSplit:
-    """One split of a TFDS dataset, e.g. TfdsSplit("glue/mnli", "validation_matched")."""
-    dataset: str
-    split: str
-
-    def __str__(self) -> str:
-        return f"{self.dataset}:{self.split}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -96,7 +89,7 @@ class Task:
     trained_on: bool = True  # False: evaluated only, as the paper never trains on WNLI
     benchmark: str = ""  # "glue" or "super_glue": counts in that benchmark's average
     # How the paper's final models decode this task (BEAM_SEARCH for WMT and CNN/DM); used only
-    # when beam search is switched on (model.decoding.DecodingConfig), else every task is greedy.
+    # when beam search is switched on (model.trainer.decoding.DecodingConfig), else every task is greedy.
     final_decoding: Decoding = GREEDY
     lengths: SequenceLengths = DEFAULT_LENGTHS
 
@@ -132,7 +125,6 @@ class Task:
 
     def examples(self, split: str, data_dir: str | None = None) -> Iterator[dict]:
         """The raw examples of a split from TFDS (needs the prepared dataset or the internet)."""
-        from model.tasks import sources  # TFDS is imported only when TFDS is read
         if split not in self.splits:
             raise KeyError(f"{self.name} has no split {split!r}; it has {sorted(self.splits)}")
         return sources.tfds_examples(self.splits[split], data_dir)

@@ -7,12 +7,21 @@ builders' parsing; tests compare them with those builders on real sample files.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import json
 import pathlib
 from typing import Any, Callable, Dict, Iterator, Mapping, Sequence, Tuple
 
-from model.tasks.base import TfdsSplit
+
+@dataclasses.dataclass(frozen=True)
+class TfdsSplit:
+    """One split of a TFDS dataset, e.g. TfdsSplit("glue/mnli", "validation_matched")."""
+    dataset: str
+    split: str
+
+    def __str__(self) -> str:
+        return f"{self.dataset}:{self.split}"
 
 
 TaskFiles = Dict[Tuple[str, str], Tuple[str, ...]]

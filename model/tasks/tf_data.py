@@ -1,5 +1,5 @@
 """The thin bridge to TensorFlow: a task's text pairs as a tf.data.Dataset of
-{"inputs": tf.string, "targets": tf.string}, for tokenization by model.inputs."""
+{"inputs": tf.string, "targets": tf.string}, for tokenization by model.data.inputs."""
 from __future__ import annotations
 
 from typing import Iterable, Iterator

@@ -1,0 +1,163 @@
+"""BERT's WordPiece vocabulary: trained on our C4 with tensorflow-text's learner, used with
+tensorflow-text's FastBertTokenizer (uncased, as BERT-Base-Uncased: lower case, accents
+stripped, split on white space and punctuation, then WordPiece; tests/test_bert.py checks it
+against transformers' BertTokenizer on real pages).
+
+    python -m model.families.bert.wordpiece --output vocab/c4_wordpiece.txt --size 30522 \
+        --sample_size 1000000 --source tfds:t5_c4/en@DATA_DIR
+
+Writes PATH (one piece per line, BERT's vocab.txt format: the id of a piece is its line number)
+and PATH.json (the settings and how many texts were read). The first ids are fixed, as our BERT
+family reads them (model/families/bert/model.py): [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4.
+Sources are those of `model.data.inputs.text_dataset_from_source` (the first `--sample_size` texts of
+each, in order). Learning: `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`
+(BasicTokenizer splitting on white space and punctuation, lower case, accents stripped, then
+WordPiece learning from word counts); its `vocab_size` is a target: a smaller result is padded
+with BERT's `[unusedN]` pieces up to `--size` (so a model-parallel mesh can split it), a larger one
+is kept.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import hashlib
+import itertools
+import json
+import pathlib
+import sys
+from typing import Iterable, List, Sequence
+
+import tensorflow as tf
+
+from model.data.inputs import source_texts
+
+RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+PAD, UNK, CLS, SEP, MASK = RESERVED_TOKENS
+# Their ids: the model (model/families/bert/model.py) and the data (model/families/bert/inputs.py) read these.
+PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(RESERVED_TOKENS))
+# Texts handed to the learner per batch (it counts words in a tf.data pass).
+LEARN_BATCH = 1000
+
+
+@dataclasses.dataclass(frozen=True)
+class WordPieceSettings:
+    # BERT's uncased vocabulary has 30,522 pieces.
+    size: int = 30522
+    sample_size: int = 1_000_000
+    lower_case: bool = True
+
+
+def learn_vocabulary(texts: Iterable[str], settings: WordPieceSettings = WordPieceSettings()
+                     ) -> List[str]:
+    """The pieces learned from `texts`, reserved tokens first."""
+    from tensorflow_text.tools.wordpiece_vocab import bert_vocab_from_dataset
+
+    texts = list(texts)
+    if not texts:
+        raise ValueError("no text to learn a WordPiece vocabulary from")
+    dataset = tf.data.Dataset.from_tensor_slices(tf.constant(texts, tf.string)).batch(LEARN_BATCH)
+    pieces = bert_vocab_from_dataset.bert_vocab_from_dataset(
+        dataset, vocab_size=settings.size, reserved_tokens=list(RESERVED_TOKENS),
+        bert_tokenizer_params={"lower_case": settings.lower_case})
+    if tuple(pieces[:len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
+        raise RuntimeError(f"the learner did not put {RESERVED_TOKENS} first: {pieces[:5]}")
+    # The learner's size is a target; padding to it with BERT's [unusedN] pieces (text never
+    # tokenises to them: "[" is punctuation) keeps the size a model-parallel mesh divides.
+    return list(pieces) + [f"[unused{i}]" for i in range(settings.size - len(pieces))]
+
+
+def train_vocabulary(texts: Iterable[str], path: str,
+                     settings: WordPieceSettings = WordPieceSettings()) -> "WordPieceVocabulary":
+    """Learns pieces from the first `settings.sample_size` texts; writes PATH and PATH.json."""
+    sample = list(itertools.islice(texts, settings.sample_size))
+    pieces = learn_vocabulary(sample, settings)
+    out = pathlib.Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("".join(piece + "\n" for piece in pieces), encoding="utf-8")
+    pathlib.Path(f"{path}.json").write_text(json.dumps(
+        {"settings": dataclasses.asdict(settings), "texts": len(sample), "pieces": len(pieces)},
+        indent=1) + "\n")
+    return WordPieceVocabulary(path, settings.lower_case)
+
+
+class WordPieceVocabulary:
+    """A vocab.txt with tensorflow-text's FastBertTokenizer (several times its BertTokenizer):
+    text -> piece ids, in Python and in tf.data."""
+
+    def __init__(self, path: str, lower_case: bool = True):
+        self.path = str(path)
+        self.lower_case = lower_case
+        self.pieces = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
+        if tuple(self.pieces[:len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
+            raise ValueError(f"{path}: a BERT vocabulary starts with {RESERVED_TOKENS}, "
+                             f"not {self.pieces[:len(RESERVED_TOKENS)]}")
+        self.ids = {piece: i for i, piece in enumerate(self.pieces)}
+        self._tokenizers: dict = {}
+
+    def _tokenizer(self):
+        """The FastBertTokenizer of the current context (its model is a constant of one graph,
+        or of eager execution, and an estimator's input function builds its own graph)."""
+        import tensorflow_text as tf_text
+
+        key = "eager" if tf.executing_eagerly() else id(tf.compat.v1.get_default_graph())
+        if key not in self._tokenizers:
+            self._tokenizers[key] = tf_text.FastBertTokenizer(
+                vocab=self.pieces, token_out_type=tf.int32, unknown_token=UNK,
+                lower_case_nfd_strip_accents=self.lower_case)
+        return self._tokenizers[key]
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.pieces)
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256("\n".join(self.pieces).encode("utf-8")).hexdigest()
+
+    def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
+        """[n] strings -> [n, (pieces)] int32 ids (words' pieces concatenated)."""
+        return self._tokenizer().tokenize(texts)
+
+    def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
+        if not texts:
+            return []
+        return self.tf_encode(tf.constant(list(texts), tf.string)).to_list()
+
+    def encode(self, text: str) -> List[int]:
+        return self.encode_batch([text])[0]
+
+    def tokens(self, ids: Iterable[int]) -> List[str]:
+        return [self.pieces[i] if 0 <= i < len(self.pieces) else UNK for i in ids]
+
+    def decode(self, ids: Iterable[int]) -> str:
+        """Pieces joined into words ("##" continues a word); reserved tokens as written."""
+        words: List[str] = []
+        for piece in self.tokens(ids):
+            if piece.startswith("##") and words:
+                words[-1] += piece[2:]
+            else:
+                words.append(piece)
+        return " ".join(words)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--output", required=True, help="the vocab.txt to write (and .json)")
+    parser.add_argument("--size", type=int, default=WordPieceSettings.size,
+                        help="target number of pieces, reserved tokens included")
+    parser.add_argument("--sample_size", type=int, default=WordPieceSettings.sample_size,
+                        help="texts read, over all sources in order")
+    parser.add_argument("--source", action="append", required=True,
+                        help="a text source (model/data/inputs.py forms); repeatable")
+    parser.add_argument("--cased", action="store_true", help="keep case and accents")
+    args = parser.parse_args(argv)
+    settings = WordPieceSettings(size=args.size, sample_size=args.sample_size,
+                                 lower_case=not args.cased)
+    try:
+        vocabulary = train_vocabulary(source_texts(args.source), args.output, settings)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(json.dumps({"output": args.output, "pieces": vocabulary.vocab_size}))
+    return 0

@@ -1,0 +1,143 @@
+"""GPT-1's weights by the names of transformers' OpenAIGPTLMHeadModel: the one mapping from our
+variables (model/families/gpt1/model.py) to Hugging Face's OpenAI GPT, for checks of the forward pass
+and for exporting checkpoints.
+
+    config = openai_gpt_config(model_config, GPT1Config(), vocab_size)
+    model = openai_gpt_model(variables, config)   # variables: our name -> numpy array
+
+Name by name (layer i, d = d_model = heads * d_kv):
+  gpt1/token_embedding [vocab, d]               transformer.tokens_embed.weight (and lm_head.weight,
+                                                tied, as ours)
+  gpt1/position_embedding [max_positions, d]    transformer.positions_embed.weight
+  gpt1/block_i/attention/{q,k,v}/kernel         transformer.h.i.attn.c_attn.weight [d, 3d]: q, k
+      [d, heads, d_kv] and bias [heads, d_kv]   and v side by side, each head's d_kv columns in
+                                                head order (its `split_heads`); bias [3d] alike
+  gpt1/block_i/attention/output/kernel          transformer.h.i.attn.c_proj.weight [d, d] (rows
+      [heads, d_kv, d], bias [d]                head-major, its `merge_heads`), bias
+  gpt1/block_i/attention_norm/{g,b}             transformer.h.i.ln_1.{weight,bias}
+  gpt1/block_i/mlp/fc/kernel [d, d_ff], bias    transformer.h.i.mlp.c_fc.{weight,bias}
+  gpt1/block_i/mlp/projection/kernel [d_ff, d]  transformer.h.i.mlp.c_proj.{weight,bias}
+  gpt1/block_i/mlp_norm/{g,b}                   transformer.h.i.ln_2.{weight,bias}
+transformers' Conv1D weights are [in, out], as our kernels, so nothing is transposed.
+
+The activation: OpenAI's GELU is the tanh form (their train.py `gelu`), as ours (mtf.gelu).
+OpenAIGPTConfig's default `afn`, "gelu", is that form too in OpenAI GPT's own table
+(modeling_openai's `ACT_FNS` maps it to `gelu_new`), although "gelu" means the exact erf form
+elsewhere in transformers; the config here names it explicitly.
+
+Only the pre-training model maps: a fine-tuned model's head and its fresh special-token rows
+(`gpt1/head/...`) have no place in OpenAIGPTLMHeadModel.
+
+`gin_bindings` reads an OpenAIGPTConfig back into our gin bindings and `mtf_outputs` runs our
+model for the conversions of model/convert.py.
+"""
+from __future__ import annotations
+
+from typing import Any, Dict, Mapping
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from model.trainer.model_config import ModelConfig
+from model.families.gpt1.model import GPT1Config
+from model.trainer.mtf_compat import mtf
+
+# OpenAI GPT's name (modeling_openai.ACT_FNS) for the tanh form of GELU, OpenAI's and mtf's.
+TANH_GELU = "gelu"
+# The `model_type` of OpenAIGPTConfig (a transformers folder's config.json).
+MODEL_TYPE = "openai-gpt"
+
+
+def openai_gpt_config(config: ModelConfig, gpt1: GPT1Config, vocab_size: int):
+    """The OpenAIGPTConfig of our sizes (the vocabulary is not padded, as ours)."""
+    from transformers import OpenAIGPTConfig
+    if config.num_heads * config.d_kv != config.d_model:
+        raise ValueError(f"OpenAI GPT needs heads x d_kv = d_model, got {config.num_heads} x "
+                         f"{config.d_kv} != {config.d_model}")
+    if config.d_ff != 4 * config.d_model:
+        raise ValueError(f"OpenAI GPT's MLP is 4 x d_model wide, got d_ff {config.d_ff}")
+    return OpenAIGPTConfig(
+        vocab_size=vocab_size, n_positions=gpt1.max_positions, n_embd=config.d_model,
+        n_layer=config.num_layers, n_head=config.num_heads, afn=TANH_GELU,
+        resid_pdrop=config.dropout_rate, embd_pdrop=config.dropout_rate,
+        attn_pdrop=config.dropout_rate, layer_norm_epsilon=gpt1.layer_norm_epsilon)
+
+
+def openai_gpt_state_dict(variables: Mapping[str, np.ndarray], num_layers: int
+                          ) -> Dict[str, np.ndarray]:
+    """OpenAIGPTLMHeadModel's parameters (name -> array) from our variables (name -> array, as
+    a checkpoint reader or a session gives them; optimizer slots are not read)."""
+    def flat(name: str) -> np.ndarray:  # [..., heads, d_kv] -> [..., heads * d_kv]
+        value = variables[name]
+        return value.reshape(*value.shape[:-2], -1)
+
+    embedding = variables["gpt1/token_embedding"]
+    state = {"transformer.tokens_embed.weight": embedding, "lm_head.weight": embedding,
+             "transformer.positions_embed.weight": variables["gpt1/position_embedding"]}
+    for layer in range(num_layers):
+        ours, theirs = f"gpt1/block_{layer:03d}", f"transformer.h.{layer}"
+        attention = f"{ours}/attention"
+        state[f"{theirs}.attn.c_attn.weight"] = np.concatenate(
+            [flat(f"{attention}/{p}/kernel") for p in "qkv"], axis=-1)
+        state[f"{theirs}.attn.c_attn.bias"] = np.concatenate(
+            [flat(f"{attention}/{p}/bias") for p in "qkv"], axis=-1)
+        output = variables[f"{attention}/output/kernel"]
+        state[f"{theirs}.attn.c_proj.weight"] = output.reshape(-1, output.shape[-1])
+        state[f"{theirs}.attn.c_proj.bias"] = variables[f"{attention}/output/bias"]
+        for norm, hf_norm in (("attention_norm", "ln_1"), ("mlp_norm", "ln_2")):
+            state[f"{theirs}.{hf_norm}.weight"] = variables[f"{ours}/{norm}/g"]
+            state[f"{theirs}.{hf_norm}.bias"] = variables[f"{ours}/{norm}/b"]
+        for dense, hf_dense in (("fc", "c_fc"), ("projection", "c_proj")):
+            for kind, hf_kind in (("kernel", "weight"), ("bias", "bias")):
+                state[f"{theirs}.mlp.{hf_dense}.{hf_kind}"] = \
+                    variables[f"{ours}/mlp/{dense}/{kind}"]
+    return state
+
+
+def openai_gpt_model(variables: Mapping[str, np.ndarray], config):
+    """An OpenAIGPTLMHeadModel (eval mode) holding our variables; `config` from
+    `openai_gpt_config`. Every parameter must be given, with its shape (strict loading)."""
+    import torch
+    from transformers import OpenAIGPTLMHeadModel
+    model = OpenAIGPTLMHeadModel(config)
+    state = openai_gpt_state_dict(variables, config.n_layer)
+    model.load_state_dict({name: torch.from_numpy(np.asarray(value, np.float32))
+                           for name, value in state.items()}, strict=True)
+    return model.eval()
+
+
+def gin_bindings(hf_config) -> Dict[str, Any]:
+    """Our gin bindings for the sizes of an OpenAIGPTConfig (the inverse of
+    `openai_gpt_config`); a ValueError names a field that ours cannot compute alike."""
+    from transformers.models.openai.modeling_openai import ACT_FNS
+    if type(ACT_FNS.get(hf_config.afn)) is not type(ACT_FNS[TANH_GELU]):
+        raise ValueError(f"config field afn = {hf_config.afn!r}: our GPT-1 computes the tanh "
+                         f"GELU (OpenAI GPT's {TANH_GELU!r})")
+    if hf_config.n_embd % hf_config.n_head:
+        raise ValueError(f"config fields n_embd = {hf_config.n_embd} and n_head = "
+                         f"{hf_config.n_head}: n_embd must be a multiple of n_head")
+    return {"ModelConfig.architecture": "gpt1", "ModelConfig.d_model": hf_config.n_embd,
+            "ModelConfig.d_ff": 4 * hf_config.n_embd, "ModelConfig.num_heads": hf_config.n_head,
+            "ModelConfig.d_kv": hf_config.n_embd // hf_config.n_head,
+            "ModelConfig.num_layers": hf_config.n_layer,
+            "ModelConfig.dropout_rate": hf_config.resid_pdrop,
+            "GPT1Config.max_positions": hf_config.n_positions,
+            "GPT1Config.layer_norm_epsilon": hf_config.layer_norm_epsilon}
+
+
+def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
+                ) -> Dict[str, mtf.Tensor]:
+    """Our GPT-1's {"logits": [batch, length, vocab]} for `inputs["tokens"]` [batch, length]
+    (one sequence a row, positions from 0), without dropout."""
+    tokens = np.asarray(inputs["tokens"], np.int32)
+    shape = mtf.Shape([mtf.Dimension("batch", tokens.shape[0]),
+                       mtf.Dimension("length", tokens.shape[1])])
+    ids = mtf.import_tf_tensor(mesh, tf.constant(tokens), shape)
+    positions = mtf.broadcast(mtf.range(mesh, shape.dims[-1], tf.int32), shape)
+    model = family.build(training=False)
+    return {"logits": model.logits(model.hidden_states(ids, positions,
+                                                        mtf.ones(mesh, shape, tf.int32)))}
+
+
+__all__ = ["MODEL_TYPE", "TANH_GELU", "gin_bindings", "mtf_outputs", "openai_gpt_config",
+           "openai_gpt_model", "openai_gpt_state_dict"]

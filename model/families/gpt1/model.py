@@ -1,0 +1,403 @@
+"""GPT-1 (Radford et al. 2018, "Improving Language Understanding by Generative Pre-Training") as a
+model family: a decoder-only Transformer pre-trained by next-token prediction, fine-tuned with a
+linear head on the extract token's final state plus the auxiliary LM loss.
+
+Architecture, as OpenAI's `finetune-transformer-lm` (and transformers' OpenAIGPTModel, whose
+parameter count ours equals at every size, tests/test_gpt1.py):
+- token embedding plus learned position embedding (`GPT1Config.max_positions`, 512), dropout;
+- `num_layers` POST-layer-norm blocks: x = LN(x + dropout(attention(x))), then
+  x = LN(x + dropout(mlp(x))); layer norm with gain and bias (epsilon 1e-5); attention with
+  biased q, k, v and output projections, causal, dropout on the attention weights; MLP d_model ->
+  d_ff -> d_model with biases and GELU (tanh form, mtf.gelu = OpenAI's); no final layer norm;
+- output logits from the token embedding (tied, unscaled); the vocabulary is not padded.
+mesh_tensorflow.transformer's LayerStack is pre-norm only, so the stack is written here with mtf
+ops; dimension names (batch, heads, d_ff, vocab) are the ones MeshConfig's layout splits.
+Initialisation as OpenAI: normal(0, 0.02) weights, zero biases, unit gains.
+
+Pre-training reads the `decoder_only` features (model/data/features.py) of the `lm` objective: rows
+of DataConfig.targets_length tokens, documents packed with segment ids (attention stays within a
+segment, positions restart at 0), in random minibatches as the paper's (gpt1/pretrain.gin shuffles
+the rows in blocks: DataConfig.shuffle_windows, model/data/inputs.py). The optimizer is OpenAI's Adam
+(bias-corrected, beta 0.9/0.999, eps 1e-8) with their "modified L2": w * param added to the
+update (decoupled from the gradient moments) for weights of rank > 1 only, not biases or gains,
+the whole update scaled by the bias-corrected step size, as their opt.py (`GPTAdam`).
+
+Fine-tuning (`GPT1Config.head`, set by model/families/gpt1/finetune.py from the task's discriminative
+view) reads `head_tokens` [batch, sequences * length] (each example's transformed sequences, see
+`transform`) and `label` [batch, 1]: the final states at the extract tokens go through dropout
+(`classifier_dropout`) and a linear head; classification and regression sum the states of their
+sequences (one, or the two orders of a symmetric pair, GPT-1's similarity) before the head;
+multiple choice scores each sequence and takes the softmax over them. Classification and
+multiple choice minimise cross entropy; regression (STS-B) predicts one value and minimises the
+squared error, its float label kept float32 by the model function (`float_feature_keys`). The
+objective adds `lm_loss_weight` times the LM loss over the same sequences, as OpenAI's: every
+token after the start is a target (text, delimiter, extract), averaged per sequence, then over
+the sequences. OpenAI's softmax also spans the position rows of their joint embedding matrix;
+ours spans the vocabulary (the special tokens' rows included), as no position is ever a target.
+PREDICT reads `head_tokens` as its `inputs` and returns the head's value or class.
+
+Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
+`<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/data/vocabulary.py adds them to every model;
+ordinary text never produces them, and the `lm` objective uses no sentinels), so pre-trained and
+fine-tuned models share one embedding; with a head, their three rows, in and out, are fresh ones
+(`gpt1/head/special_embedding`), as OpenAI appended theirs at fine-tuning.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Sequence, Tuple
+
+import gin
+import tensorflow.compat.v1 as tf
+
+from model.data import features
+from model.trainer.model_config import ModelConfig
+from model.families.base import ModelFamily
+from model.trainer.losses import Losses, token_losses
+from model.trainer.mtf_compat import mtf
+from model.tasks import discriminative
+from model.families.gpt1 import finetune
+from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
+
+ARCHITECTURE = "gpt1"
+# Heads: none (pre-training), one class score vector per example, one value per example
+# (regression), or one score per sequence (multiple choice).
+HEADS = ("", discriminative.CLASSIFICATION, discriminative.REGRESSION,
+         discriminative.MULTIPLE_CHOICE)
+INITIALIZER_STDDEV = 0.02
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class GPT1Config:
+    """What GPT-1 has beyond ModelConfig's sizes (those are ModelConfig's: d_model, d_ff,
+    num_heads, d_kv, num_layers, dropout_rate)."""
+
+    max_positions: int = 512
+    layer_norm_epsilon: float = 1e-5
+    # OpenAI's Adam and modified L2.
+    adam_beta1: float = 0.9
+    adam_beta2: float = 0.999
+    adam_epsilon: float = 1e-8
+    weight_decay: float = 0.01
+    # Fine-tuning head ("" when pre-training): its kind, classes (or choices; 1 for regression)
+    # and sequences per example (1, 2 for a symmetric pair, the number of choices).
+    head: str = ""
+    num_classes: int = 0
+    sequences_per_example: int = 1
+    classifier_dropout: float = 0.1
+    lm_loss_weight: float = 0.5
+
+    def __post_init__(self) -> None:
+        if self.head not in HEADS:
+            raise ValueError(f"GPT1Config.head must be one of {HEADS}, got {self.head!r}")
+        if self.head and (self.num_classes < 1 or self.sequences_per_example < 1):
+            raise ValueError(f"a {self.head} head needs num_classes and sequences_per_example "
+                             f"(got {self.num_classes}, {self.sequences_per_example})")
+        if self.head == discriminative.MULTIPLE_CHOICE and \
+                self.num_classes != self.sequences_per_example:
+            raise ValueError("a multiple-choice head scores one sequence per choice: "
+                             "num_classes must equal sequences_per_example")
+        if self.head == discriminative.REGRESSION and self.num_classes != 1:
+            raise ValueError(f"a regression head predicts one value: num_classes must be 1, got "
+                             f"{self.num_classes}")
+
+
+# --- The model -----------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class GPT1Model:
+    """Sizes and switches of one built model; its layers are called under the mesh of the
+    tensors given."""
+
+    config: ModelConfig
+    gpt1: GPT1Config
+    vocab_size: int
+    training: bool
+    variable_dtype: mtf.VariableDType
+
+    def _dropout(self, x: mtf.Tensor, rate: float) -> mtf.Tensor:
+        return mtf.dropout(x, self.training, rate=rate) if self.training and rate else x
+
+    def _variable(self, mesh, name: str, dims: Sequence[mtf.Dimension], initializer):
+        return mtf.get_variable(mesh, name, mtf.Shape(list(dims)), initializer=initializer,
+                                dtype=self.variable_dtype)
+
+    def _dense(self, x, new_dims, reduced_dims, name):
+        return mtf.layers.dense(
+            x, new_dims, reduced_dims=reduced_dims, use_bias=True, name=name,
+            variable_dtype=self.variable_dtype,
+            kernel_initializer=tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+
+    def _layer_norm(self, x: mtf.Tensor, dim: mtf.Dimension, name: str) -> mtf.Tensor:
+        with tf.variable_scope(name):
+            gain = self._variable(x.mesh, "g", [dim], tf.ones_initializer())
+            bias = self._variable(x.mesh, "b", [dim], tf.zeros_initializer())
+        mean = mtf.reduce_mean(x, reduced_dim=dim)
+        variance = mtf.reduce_mean(mtf.square(x - mean), reduced_dim=dim)
+        return (x - mean) * mtf.rsqrt(variance + self.gpt1.layer_norm_epsilon) * gain + bias
+
+    @property
+    def dims(self) -> Dict[str, mtf.Dimension]:
+        c = self.config
+        return {"d_model": mtf.Dimension("d_model", c.d_model),
+                "heads": mtf.Dimension("heads", c.num_heads),
+                "d_kv": mtf.Dimension("d_kv", c.d_kv),
+                "d_ff": mtf.Dimension("d_ff", c.d_ff),
+                "vocab": mtf.Dimension("vocab", self.vocab_size),
+                "positions": mtf.Dimension("max_positions", self.gpt1.max_positions)}
+
+    def token_embedding(self, mesh: mtf.Mesh) -> mtf.Tensor:
+        """The [vocab, d_model] token embedding, the input's rows and the tied output's. With a
+        head, the special tokens take fresh rows of their own (`gpt1/head/special_embedding`),
+        in and out, as OpenAI appended theirs to the embedding at fine-tuning: the rows of
+        pieces that pre-training never reads only ever get pushed away by the tied softmax (with
+        Adam, by about the learning rate per step), so they would start fine-tuning far off."""
+        d = self.dims
+        with tf.variable_scope("gpt1", reuse=tf.AUTO_REUSE):
+            pretrained = self._variable(mesh, "token_embedding", [d["vocab"], d["d_model"]],
+                                        tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+            if not self.gpt1.head:
+                return pretrained
+            special_dim = mtf.Dimension("special", 3)
+            with tf.variable_scope("head"):
+                special = self._variable(mesh, "special_embedding", [special_dim, d["d_model"]],
+                                         tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+        first = special_tokens(self.vocab_size).extract  # extract, delimiter, start: the last 3
+        ids = mtf.range(mesh, d["vocab"], tf.int32)
+        special_rows = mtf.gather(special, mtf.maximum(ids - first, 0), special_dim)
+        return mtf.where(mtf.greater_equal(ids, first), special_rows, pretrained)
+
+    def _attention(self, x, segment_ids, length_dim, name):
+        d = self.dims
+        memory_dim = mtf.Dimension("memory_length", length_dim.size)
+        with tf.variable_scope(name):
+            q, k, v = (self._dense(x, [d["heads"], d["d_kv"]], [d["d_model"]], n)
+                       for n in ("q", "k", "v"))
+            k, v = (mtf.replace_dimensions(t, length_dim, memory_dim) for t in (k, v))
+            scores = mtf.einsum([q, k], reduced_dims=[d["d_kv"]]) * (self.config.d_kv ** -0.5)
+            query_index = mtf.range(x.mesh, length_dim, tf.int32)
+            memory_index = mtf.range(x.mesh, memory_dim, tf.int32)
+            visible = mtf.logical_and(
+                mtf.less_equal(memory_index, query_index),
+                mtf.equal(segment_ids, mtf.replace_dimensions(segment_ids, length_dim, memory_dim)))
+            scores += (1.0 - mtf.cast(visible, scores.dtype)) * -1e9
+            weights = self._dropout(mtf.softmax(scores, memory_dim), self.config.dropout_rate)
+            attended = mtf.einsum([weights, v], reduced_dims=[memory_dim])
+            return self._dense(attended, [d["d_model"]], [d["heads"], d["d_kv"]], "output")
+
+    def _mlp(self, x, name):
+        d = self.dims
+        with tf.variable_scope(name):
+            hidden = mtf.gelu(self._dense(x, [d["d_ff"]], [d["d_model"]], "fc"))
+            return self._dense(hidden, [d["d_model"]], [d["d_ff"]], "projection")
+
+    def hidden_states(self, tokens: mtf.Tensor, positions: mtf.Tensor,
+                      segment_ids: mtf.Tensor) -> mtf.Tensor:
+        """[..., length, d_model] final states of [..., length] tokens."""
+        d = self.dims
+        length_dim = tokens.shape.dims[-1]
+        if length_dim.size > self.gpt1.max_positions:
+            raise ValueError(f"sequences of {length_dim.size} tokens exceed GPT1Config."
+                             f"max_positions = {self.gpt1.max_positions}")
+        embedding = self.token_embedding(tokens.mesh)
+        with tf.variable_scope("gpt1", reuse=tf.AUTO_REUSE):
+            position_embedding = self._variable(
+                tokens.mesh, "position_embedding", [d["positions"], d["d_model"]],
+                tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
+            x = (mtf.gather(embedding, tokens, d["vocab"])
+                 + mtf.gather(position_embedding, positions, d["positions"]))
+            x = mtf.cast(self._dropout(x, self.config.dropout_rate),
+                         self.variable_dtype.activation_dtype)
+            for block in range(self.config.num_layers):
+                with tf.variable_scope(f"block_{block:03d}"):
+                    sublayer = self._attention(x, segment_ids, length_dim, "attention")
+                    x = self._layer_norm(x + self._dropout(sublayer, self.config.dropout_rate),
+                                         d["d_model"], "attention_norm")
+                    sublayer = self._mlp(x, "mlp")
+                    x = self._layer_norm(x + self._dropout(sublayer, self.config.dropout_rate),
+                                         d["d_model"], "mlp_norm")
+            return x
+
+    def logits(self, hidden: mtf.Tensor) -> mtf.Tensor:
+        """Next-token logits from the tied token embedding."""
+        return mtf.einsum([hidden, self.token_embedding(hidden.mesh)],
+                          reduced_dims=[self.dims["d_model"]])
+
+    def head_logits(self, extract_states: mtf.Tensor, choices_dim: mtf.Dimension) -> mtf.Tensor:
+        """[batch, classes] from [batch, choices, d_model] extract states (regression: one
+        class, the value; the similarity transformation's two states are summed as a
+        classification's)."""
+        d = self.dims
+        states = self._dropout(extract_states, self.gpt1.classifier_dropout)
+        with tf.variable_scope("gpt1/head"):
+            if self.gpt1.head == discriminative.MULTIPLE_CHOICE:
+                scores = self._dense(states, [mtf.Dimension("score", 1)], [d["d_model"]],
+                                     "classifier")
+                return mtf.reshape(scores, mtf.Shape(
+                    [states.shape.dims[0], mtf.Dimension("classes", choices_dim.size)]))
+            summed = mtf.reduce_sum(states, reduced_dim=choices_dim)
+            return self._dense(summed, [mtf.Dimension("classes", self.gpt1.num_classes)],
+                               [d["d_model"]], "classifier")
+
+
+class GPT1(ModelFamily):
+    name = "gpt1"
+    converter = "decoder_only"
+    architectures = (ARCHITECTURE,)
+    fresh_on_warm_start = (r"gpt1/head/.*",)
+    gradient_clip_norm = 1.0
+    # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
+    warm_start_continues_training = False
+
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
+        super().__init__(config, vocab_size, variable_dtype)
+        self.gpt1 = GPT1Config()
+
+    @property
+    def feature_keys(self) -> Tuple[str, ...]:
+        return HEAD_KEYS if self.gpt1.head else features.FEATURE_KEYS[self.converter]
+
+    @property
+    def float_feature_keys(self) -> Tuple[str, ...]:
+        """A regression head's label is a float value (STS-B's scores from 0 to 5)."""
+        return ("label",) if self.gpt1.head == discriminative.REGRESSION else ()
+
+    def build(self, training: bool) -> GPT1Model:
+        return GPT1Model(self.config, self.gpt1, self.vocab_size, training, self.variable_dtype)
+
+    def losses(self, model: GPT1Model, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
+        if self.gpt1.head:
+            return self._head_losses(model, batch)
+        hidden = model.hidden_states(batch["decoder_input_tokens"], batch["decoder_positions"],
+                                     batch["decoder_segment_ids"])
+        return token_losses(model.logits(hidden), batch["decoder_target_tokens"],
+                            batch["decoder_loss_weights"], z_loss=0.0)
+
+    def _head_outputs(self, model: GPT1Model, flat: mtf.Tensor
+                      ) -> Tuple[mtf.Tensor, mtf.Tensor, mtf.Tensor]:
+        """The head's float32 [batch, classes] logits (or [batch, 1] value), the final hidden
+        states and the [batch, sequences, length] tokens of `head_tokens` [batch, sequences *
+        length]."""
+        batch_dim, flat_dim = flat.shape.dims
+        count = self.gpt1.sequences_per_example
+        choices_dim = mtf.Dimension("choices", count)
+        length_dim = mtf.Dimension("length", flat_dim.size // count)
+        tokens = mtf.reshape(flat, mtf.Shape([batch_dim, choices_dim, length_dim]))
+        positions = mtf.broadcast(mtf.range(flat.mesh, length_dim, tf.int32), tokens.shape)
+        hidden = model.hidden_states(tokens, positions, mtf.ones(flat.mesh, tokens.shape, tf.int32))
+        extract_id = special_tokens(self.vocab_size).extract
+        at_extract = mtf.cast(mtf.equal(tokens, extract_id), hidden.dtype)
+        extract_states = mtf.reduce_sum(hidden * at_extract, reduced_dim=length_dim)
+        logits = mtf.cast(model.head_logits(extract_states, choices_dim), tf.float32)
+        return logits, hidden, tokens
+
+    def _head_losses(self, model: GPT1Model, batch: Dict[str, mtf.Tensor]) -> Losses:
+        logits, hidden, tokens = self._head_outputs(model, batch["head_tokens"])
+        batch_dim, classes_dim = logits.shape.dims
+        label = mtf.reshape(batch["label"], mtf.Shape([batch_dim]))
+        ones = mtf.ones(tokens.mesh, mtf.Shape([batch_dim]), tf.float32)
+        if self.gpt1.head == discriminative.REGRESSION:
+            value = mtf.reshape(logits, mtf.Shape([batch_dim]))
+            per_example = mtf.square(value - label)
+            metrics = {"squared_error": (per_example, ones)}
+        else:
+            per_example = mtf.layers.softmax_cross_entropy_with_logits(
+                logits, mtf.one_hot(label, classes_dim, dtype=tf.float32), classes_dim)
+            predicted = mtf.cast(mtf.argmax(logits, classes_dim), tf.int32)
+            correct = mtf.cast(mtf.equal(predicted, label), tf.float32)
+            metrics = {"accuracy": (correct, ones), "classification_loss": (per_example, ones)}
+        head_loss = mtf.reduce_mean(per_example)
+        # The auxiliary LM loss as OpenAI's (train.py `model`: mask M[:, 1:]): every token
+        # of a sequence after the start is predicted, the delimiter and extract tokens included
+        # (from their own rows of the tied embedding, `token_embedding`), averaged per sequence,
+        # then over the sequences of the batch.
+        length_dim = tokens.shape.dims[-1]
+        next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
+        lm = token_losses(model.logits(hidden), next_tokens,
+                          mtf.cast(mtf.not_equal(next_tokens, 0), tf.int32), z_loss=0.0)
+        sums, counts = lm.metrics["token_loss"]  # [batch, sequences]
+        lm_loss = mtf.reduce_mean(sums / mtf.maximum(counts, 1.0))
+        return Losses(loss=head_loss, objective=head_loss + self.gpt1.lm_loss_weight * lm_loss,
+                      metrics=metrics)
+
+    def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
+        """A fine-tuned head's answer for `inputs` laid out as `head_tokens`: [batch, 1], the
+        value (float32) of a regression head, else the chosen class or answer (int32). GPT-1
+        has no text decoding here: it is pre-trained as a language model and fine-tuned with
+        heads (model/families/gpt1/finetune.py)."""
+        if not self.gpt1.head:
+            raise ValueError("GPT-1 predicts with a fine-tuning head only (GPT1Config.head)")
+        logits, _, _ = self._head_outputs(model, inputs)
+        if self.gpt1.head == discriminative.REGRESSION:
+            return logits
+        classes_dim = logits.shape.dims[-1]
+        chosen = mtf.cast(mtf.argmax(logits, classes_dim), tf.int32)
+        return mtf.reshape(chosen, mtf.Shape([logits.shape.dims[0], mtf.Dimension("classes", 1)]))
+
+    @classmethod
+    def run_tasks(cls, mode, run, args):
+        return finetune.run_mode(mode, run, args)
+
+    def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
+        return GPTAdam(learning_rate, self.gpt1.adam_beta1, self.gpt1.adam_beta2,
+                       self.gpt1.adam_epsilon, self.gpt1.weight_decay)
+
+
+# Biases and layer-norm gains and biases: the parameters the modified L2 leaves alone. OpenAI's
+# rule is "rank > 1", as all their biases are vectors; our q, k, v biases are [heads, d_kv]
+# matrices, so the rule goes by name.
+_NOT_WEIGHTS = ("/bias", "/b", "/g")
+
+
+def is_weight(variable_name: str) -> bool:
+    """Whether the modified L2 applies: kernels and embeddings, not biases or gains."""
+    return not variable_name.endswith(_NOT_WEIGHTS)
+
+
+class GPTAdam(mtf.optimize.Optimizer):
+    """OpenAI's Adam for GPT-1 (`adam` in finetune-transformer-lm's opt.py): the bias correction
+    is folded into the step size, `lrt = lr * sqrt(1 - beta2^t) / (1 - beta1^t)`, and that step
+    size scales both the Adam step `m / (sqrt(v) + epsilon)` and the modified L2 term
+    `weight_decay * param`, the latter on weights only (`is_weight`: not biases or gains),
+    outside the moments (decoupled: vector_l2 off)."""
+
+    def __init__(self, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01):
+        self.learning_rate = learning_rate
+        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
+        self.weight_decay = weight_decay
+
+    def apply_grad(self, grad, var):
+        if grad is None:
+            return []
+        grad = mtf.to_float(grad)
+        step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
+        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
+                             initializer=tf.zeros_initializer(), trainable=False)
+        next_m = self.beta1 * m + (1.0 - self.beta1) * grad
+        next_v = self.beta2 * v + (1.0 - self.beta2) * mtf.square(grad)
+        step_size = (self.learning_rate * tf.sqrt(1.0 - tf.pow(self.beta2, step))
+                     / (1.0 - tf.pow(self.beta1, step)))
+        update = next_m / (mtf.sqrt(next_v) + self.epsilon)
+        if self.weight_decay and is_weight(var.name):
+            update += self.weight_decay * mtf.to_float(var.value)
+        return [mtf.assign_sub(var, update * step_size),
+                mtf.assign(m, next_m), mtf.assign(v, next_v)]
+
+
+def count_parameters(config: ModelConfig, vocab_size: int, gpt1: GPT1Config = GPT1Config()) -> int:
+    """Trainable parameters of the pre-training model, from the variable shapes of an mtf graph
+    that is never lowered."""
+    graph = mtf.Graph()
+    mesh = mtf.Mesh(graph, "parameter_count_mesh")
+    shape = mtf.Shape([mtf.Dimension("batch", 1), mtf.Dimension("length", 4)])
+    tokens = mtf.ones(mesh, shape, dtype=tf.int32)
+    model = GPT1Model(config, gpt1, vocab_size, training=False, variable_dtype=mtf.VariableDType())
+    model.logits(model.hidden_states(tokens, tokens, tokens))
+    return sum(variable.outputs[0].shape.size for variable in graph.trainable_variables)
+
+
+__all__ = ["ARCHITECTURE", "GPT1", "GPT1Config", "GPT1Model", "GPTAdam", "count_parameters",
+           "is_weight"]

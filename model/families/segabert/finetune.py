@@ -1,0 +1,34 @@
+"""SegaBERT's fine-tuning: BERT's heads and runs (model/families/bert/finetune.py) on inputs
+that carry the three structure indices, computed as the authors' task processors compute them
+(model/families/segabert/structure.py)."""
+from __future__ import annotations
+
+from typing import Dict, Sequence
+
+import numpy as np
+
+from model.families.bert.finetune import HeadTask, SquadQuestion
+from model.families.bert.inputs import CLS_ID, SEP_ID
+from model.families.segabert import structure
+from model.tasks import discriminative
+
+
+class StructuredHeadTask(HeadTask):
+    """A BERT head task whose features add SegaBERT's structure indices."""
+
+    @property
+    def structure_config(self) -> structure.StructureConfig:
+        return structure.StructureConfig(CLS_ID, SEP_ID, self.length)
+
+    def span_features(self, questions: Sequence[SquadQuestion]) -> Dict[str, np.ndarray]:
+        features = super().span_features(questions)
+        features.update(structure.squad_indices(questions, self.structure_config))
+        return features
+
+    def features(self, split: str) -> Dict[str, np.ndarray]:
+        if self.head == "span":
+            return self.span_features(self.questions(split))
+        return structure.head_features(
+            discriminative.examples(self.name, split, self.files.get((self.name, split))),
+            discriminative.view(self.name).kind, self.vocabulary.encode_batch,
+            self.structure_config)

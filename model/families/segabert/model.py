@@ -1,0 +1,143 @@
+"""SegaBERT (Bai et al., "Segatron: Segment-Aware Transformer for Language Modeling and
+Understanding"): BERT whose position embedding is replaced by three learned embeddings summed
+into each token: the token's index in its sentence (256 rows), its sentence's index in its
+paragraph (100) and its paragraph's index in the document (50). Pre-trained with masked LM alone
+(`BertConfig.head = 'mlm'`, no next-sentence prediction); fine-tuned with BERT's heads.
+
+The optimizer is the authors' (their pretrain_segabert.py: apex's `FusedAdam`, in its AdamW mode
+since apex's 2019 rework, the one of the NGC PyTorch 20.03 image their README names): Adam with
+bias correction, epsilon 1e-8 added to the corrected root, the decay `weight_decay * param`
+added to the update outside the moments and scaled by the learning rate alone, not on layer
+norms and biases (Megatron's get_params_for_weight_decay_optimization). BERT's AdamWeightDecay
+has no bias correction and epsilon 1e-6; `FusedAdamConfig` holds SegaBERT's settings (BertConfig's
+`adam_*` and `weight_decay_rate` are BERT's and are not read here).
+
+Everything else is BERT's (model/families/bert/model.py): the encoder, token types, the MLM head and
+the classification and span heads. The indices come from model/families/segabert/structure.py (how they are
+counted, what [CLS] and [SEP] get, what happens at the maxima); the features are BERT's plus
+`token_index`, `sentence_index`, `paragraph_index` ([batch, length] int32 each).
+
+PREDICT reads the indices as training does when the input has them (`predict_feature_keys`:
+model/families/bert/finetune.py scores a task with the indices of its features, so a segment indexed as
+sentences is seen as in fine-tuning). Given token ids alone (decoding raw text), it derives them
+in the graph: each segment ([CLS] A [SEP], then B [SEP]) a paragraph of one sentence, its tokens
+counted from 0 ([CLS] 0, as its first token; [SEP] one past its last), which is what
+structure.head_features gives a GLUE pair (the authors' processors/glue.py).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, Tuple
+
+import gin
+import tensorflow.compat.v1 as tf
+
+from model.families.bert import finetune as bert_finetune, inputs as bert_inputs
+from model.families.bert.model import CLS_ID, SEP_ID, AdamWeightDecay, Bert, BertConfig
+from model.families.segabert import finetune, structure
+from model.trainer.mtf_compat import mtf
+
+# The three embedding tables, in structure.INDEX_KEYS order.
+TABLES = ("token_index_embeddings", "sentence_index_embeddings", "paragraph_index_embeddings")
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class FusedAdamConfig:
+    """SegaBERT's optimizer settings (pretrain_segabert.py: betas (0.9, 0.999), FusedAdam's
+    epsilon 1e-8, --weight-decay 1e-2 in pretrain_segabert_distributed.sh)."""
+
+    weight_decay_rate: float = 0.01
+    beta1: float = 0.9
+    beta2: float = 0.999
+    epsilon: float = 1e-8
+
+
+class FusedAdam(AdamWeightDecay):
+    """apex's FusedAdam in AdamW mode (multi_tensor_adam.cu, ADAM_MODE_1), step t = global
+    step + 1: m and v as Adam's, `update = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) +
+    epsilon) + weight_decay * param` (the decay where `_do_use_weight_decay`), `param -= lr *
+    update`: BERT's AdamWeightDecay with the bias correction."""
+
+    def adam_step(self, m: mtf.Tensor, v: mtf.Tensor) -> mtf.Tensor:
+        step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
+        m_unbiased = m / (1.0 - tf.pow(self.beta_1, step))
+        v_unbiased = v / (1.0 - tf.pow(self.beta_2, step))
+        return m_unbiased / (mtf.sqrt(v_unbiased) + self.epsilon)
+
+
+def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
+    """PREDICT's indices for token ids alone (see the module docstring): paragraph = the number
+    of [SEP] before the token, sentence 0, token index = the distance from its segment's first
+    token (the one after [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its
+    segment's last."""
+    length_dim = tokens.shape.dims[-1]
+    is_sep = mtf.cast(mtf.equal(tokens, SEP_ID), tf.int32)
+    paragraph = mtf.cumsum(is_sep, length_dim, exclusive=True)
+    position = mtf.range(tokens.mesh, length_dim, tf.int32)
+    special = mtf.cast(mtf.equal(tokens, CLS_ID), tf.int32) + is_sep
+    first_of_segment = mtf.shift(special, 1, length_dim, wrap=False)
+    # The latest segment start at or before each position: a [length, length] maximum.
+    memory_dim = mtf.Dimension("start_memory", length_dim.size)
+    starts = mtf.rename_dimension(first_of_segment * position, length_dim.name, memory_dim.name)
+    visible = mtf.cast(mtf.less_equal(mtf.range(tokens.mesh, memory_dim, tf.int32), position),
+                       tf.int32)
+    segment_start = mtf.reduce_max(starts * visible, reduced_dim=memory_dim)
+    token = position - segment_start
+    return {"token_index": token, "sentence_index": mtf.zeros_like(token),
+            "paragraph_index": paragraph}
+
+
+class SegaBert(Bert):
+    # Its examples come from documents as BERT's (the trainer's BERT path), by
+    # structure.SegaBertStream.
+    name = "segabert"
+    architectures = ("segabert",)
+    # fresh_on_warm_start is BERT's: new heads start fresh. (Masked LM alone never trains the
+    # pooler: a pre-trained checkpoint has its initial weights.)
+
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
+        super().__init__(config, vocab_size, variable_dtype)
+        if self.bert.head == "pretraining":
+            raise ValueError("SegaBERT pre-trains with masked LM alone: set BertConfig.head = "
+                             "'mlm' (model/gin/segabert/)")
+        self.limits = structure.StructureLimits()
+
+    predict_feature_keys = structure.INDEX_KEYS
+
+    @classmethod
+    def pretraining_stream(cls, run, source):
+        # Structured windows with their indices instead of BERT's NSP pairs.
+        return structure.SegaBertStream(source, run.vocabulary, run.data_config.inputs_length,
+                                        run.data_config.seed, bert_inputs.BertDataConfig())
+
+    @classmethod
+    def run_tasks(cls, mode, run, args):
+        return bert_finetune.run_mode(mode, run, args, BertConfig().head,
+                                      finetune.StructuredHeadTask)
+
+    def optimizer(self, learning_rate):
+        settings = FusedAdamConfig()
+        return FusedAdam(learning_rate=learning_rate, weight_decay_rate=settings.weight_decay_rate,
+                         beta_1=settings.beta1, beta_2=settings.beta2, epsilon=settings.epsilon,
+                         exclude_from_weight_decay=["layer_norm", "bias"])
+
+    @property
+    def feature_keys(self) -> Tuple[str, ...]:
+        return super().feature_keys + structure.INDEX_KEYS
+
+    def position_embedding(self, batch: Dict[str, mtf.Tensor]) -> mtf.Tensor:
+        """The sum of the token-in-sentence, sentence-in-paragraph and paragraph-in-document
+        embeddings, [batch, length, d_model]."""
+        tokens = batch["bert_input_tokens"]
+        indices = batch if structure.INDEX_KEYS[0] in batch else indices_from_tokens(tokens)
+        rows = (self.limits.tokens_per_sentence, self.limits.sentences_per_paragraph,
+                self.limits.paragraphs_per_document)
+        embeddings = []
+        for key, table_name, size in zip(structure.INDEX_KEYS, TABLES, rows):
+            rows_dim = mtf.Dimension(table_name, size)
+            table = self._variable(tokens.mesh, table_name, [rows_dim, self.d_model])
+            # The data path keeps indices within the rows (model/families/segabert/structure.py); decoding's
+            # derived ones are clamped the same way.
+            embeddings.append(mtf.gather(table, mtf.minimum(indices[key], size - 1), rows_dim))
+        return mtf.add_n(embeddings)

@@ -1,0 +1,178 @@
+"""Fine-tuning, evaluation and decoding on the paper's tasks (model/tasks/) from the command line:
+
+    python -m model.train --mode finetune --task glue_rte --model_dir DIR \
+        --gin_file sizes/base.gin --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
+        --gin_param "DataConfig.vocabulary = 'spm.model'"
+    python -m model.train --mode finetune --mixture glue ...        (multi-task, Section 3.5.2)
+    python -m model.train --mode finetune --mixture all --with_pretraining --mixing_limit 524288 \
+        --gin_file pretrain.gin ...   (multi-task pre-training: C4's objective mixed in, from scratch;
+                                       the size limit K is 2^21 unless --mixing_limit gives one)
+    python -m model.train --mode eval --task glue_rte ...           (every checkpoint not yet scored)
+    python -m model.train --mode decode --task glue_rte ...         (the newest checkpoint)
+
+A fine-tuning run (model/gin/finetune.gin: constant learning rate 0.001, 2^18 steps, a checkpoint
+every 5,000) warm-starts from the pre-trained checkpoint (the global step continues), trains on
+the task's (or the mixture's) training pairs, keeping every checkpoint while it trains; then each
+checkpoint is decoded (greedily, as the paper's Section 3; `--gin_file beam_search.gin` for its
+final models' beam search on WMT and CNN/DM) and scored on every validation split
+(model/tasks/evaluation.py), the best per task is reported with the GLUE and SuperGLUE averages, and
+only those and the newest `TrainConfig.keep_checkpoint_max` checkpoints are kept.
+
+Sequences are trimmed to the task's lengths, and decoded up to its targets length
+(`Task.lengths`, the t5 library's per-task values; a mixture takes the longest of its members),
+unless gin binds `DataConfig.inputs_length`, `DataConfig.targets_length` or
+`TrainConfig.decode_length` (pretrain.gin, used for multi-task pre-training, binds span
+corruption's 512/114): a bound length wins, with a warning when it cuts the tasks' sequences.
+The lengths chosen are bound in gin, so `operative_config.gin` records the lengths the run used.
+WNLI is never trained on (as in the paper); it can be evaluated.
+
+Task data comes from TFDS (`--tfds_data_dir`, or TFDS's default) unless `--task_files
+TASK:SPLIT=PATH[,PATH...]` gives the task's original release files for a split (read by the
+task's local reader, so everything runs offline); with local files, the validation splits are
+those given.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from typing import Dict, List, Mapping, Optional
+
+import gin
+import tensorflow as tf
+
+from model.data import features, inputs, objectives
+from model.data.vocabulary import EOS_ID, Vocabulary
+from model.tasks import SequenceLengths, evaluation, selection as task_selection, tf_data
+from model.tasks.selection import Selection, TaskData
+from model.trainer import runs
+from model.trainer.decoding import DecodingConfig
+
+TOKENIZE_BATCH = 64
+# Shuffle buffer of the training pairs of each task (the whole task when smaller).
+SHUFFLE_BUFFER = 2 ** 16
+
+
+# The run's lengths that a selection's lengths replace, unless the gin config binds them itself.
+_LENGTH_PARAMETERS = {"DataConfig.inputs_length": "inputs", "DataConfig.targets_length": "targets",
+                      "TrainConfig.decode_length": "targets"}
+
+
+def _bound_in_gin(parameter: str) -> bool:
+    try:
+        gin.query_parameter(parameter)
+    except ValueError:  # gin's answer for a parameter that no file or --gin_param binds
+        return False
+    return True
+
+
+def with_task_lengths(run: runs.Run, lengths: SequenceLengths) -> runs.Run:
+    """The run trimming and decoding at the tasks' lengths (the decode length is the targets
+    length, as in the t5 library). A length that the gin config binds stays as bound (a user's
+    explicit choice, e.g. shorter sequences for a quick run), with a warning when it cuts
+    sequences that the tasks' lengths would keep. The tasks' lengths are bound in gin and the
+    run's data and train configs made again from gin, so that the operative config that
+    training writes records the lengths used (not the dataclasses' defaults)."""
+    for parameter, key in _LENGTH_PARAMETERS.items():
+        needed = getattr(lengths, key)
+        if not _bound_in_gin(parameter):
+            gin.bind_parameter(parameter, needed)
+        elif gin.query_parameter(parameter) < needed:
+            runs.progress(f"warning: {parameter} = {gin.query_parameter(parameter)} as bound, "
+                           f"shorter than the tasks' {key} ({needed} tokens): longer ones are cut")
+    return dataclasses.replace(run, data_config=runs.DataConfig(), train_config=runs.TrainConfig())
+
+
+def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[str, int]) -> tf.data.Dataset:
+    """Text pairs -> token ids, each trimmed to its length - 1 and ended by EOS (T5's
+    append_eos_after_trim)."""
+    def encode(batch):
+        return {key: vocabulary.tf_encode(batch[key]) for key in ("inputs", "targets")}
+
+    def end(example):
+        return {key: tf.concat([tf.cast(ids[:lengths[key] - 1], tf.int32), [EOS_ID]], 0)
+                for key, ids in example.items()}
+
+    return pairs.batch(TOKENIZE_BATCH).map(encode).unbatch().map(end)
+
+
+def mixed_pairs(selection: Selection, data: TaskData, seed: int) -> tf.data.Dataset:
+    """The training text pairs without end: each task's pairs shuffled epoch after epoch, drawn
+    by the mixing rates (one task: all from it). Deterministic for a given seed."""
+    streams = []
+    for number, task in enumerate(selection.trained):
+        pairs = tf_data.dataset(task, data.examples(task, "train"), training=True)
+        streams.append(pairs.shuffle(SHUFFLE_BUFFER, seed=seed + number,
+                                     reshuffle_each_iteration=True).repeat())
+    return tf.data.Dataset.sample_from_datasets(streams, weights=list(selection.rates.values()),
+                                                seed=seed)
+
+
+def token_examples(run: runs.Run, selection: Selection, data: TaskData) -> tf.data.Dataset:
+    """{"inputs", "targets"} token ids without end: the mixed training pairs, tokenized, with the
+    pre-training objective's examples over DataConfig.source mixed in at
+    `selection.pretraining_rate`."""
+    seed = run.data_config.seed
+    lengths = run.data_config.sequence_lengths
+    examples = tokenized(mixed_pairs(selection, data, seed), run.vocabulary, lengths)
+    if not selection.pretraining_rate:
+        return examples
+    text = inputs.text_dataset_from_source(run.data_config.source).repeat()
+    unsupervised = objectives.apply_objective(inputs.tokenize(text, run.vocabulary),
+                                              run.data_config.objective, lengths,
+                                              run.vocabulary.token_ids, seed)
+    return tf.data.Dataset.sample_from_datasets(
+        [unsupervised, examples], weights=[selection.pretraining_rate, 1 - selection.pretraining_rate],
+        seed=seed)
+
+
+def training_examples(run: runs.Run, selection: Selection, data: TaskData) -> runs.Examples:
+    """The model features of `token_examples`, packed."""
+    lengths = run.data_config.sequence_lengths
+    return lambda: features.convert_features(token_examples(run, selection, data),
+                                             run.feature_converter, lengths, pack=True)
+
+
+def eval_sets(selection: Selection, data: TaskData) -> List[evaluation.EvalSet]:
+    """Every validation split of every evaluated task (examples without a label are skipped)."""
+    sets = []
+    for task in selection.evaluated:
+        for split in data.validation_splits(task):
+            labelled = [e for e in data.examples(task, split) if e.get("label", 0) != -1]
+            sets.append(evaluation.eval_set(task, split, labelled, data.describe(task, split)))
+    return sets
+
+
+def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: DecodingConfig,
+             max_steps: Optional[int] = None) -> Dict[str, dict]:
+    """Trains (keeping every checkpoint), evaluates every checkpoint (decoded as `decoding`
+    says), keeps the best per task and the newest keep_checkpoint_max. Returns
+    {"<task>/<split>": best}."""
+    if not run.train_config.init_checkpoint:
+        runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
+    sets = eval_sets(selection, data)
+    keep_all = dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
+                                                                          keep_checkpoint_max=0))
+    runs.train(keep_all, training_examples(run, selection, data), run.vocabulary.vocab_size, max_steps)
+    best = evaluation.evaluate_checkpoints(run, sets, decoding)
+    newest = sorted(evaluation.checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
+    evaluation.keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
+    return best
+
+
+def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
+    """finetune: train, evaluate, keep the best; eval: score the checkpoints not yet scored;
+    decode: score the newest checkpoint (its predictions are written beside the scores)."""
+    selection = task_selection.select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature,
+                       args.with_pretraining, training=mode == "finetune")
+    data = task_selection.task_data(args)
+    run = with_task_lengths(run, selection.lengths)
+    decoding = DecodingConfig()
+    if mode == "finetune":
+        return finetune(run, selection, data, decoding)
+    sets = eval_sets(selection, data)
+    if mode == "eval":
+        return evaluation.evaluate_checkpoints(run, sets, decoding)
+    newest = max(evaluation.checkpoint_steps(run.model_dir) or [0])
+    evaluation.evaluate_checkpoints(run, sets, decoding, steps=[newest])
+    return {s.name: {"step": newest, "scores": evaluation.recorded_scores(run.model_dir, s)[newest]}
+            for s in sets}

@@ -1,0 +1,222 @@
+"""Export of a checkpoint to Hugging Face `transformers` (T5ForConditionalGeneration): config,
+weights, generation config and a T5Tokenizer.
+
+    python -m model.train --mode export --model_dir DIR --export_dir OUT --gin_file sizes/base.gin \
+        --gin_param "DataConfig.vocabulary = 'spm.model'" [--task cnn_dailymail]
+    # then: T5ForConditionalGeneration.from_pretrained(OUT), T5Tokenizer.from_pretrained(OUT)
+
+`generation_config.json` makes `model.generate(...)` decode as our evaluation does: greedy, or
+the task's beam search when beam search is switched on (gin/beam_search.gin), up to the decode
+length (the task's targets length with `--task`, else `TrainConfig.decode_length`). Transformers
+counts the decoder's start token in `max_length`, so it is the decode length + 1. Its beam search
+divides a beam's log-probability by length ** length_penalty where mtf's uses Wu et al.'s
+((5 + length) / 6) ** alpha: alpha is written as length_penalty, and beams can rank differently.
+The tokenizer's `model_max_length` is the inputs length (512 for every task, as T5's).
+
+Our variables carry T5's Mesh TensorFlow names (model/families/t5/architectures.py), so transformers' own
+converter for T5's checkpoints, `load_tf_weights_in_t5`, reads them (it skips the optimizer
+slots and the global step). That converter skips any name it does not know without failing, so
+every parameter of the PyTorch model is first set to NaN and must have been overwritten.
+
+The tokenizer: our vocabulary is the SentencePiece model plus 100 sentinels appended in reverse
+order, which is exactly what T5Tokenizer does with `extra_ids=100` over the same `spiece.model`,
+so the trained model file is exported as `spiece.model` with the tokenizer's config.
+
+Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart. T5.1.0's
+logits are tied to the embedding and scaled by d_model**-0.5 in both; T5.1.1's
+(gin/architectures/t5.1.1.gin) come unscaled from `decoder/logits/kernel`, which the converter
+reads as `lm_head`, and its gated-GELU `wi_0`/`wi_1` as `feed_forward_proj = "gated-gelu"`
+(transformers' gelu_new: the tanh form, as mtf.gelu).
+
+Without `DataConfig.vocabulary` (a checkpoint imported from transformers by model/convert.py,
+say), the vocabulary's size is the checkpoint's embedding rows and no tokenizer is written.
+
+Import (model/convert.py) reads a transformers folder through `t5_state_dict`, our names for
+transformers' (the direction of `load_tf_weights_in_t5`), and `gin_bindings`, the inverse of
+`hf_config`.
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+import shutil
+from typing import Any, Dict, Mapping, Optional
+
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from model import tasks
+from model.data.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID
+from model.families.t5 import finetune
+from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
+from model.trainer import runs, warm_start
+from model.trainer.decoding import DecodingConfig
+from model.trainer.model_config import ModelConfig
+from model.trainer.model_fn import import_features
+from model.trainer.mtf_compat import mtf
+
+# The one distance that mtf's `_relative_position_bucket` reaches (fixed in the library).
+RELATIVE_ATTENTION_MAX_DISTANCE = 128
+# The `model_type` of T5Config (a transformers folder's config.json).
+MODEL_TYPE = "t5"
+EMBEDDING = "shared/embedding"
+
+
+def hf_config(config: ModelConfig, vocab_size: int):
+    """The T5Config of a model config over a vocabulary of `vocab_size` ids (the embedding is
+    padded to a multiple of 128, as ours)."""
+    from transformers import T5Config
+    if config.architecture != Architecture.ENCODER_DECODER.value:
+        raise ValueError(f"only the encoder_decoder architecture has a Hugging Face T5 "
+                         f"counterpart, not {config.architecture}")
+    if config.adapter_size:
+        raise ValueError("adapter layers have no Hugging Face T5 counterpart")
+    return T5Config(
+        vocab_size=VOCAB_DIVISOR * math.ceil(vocab_size / VOCAB_DIVISOR),
+        d_model=config.d_model, d_kv=config.d_kv, d_ff=config.d_ff,
+        num_layers=config.num_layers, num_decoder_layers=config.num_layers,
+        num_heads=config.num_heads,
+        relative_attention_num_buckets=config.relative_attention_num_buckets,
+        relative_attention_max_distance=RELATIVE_ATTENTION_MAX_DISTANCE,
+        dropout_rate=config.dropout_rate, layer_norm_epsilon=LAYER_NORM_EPSILON,
+        feed_forward_proj=config.feed_forward_proj,
+        tie_word_embeddings=config.tie_word_embeddings, is_encoder_decoder=True,
+        pad_token_id=PAD_ID, eos_token_id=EOS_ID, decoder_start_token_id=PAD_ID)
+
+
+def load_checkpoint(config: ModelConfig, vocab_size: int, checkpoint: str):
+    """A T5ForConditionalGeneration holding the weights of `checkpoint` (path or directory)."""
+    import torch
+    from transformers import T5ForConditionalGeneration
+    from transformers.models.t5.modeling_t5 import load_tf_weights_in_t5
+
+    model = T5ForConditionalGeneration(hf_config(config, vocab_size))
+    with torch.no_grad():
+        for parameter in model.parameters():
+            parameter.fill_(float("nan"))
+    load_tf_weights_in_t5(model, model.config, warm_start.checkpoint_path(checkpoint))
+    model.tie_weights()
+    missing = [name for name, p in model.named_parameters() if torch.isnan(p).any()]
+    if missing:
+        raise ValueError(f"the checkpoint did not provide {len(missing)} Hugging Face parameter(s): "
+                         f"{missing[:10]}")
+    return model.eval()
+
+
+def generation_config(decode_length: int, decoding: tasks.Decoding):
+    """The GenerationConfig that decodes as our evaluation (see the module's docstring)."""
+    from transformers import GenerationConfig
+    beam = decoding.beam_size > 1
+    return GenerationConfig(
+        decoder_start_token_id=PAD_ID, pad_token_id=PAD_ID, eos_token_id=EOS_ID, do_sample=False,
+        max_length=decode_length + 1, num_beams=decoding.beam_size,
+        length_penalty=decoding.alpha if beam else 1.0)
+
+
+def export(run: runs.Run, export_dir: str, checkpoint: str = "",
+           task: Optional[str] = None) -> Dict[str, str]:
+    """Writes config, weights (safetensors), generation config and tokenizer of `checkpoint`
+    (default: the run's newest) to `export_dir`; with `task`, the generation config and the
+    tokenizer take the task's lengths and decoding. Returns what was written."""
+    from transformers import T5Tokenizer
+
+    decoding = tasks.GREEDY
+    if task:
+        run = finetune.with_task_lengths(run, tasks.get(task).lengths)
+        decoding = tasks.get(task).decoding(DecodingConfig().beam_search)
+    source = warm_start.checkpoint_path(checkpoint or run.model_dir)
+    vocabulary = run.vocabulary if run.data_config.vocabulary else None
+    vocab_size = (vocabulary.vocab_size if vocabulary
+                  else warm_start.checkpoint_variables(source)[EMBEDDING][0][0])
+    model = load_checkpoint(run.model_config, vocab_size, source)
+    model.generation_config = generation_config(run.train_config.decode_length, decoding)
+    out = pathlib.Path(export_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(out)
+    if vocabulary is None:
+        return {"checkpoint": source, "export_dir": str(out)}
+    shutil.copyfile(vocabulary.path, out / "spiece.model")
+    T5Tokenizer(str(out / "spiece.model"), extra_ids=NUM_SENTINELS, legacy=True,
+                model_max_length=run.data_config.inputs_length).save_pretrained(out)
+    return {"checkpoint": source, "export_dir": str(out)}
+
+
+def gin_bindings(hf: Any) -> Dict[str, Any]:
+    """Our gin bindings for the sizes of a T5Config (the inverse of `hf_config`); a ValueError
+    names a field that ours cannot compute alike."""
+    fixed = {"num_decoder_layers": hf.num_layers,
+             "relative_attention_max_distance": RELATIVE_ATTENTION_MAX_DISTANCE,
+             "layer_norm_epsilon": LAYER_NORM_EPSILON}
+    for field, ours in fixed.items():
+        if getattr(hf, field) != ours:
+            raise ValueError(f"config field {field} = {getattr(hf, field)!r}: ours is {ours!r}")
+    if hf.vocab_size % VOCAB_DIVISOR:
+        raise ValueError(f"config field vocab_size = {hf.vocab_size}: our embedding has a "
+                         f"multiple of {VOCAB_DIVISOR} rows")
+    return {"ModelConfig.architecture": Architecture.ENCODER_DECODER.value,
+            "ModelConfig.d_model": hf.d_model, "ModelConfig.d_ff": hf.d_ff,
+            "ModelConfig.num_heads": hf.num_heads, "ModelConfig.d_kv": hf.d_kv,
+            "ModelConfig.num_layers": hf.num_layers,
+            "ModelConfig.relative_attention_num_buckets": hf.relative_attention_num_buckets,
+            "ModelConfig.dropout_rate": hf.dropout_rate,
+            "ModelConfig.feed_forward_proj": hf.feed_forward_proj,
+            "ModelConfig.tie_word_embeddings": bool(hf.tie_word_embeddings)}
+
+
+def t5_state_dict(variables: Mapping[str, np.ndarray], config: ModelConfig
+                  ) -> Dict[str, np.ndarray]:
+    """T5ForConditionalGeneration's parameters (name -> array) from our variables by name:
+    kernels [in, out] are torch's [out, in] transposed, the relative attention bias [heads,
+    buckets] is [buckets, heads], embeddings and norms as they are."""
+    state = {"shared.weight": variables[EMBEDDING],
+             "encoder.embed_tokens.weight": variables[EMBEDDING],
+             "decoder.embed_tokens.weight": variables[EMBEDDING],
+             "lm_head.weight": (variables[EMBEDDING] if config.tie_word_embeddings
+                                else variables["decoder/logits/kernel"].T)}
+    wi = ["wi"] if config.feed_forward_proj == "relu" else ["wi_0", "wi_1"]
+    for stack, attentions in (("encoder", ["SelfAttention"]),
+                              ("decoder", ["SelfAttention", "EncDecAttention"])):
+        state[f"{stack}.final_layer_norm.weight"] = variables[f"{stack}/final_layer_norm/scale"]
+        for block in range(config.num_layers):
+            ours, theirs = f"{stack}/block_{block:03d}", f"{stack}.block.{block}"
+            for layer, attention in enumerate(attentions):
+                for p in "qkvo":
+                    state[f"{theirs}.layer.{layer}.{attention}.{p}.weight"] = \
+                        variables[f"{ours}/layer_{layer:03d}/{attention}/{p}"].T
+            if block == 0:  # one relative position table per stack, in its first layer
+                state[f"{theirs}.layer.0.SelfAttention.relative_attention_bias.weight"] = \
+                    variables[f"{ours}/layer_000/SelfAttention/relative_attention_bias"].T
+            dense = len(attentions)
+            for p in wi + ["wo"]:
+                state[f"{theirs}.layer.{dense}.DenseReluDense.{p}.weight"] = \
+                    variables[f"{ours}/layer_{dense:03d}/DenseReluDense/{p}/kernel"].T
+            for layer in range(dense + 1):
+                state[f"{theirs}.layer.{layer}.layer_norm.weight"] = \
+                    variables[f"{ours}/layer_{layer:03d}/layer_norm/scale"]
+    return state
+
+
+def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
+                ) -> Dict[str, mtf.Tensor]:
+    """Our encoder-decoder's teacher-forced {"logits": [batch, targets length, vocab]} for
+    `inputs["encoder_tokens"]` (id 0 is padding) and `inputs["decoder_targets"]` (the decoder
+    reads them shifted right behind a 0), one example a row, without dropout."""
+    encoder = np.asarray(inputs["encoder_tokens"], np.int32)
+    targets = np.asarray(inputs["decoder_targets"], np.int32)
+    features = {
+        "encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0).astype(np.int32),
+        "encoder_positions": np.tile(np.arange(encoder.shape[1], dtype=np.int32),
+                                     (len(encoder), 1)),
+        "decoder_target_tokens": targets, "decoder_segment_ids": np.ones_like(targets),
+        "decoder_input_tokens": np.pad(targets[:, :-1], [(0, 0), (1, 0)]),
+        "decoder_positions": np.tile(np.arange(targets.shape[1], dtype=np.int32),
+                                     (len(targets), 1)),
+        "decoder_loss_weights": np.ones_like(targets)}
+    batch = import_features({key: tf.constant(value) for key, value in features.items()},
+                            family.feature_keys, mesh)
+    return {"logits": family.logits(family.build(training=False), batch,
+                                    tf.estimator.ModeKeys.EVAL)}
+
+
+__all__ = ["EMBEDDING", "MODEL_TYPE", "export", "generation_config", "gin_bindings", "hf_config",
+           "load_checkpoint", "mtf_outputs", "t5_state_dict"]

@@ -1,0 +1,108 @@
+"""What runs on the host around training steps: the loss log and check, summaries, checkpoints,
+the operative gin config.
+
+On a TPU, tensors computed inside the TPU program cannot be fetched by a SessionRunHook: each
+step's values reach the host only through TPUEstimator's `host_call` (an outfeed). So the
+per-step work on values (append {"step", "loss"} to `train_loss.jsonl`, TensorBoard scalars, stop
+on a non-finite loss) is one host call, which TPUEstimator also runs on CPU (every step, with
+that step's tensors), so CPU tests exercise the TPU code path. The hooks keep to what lives on
+the host: copying variables between master and slices (mtf's restore hook and saver listener),
+saving checkpoints, writing the operative gin config.
+
+As T5's `utils.tpu_estimator_model_fn`, except: T5 logs the loss with `tf.Print` on CPU only and
+never checks it; T5's `GinConfigSaverHook` also summarises the config to TensorBoard.
+"""
+from __future__ import annotations
+
+import json
+import pathlib
+import sys
+from typing import List
+
+import gin.tf
+import numpy as np
+import tensorflow.compat.v1 as tf
+
+from model.trainer.mtf_compat import mtf
+
+LOSS_LOG_NAME = "train_loss.jsonl"
+# Marks the error that the host call raises on a non-finite loss, so the driver can tell it apart.
+NON_FINITE_LOSS_MARKER = "non-finite training loss"
+
+
+class NonFiniteLossError(RuntimeError):
+    """Training stopped because the loss became NaN or infinite."""
+
+
+def non_finite_loss_error(loss: float, step: int, model_dir: str) -> NonFiniteLossError:
+    last = tf.train.latest_checkpoint(model_dir)
+    return NonFiniteLossError(
+        f"training loss is {loss} at step {step}: stopping. The last checkpoint is "
+        f"{last or 'none'}. Lower the learning rate or check the inputs, then resume.")
+
+
+def logged_losses(model_dir: str) -> List[dict]:
+    log = pathlib.Path(model_dir) / LOSS_LOG_NAME
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.is_file() else []
+
+
+def error_for_failed_step(model_dir: str) -> NonFiniteLossError:
+    """The error for a step the host call stopped: its step and loss are the last logged."""
+    entries = logged_losses(model_dir)
+    last = entries[-1] if entries else {"step": 0, "loss": float("nan")}
+    return non_finite_loss_error(last["loss"], last["step"], model_dir)
+
+
+def append_loss(model_dir: str, progress_steps: int, step: np.ndarray, loss: np.ndarray
+                ) -> np.int64:
+    """Logs the step's loss; every `progress_steps` also tells the person at the terminal."""
+    with (pathlib.Path(model_dir) / LOSS_LOG_NAME).open("a") as log:
+        log.write(json.dumps({"step": int(step), "loss": float(loss)}) + "\n")
+    if int(step) % progress_steps == 0:
+        print(f"step {int(step)}: loss {float(loss):.4f}", file=sys.stderr, flush=True)
+    return np.int64(step)
+
+
+def training_host_call(model_dir: str, step: tf.Tensor, loss: tf.Tensor,
+                       learning_rate: tf.Tensor, progress_steps: int):
+    """(host_fn, tensors) for TPUEstimatorSpec.host_call: log, summarise, then check the loss
+    (after logging it, so the failing step is in the log; the step's checkpoint is never
+    written, as the check fails the step)."""
+
+    def host_fn(step, loss, learning_rate):
+        step, loss, learning_rate = step[0], loss[0], learning_rate[0]
+        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, progress_steps, s, l),
+                                   [step, loss], tf.int64, stateful=True)
+        with tf.compat.v2.summary.create_file_writer(model_dir).as_default():
+            with tf.compat.v2.summary.record_if(True):
+                tf.compat.v2.summary.scalar("loss", loss, step=step)
+                tf.compat.v2.summary.scalar("learning_rate", learning_rate, step=step)
+                summaries = tf.summary.all_v2_summary_ops()
+        with tf.control_dependencies([logged]):
+            if_finite = tf.debugging.check_numerics(loss, NON_FINITE_LOSS_MARKER)
+        return summaries + [if_finite]
+
+    return host_fn, [tf.reshape(tf.cast(step, tf.int64), [1]),
+                     tf.reshape(tf.cast(loss, tf.float32), [1]),
+                     tf.reshape(tf.cast(learning_rate, tf.float32), [1])]
+
+
+def training_hooks(lowering: mtf.Lowering, model_dir: str, save_checkpoints_steps: int
+                   ) -> list:
+    """Host-side hooks of a training run. The saver is the one the scaffold registers."""
+    with mtf.utils.outside_all_rewrites():
+        return [
+            # Copies master variables to their mesh slices after restore or initialisation.
+            mtf.MtfRestoreHook(lowering),
+            tf.train.CheckpointSaverHook(
+                model_dir, save_steps=save_checkpoints_steps,
+                listeners=[mtf.MtfCheckpointSaverListener(lowering)]),
+            # Written once the graph is built: it holds every binding the run used.
+            gin.tf.GinConfigSaverHook(model_dir, summarize_config=False,
+                                      include_step_in_filename=False),
+        ]
+
+
+def is_non_finite_loss(error: Exception) -> bool:
+    return isinstance(error, tf.errors.InvalidArgumentError) and (
+        NON_FINITE_LOSS_MARKER in str(error))

@@ -1,0 +1,387 @@
+"""A run: its gin-bound configs, its family, and what the trainer does with it (train, evaluate,
+decode), plus how a later command recovers a run's recorded settings.
+
+Training runs through TPUEstimator: on CPU with `use_tpu=False` and a PlacementMeshImpl mesh, on
+TPU with SimdMeshImpl, with the same model function (model/trainer/model_fn.py). The run's family
+(`Run.family`, a class of model/families/base.py's interface, chosen by the command line from
+the registry) supplies the vocabulary, the data and the model; nothing here names a family.
+"""
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import sys
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+
+import gin
+import numpy as np
+import tensorflow.compat.v1 as tf
+from tensorflow.core.protobuf import rewriter_config_pb2
+from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
+
+from model.data.vocabulary import EOS_ID, Vocabulary
+from model.data import input_position
+from model.trainer import hooks, warm_start
+from model.trainer.decoding import strip_after_eos
+from model.trainer.finetune_methods import FineTuningMethod
+from model.trainer.mesh import MeshConfig
+from model.trainer.model_config import ModelConfig
+from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+
+if TYPE_CHECKING:
+    from model.families.base import ModelFamily
+
+GIN_DIR = pathlib.Path(__file__).resolve().parent.parent / "gin"
+MODES = ("pretrain", "finetune", "eval", "decode", "export")
+
+Examples = Callable[[], tf.data.Dataset]
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class DataConfig:
+    """Where text comes from and how it becomes examples (see model/data/inputs.py for `source`).
+
+    `eval_source` defaults to the validation split of a `tfds:` source."""
+
+    source: str = ""
+    eval_source: str = ""
+    vocabulary: str = ""
+    objective: str = "span_corruption"
+    inputs_length: int = 512
+    targets_length: int = 114
+    seed: int = 0
+    # Pre-training rows shuffled within blocks of this many packing windows (model/data/inputs.py
+    # PretrainingStream); 0 keeps document order, as T5's. gpt1/pretrain.gin sets it.
+    shuffle_windows: int = 0
+
+    @property
+    def sequence_lengths(self) -> Dict[str, int]:
+        return {"inputs": self.inputs_length, "targets": self.targets_length}
+
+
+@gin.configurable
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Steps, batch and checkpointing. The batch is given in tokens, as in the paper (2^16).
+
+    `train_steps` counts this run's steps: from 0 when pre-training, from the warm-start
+    checkpoint's step when fine-tuning (the global step continues, as in T5)."""
+
+    tokens_per_batch: int = 65536
+    train_steps: int = 524288
+    save_checkpoints_steps: int = 5000
+    keep_checkpoint_max: int = 5
+    eval_steps: Optional[int] = None  # None: the whole validation set
+    eval_batch_size: int = 128
+    decode_length: int = 114
+    iterations_per_loop: int = 100
+    use_tpu: bool = False
+    tpu: str = ""
+    # 0 lets TensorFlow choose; the benchmark and tests pin them for stable timings.
+    intra_op_threads: int = 0
+    inter_op_threads: int = 0
+    init_checkpoint: Optional[str] = None
+    # Regular expressions of variables that warm start may leave freshly initialised.
+    warm_start_fresh: Tuple[str, ...] = ()
+    # Graph-level seed: the same initial weights (and dropout masks) in every run of a config.
+    random_seed: int = 0
+
+
+def checkpoint_step(model_dir: str) -> int:
+    """Global step of the newest checkpoint in `model_dir` (0 when there is none)."""
+    latest = tf.train.latest_checkpoint(model_dir)
+    return int(tf.train.load_variable(latest, tf.GraphKeys.GLOBAL_STEP)) if latest else 0
+
+
+def feature_length(dataset: tf.data.Dataset) -> int:
+    """The longest feature of one (unbatched) example: what a token budget is divided by."""
+    return max(int(spec.shape[0]) for spec in dataset.element_spec.values())
+
+
+def batch_size_for(train_config: TrainConfig, length: int) -> int:
+    batch = train_config.tokens_per_batch // length
+    if batch < 1:
+        raise ValueError(f"tokens_per_batch {train_config.tokens_per_batch} is less than one "
+                         f"sequence of {length} tokens")
+    return batch
+
+
+def run_config(train_config: TrainConfig, model_dir: str, cluster=None) -> tpu_config.RunConfig:
+    """TPUEstimator's RunConfig, as T5's `utils.get_estimator` makes it on TPU: one core per
+    replica (Mesh TensorFlow's SIMD lowering needs the model replicated on every core, each
+    receiving the whole batch: BROADCAST), and TensorFlow's meta-optimizer off (slow start-up,
+    little gain on TPU)."""
+    session_config = tf.ConfigProto(
+        intra_op_parallelism_threads=train_config.intra_op_threads,
+        inter_op_parallelism_threads=train_config.inter_op_threads,
+        allow_soft_placement=True)
+    if train_config.use_tpu:
+        session_config.graph_options.rewrite_options.disable_meta_optimizer = (
+            rewriter_config_pb2.RewriterConfig.ON)
+    return tpu_config.RunConfig(
+        cluster=cluster,
+        model_dir=model_dir,
+        session_config=session_config,
+        tf_random_seed=train_config.random_seed,
+        # Checkpoints come from the model function's saver hook (it copies mesh slices first).
+        save_checkpoints_steps=None,
+        save_checkpoints_secs=None,
+        save_summary_steps=None,
+        log_step_count_steps=None,
+        tpu_config=tpu_config.TPUConfig(
+            iterations_per_loop=train_config.iterations_per_loop,
+            num_cores_per_replica=1,
+            per_host_input_for_training=tpu_config.InputPipelineConfig.BROADCAST))
+
+
+def make_estimator(family: type, model_config: ModelConfig, mesh_config: MeshConfig,
+                   optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
+                   vocab_size: int, batch_size: int,
+                   precision: PrecisionConfig = PrecisionConfig(),
+                   fine_tuning: FineTuningMethod = FineTuningMethod(), beam_size: int = 1,
+                   alpha: float = 0.6) -> tpu_estimator.TPUEstimator:
+    setup = ModelFnSetup(
+        family_class=family, model_config=model_config, mesh_config=mesh_config, optimization=optimization,
+        vocab_size=vocab_size, model_dir=model_dir,
+        save_checkpoints_steps=train_config.save_checkpoints_steps,
+        keep_checkpoint_max=train_config.keep_checkpoint_max,
+        decode_length=train_config.decode_length, use_tpu=train_config.use_tpu,
+        precision=precision, init_checkpoint=train_config.init_checkpoint,
+        warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=fine_tuning,
+        beam_size=beam_size, alpha=alpha)
+    cluster = None
+    if train_config.use_tpu:
+        cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
+    return tpu_estimator.TPUEstimator(
+        model_fn=make_model_fn(setup), config=run_config(train_config, model_dir, cluster),
+        use_tpu=train_config.use_tpu, train_batch_size=batch_size, eval_batch_size=batch_size,
+        predict_batch_size=batch_size)
+
+
+@dataclasses.dataclass
+class Run:
+    """One configured run: the gin-bound configs and the family (a class of
+    model/families/base.py's interface) that reads its data and builds its model."""
+
+    family: "type[ModelFamily]"
+    model_config: ModelConfig
+    mesh_config: MeshConfig
+    optimization: OptimizationConfig
+    data_config: DataConfig
+    train_config: TrainConfig
+    model_dir: str
+    precision: PrecisionConfig = PrecisionConfig()
+    fine_tuning: FineTuningMethod = FineTuningMethod()
+
+    @property
+    def feature_converter(self) -> str:
+        return self.family.converter
+
+    @property
+    def vocabulary(self) -> Vocabulary:
+        if not self.data_config.vocabulary:
+            raise ValueError("DataConfig.vocabulary (the vocabulary file) is not set")
+        return self.family.vocabulary(self.data_config.vocabulary)
+
+    def training_examples(self):
+        """The training text's examples, epoch after epoch, resumable at a recorded position
+        (model/trainer/input_position.py)."""
+        if not self.data_config.source:
+            raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        return self.family.training_stream(self)
+
+    def validation_examples(self) -> tf.data.Dataset:
+        """Packed model features of the validation text."""
+        if not self.data_config.source:
+            raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        return self.family.validation_examples(self)
+
+    def estimator(self, batch_size: int, beam_size: int = 1, alpha: float = 0.6
+                  ) -> tpu_estimator.TPUEstimator:
+        return make_estimator(self.family, self.model_config, self.mesh_config, self.optimization,
+                              self.train_config, self.model_dir,
+                              self.vocabulary.vocab_size, batch_size, self.precision,
+                              self.fine_tuning, beam_size, alpha)
+
+
+def first_step(run: Run) -> int:
+    """The global step a run starts from: the warm-start checkpoint's when the run's family
+    continues training from it (T5), else 0."""
+    return warm_start.first_step(run.train_config.init_checkpoint,
+                                 run.family.warm_start_continues_training)
+
+
+def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
+    """Trains `max_steps` steps (default TrainConfig.train_steps) past the first step (0, or the
+    warm-start checkpoint's), resuming from the newest checkpoint with the same data position.
+    Returns the final global step. The operative gin config is written once the model is built."""
+    pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
+    base_step = first_step(run)
+    start_step = checkpoint_step(run.model_dir) or base_step
+    batch_size = batch_size_for(run.train_config, feature_length(examples()))
+    estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
+                               run.train_config, run.model_dir, vocab_size, batch_size,
+                               run.precision, run.fine_tuning)
+    target = base_step + (max_steps or run.train_config.train_steps)
+    if start_step < target:
+        progress(f"training {run.model_config.architecture} in {run.model_dir}: "
+                 f"step {start_step} -> {target}, {batch_size} sequences per batch")
+        try:
+            # The input resumes at the position recorded with the checkpoint (model/data/input_position.py).
+            every = run.train_config.save_checkpoints_steps
+            is_checkpoint_step = lambda step: (base_step + step) % every == 0 or base_step + step == target
+            estimator.train(lambda params: input_position.training_batches(
+                examples, params["batch_size"], start_step - base_step, run.model_dir, is_checkpoint_step),
+                max_steps=target)
+        except tf.errors.InvalidArgumentError as error:
+            if hooks.is_non_finite_loss(error):
+                raise hooks.error_for_failed_step(run.model_dir) from None
+            raise
+        except tf.train.NanLossDuringTrainingError:
+            # Estimator's own NaN check, should it see the loss first: the same message.
+            raise hooks.error_for_failed_step(run.model_dir) from None
+    return checkpoint_step(run.model_dir)
+
+
+def progress(message: str) -> None:
+    """A progress line for the person at the terminal (stderr; results go to stdout)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:
+    """Validation loss and token accuracy of the newest checkpoint (also in TensorBoard)."""
+    if not tf.train.latest_checkpoint(run.model_dir):
+        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
+    batch_size = min(run.train_config.eval_batch_size, max(1, run.train_config.tokens_per_batch
+                                                            // feature_length(examples())))
+    estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
+                               run.train_config, run.model_dir, vocab_size, batch_size,
+                               run.precision)
+    progress(f"evaluating {tf.train.latest_checkpoint(run.model_dir)}")
+    results = estimator.evaluate(
+        lambda params: examples().batch(params["batch_size"], drop_remainder=True),
+        steps=run.train_config.eval_steps, name="validation")
+    if "token_loss" in results:
+        metrics = {"loss": float(results["token_loss"]),
+                   "token_accuracy": float(results["token_accuracy"])}
+    else:  # a family with other metrics (BERT's masked_lm_*, next_sentence_*)
+        metrics = {name: float(value) for name, value in results.items()
+                   if name not in ("loss", "global_step")}
+    metrics["step"] = int(results["global_step"])
+    return metrics
+
+
+def encode_inputs(texts: Sequence[str], vocabulary: Vocabulary, length: int) -> np.ndarray:
+    """Token ids + EOS, truncated and zero padded to `length`: the decode mode's input."""
+    rows = np.zeros([len(texts), length], np.int32)
+    for row, text in zip(rows, texts):
+        ids = vocabulary.encode(text)[:length - 1] + [EOS_ID]
+        row[:len(ids)] = ids
+    return rows
+
+
+def decode(run: Run, texts: Sequence[str], inputs_length: int) -> List[str]:
+    """Greedy decodes of `texts` by the newest checkpoint."""
+    if not tf.train.latest_checkpoint(run.model_dir):
+        raise FileNotFoundError(f"no checkpoint to decode with in {run.model_dir}")
+    if not texts:
+        return []
+    vocabulary = run.vocabulary
+    ids = encode_inputs(texts, vocabulary, inputs_length)
+    batch_size = min(len(texts), run.train_config.eval_batch_size)
+    padded = np.concatenate([ids, np.zeros([-len(ids) % batch_size, inputs_length], np.int32)])
+    estimator = run.estimator(batch_size)
+    predictions = estimator.predict(
+        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": padded}).batch(
+            params["batch_size"], drop_remainder=True),
+        yield_single_examples=True)
+    outputs = [vocabulary.decode(strip_after_eos(p["outputs"])) for p in predictions]
+    return outputs[:len(texts)]
+
+
+def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
+    """Parses gin files (paths, or names relative to model/gin/) and bindings."""
+    paths = []
+    for name in gin_files:
+        path = pathlib.Path(name) if pathlib.Path(name).is_file() else GIN_DIR / name
+        if not path.is_file():
+            raise FileNotFoundError(f"gin file {name} not found (nor under {GIN_DIR})")
+        paths.append(str(path))
+    gin.parse_config_files_and_bindings(paths, gin_params, finalize_config=False)
+
+
+OPERATIVE_CONFIG_NAME = "operative_config.gin"  # hooks.py's GinConfigSaverHook writes it
+# Modes that work on a trained run: they read its recorded settings (recorded_bindings).
+MODES_ON_A_RUN = ("eval", "decode", "export")
+# Where a run ran rather than what it trained: a later command takes these from its own flags.
+MACHINE_SETTINGS = frozenset({"TrainConfig.use_tpu", "TrainConfig.tpu",
+                              "TrainConfig.intra_op_threads", "TrainConfig.inter_op_threads",
+                              "MeshConfig.mesh_shape", "MeshConfig.layout"})
+# The sequence lengths a task run takes from its tasks (model/families/t5/finetune.py with_task_lengths).
+SEQUENCE_LENGTH_SETTINGS = frozenset({"DataConfig.inputs_length", "DataConfig.targets_length",
+                                      "TrainConfig.decode_length"})
+
+
+def recorded_bindings(model_dir: str, for_tasks: bool = False) -> Dict[str, object]:
+    """The bindings a run's operative config records (the model and its sizes, family configs,
+    vocabulary and lengths, schedule...), by gin key, with the mode scope it trained in
+    (`finetune/`, `pretrain/`) dropped so they hold in any mode; a mode-scoped binding wins over
+    an unscoped one of the same key, as it did in the run. The machine's settings are left out
+    (MACHINE_SETTINGS), and so are macros (the bindings hold their values). `for_tasks` (a
+    command with --task or --mixture): sequence lengths recorded outside fine-tuning (a
+    pre-training run's) are left out too, for the tasks to set; a fine-tuning run's are its
+    tasks'. {} without a config."""
+    path = pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME
+    if not path.is_file():
+        return {}
+    parser = gin.config_parser.ConfigParser(path.read_text(),
+                                            gin.config.ParserDelegate(skip_unknown=True))
+    bindings: Dict[str, object] = {}
+    for statement in parser:
+        if not isinstance(statement, gin.config_parser.BindingStatement) or not statement.arg_name:
+            continue
+        scopes = [s for s in statement.scope.split("/") if s] if statement.scope else []
+        kept = [s for s in scopes if s not in MODES]
+        name = f"{statement.selector}.{statement.arg_name}"
+        if name in MACHINE_SETTINGS or (for_tasks and name in SEQUENCE_LENGTH_SETTINGS
+                                        and "finetune" not in scopes):
+            continue
+        key = "/".join(kept + [name])
+        if len(kept) < len(scopes) or key not in bindings:
+            bindings[key] = statement.value
+    return bindings
+
+
+def apply_recorded_bindings(model_dir: str, for_tasks: bool = False) -> Dict[str, object]:
+    """Binds what `model_dir`'s run recorded (recorded_bindings); returns what was bound. A
+    setting this code no longer has is skipped with a warning."""
+    applied = {}
+    for key, value in recorded_bindings(model_dir, for_tasks).items():
+        try:
+            gin.bind_parameter(key, value)
+        except ValueError as error:
+            progress(f"warning: the run's recorded {key} is not a setting here, skipped ({error})")
+            continue
+        applied[key] = value
+    return applied
+
+
+def warn_overrides(recorded: Dict[str, object], model_dir: str) -> None:
+    """Says on stderr which recorded settings the command line's gin files and bindings changed."""
+    for key, value in recorded.items():
+        given = gin.query_parameter(key)
+        if given != value:
+            progress(f"warning: {key} = {given!r} overrides {value!r} recorded in "
+                     f"{pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME}")
+
+
+def configured_run(model_dir: str, family_of: "Callable[[str], type[ModelFamily]]") -> Run:
+    """The run that the parsed gin bindings describe (gin fills the dataclass fields), with the
+    family that `family_of` (the registry's lookup) gives for its architecture."""
+    model_config = ModelConfig()
+    run = Run(family_of(model_config.architecture), model_config, MeshConfig(),
+              OptimizationConfig(), DataConfig(), TrainConfig(), model_dir, PrecisionConfig(),
+              FineTuningMethod())
+    run.fine_tuning.check(run.model_config.adapter_size)
+    return run

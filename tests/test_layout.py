@@ -1,0 +1,203 @@
+"""The project's import graph, read from the source with `ast`: imports run one way (../shared/
+DESIGN.md): no cycle anywhere; deploy -> model -> tfds_c4 -> pipelines -> text; inside model/,
+the command lines -> families -> tasks -> trainer -> data; no family imported by name below
+the families; families independent of each other but for SegaBERT on BERT."""
+import ast
+import pathlib
+from typing import Dict, Set
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+PACKAGES = ("text", "pipelines", "tfds_c4", "model", "deploy")
+# The command lines (python -m ...): nothing imports them.
+COMMAND_LINES = {"model.train", "model.convert", "model.train_vocab", "model.wordpiece",
+                 "model.tasks.__main__"}
+# Inside model/, a layer may import the layers after it, never those before.
+MODEL_LAYERS = ("model.families", "model.tasks", "model.trainer", "model.data")
+# The one documented direction between families (families/segabert builds on families/bert).
+FAMILY_DEPENDENCIES = {"segabert": {"bert"}}
+
+
+def module_name(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules(root: pathlib.Path = ROOT) -> Dict[str, pathlib.Path]:
+    return {module_name(path, root): path for package in PACKAGES
+            for path in sorted((root / package).rglob("*.py"))}
+
+
+def _is_type_checking_block(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+
+
+def imported_modules(name: str, path: pathlib.Path, modules: Set[str]) -> Set[str]:
+    """The project modules that `name` imports anywhere in its body (functions included), but
+    under `if TYPE_CHECKING:` (annotations only, never run). `from package import x` counts as
+    the submodule `package.x` when there is one, else as `package`."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: Set[str] = set()
+
+    def visit(node: ast.AST) -> None:
+        if _is_type_checking_block(node):
+            return
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            for alias in node.names:
+                found.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(path.read_text(encoding="utf-8")))
+    return {module for module in found if module in modules and module != name}
+
+
+def import_graph(root: pathlib.Path = ROOT) -> Dict[str, Set[str]]:
+    modules = project_modules(root)
+    return {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+
+
+def find_cycle(graph: Dict[str, Set[str]]):
+    """One cycle of `graph` as a list of modules (first == last), or None."""
+    state: Dict[str, int] = {}  # 1 on the current path, 2 done
+    stack = []
+
+    def visit(node):
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return stack[stack.index(target):] + [target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def _family(module: str):
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["model", "families"] else None
+
+
+def _within(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+def layering_violations(graph: Dict[str, Set[str]]) -> list:
+    """Every import that runs against the layers (see the module's docstring)."""
+    order = {package: rank for rank, package in enumerate(PACKAGES)}
+    found = []
+    for source, targets in graph.items():
+        for target in targets:
+            top_source, top_target = source.split(".")[0], target.split(".")[0]
+            if target in COMMAND_LINES:
+                found.append(f"{source} imports the command line {target}")
+            if order[top_target] > order[top_source]:
+                found.append(f"{source} imports {target}, a layer above it")
+            if top_source == top_target == "model":
+                source_layer = next((i for i, p in enumerate(MODEL_LAYERS) if _within(source, p)), None)
+                target_layer = next((i for i, p in enumerate(MODEL_LAYERS) if _within(target, p)), None)
+                if None not in (source_layer, target_layer) and target_layer < source_layer:
+                    found.append(f"{source} ({MODEL_LAYERS[source_layer]}) imports {target}")
+                family, imported = _family(source), _family(target)
+                if (imported not in (None, "base") and family not in (None, imported)
+                        and imported not in FAMILY_DEPENDENCIES.get(family, ())):
+                    found.append(f"family {family} ({source}) imports family {imported} ({target})")
+                if source == "model.families.base" and imported not in (None, "base"):
+                    found.append(f"the family interface imports family {imported} ({target})")
+    return sorted(found)
+
+
+def test_the_project_has_no_import_cycle():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle)
+
+
+def test_imports_run_down_the_layers_and_no_family_is_named_below_the_families():
+    assert layering_violations(import_graph()) == []
+
+
+def test_the_graph_sees_the_imports_it_checks():
+    """The graph is not trivially empty: it has the edges the layout is made of."""
+    graph = import_graph()
+    assert "model.trainer.runs" in graph["model.train"]
+    assert "model.families.bert.model" in graph["model.families.segabert.model"]
+    assert "model.data.vocabulary" in graph["model.trainer.decoding"]
+    assert "model.families.base" not in graph["model.trainer.model_fn"]  # TYPE_CHECKING only
+
+
+@pytest.mark.parametrize("source, expected", [
+    # A circle through a function-level import is still a circle.
+    ({"a.py": "import b\n", "b.py": "def f():\n    import a\n"}, "cycle"),
+    ({"a.py": "import b\n", "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+      "    import a\n"}, None),
+])
+def test_cycle_finder_on_small_graphs(tmp_path, source, expected):
+    for name, text in source.items():
+        (tmp_path / name).write_text(text)
+    modules = {p.stem: p for p in tmp_path.glob("*.py")}
+    graph = {name: imported_modules(name, path, set(modules)) for name, path in modules.items()}
+    assert (find_cycle(graph) and "cycle") == expected
+
+
+@pytest.mark.parametrize("edge, message", [
+    (("model.trainer.runs", "model.families.bert.model"), "(model.trainer) imports"),
+    (("model.data.inputs", "model.tasks.base"), "(model.data) imports"),
+    (("model.families.gpt1.model", "model.families.bert.model"), "family gpt1"),
+    (("model.families.bert.model", "model.families.segabert.model"), "family bert"),
+    (("model.families.t5.model", "model.train"), "the command line"),
+    (("pipelines.c4", "model.train"), "a layer above it"),
+])
+def test_each_rule_catches_its_violation(edge, message):
+    graph = import_graph()
+    source, target = edge
+    graph[source] = graph[source] | {target}
+    assert any(message in violation for violation in layering_violations(graph))
+
+
+def test_a_family_defined_outside_model_trains_through_the_command_line(
+        shared_data, tmp_path, clean_gin, monkeypatch, capsys):
+    """A new family is its class plus one registry entry: the toy bigram model of tests/toys
+    trains one step through `model.train`'s main, with nothing in model/ changed for it."""
+    import json
+
+    from model import families, train
+    from model.families.base import Registry
+    from tests.toys.bigram_family import ToyBigram
+    from tests.trained_vocab import trained_vocabulary
+
+    monkeypatch.setattr(families, "REGISTRY", Registry(families.REGISTRY.families + (ToyBigram,)))
+    source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
+    vocabulary = trained_vocabulary(shared_data)  # its trainer's report goes to stdout first
+    capsys.readouterr()
+    bindings = ["ModelConfig.architecture = 'toy_bigram'", "ModelConfig.d_model = 8",
+                "DataConfig.objective = 'lm'", f"DataConfig.source = '{source}'",
+                f"DataConfig.vocabulary = '{vocabulary.path}'",
+                "DataConfig.inputs_length = 16", "DataConfig.targets_length = 16",
+                "TrainConfig.tokens_per_batch = 64", "TrainConfig.train_steps = 1",
+                "TrainConfig.save_checkpoints_steps = 1"]
+    argv = ["--mode", "pretrain", "--model_dir", str(tmp_path)]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    assert train.main(argv) == 0
+    assert json.loads(capsys.readouterr().out) == {"step": 1}
+    import tensorflow.compat.v1 as tf
+    variables = dict(tf.train.list_variables(str(tmp_path)))
+    assert variables["toy_bigram/embedding"] == [variables["toy_bigram/embedding"][0], 8]
