@@ -25,6 +25,7 @@ import tfds_c4  # noqa: F401  (registers t5_c4)
 from model import train
 from model.trainer.hooks import LOSS_LOG_NAME, NonFiniteLossError
 from model.trainer import runs
+from model.trainer.mesh import MeshConfig
 from model import families
 from model.tasks import evaluation
 from tests.test_metrics import checkpoint_token_metrics
@@ -291,7 +292,7 @@ def test_a_fine_tuning_runs_recorded_settings_hold_in_the_eval_scope(tmp_path, c
     assert evaluated.optimization == fine_tuned.optimization
     assert evaluated.train_config == dataclasses_replace(
         fine_tuned, intra_op_threads=0).train_config
-    assert evaluated.mesh_config == train.MeshConfig()
+    assert evaluated.mesh_config == MeshConfig()
     # With --task, a fine-tuning run's lengths (its tasks') still hold.
     assert runs.recorded_bindings(str(tmp_path), for_tasks=True)["DataConfig.inputs_length"] == 84
 
