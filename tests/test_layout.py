@@ -201,3 +201,12 @@ def test_a_family_defined_outside_model_trains_through_the_command_line(
     import tensorflow.compat.v1 as tf
     variables = dict(tf.train.list_variables(str(tmp_path)))
     assert variables["toy_bigram/embedding"] == [variables["toy_bigram/embedding"][0], 8]
+
+
+def test_every_package_directory_is_a_regular_package():
+    """setup.py's find_packages ships only directories with an __init__.py to workers: a module
+    in a directory without one would be missing on a Dataflow or TPU worker."""
+    missing = sorted(str(path.parent.relative_to(ROOT)) for package in PACKAGES
+                     for path in (ROOT / package).rglob("*.py")
+                     if not (path.parent / "__init__.py").is_file())
+    assert missing == []
