@@ -2,9 +2,12 @@
 become start-delimited sequences that end in the extract token, whose final state the head reads;
 and the head's features (`head_tokens`, `label`) of a batch of examples.
 
-Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
-`<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/data/vocabulary.py adds them to every
-model; ordinary text never produces them).
+Special tokens: GPT-1's start, delimiter and extract tokens are the last three ids of its
+vocabulary, in that order: OpenAI's `_start_`, `_delimiter_`, `_classify_`, which train.py
+appends after the 40,478 BPE pieces (model/families/gpt1/bpe.py), or with our SentencePiece
+vocabularies the sentinel pieces `<extra_id_2>`, `<extra_id_1>`, `<extra_id_0>` (model/data/
+vocabulary.py appends the sentinels in reverse order). Ordinary text produces none of them, and
+the model function, which knows the vocabulary's size alone, finds them by it.
 """
 from __future__ import annotations
 
@@ -13,7 +16,6 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
-from model.data.vocabulary import TokenIds
 from model.tasks import discriminative
 
 HEAD_KEYS = ("head_tokens", "label")
@@ -27,10 +29,13 @@ class SpecialTokens:
 
 
 def special_tokens(vocab_size: int) -> SpecialTokens:
-    """start, delimiter and extract: the sentinel pieces <extra_id_0>, <extra_id_1>, <extra_id_2>
-    of a vocabulary of `vocab_size` ids (the model function knows the size alone)."""
-    start, delimiter, extract = (TokenIds(vocab_size).sentinel_id(k) for k in range(3))
-    return SpecialTokens(start, delimiter, extract)
+    """start, delimiter and extract: the last three ids of a vocabulary of `vocab_size` ids
+    (BPE: `_start_`, `_delimiter_`, `_classify_`; SentencePiece: `<extra_id_2>`, `<extra_id_1>`,
+    `<extra_id_0>`)."""
+    if vocab_size < 4:
+        raise ValueError(f"a GPT-1 vocabulary of {vocab_size} ids has no room for its text "
+                         f"beside the start, delimiter and extract tokens")
+    return SpecialTokens(vocab_size - 3, vocab_size - 2, vocab_size - 1)
 
 
 def _fit(parts: Sequence[List[int]], budget: int) -> List[List[int]]:

@@ -36,15 +36,20 @@ the sequences. OpenAI's softmax also spans the position rows of their joint embe
 ours spans the vocabulary (the special tokens' rows included), as no position is ever a target.
 PREDICT reads `head_tokens` as its `inputs` and returns the head's value or class.
 
-Special tokens: GPT-1's start, delimiter and extract tokens are the vocabulary's special pieces
-`<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` (model/data/vocabulary.py adds them to every model;
-ordinary text never produces them, and the `lm` objective uses no sentinels), so pre-trained and
-fine-tuned models share one embedding; with a head, their three rows, in and out, are fresh ones
-(`gpt1/head/special_embedding`), as OpenAI appended theirs at fine-tuning.
+Special tokens: GPT-1's start, delimiter and extract tokens are the last three ids of the
+vocabulary (model/families/gpt1/inputs.py `special_tokens`): OpenAI's `_start_`, `_delimiter_`,
+`_classify_` appended after its BPE pieces (model/families/gpt1/bpe.py, `GPT1.vocabulary` reads
+it for an encoder file), or the sentinel pieces `<extra_id_2>`, `<extra_id_1>`, `<extra_id_0>` of
+our SentencePiece vocabularies (ordinary text never produces them, and the `lm` objective uses no
+sentinels), so pre-trained and fine-tuned models share one embedding; with a head, their three
+rows, in and out, are fresh ones (`gpt1/head/special_embedding`), as OpenAI appended theirs at
+fine-tuning. The auxiliary LM loss covers each sequence up to its extract token, not by its ids:
+OpenAI's BPE has a piece at id 0, our padding.
 """
 from __future__ import annotations
 
 import dataclasses
+import pathlib
 from typing import Dict, Sequence, Tuple
 
 import gin
@@ -57,6 +62,7 @@ from model.trainer.losses import Losses, token_losses
 from model.trainer.mtf_compat import mtf
 from model.tasks import discriminative
 from model.families.gpt1 import finetune
+from model.families.gpt1.bpe import BpeVocabulary
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
 
 ARCHITECTURE = "gpt1"
@@ -163,7 +169,7 @@ class GPT1Model:
             with tf.variable_scope("head"):
                 special = self._variable(mesh, "special_embedding", [special_dim, d["d_model"]],
                                          tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
-        first = special_tokens(self.vocab_size).extract  # extract, delimiter, start: the last 3
+        first = special_tokens(self.vocab_size).start  # start, delimiter, extract: the last 3
         ids = mtf.range(mesh, d["vocab"], tf.int32)
         special_rows = mtf.gather(special, mtf.maximum(ids - first, 0), special_dim)
         return mtf.where(mtf.greater_equal(ids, first), special_rows, pretrained)
@@ -311,11 +317,15 @@ class GPT1(ModelFamily):
         # The auxiliary LM loss as OpenAI's (train.py `model`: mask M[:, 1:]): every token
         # of a sequence after the start is predicted, the delimiter and extract tokens included
         # (from their own rows of the tied embedding, `token_embedding`), averaged per sequence,
-        # then over the sequences of the batch.
+        # then over the sequences of the batch. The predictions that count are those from the
+        # positions before the extract token (OpenAI's BPE has a piece at id 0, the padding).
         length_dim = tokens.shape.dims[-1]
         next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
+        positions = mtf.range(tokens.mesh, length_dim, tf.int32)
+        at_extract = mtf.cast(mtf.equal(tokens, special_tokens(self.vocab_size).extract), tf.int32)
+        extract_position = mtf.reduce_sum(positions * at_extract, reduced_dim=length_dim)
         lm = token_losses(model.logits(hidden), next_tokens,
-                          mtf.cast(mtf.not_equal(next_tokens, 0), tf.int32), z_loss=0.0)
+                          mtf.cast(mtf.less(positions, extract_position), tf.int32), z_loss=0.0)
         sums, counts = lm.metrics["token_loss"]  # [batch, sequences]
         lm_loss = mtf.reduce_mean(sums / mtf.maximum(counts, 1.0))
         return Losses(loss=head_loss, objective=head_loss + self.gpt1.lm_loss_weight * lm_loss,
@@ -336,12 +346,38 @@ class GPT1(ModelFamily):
         return mtf.reshape(chosen, mtf.Shape([logits.shape.dims[0], mtf.Dimension("classes", 1)]))
 
     @classmethod
+    def vocabulary(cls, path: str):
+        """OpenAI's BPE for an encoder file (`encoder_bpe_40000.json` of OpenAI's release,
+        `vocab.json` of transformers'), else a SentencePiece model."""
+        if pathlib.Path(path).suffix == ".json":
+            return BpeVocabulary(path)
+        return super().vocabulary(path)
+
+    @classmethod
+    def training_stream(cls, run):
+        _pretrains_with(run.vocabulary)
+        return super().training_stream(run)
+
+    @classmethod
+    def validation_examples(cls, run):
+        _pretrains_with(run.vocabulary)
+        return super().validation_examples(run)
+
+    @classmethod
     def run_tasks(cls, mode, run, args):
         return finetune.run_mode(mode, run, args)
 
     def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
         return GPTAdam(learning_rate, self.gpt1.adam_beta1, self.gpt1.adam_beta2,
                        self.gpt1.adam_epsilon, self.gpt1.weight_decay)
+
+
+def _pretrains_with(vocabulary) -> None:
+    """Pre-training streams are SentencePiece's (tokenised in tf.data, id 0 padding, EOS 1
+    after each chunk); OpenAI's BPE has ordinary pieces at ids 0 and 1."""
+    if isinstance(vocabulary, BpeVocabulary):
+        raise ValueError(f"GPT-1 pre-trains with a SentencePiece vocabulary; OpenAI's BPE "
+                         f"({vocabulary.path}) is read for fine-tuning its released weights")
 
 
 # Biases and layer-norm gains and biases: the parameters the modified L2 leaves alone. OpenAI's

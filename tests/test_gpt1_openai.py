@@ -1,0 +1,191 @@
+"""GPT-1 with OpenAI's own vocabulary and weights: model/families/gpt1/bpe.py against
+transformers' OpenAIGPTTokenizer, and finetune-transformer-lm's `model/` folder read by
+model/families/gpt1/openai.py.
+
+No network: the BPE files are learned here from the shared real text and written in OpenAI's
+formats (`encoder_bpe_40000.json`: piece -> id; `vocab_40000.bpe`: a version line, then one
+merge a line), and OpenAIGPTTokenizer is built from those same files.
+"""
+import collections
+import csv
+import gzip
+import itertools
+import json
+import pathlib
+
+import pytest
+
+from model.families.gpt1 import bpe, inputs as gpt1_inputs
+from model.families.gpt1.model import GPT1
+
+transformers = pytest.importorskip("transformers")
+from transformers.models.openai.tokenization_openai import BasicTokenizer  # noqa: E402
+
+ENCODER, MERGES = "encoder_bpe_40000.json", "vocab_40000.bpe"
+# Control characters, a tab, no-break space, a line separator, CJK ideographs, accents (composed
+# and combining), typographic quotes, dashes and an ellipsis: each step of the basic tokenization.
+EDGES = ("Tab\there,\u00a0nbsp\u2028line\x07bell \u4e2d\u6587字 café NAÏVE “quotes” — dash… "
+         "Ångström e\u0301 \ufffd\x00end")
+
+
+def real_texts(data: pathlib.Path):
+    """Story Cloze stories (GPT-1's own fine-tuning task), C4 pages and German sentences."""
+    texts = []
+    with open(data / "tasks/story_cloze/cloze_test_val__spring2016.csv", newline="") as f:
+        for row in itertools.islice(csv.DictReader(f), 40):
+            texts.append(" ".join(row[f"InputSentence{i}"] for i in range(1, 5)))
+    with gzip.open(data / "c4_samples/olmo/c4-sample.01.json.gz", "rt") as f:
+        texts += [json.loads(line)["text"] for line in itertools.islice(f, 30)]
+    texts += (data / "text/de/tatoeba.deu-eng.deu").read_text().splitlines()[:200]
+    return texts + [EDGES]
+
+
+def learn_bpe(texts, num_merges):
+    """(pieces, merges) of a small BPE learned the usual way on the words of transformers'
+    basic tokenizer: every character, alone and word-final, then the most frequent adjacent
+    pair merged, again and again."""
+    counts = collections.Counter(word for text in texts
+                                 for word in BasicTokenizer(do_lower_case=True).tokenize(text))
+    words = {tuple(w[:-1]) + (w[-1] + "</w>",): n for w, n in counts.items()}
+    pieces = {c + end for w in counts for c in w for end in ("", "</w>")}
+    merges = []
+    for _ in range(num_merges):
+        pairs = collections.Counter()
+        for word, n in words.items():
+            for pair in zip(word, word[1:]):
+                pairs[pair] += n
+        if not pairs:
+            break
+        best = max(sorted(pairs), key=pairs.get)
+        merges.append(best)
+        pieces.add("".join(best))
+        merged = {}
+        for word, n in words.items():
+            out, i = [], 0
+            while i < len(word):
+                if word[i:i + 2] == best:
+                    out.append("".join(best))
+                    i += 2
+                else:
+                    out.append(word[i])
+                    i += 1
+            merged[tuple(out)] = merged.get(tuple(out), 0) + n
+        words = merged
+    return sorted(pieces), merges
+
+
+def write_bpe(folder: pathlib.Path, pieces, merges, names=(ENCODER, MERGES)) -> pathlib.Path:
+    """The two files in OpenAI's formats; returns the encoder file's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / names[0]).write_text(json.dumps({p: i for i, p in enumerate(pieces)}))
+    (folder / names[1]).write_text("#version: 0.2\n" + "".join(f"{a} {b}\n" for a, b in merges))
+    return folder / names[0]
+
+
+@pytest.fixture(scope="module")
+def texts(shared_data):
+    return real_texts(shared_data)
+
+
+@pytest.fixture(scope="module")
+def bpe_folder(tmp_path_factory, texts):
+    pieces, merges = learn_bpe(texts, 400)
+    folder = tmp_path_factory.mktemp("openai_bpe")
+    write_bpe(folder, pieces, merges)
+    return folder
+
+
+def openai_tokenizer(folder, names=(ENCODER, MERGES)):
+    reference = transformers.OpenAIGPTTokenizer(str(folder / names[0]), str(folder / names[1]))
+    # Without ftfy and spaCy (not installed here) OpenAIGPTTokenizer runs BERT's basic
+    # tokenizer, as ours; with them it would run OpenAI's own spaCy pre-tokenization.
+    assert reference.fix_text is None and isinstance(reference.nlp, BasicTokenizer)
+    return reference
+
+
+def test_ids_equal_openai_gpt_tokenizer_on_real_text(bpe_folder, texts):
+    ours = bpe.BpeVocabulary(bpe_folder / ENCODER)
+    reference = openai_tokenizer(bpe_folder)
+    merged = 0
+    for text in texts:
+        ids = ours.encode(text)
+        assert ids == reference.encode(text), text[:80]
+        merged += sum(len(ours.pieces[i].replace(bpe.END_OF_WORD, "")) > 1 for i in ids)
+    assert sum(len(ours.encode(t)) for t in texts) > 10000 and merged > 5000
+    assert ours.decode(ours.encode(texts[0])) == reference.decode(reference.encode(texts[0]))
+
+
+def test_transformers_file_names_read_alike(bpe_folder, tmp_path, texts):
+    """An OpenAIGPTTokenizer folder (`vocab.json`, `merges.txt`: the same files renamed)."""
+    openai_tokenizer(bpe_folder).save_pretrained(str(tmp_path))
+    ours = GPT1.vocabulary(str(tmp_path / "vocab.json"))
+    assert isinstance(ours, bpe.BpeVocabulary) and ours.merges_path == tmp_path / "merges.txt"
+    reference = openai_tokenizer(tmp_path, ("vocab.json", "merges.txt"))
+    assert [ours.encode(t) for t in texts[:20]] == [reference.encode(t) for t in texts[:20]]
+
+
+def test_a_piece_outside_the_encoder_is_id_0_as_openais_text_utils(bpe_folder):
+    """OpenAI's text_utils.py encodes an unknown piece as 0; transformers' tokenizer gives None
+    (its `<unk>` is no piece of OpenAI's encoder)."""
+    ours = bpe.BpeVocabulary(bpe_folder / ENCODER)
+    known = ours.encode("the story")
+    assert ours.encode("the \u2603 story") == known[:1] + [bpe.UNKNOWN_PIECE_ID] + known[1:]
+    assert openai_tokenizer(bpe_folder).encode("the \u2603 story") == known[:1] + [None] + known[1:]
+
+
+def test_special_tokens_follow_the_pieces_as_openai_appended_them(bpe_folder, shared_data):
+    """`_start_`, `_delimiter_`, `_classify_` after the pieces (OpenAI's train.py): GPT-1's
+    start, delimiter and extract tokens, the last three ids as with our SentencePiece
+    vocabularies; a Story Cloze ending is framed by them."""
+    ours = GPT1.vocabulary(str(bpe_folder / ENCODER))
+    pieces = json.loads((bpe_folder / ENCODER).read_text())
+    assert ours.vocab_size == len(pieces) + 3
+    special = gpt1_inputs.special_tokens(ours.vocab_size)
+    assert [ours.pieces[i] for i in (special.start, special.delimiter, special.extract)] == \
+        ["_start_", "_delimiter_", "_classify_"] == list(bpe.SPECIAL_TOKENS)
+    assert special.start == len(pieces)
+    from model.tasks import discriminative
+    path = shared_data / "tasks/story_cloze/cloze_test_val__spring2016.csv"
+    example = next(iter(discriminative.examples("story_cloze", "validation", [str(path)])))
+    view = discriminative.view("story_cloze")
+    rows = gpt1_inputs.head_features([example], view, ours, 256)["head_tokens"].reshape(2, 256)
+    for sequence, ending in zip(rows.tolist(), example.choices):
+        end = sequence.index(special.extract)
+        assert sequence[0] == special.start and sequence[end] == special.extract
+        delimiter = sequence.index(special.delimiter)
+        assert sequence[delimiter + 1:end] == ours.encode(ending)
+        assert sequence[1:delimiter] == [t for s in example.segments for t in ours.encode(s)]
+        assert not any(sequence[end + 1:])
+
+
+def test_pretraining_refuses_the_bpe_vocabulary(bpe_folder, clean_gin):
+    """Pre-training streams are SentencePiece's (tf.data tokenisation, padding 0, EOS 1)."""
+    import gin
+    from model import families
+    from model.trainer import runs
+    runs.parse_gin(["gpt1/tiny.gin"], [f"DataConfig.vocabulary = '{bpe_folder / ENCODER}'",
+                                       "DataConfig.source = 'unused.txt'"])
+    run = families.configured_run("unused")
+    with pytest.raises(ValueError, match="GPT-1 pre-trains with a SentencePiece vocabulary; "
+                                         "OpenAI's BPE .*encoder_bpe_40000.json"):
+        GPT1.training_stream(run)
+    gin.clear_config()
+
+
+def test_bad_vocabulary_files_are_named(tmp_path, bpe_folder):
+    with pytest.raises(ValueError, match="encoder_bpe_N.json .* or vocab.json"):
+        bpe.BpeVocabulary(tmp_path / "pieces.json")
+    write_bpe(tmp_path / "no_merges", ["a", "a</w>"], [])
+    (tmp_path / "no_merges" / MERGES).unlink()
+    with pytest.raises(FileNotFoundError, match=f"BPE merges file not found: .*{MERGES}"):
+        bpe.BpeVocabulary(tmp_path / "no_merges" / ENCODER)
+    write_bpe(tmp_path / "bad_merge", ["a", "a</w>"], [("a", "a</w>")])
+    with (tmp_path / "bad_merge" / MERGES).open("a") as f:
+        f.write("a b c\n")
+    with pytest.raises(ValueError, match=f"{MERGES} line 3: a merge is two symbols, got 'a b c'"):
+        bpe.BpeVocabulary(tmp_path / "bad_merge" / ENCODER)
+    (tmp_path / "gap").mkdir()
+    (tmp_path / "gap" / ENCODER).write_text(json.dumps({"a": 0, "b": 2}))
+    (tmp_path / "gap" / MERGES).write_text("#version: 0.2\n")
+    with pytest.raises(ValueError, match="the ids 0 to n - 1 once each"):
+        bpe.BpeVocabulary(tmp_path / "gap" / ENCODER)
