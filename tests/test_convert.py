@@ -1,15 +1,16 @@
-"""model/convert.py: transformers folders in, transformers folders out.
+"""model/convert.py and model/trainer/checkpoints.py: transformers folders in, transformers
+folders out (format `hf` of each family).
 
 Each round trip starts from a tiny random model made by transformers' own classes (the
 reference: T5ForConditionalGeneration of modeling_t5.py, OpenAIGPTLMHeadModel of
 modeling_openai.py, BertForPreTraining of modeling_bert.py) and saved by `save_pretrained`. It is
 imported with `python -m model.convert import`, our Mesh TensorFlow model is run on the
-imported checkpoint (model/convert.py `checkpoint_outputs`: the family's own graph) and its
-logits compared with transformers' within 1e-5 of the largest logit (T5: teacher-forced decoder
-logits; GPT-1: LM logits; BERT: MLM and NSP logits); then the checkpoint is exported with
-`python -m model.convert export` and the exported model, loaded by transformers, must give the
-same logits again. Every parameter is redrawn at random (norm gains and biases too, which
-initialisation leaves at 1 and 0) so that each one matters.
+imported checkpoint (model/trainer/checkpoints.py `checkpoint_outputs`: the family's own
+graph) and its logits compared with transformers' within 1e-5 of the largest logit (T5:
+teacher-forced decoder logits; GPT-1: LM logits; BERT: MLM and NSP logits); then the checkpoint
+is exported with `python -m model.convert export` and the exported model, loaded by
+transformers, must give the same logits again. Every parameter is redrawn at random (norm gains
+and biases too, which initialisation leaves at 1 and 0) so that each one matters.
 """
 import pathlib
 import re
@@ -21,8 +22,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import convert
+from model.trainer import checkpoints, runs
 from model.trainer.model_config import ModelConfig
-from model.trainer import runs
 from model import families
 
 torch = pytest.importorskip("torch")
@@ -102,9 +103,14 @@ CLASSES = {"t5": transformers.T5ForConditionalGeneration,
 def our_logits(family, model_dir):
     """Our model's logits from the imported checkpoint, configured by the written gin file."""
     gin.clear_config()
-    runs.parse_gin([str(model_dir / convert.GIN_NAME)], [])
-    return convert.checkpoint_outputs(convert.conversion(family), ModelConfig(), str(model_dir),
-                                      OUR_INPUTS[family])
+    runs.parse_gin([str(model_dir / checkpoints.GIN_NAME)], [])
+    return checkpoints.checkpoint_outputs(conversion(family), ModelConfig(), str(model_dir),
+                                          OUR_INPUTS[family])
+
+
+def conversion(family):
+    """The family's transformers conversion (format `hf`), made from the parsed gin config."""
+    return convert.resolve(family, "hf", "import").conversion()
 
 
 def assert_close(ours, theirs):
@@ -155,7 +161,7 @@ def test_bert_import_writes_the_weights_alone_and_the_source_sizes(tmp_path):
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "ours_bert"))}
     assert "global_step" not in names and "bert/embeddings/word_embeddings" in names
     assert not any("adam" in name or "slot" in name for name in names)
-    text = (tmp_path / "ours_bert" / convert.GIN_NAME).read_text()
+    text = (tmp_path / "ours_bert" / checkpoints.GIN_NAME).read_text()
     for line in ("BertConfig.max_positions = 32", "ModelConfig.architecture = 'bert'",
                  "BertConfig.layer_norm_epsilon = 0.01", "ModelConfig.d_ff = 32"):
         assert line in text
@@ -215,7 +221,7 @@ def test_erf_gelu_and_its_gradient_equal_the_normal_cdfs():
     """BertConfig.hidden_act = 'gelu': x * Phi(x) (transformers' activations.GELUActivation,
     torch's exact gelu) and its derivative Phi(x) + x * phi(x), against scipy's normal CDF."""
     from scipy.special import ndtr
-    from model.families.bert.model import erf_gelu
+    from model.families.bert.activations import erf_gelu
     from model.trainer.mesh import MeshConfig, cpu_mesh_impl
     from model.trainer.mtf_compat import mtf
     x = np.linspace(-5.0, 5.0, 41)
@@ -280,7 +286,7 @@ def test_export_refuses_a_checkpoint_with_a_fine_tuning_head(tmp_path, capsys):
             tf.train.Saver(variables).save(session, str(tmp_path / "tuned" / "model.ckpt"))
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
                        tmp_path / "tuned", "--output", tmp_path / "out", "--gin_file",
-                       tmp_path / "ours" / convert.GIN_NAME) == 2
+                       tmp_path / "ours" / checkpoints.GIN_NAME) == 2
     error = capsys.readouterr().err
     assert "gpt1/head/classifier/kernel" in error and "OpenAIGPTLMHeadModel" in error
     assert not (tmp_path / "out").exists()
@@ -318,13 +324,13 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
         names = {name for name, _ in tf.train.list_variables(str(tmp_path / "imported"))}
         assert "global_step" in names and any("_slot_" in name for name in names)
         assert tf.train.load_variable(str(tmp_path / "imported"), "global_step") == 0
-        text = (tmp_path / "imported" / convert.GIN_NAME).read_text()
+        text = (tmp_path / "imported" / checkpoints.GIN_NAME).read_text()
         for line in ("ModelConfig.d_model = 16", "ModelConfig.feed_forward_proj = 'gated-gelu'",
                      "ModelConfig.tie_word_embeddings = False",
                      "ModelConfig.relative_attention_num_buckets = 8"):
             assert line in text
     gin.clear_config()
-    runs.parse_gin(["finetune.gin", str(tmp_path / "imported" / convert.GIN_NAME)], [
+    runs.parse_gin(["finetune.gin", str(tmp_path / "imported" / checkpoints.GIN_NAME)], [
         f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'",
         "ModelConfig.dropout_rate = 0.0",
         "TrainConfig.tokens_per_batch = 96", "TrainConfig.save_checkpoints_steps = 3",
@@ -334,8 +340,8 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
         run = families.configured_run(str(tmp_path / "tuned"))
     examples = synthetic_examples() if family == "t5" else decoder_only_examples()
     assert runs.train(run, examples, reference.config.vocab_size, max_steps=3) == 3
-    ours = convert.checkpoint_outputs(convert.conversion(family), run.model_config,
-                                      run.model_dir, OUR_INPUTS[family])
+    ours = checkpoints.checkpoint_outputs(conversion(family), run.model_config,
+                                          run.model_dir, OUR_INPUTS[family])
     assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
                        run.model_dir, "--output", tmp_path / "exported") == 0
     exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
@@ -370,7 +376,8 @@ def test_t5s_spiece_model_comes_along_and_must_fill_the_embedding(tmp_path, caps
     assert import_folder("t5", tmp_path / "fits", tmp_path / "ours") == 0
     copy = (tmp_path / "ours" / "spiece.model").resolve()
     assert copy.read_bytes() == pathlib.Path(vocabulary.path).read_bytes()
-    assert f"DataConfig.vocabulary = '{copy}'" in (tmp_path / "ours" / convert.GIN_NAME).read_text()
+    assert f"DataConfig.vocabulary = '{copy}'" in \
+        (tmp_path / "ours" / checkpoints.GIN_NAME).read_text()
     error = failed_import(capsys, tmp_path, "t5", tmp_path / "short")
     assert f"has {vocabulary.vocab_size} ids ({rows} embedding rows), the source's config " \
            f"{rows - 128}" in error
@@ -398,24 +405,24 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
     regression label) or run_squad's start/end vectors (BertForQuestionAnswering's qa_outputs)."""
     tiny_bert().save_pretrained(tmp_path / "source")
     assert import_folder("bert", tmp_path / "source", tmp_path / "pretrained") == 0
-    recorded = (tmp_path / "pretrained" / convert.GIN_NAME).read_text() + \
+    recorded = (tmp_path / "pretrained" / checkpoints.GIN_NAME).read_text() + \
         f"BertConfig.head = '{head}'\nBertConfig.num_classes = {classes}\n"
     tuned = tmp_path / "tuned"
     tuned.mkdir()
-    (tuned / convert.GIN_NAME).write_text(recorded)
+    (tuned / checkpoints.GIN_NAME).write_text(recorded)
     gin.clear_config()
-    runs.parse_gin([str(tuned / convert.GIN_NAME)], [])
-    conv, config = convert.conversion("bert"), ModelConfig()
+    runs.parse_gin([str(tuned / checkpoints.GIN_NAME)], [])
+    conv, config = conversion("bert"), ModelConfig()
     assert conv.model_class == model_class
     reader = tf.train.load_checkpoint(str(tmp_path / "pretrained"))
     rng = np.random.RandomState(3)
-    shapes = convert.model_shapes(conv, config, 60)
+    shapes = checkpoints.model_shapes(conv, config, 60)
     fresh = [name for name in shapes if not reader.has_tensor(name)]
     assert fresh and all(name.startswith(("cls/classifier/", "cls/squad/")) for name in fresh)
     values = {name: reader.get_tensor(name) if reader.has_tensor(name)
               else rng.normal(0.0, 0.5, shape).astype(np.float32) for name, shape in shapes.items()}
-    convert.write_checkpoint(conv, config, 60, values, str(tuned))
-    ours = convert.checkpoint_outputs(conv, config, str(tuned), OUR_INPUTS["bert"])
+    checkpoints.write_checkpoint(conv, config, 60, values, str(tuned))
+    ours = checkpoints.checkpoint_outputs(conv, config, str(tuned), OUR_INPUTS["bert"])
 
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir", tuned,
                        "--checkpoint", "model.ckpt-0", "--output", tmp_path / "exported") == 0
@@ -435,11 +442,13 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
 @pytest.mark.parametrize("family,bindings,message", [
     ("bert", ["BertConfig.head = 'multiple_choice'", "BertConfig.num_classes = 4"],
      "BERT's 'multiple_choice' head (BertConfig.head) has no transformers model here"),
-    ("gpt1", ["ModelConfig.architecture = 'gpt1'", "GPT1Config.head = 'classification'",
-              "GPT1Config.num_classes = 2"],
+    ("gpt1", ["GPT1Config.head = 'classification'", "GPT1Config.num_classes = 2"],
      "GPT-1's classification head (GPT1Config.head) has no transformers model here")])
 def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, family, bindings,
                                                             message):
+    """The run's head (bound over an imported checkpoint's recorded config) has no model."""
+    (tiny_bert() if family == "bert" else tiny_gpt1()).save_pretrained(tmp_path / "source")
+    assert import_folder(family, tmp_path / "source", tmp_path / "run") == 0
     argv = ["export", "--family", family, "--format", "hf", "--model_dir", tmp_path / "run",
             "--output", tmp_path / "out"]
     for binding in bindings:
@@ -447,6 +456,18 @@ def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, fa
     assert run_convert(*argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("family,format_name,message", [
+    ("t6", "hf", "unknown family 't6'; choose one of ['bert', 'gpt1', 't5']"),
+    ("bert", "onnx", "--family bert has no format 'onnx'; it has ['hf']")])
+def test_an_unknown_family_or_format_is_named_with_the_known_ones(tmp_path, capsys, family,
+                                                                  format_name, message):
+    argv = ["import", "--family", family, "--format", format_name, "--source", tmp_path,
+            "--model_dir", tmp_path / "ours"]
+    assert run_convert(*argv) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "ours").exists()
 
 
 def test_the_command_line_fails_in_one_line_on_stderr(tmp_path):

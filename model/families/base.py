@@ -11,7 +11,8 @@ A family that needs extra features (NSP labels, segment types, structure indices
 converter for them and names it in `converter`; one with extra losses (NSP, classification heads)
 adds them to `Losses.objective` and reports them in `Losses.metrics`; one with heads that a
 pre-trained checkpoint does not have lists them in `fresh_on_warm_start`; one with its own
-optimizer overrides `optimizer`.
+optimizer overrides `optimizer`; one whose checkpoints convert to or from other formats lists
+them in `checkpoint_formats`.
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import tensorflow as tf2
 
 from model.data import features, inputs
 from model.data.vocabulary import Vocabulary
+from model.trainer.checkpoints import CheckpointFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
 
@@ -134,6 +136,15 @@ class ModelFamily(abc.ABC):
         model/tasks/selection.py): fine-tunes, scores or decodes and returns
         {"TASK/SPLIT": {"step": N, "scores": {...}}}."""
         raise ValueError(f"the {cls.name} family does not fine-tune on tasks")
+
+    @classmethod
+    def checkpoint_formats(cls) -> Dict[str, CheckpointFormat]:
+        """{format name: CheckpointFormat} of the checkpoints this family converts from and to
+        (`python -m model.convert import|export --family PACKAGE --format NAME`, PACKAGE the
+        name of the family's package under model/families/). Each format is a module of the
+        family's package over model/trainer/checkpoints.py; the objects are made when the
+        command line asks, after gin is parsed, and read gin only when they convert."""
+        return {}
 
     @classmethod
     def export(cls, run: Any, export_dir: str, checkpoint: str, task: Optional[str]) -> dict:

@@ -8,19 +8,23 @@ heads flattened head-major, as transformers splits them. Layer norms' scale/bias
 weight/bias. The MLM decoder is the word embedding (tied) with `cls.predictions.bias`.
 Our GELU is BertConfig.hidden_act by transformers' own name: by default "gelu_new", the tanh
 approximation (mtf.gelu, as Google's modeling.py); "gelu" is the exact erf form.
-`gin_bindings` reads a transformers BertConfig back into our gin bindings and `mtf_outputs` runs
-our model for the conversions of model/convert.py.
+`gin_bindings` reads a transformers BertConfig back into our gin bindings, `mtf_outputs` runs
+our model, and `conversion` ties them together for format `hf` (model/trainer/checkpoints.py).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from model.families.bert.activations import ACTIVATIONS
+from model.trainer.checkpoints import Conversion
 from model.trainer.model_config import ModelConfig
-from model.families.bert.model import ACTIVATIONS, BertConfig
 from model.trainer.mtf_compat import mtf
+
+if TYPE_CHECKING:  # model.py declares its formats from this module
+    from model.families.bert.model import BertConfig
 
 # The `model_type` of transformers' BertConfig (a transformers folder's config.json).
 MODEL_TYPE = "bert"
@@ -31,7 +35,7 @@ HEAD_CLASSES = {"pretraining": "BertForPreTraining",
                 "span": "BertForQuestionAnswering"}
 
 
-def transformers_config(model_config: ModelConfig, bert_config: BertConfig, vocab_size: int):
+def transformers_config(model_config: ModelConfig, bert_config: "BertConfig", vocab_size: int):
     """transformers.BertConfig of our BERT's sizes (our one dropout rate for both of theirs)
     and head: a classifier's labels, a regression's one value."""
     import transformers
@@ -181,3 +185,16 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
         return {"start_logits": start, "end_logits": end}
     return {"mlm_logits": family.mlm_logits(sequence),
             "nsp_logits": family.next_sentence_logits(pooled)}
+
+
+def conversion(family: type, bert_config: "BertConfig") -> Conversion:
+    """BERT's link to BertForPreTraining, or to the model of the fine-tuning head that
+    `bert_config.head` names (a fine-tuned run's recorded config)."""
+    head = bert_config.head
+    return Conversion(
+        "bert", family, MODEL_TYPE, head_class(head), "bert/embeddings/word_embeddings",
+        lambda config, vocab: transformers_config(config, bert_config, vocab),
+        gin_bindings, lambda variables, config: transformers_state(variables, config.num_layers,
+                                                                  head),
+        mtf_outputs,
+        {"tokens": np.ones([1, 4], np.int32), "token_types": np.zeros([1, 4], np.int32)})

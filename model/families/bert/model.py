@@ -48,16 +48,17 @@ SegaBERT subclasses this family and replaces `position_embedding` (and `feature_
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Dict, Tuple
 
 import gin
 import tensorflow.compat.v1 as tf
 
 from model.families.base import ModelFamily
+from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
-from model.families.bert import finetune, inputs as bert_inputs
+from model.families.bert import finetune, hf, inputs as bert_inputs
+from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.wordpiece import CLS_ID, PAD_ID, SEP_ID, WordPieceVocabulary
 
 OUTPUT_LENGTH = "outputs_length"  # the dimension of PREDICT's [batch, decode_length] ids
@@ -96,20 +97,6 @@ class BertConfig:
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"BertConfig.hidden_act must be one of {sorted(ACTIVATIONS)}, got "
                              f"{self.hidden_act!r}")
-
-
-def erf_gelu(x: mtf.Tensor) -> mtf.Tensor:
-    """GELU's exact form x * Phi(x) = x / 2 * (1 + erf(x / sqrt(2))), transformers' "gelu";
-    erf's gradient is 2 / sqrt(pi) * exp(-z^2)."""
-    def erf_gradient(op, dy):
-        return [dy * (2.0 / math.sqrt(math.pi)) * mtf.exp(-mtf.square(op.inputs[0]))]
-    erf = mtf.cwise(tf.math.erf, [x * math.sqrt(0.5)], grad_function=erf_gradient, name="erf")
-    return x * 0.5 * (1.0 + erf)
-
-
-# BertConfig.hidden_act: transformers' name -> our function. "gelu_new" is mtf.gelu, the tanh
-# approximation of Google's modeling.py.
-ACTIVATIONS = {"gelu_new": mtf.gelu, "gelu": erf_gelu}
 
 
 class AdamWeightDecay(mtf.optimize.AdamWeightDecayOptimizer):
@@ -179,6 +166,11 @@ class Bert(ModelFamily):
     @classmethod
     def vocabulary(cls, path: str) -> WordPieceVocabulary:
         return WordPieceVocabulary(path)
+
+    @classmethod
+    def checkpoint_formats(cls):
+        # hf: transformers' BertForPreTraining, or the fine-tuned head's model (BertConfig.head).
+        return {"hf": TransformersFormat(lambda: hf.conversion(cls, BertConfig()))}
 
     @classmethod
     def pretraining_stream(cls, run: Any, source: str) -> bert_inputs.BertPretrainingStream:

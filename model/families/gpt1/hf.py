@@ -28,19 +28,22 @@ elsewhere in transformers; the config here names it explicitly.
 Only the pre-training model maps: a fine-tuned model's head and its fresh special-token rows
 (`gpt1/head/...`) have no place in OpenAIGPTLMHeadModel.
 
-`gin_bindings` reads an OpenAIGPTConfig back into our gin bindings and `mtf_outputs` runs our
-model for the conversions of model/convert.py.
+`gin_bindings` reads an OpenAIGPTConfig back into our gin bindings, `mtf_outputs` runs our
+model, and `conversion` ties them together for format `hf` (model/trainer/checkpoints.py).
 """
 from __future__ import annotations
 
-from typing import Any, Dict, Mapping
+from typing import TYPE_CHECKING, Any, Dict, Mapping
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from model.trainer.checkpoints import Conversion, ConversionError
 from model.trainer.model_config import ModelConfig
-from model.families.gpt1.model import GPT1Config
 from model.trainer.mtf_compat import mtf
+
+if TYPE_CHECKING:  # model.py declares its formats from this module
+    from model.families.gpt1.model import GPT1Config
 
 # OpenAI GPT's name (modeling_openai.ACT_FNS) for the tanh form of GELU, OpenAI's and mtf's.
 TANH_GELU = "gelu"
@@ -48,7 +51,7 @@ TANH_GELU = "gelu"
 MODEL_TYPE = "openai-gpt"
 
 
-def openai_gpt_config(config: ModelConfig, gpt1: GPT1Config, vocab_size: int):
+def openai_gpt_config(config: ModelConfig, gpt1: "GPT1Config", vocab_size: int):
     """The OpenAIGPTConfig of our sizes (the vocabulary is not padded, as ours)."""
     from transformers import OpenAIGPTConfig
     if config.num_heads * config.d_kv != config.d_model:
@@ -139,5 +142,17 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                                                         mtf.ones(mesh, shape, tf.int32)))}
 
 
-__all__ = ["MODEL_TYPE", "TANH_GELU", "gin_bindings", "mtf_outputs", "openai_gpt_config",
-           "openai_gpt_model", "openai_gpt_state_dict"]
+def conversion(family: type, gpt1: "GPT1Config") -> Conversion:
+    """GPT-1's link to OpenAIGPTLMHeadModel (a fine-tuning head has no place there)."""
+    if gpt1.head:
+        raise ConversionError(f"GPT-1's {gpt1.head} head (GPT1Config.head) has no "
+                              f"transformers model here: OpenAIGPTLMHeadModel has no place for it")
+    return Conversion(
+        "gpt1", family, MODEL_TYPE, "OpenAIGPTLMHeadModel", "gpt1/token_embedding",
+        lambda config, vocab: openai_gpt_config(config, gpt1, vocab), gin_bindings,
+        lambda variables, config: openai_gpt_state_dict(variables, config.num_layers),
+        mtf_outputs, {"tokens": np.ones([1, 4], np.int32)})
+
+
+__all__ = ["MODEL_TYPE", "TANH_GELU", "conversion", "gin_bindings", "mtf_outputs",
+           "openai_gpt_config", "openai_gpt_model", "openai_gpt_state_dict"]

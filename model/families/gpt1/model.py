@@ -58,10 +58,11 @@ import tensorflow.compat.v1 as tf
 from model.data import features
 from model.trainer.model_config import ModelConfig
 from model.families.base import ModelFamily
+from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses, token_losses
 from model.trainer.mtf_compat import mtf
 from model.tasks import discriminative
-from model.families.gpt1 import finetune
+from model.families.gpt1 import finetune, hf
 from model.families.gpt1.bpe import BpeVocabulary
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
 
@@ -259,6 +260,11 @@ class GPT1(ModelFamily):
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
         self.gpt1 = GPT1Config()
+
+    @classmethod
+    def checkpoint_formats(cls):
+        # hf: transformers' OpenAIGPTLMHeadModel (the pre-trained model; no head).
+        return {"hf": TransformersFormat(lambda: hf.conversion(cls, GPT1Config()))}
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:

@@ -106,6 +106,11 @@ class SegaBert(Bert):
     predict_feature_keys = structure.INDEX_KEYS
 
     @classmethod
+    def checkpoint_formats(cls):
+        # BERT's formats hold no structure tables: none of them is SegaBERT's.
+        return {}
+
+    @classmethod
     def pretraining_stream(cls, run, source):
         # Structured windows with their indices instead of BERT's NSP pairs.
         return structure.SegaBertStream(source, run.vocabulary, run.data_config.inputs_length,

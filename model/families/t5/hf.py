@@ -31,9 +31,9 @@ reads as `lm_head`, and its gated-GELU `wi_0`/`wi_1` as `feed_forward_proj = "ga
 Without `DataConfig.vocabulary` (a checkpoint imported from transformers by model/convert.py,
 say), the vocabulary's size is the checkpoint's embedding rows and no tokenizer is written.
 
-Import (model/convert.py) reads a transformers folder through `t5_state_dict`, our names for
-transformers' (the direction of `load_tf_weights_in_t5`), and `gin_bindings`, the inverse of
-`hf_config`.
+Import (format `hf`, `HFFormat`: model/trainer/checkpoints.py) reads a transformers folder
+through `t5_state_dict`, our names for transformers' (the direction of `load_tf_weights_in_t5`),
+and `gin_bindings`, the inverse of `hf_config`; export is `export` above.
 """
 from __future__ import annotations
 
@@ -50,6 +50,7 @@ from model.data.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID
 from model.families.t5 import finetune
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
+from model.trainer.checkpoints import Conversion, TransformersFormat
 from model.trainer.decoding import DecodingConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import import_features
@@ -218,5 +219,27 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                                     tf.estimator.ModeKeys.EVAL)}
 
 
-__all__ = ["EMBEDDING", "MODEL_TYPE", "export", "generation_config", "gin_bindings", "hf_config",
-           "load_checkpoint", "mtf_outputs", "t5_state_dict"]
+def conversion(family: type) -> Conversion:
+    """T5's link to T5ForConditionalGeneration (T5.1.0 and T5.1.1)."""
+    return Conversion(
+        "t5", family, MODEL_TYPE, "T5ForConditionalGeneration", EMBEDDING, hf_config,
+        gin_bindings, t5_state_dict, mtf_outputs,
+        {"encoder_tokens": np.ones([1, 4], np.int32), "decoder_targets": np.ones([1, 2], np.int32)},
+        # T5Tokenizer's SentencePiece model plus its 100 extra ids is our Vocabulary.
+        tokenizer_file="spiece.model",
+        embedding_rows=lambda ids: VOCAB_DIVISOR * math.ceil(ids / VOCAB_DIVISOR))
+
+
+class HFFormat(TransformersFormat):
+    """T5's format `hf`: import through the shared machinery, export as `--mode export` (with
+    the generation config and, given the vocabulary, the tokenizer)."""
+
+    def __init__(self, family: type):
+        super().__init__(lambda: conversion(family))
+
+    def export_checkpoint(self, run, output, checkpoint):
+        return export(run, output, checkpoint)
+
+
+__all__ = ["EMBEDDING", "HFFormat", "MODEL_TYPE", "conversion", "export", "generation_config",
+           "gin_bindings", "hf_config", "load_checkpoint", "mtf_outputs", "t5_state_dict"]

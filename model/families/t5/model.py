@@ -65,6 +65,11 @@ class EncoderDecoder(_T5Family):
                      Architecture.ENCODER_DECODER_SHARED.value,
                      Architecture.ENCODER_DECODER_HALF_LAYERS.value)
 
+    @classmethod
+    def checkpoint_formats(cls):
+        # hf: transformers' T5ForConditionalGeneration (`--family t5`: this package's name).
+        return {"hf": hf.HFFormat(cls)}
+
     def logits(self, model, batch, mode):
         logits, _ = model.call_simple(
             inputs=batch["encoder_input_tokens"],
