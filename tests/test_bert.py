@@ -617,8 +617,7 @@ def test_an_answer_across_windows_is_labelled_where_it_is_whole(vocabulary):
 
 def head_bindings(vocabulary, head, length, batch, steps):
     return [f"DataConfig.vocabulary = '{vocabulary.path}'", f"BertConfig.head = '{head}'",
-            f"DataConfig.inputs_length = {length}",
-            f"BertConfig.max_positions = {max(length, 128)}", "ModelConfig.dropout_rate = 0.0",
+            f"DataConfig.inputs_length = {length}", "ModelConfig.dropout_rate = 0.0",
             f"TrainConfig.tokens_per_batch = {batch * length}", "TrainConfig.decode_length = 4",
             f"TrainConfig.train_steps = {steps}", f"TrainConfig.save_checkpoints_steps = {steps}",
             "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
