@@ -189,3 +189,167 @@ def test_bad_vocabulary_files_are_named(tmp_path, bpe_folder):
     (tmp_path / "gap" / MERGES).write_text("#version: 0.2\n")
     with pytest.raises(ValueError, match="the ids 0 to n - 1 once each"):
         bpe.BpeVocabulary(tmp_path / "gap" / ENCODER)
+
+
+# --- Format `openai`: finetune-transformer-lm's model/ folder -------------------------------
+
+# One block's parameters in the order of OpenAI's train.py variables: (scope, kind), kind `w`
+# a conv1d kernel [1, in, out], `b` a bias, `g` a gain.
+OPENAI_BLOCK = [("attn/c_attn", "w"), ("attn/c_attn", "b"), ("attn/c_proj", "w"),
+                ("attn/c_proj", "b"), ("ln_1", "g"), ("ln_1", "b"), ("mlp/c_fc", "w"),
+                ("mlp/c_fc", "b"), ("mlp/c_proj", "w"), ("mlp/c_proj", "b"), ("ln_2", "g"),
+                ("ln_2", "b")]
+N_CTX, N_EMBD, N_LAYER, N_HEAD = 32, 16, 2, 2
+
+
+def write_release(model, folder: pathlib.Path, bpe_source: pathlib.Path):
+    """The weights of an OpenAIGPTModel (or a head model's) in OpenAI's layout: the position
+    and token embeddings, then each block's parameters, as one flat float32 vector in ten
+    files, their shapes in params_shapes.json; the BPE files beside them; and the names list
+    (`parameters_names.json`) that transformers' loader reads (OpenAI's release has none)."""
+    import numpy as np
+    import shutil
+    body = getattr(model, "transformer", model)
+    state = {name: tensor.numpy() for name, tensor in body.state_dict().items()}
+    arrays = [state["positions_embed.weight"], state["tokens_embed.weight"]]
+    names = ["model/we:0"]
+    for block in range(body.config.n_layer):
+        for scope, kind in OPENAI_BLOCK:
+            tensor = state[f"h.{block}.{scope.replace('/', '.')}."
+                           f"{'bias' if kind == 'b' else 'weight'}"]
+            arrays.append(tensor[None] if kind == "w" else tensor)
+            names.append(f"model/h{block}/{scope}/{kind}:0")
+    folder.mkdir(parents=True)
+    flat = np.concatenate([a.ravel() for a in arrays]).astype(np.float32)
+    for n, part in enumerate(np.array_split(flat, 10)):
+        np.save(folder / f"params_{n}.npy", part)
+    (folder / "params_shapes.json").write_text(json.dumps([list(a.shape) for a in arrays]))
+    (folder / "parameters_names.json").write_text(json.dumps(names))
+    for name in (ENCODER, MERGES):
+        shutil.copyfile(bpe_source / name, folder / name)
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory, bpe_folder):
+    """(folder, reference OpenAIGPTLMHeadModel) of a tiny random GPT-1 over the learned BPE,
+    written in OpenAI's layout and proven by transformers' `load_tf_weights_in_openai_gpt`."""
+    import numpy as np
+    from tests.test_convert import randomized
+    from transformers.models.openai.modeling_openai import load_tf_weights_in_openai_gpt
+    config = transformers.OpenAIGPTConfig(
+        vocab_size=bpe.BpeVocabulary(bpe_folder / ENCODER).num_pieces, n_positions=N_CTX,
+        n_embd=N_EMBD, n_layer=N_LAYER, n_head=N_HEAD, afn="gelu", layer_norm_epsilon=1e-5)
+    reference = randomized(transformers.OpenAIGPTLMHeadModel(config))
+    folder = tmp_path_factory.mktemp("release") / "model"
+    write_release(reference, folder, bpe_folder)
+    loaded = load_tf_weights_in_openai_gpt(transformers.OpenAIGPTModel(config), config,
+                                           str(folder))
+    expected = reference.transformer.state_dict()
+    for name, tensor in loaded.state_dict().items():
+        np.testing.assert_array_equal(tensor.numpy(), expected[name].numpy(), err_msg=name)
+    return folder, reference
+
+
+def import_release(source, model_dir, *gin_params):
+    from tests.test_convert import run_convert
+    argv = ["import", "--family", "gpt1", "--format", "openai", "--source", source,
+            "--model_dir", model_dir]
+    for binding in gin_params:
+        argv += ["--gin_param", binding]
+    return run_convert(*argv)
+
+
+def test_release_imports_with_transformers_logits_and_exports(release, tmp_path, texts):
+    """OpenAI's files -> ours: LM logits equal OpenAIGPTLMHeadModel's on real text's ids within
+    1e-5 of the largest logit, the three special tokens' logits zero (their rows are new);
+    the vocabulary comes along; then exported to transformers, equal again."""
+    import gin
+    import numpy as np
+    import torch
+    from tests.test_convert import assert_close, conversion, run_convert
+    from model.trainer import checkpoints, runs
+    from model.trainer.model_config import ModelConfig
+    folder, reference = release
+    assert import_release(folder, tmp_path / "ours", f"ModelConfig.num_heads = {N_HEAD}") == 0
+    ours_dir = tmp_path / "ours"
+    text = (ours_dir / checkpoints.GIN_NAME).read_text()
+    assert f"DataConfig.vocabulary = '{(ours_dir / ENCODER).resolve()}'" in text
+    assert "GPT1Config.max_positions = 32" in text and "ModelConfig.num_layers = 2" in text
+    vocabulary = GPT1.vocabulary(str(ours_dir / ENCODER))
+    pieces = vocabulary.num_pieces
+    tokens = np.array([vocabulary.encode(t)[:N_CTX] for t in texts[:2]])
+    with torch.no_grad():
+        expected = reference(torch.tensor(tokens)).logits.numpy()
+
+    gin.clear_config()
+    runs.parse_gin([str(ours_dir / checkpoints.GIN_NAME)], [])
+    ours = checkpoints.checkpoint_outputs(conversion("gpt1"), ModelConfig(), str(ours_dir),
+                                          {"tokens": tokens})["logits"]
+    assert ours.shape == (2, N_CTX, pieces + 3)
+    assert_close({"logits": ours[..., :pieces]}, {"logits": expected})
+    assert not ours[..., pieces:].any()
+
+    assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir", ours_dir,
+                       "--output", tmp_path / "exported") == 0
+    exported = transformers.OpenAIGPTLMHeadModel.from_pretrained(str(tmp_path / "exported"))
+    with torch.no_grad():
+        assert_close({"logits": exported.eval()(torch.tensor(tokens)).logits.numpy()},
+                     {"logits": ours})
+
+
+def failed_release_import(capsys, tmp_path, source, *gin_params) -> str:
+    target = tmp_path / "target"
+    assert import_release(source, target, *gin_params) == 2
+    assert not target.exists() or not any(target.iterdir())  # nothing written
+    return capsys.readouterr().err
+
+
+def edited_release(release, tmp_path, edit) -> pathlib.Path:
+    import shutil
+    copy = tmp_path / "edited"
+    shutil.copytree(release[0], copy)
+    edit(copy)
+    return copy
+
+
+def test_bad_releases_are_named(release, tmp_path, capsys):
+    import numpy as np
+    missing = edited_release(release, tmp_path / "a", lambda f: (f / "params_3.npy").unlink())
+    error = failed_release_import(capsys, tmp_path / "a", missing)
+    assert f"{missing} lacks params_3.npy" in error
+    from tests.test_convert import run_convert
+    assert run_convert("import", "--family", "t5", "--format", "openai", "--source", release[0],
+                       "--model_dir", tmp_path / "t5") == 2
+    assert "--family t5 has no format 'openai'" in capsys.readouterr().err
+
+    def short(folder):
+        np.save(folder / "params_9.npy", np.load(folder / "params_9.npy")[:-5])
+    error = failed_release_import(capsys, tmp_path / "b", edited_release(release, tmp_path / "b",
+                                                                         short))
+    assert "hold" in error and "values, params_shapes.json lists" in error
+
+    def wrong_shape(folder):
+        shapes = json.loads((folder / "params_shapes.json").read_text())
+        shapes[5], shapes[6] = [N_EMBD * 2], [N_EMBD // 2]
+        (folder / "params_shapes.json").write_text(json.dumps(shapes))
+    error = failed_release_import(capsys, tmp_path / "c", edited_release(release, tmp_path / "c",
+                                                                         wrong_shape))
+    assert "2 parameter(s) of the wrong shape for n_embd 16" in error
+    assert "entry 5 (h0/attn/c_proj/b): [32], expected [16]" in error
+
+    def fewer_pieces(folder):
+        pieces = json.loads((folder / ENCODER).read_text())
+        (folder / ENCODER).write_text(json.dumps({p: i for p, i in pieces.items()
+                                                  if i < len(pieces) - 1}))
+    error = failed_release_import(capsys, tmp_path / "d", edited_release(release, tmp_path / "d",
+                                                                         fewer_pieces))
+    rows = bpe.BpeVocabulary(release[0] / ENCODER).num_pieces
+    assert f"has {rows - 1} pieces; the token embedding of" in error and f"has {rows} rows" in error
+
+
+def test_heads_the_release_does_not_record_come_from_gin(release, tmp_path, capsys):
+    """OpenAI's 12 heads unless gin says otherwise; n_embd must divide among them."""
+    error = failed_release_import(capsys, tmp_path, release[0])
+    assert "n_embd = 16 and n_head = 12" in error
+    error = failed_release_import(capsys, tmp_path, release[0], "ModelConfig.num_heads = 3")
+    assert "n_embd = 16 and n_head = 3" in error

@@ -143,12 +143,14 @@ def _graph(conv: Conversion, config: ModelConfig, vocab_size: int,
     return lowering, {name: lowering.export_to_tf_tensor(t) for name, t in outputs.items()}
 
 
-def model_shapes(conv: Conversion, config: ModelConfig, vocab_size: int
-                 ) -> Dict[str, Tuple[int, ...]]:
-    """Our trainable variables' shapes by name."""
+def model_shapes(conv: Conversion, config: ModelConfig, vocab_size: int,
+                 with_optimizer: bool = False) -> Dict[str, Tuple[int, ...]]:
+    """Our trainable variables' shapes by name; `with_optimizer`: every variable a checkpoint
+    of ours holds, the family's optimizer slots and the global step too."""
     with tf.Graph().as_default():
-        _graph(conv, config, vocab_size, conv.example_inputs, with_optimizer=False)
-        return {v.op.name: tuple(v.shape.as_list()) for v in tf.trainable_variables()}
+        _graph(conv, config, vocab_size, conv.example_inputs, with_optimizer=with_optimizer)
+        chosen = tf.global_variables() if with_optimizer else tf.trainable_variables()
+        return {v.op.name: tuple(v.shape.as_list()) for v in chosen}
 
 
 def checkpoint_outputs(conv: Conversion, config: ModelConfig, checkpoint: str,
@@ -166,9 +168,10 @@ def checkpoint_outputs(conv: Conversion, config: ModelConfig, checkpoint: str,
 
 
 def write_checkpoint(conv: Conversion, config: ModelConfig, vocab_size: int,
-                     values: Mapping[str, np.ndarray], model_dir: str) -> str:
-    """DIR/model.ckpt-0 holding `values` (every trainable variable of ours); for a family that
-    continues training from its checkpoint (T5) also the optimizer's zero slots and step 0."""
+                     values: Mapping[str, np.ndarray], model_dir: str, step: int = 0) -> str:
+    """DIR/model.ckpt-STEP holding `values` (every trainable variable of ours); for a family
+    that continues training from its checkpoint (T5) also the optimizer's slots (those in
+    `values`, else zero) and the global step `step`."""
     continues = conv.family_class.warm_start_continues_training
     with tf.Graph().as_default():
         _graph(conv, config, vocab_size, conv.example_inputs, with_optimizer=continues)
@@ -178,9 +181,17 @@ def write_checkpoint(conv: Conversion, config: ModelConfig, vocab_size: int,
             for variable in trainable:
                 variable.load(np.asarray(values[variable.op.name],
                                          variable.dtype.base_dtype.as_numpy_dtype), session)
+            if continues:
+                weights = {v.op.name for v in trainable}
+                for variable in tf.global_variables():
+                    if variable.op.name in values and variable.op.name not in weights:
+                        variable.load(np.asarray(values[variable.op.name],
+                                                 variable.dtype.base_dtype.as_numpy_dtype),
+                                      session)
+                tf.train.get_global_step().load(step, session)
             saver = tf.train.Saver(tf.global_variables() if continues else trainable)
             return saver.save(session, str(pathlib.Path(model_dir) / CHECKPOINT_NAME),
-                              global_step=0)
+                              global_step=step)
 
 
 # --- The mapping, both ways --------------------------------------------------------------------
@@ -343,37 +354,55 @@ def check_new_folder(model_dir: str) -> None:
 
 
 def import_state(conv: Conversion, hf_config, state: Mapping[str, np.ndarray], source: str,
-                 model_dir: str, tokenizer: Optional[pathlib.Path] = None) -> Dict[str, Any]:
+                 model_dir: str, vocabulary_files: Optional[Sequence[pathlib.Path]] = None
+                 ) -> Dict[str, Any]:
     """Checks a transformers config and state dict (read from `source`) against the parsed gin
     configuration, then writes our checkpoint and gin file to `model_dir` (see the module's
-    docstring). `tokenizer`: the source's vocabulary file, by default `source`/
-    conv.tokenizer_file."""
-    bindings = conv.gin_bindings(hf_config)
+    docstring). `vocabulary_files`: the source's vocabulary (`import_values`), by default
+    `source`/conv.tokenizer_file."""
+    if vocabulary_files is None:
+        vocabulary_files = ([pathlib.Path(source) / conv.tokenizer_file] if conv.tokenizer_file
+                            else [])
+
+    def values(config: ModelConfig, vocab_size: int) -> Dict[str, np.ndarray]:
+        return ours_from_transformers(conv, config, model_shapes(conv, config, vocab_size), state,
+                                      _buffers(conv, hf_config))
+
+    return import_values(conv, conv.gin_bindings(hf_config), hf_config.vocab_size, values,
+                         source, model_dir, vocabulary_files)
+
+
+def import_values(conv: Conversion, bindings: Mapping[str, Any], vocab_size: int,
+                  values: Callable[[ModelConfig, int], Mapping[str, np.ndarray]], source: str,
+                  model_dir: str, vocabulary_files: Sequence[pathlib.Path] = (),
+                  step: int = 0) -> Dict[str, Any]:
+    """Checks the source's gin `bindings` against the parsed gin configuration and binds them,
+    then writes our checkpoint of `values(config, vocab_size)` (our variables by name, checked
+    by it: every trainable one, and optimizer slots) at `step` and its gin file to `model_dir`.
+    `vocabulary_files`: the source's vocabulary, the file DataConfig.vocabulary names first
+    (the files it reads beside it after), carried when none is given."""
     check_against_gin(bindings)
-    vocab_size = hf_config.vocab_size
     with gin.unlock_config():
         for name, value in bindings.items():
             gin.bind_parameter(name, value)
-    if tokenizer is None and conv.tokenizer_file:
-        tokenizer = pathlib.Path(source) / conv.tokenizer_file
-    carried = (tokenizer is not None and tokenizer.is_file()
+    carried = (bool(vocabulary_files) and vocabulary_files[0].is_file()
                and not gin_value("DataConfig.vocabulary"))
     if carried:  # checked as if given, then copied beside the checkpoint
         with gin.unlock_config():
-            gin.bind_parameter("DataConfig.vocabulary", str(tokenizer))
+            gin.bind_parameter("DataConfig.vocabulary", str(vocabulary_files[0]))
     _check_vocabulary(conv, vocab_size)
     config = ModelConfig()
-    shapes = model_shapes(conv, config, vocab_size)
-    values = ours_from_transformers(conv, config, shapes, state, _buffers(conv, hf_config))
+    ours = values(config, vocab_size)
     pathlib.Path(model_dir).mkdir(parents=True, exist_ok=True)
-    checkpoint = write_checkpoint(conv, config, vocab_size, values, model_dir)
+    checkpoint = write_checkpoint(conv, config, vocab_size, ours, model_dir, step)
     if carried:
-        copy = pathlib.Path(model_dir) / tokenizer.name
-        shutil.copyfile(tokenizer, copy)
+        for file in vocabulary_files:
+            shutil.copyfile(file, pathlib.Path(model_dir) / file.name)
+        copy = pathlib.Path(model_dir) / vocabulary_files[0].name
         bindings = {**bindings, "DataConfig.vocabulary": str(copy.resolve())}
     gin_file = pathlib.Path(model_dir) / GIN_NAME
     gin_file.write_text(_gin_text(bindings, source))
-    return {"checkpoint": checkpoint, "gin_file": str(gin_file), "variables": len(values)}
+    return {"checkpoint": checkpoint, "gin_file": str(gin_file), "variables": len(ours)}
 
 
 def _check_vocabulary(conv: Conversion, vocab_size: int) -> None:

@@ -62,7 +62,7 @@ from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses, token_losses
 from model.trainer.mtf_compat import mtf
 from model.tasks import discriminative
-from model.families.gpt1 import finetune, hf
+from model.families.gpt1 import finetune, hf, openai
 from model.families.gpt1.bpe import BpeVocabulary
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
 
@@ -263,8 +263,11 @@ class GPT1(ModelFamily):
 
     @classmethod
     def checkpoint_formats(cls):
-        # hf: transformers' OpenAIGPTLMHeadModel (the pre-trained model; no head).
-        return {"hf": TransformersFormat(lambda: hf.conversion(cls, GPT1Config()))}
+        # hf: transformers' OpenAIGPTLMHeadModel (the pre-trained model; no head); openai:
+        # finetune-transformer-lm's released model/ folder (import).
+        def conversion():
+            return hf.conversion(cls, GPT1Config())
+        return {"hf": TransformersFormat(conversion), "openai": openai.OpenAIFormat(conversion)}
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
