@@ -723,13 +723,18 @@ def test_head_memorises_real_copa_examples_from_the_pretrained_model(pretrained,
     # Warm start restores the weights only and the step starts at 0, as OpenAI's train.py
     # (the parameters loaded, Adam at t = 0).
     assert sorted(losses) == list(range(1, FINETUNE_STEPS + 1))
-    # `eval` scores the newest checkpoint: every example right.
+    # Every checkpoint the run trained is scored (model/tasks/evaluation.py), not the warm
+    # start's step 0: the newest gets every example right.
+    scored = [json.loads(line) for line in (tmp_path / "copa/eval/super_glue_copa/validation"
+                                            / "scores.jsonl").read_text().splitlines()]
+    assert [(entry["step"], entry["accuracy"]) for entry in scored][-1] == (FINETUNE_STEPS, 100.0)
+    assert [entry["step"] for entry in scored] == [30, FINETUNE_STEPS]
+    # `eval` finds nothing left to score and reports the best.
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert train.main(["--mode", "eval"] + argv) == 0
-    scores = json.loads(out.getvalue())["super_glue_copa/validation"]
-    assert scores["examples"] == 16 and scores["accuracy"] == 100.0
-    assert scores["step"] == FINETUNE_STEPS
+    best = json.loads(out.getvalue())["super_glue_copa/validation"]
+    assert best["scores"] == {"accuracy": 100.0} and best["step"] in (30, FINETUNE_STEPS)
     names = {name for name, _ in tf.train.list_variables(str(tmp_path / "copa"))}
     assert {"gpt1/head/classifier/kernel", "gpt1/head/special_embedding"} <= names
 
@@ -759,13 +764,17 @@ def test_regression_head_memorises_real_stsb_pairs(pretrained, shared_data, voca
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         assert train.main(["--mode", "finetune"] + argv) == 0
-    scores = json.loads(out.getvalue())["glue_stsb/validation"]
-    labels = [e.label for e in discriminative.examples("glue_stsb", "train", [pairs])]
-    assert scores["examples"] == len(labels) == 9
-    assert scores["step"] == STSB_STEPS
+    result = json.loads(out.getvalue())["glue_stsb/validation"]
+    scores = result["scores"]
+    assert result["step"] == STSB_STEPS
     assert scores["pearson_corrcoef"] > 95 and scores["spearman_corrcoef"] > 95, scores
+    predictions = [json.loads(line) for line in (tmp_path / "stsb/eval/glue_stsb/validation" /
+                                                 f"predictions-{STSB_STEPS}.jsonl").read_text().splitlines()]
+    labels = [e.label for e in discriminative.examples("glue_stsb", "train", [pairs])]
+    assert [p["targets"] for p in predictions] == labels and len(labels) == 9
     # Squared error far below the scores' own variance (what a constant prediction would get).
-    assert scores["squared_error"] < 0.1 * np.var(labels), scores
+    squared_error = np.mean([(p["prediction"] - p["targets"]) ** 2 for p in predictions])
+    assert squared_error < 0.1 * np.var(labels), squared_error
 
 
 def test_train_vocab_bpe_option(tmp_path, shared_data, capsys):

@@ -608,8 +608,12 @@ def test_classification_head_memorises_real_mrpc_pairs(mrpc_task, mrpc_features,
         runs.train(run, dataset, run.vocabulary.vocab_size, max_steps=steps)
         losses = logged_losses(tmp_path)
         last_losses = [losses[step] for step in range(steps - 9, steps + 1)]
-    # Scored as `--mode eval --task` scores: decoding the pieces alone.
-    assert mrpc_task.scores(run, "validation") == {"accuracy": 100.0}
+    # Scored as `--mode eval --task` scores (model/tasks/evaluation.py): MRPC's F1 and accuracy.
+    from model.tasks import evaluation
+    eval_set, answers = mrpc_task.eval_split(run, "validation")
+    scored = evaluation.answered({eval_set.name: answers})(tf.train.latest_checkpoint(str(tmp_path)),
+                                                           eval_set)
+    assert scored.scores == {"f1": 100.0, "accuracy": 100.0}
 
 
 def test_fine_tuning_warm_starts_from_pretrained_segabert(pretrained, mrpc_features,

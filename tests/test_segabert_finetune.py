@@ -11,7 +11,7 @@ import tensorflow as tf
 from model.families.bert import finetune as bert_tasks
 from model.families.segabert import finetune as segabert_finetune, structure
 from model.families.bert.inputs import CLS_ID, SEP_ID
-from model.tasks import discriminative
+from model.tasks import discriminative, evaluation
 from model.trainer import runs
 from model import families
 from text.splitters import load_splitter
@@ -188,6 +188,8 @@ def test_segabert_heads_train_and_score_with_their_indices(task, head, shared_da
         given.append(all(key in batch for key in structure.INDEX_KEYS))
         return original(family, batch)
     monkeypatch.setattr(SegaBert, "position_embedding", recording)
-    scores = head_task.scores(run, "validation")
+    eval_set, answers = head_task.eval_split(run, "validation")
+    scored = evaluation.answered({eval_set.name: answers})(tf.train.latest_checkpoint(str(tmp_path)),
+                                                           eval_set)
     assert given == [True]
-    assert set(scores) == ({"em", "f1"} if head == "span" else {"accuracy"})
+    assert set(scored.scores) == ({"em", "f1"} if head == "span" else {"accuracy"})

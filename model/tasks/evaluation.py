@@ -1,12 +1,17 @@
-"""Task evaluation of checkpoints: decode a task's validation inputs, score them with the task's
-metrics (`task.score`), record everything, and pick the best checkpoint per task, as the paper
-reports (the best validation score over the checkpoints of a fine-tuning run).
+"""Task evaluation of checkpoints for every family: predict a task's validation examples, score
+the predictions with the task's metrics, record everything, and pick the best checkpoint per
+task, as the paper reports (the best validation score over the checkpoints of a fine-tuning
+run). T5 decodes text, scored as text (`task.score`: the task's postprocessing, then its
+metrics; `decoded`); GPT-1's and BERT's heads answer in the task's label space (class ids,
+values, answer texts), scored by the same metrics as they are (`answered`). Each family's
+task run goes through `task_run`: fine-tune keeping every checkpoint, score, keep the best.
 
 Beside the checkpoints, per task and split (`MODEL_DIR/eval/<task>/<split>/`):
   predictions-<step>.jsonl   {"inputs", "targets", "prediction"} per example, in input order
   scores.jsonl               {"step", "data", "decoding", <metric>: percent, ...} per evaluated
                              checkpoint ("data": which data and version was scored, "decoding":
-                             beam size and alpha)
+                             beam size and alpha; null for a head's answers, which are not
+                             decoded)
   events.out.tfevents.*      the same scores for TensorBoard (tag `<task>/<split>/<metric>`)
 and in `MODEL_DIR/eval/`:
   best.json        for each task and split, the step, checkpoint, scores, data and decoding of
@@ -24,7 +29,7 @@ import json
 import os
 import pathlib
 import re
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf2
@@ -33,7 +38,8 @@ import tensorflow.compat.v1 as tf
 from model import tasks
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig, strip_after_eos
-from model.tasks import Decoding, Task
+from model.tasks import GREEDY, Decoding, Task, discriminative, metrics
+from model.tasks.selection import TaskData
 
 EVAL_DIR = "eval"
 BEST_NAME = "best.json"
@@ -43,13 +49,36 @@ _CHECKPOINT_STEP = re.compile(r"model\.ckpt-(\d+)$")
 
 
 @dataclasses.dataclass(frozen=True)
-class EvalSet:
-    """One split of one task, ready to decode and score."""
+class Metrics:
+    """The name and metrics of a task that the task registry does not hold (a registry `Task`
+    has the same three attributes): what scores a fine-tuning head's answers on it."""
 
-    task: Task
+    name: str
+    metric_names: Tuple[str, ...]
+    score_postprocessed: Callable[[Sequence[Any], Sequence[Any]], Dict[str, float]]
+
+
+def head_metrics(name: str) -> Union[Task, Metrics]:
+    """What scores a fine-tuning head's answers on task `name`: the task registry's metrics
+    (MRPC's F1 and accuracy, CB's mean 3-class F1 and accuracy, STS-B's correlations, SQuAD's
+    EM and F1, ...); for the multiple-choice sets outside the registry (GPT-1's Story Cloze and
+    RACE), accuracy, as the GPT-1 paper reports them."""
+    if name in tasks.names():
+        return tasks.get(name)
+    if name in discriminative.VIEWS and discriminative.view(name).kind == discriminative.MULTIPLE_CHOICE:
+        return Metrics(name, ("accuracy",), metrics.accuracy)
+    raise KeyError(f"no metrics for task {name!r}: it is neither in the task registry nor a "
+                   "multiple-choice view")
+
+
+@dataclasses.dataclass(frozen=True)
+class EvalSet:
+    """One split of one task, ready to predict and score."""
+
+    task: Union[Task, Metrics]
     split: str
-    inputs: Tuple[str, ...]
-    targets: Tuple[str, ...]  # the target strings, for the predictions file
+    inputs: Tuple[Any, ...]  # the input texts (a head's: its example's segments), for the file
+    targets: Tuple[Any, ...]  # the target strings (a head's: its labels), for the predictions file
     references: Tuple[Any, ...]  # what task.score compares predictions with
     # Which data was scored, with its version (e.g. "tfds cnn_dailymail:3.4.0"): a score depends
     # on it (cnn_dailymail's highlights are joined by " . " before TFDS 2.0, by newlines since).
@@ -70,6 +99,29 @@ def eval_set(task: Task, split: str, examples: Iterable[dict], data: str) -> Eva
                    tuple(task.reference(example) for example in examples), data)
 
 
+def head_eval_set(task: Union[Task, Metrics], split: str,
+                  examples: Sequence[discriminative.Example], data: str) -> EvalSet:
+    """A split of a task's discriminative view (model/tasks/discriminative.py) for a head: the
+    examples' labels (class ids, values, the right choices) are both targets and references,
+    as the task's metrics take them; the inputs recorded are each example's segments (and
+    choices). `examples` are the labelled ones the head's features were made of, in order."""
+    if not examples:
+        raise ValueError(f"{task.name} {split}: no labelled examples to evaluate")
+    labels = tuple(example.label for example in examples)
+    inputs = tuple({"segments": list(e.segments), **({"choices": list(e.choices)} if e.choices else {})}
+                   for e in examples)
+    return EvalSet(task, split, inputs, labels, labels, data)
+
+
+def data_description(task: str, split: str, files: Mapping[Tuple[str, str], Tuple[str, ...]],
+                     data_dir: Optional[str] = None) -> str:
+    """Which data a head's task split is read from, with its version (`TaskData.describe`;
+    release files of a task outside the registry by their paths)."""
+    if task in tasks.names():
+        return TaskData(files, data_dir).describe(tasks.get(task), split)
+    return f"local files {', '.join(files.get((task, split), ()))}"
+
+
 def checkpoint_steps(model_dir: str) -> Dict[int, str]:
     """{global step: checkpoint path} of the checkpoints in the model directory (all of them:
     a fine-tuning run keeps every checkpoint, which the checkpoint state file does not list)."""
@@ -82,19 +134,79 @@ def checkpoint_steps(model_dir: str) -> Dict[int, str]:
     return dict(sorted(found.items()))
 
 
+def trained_steps(run: runs.Run) -> List[int]:
+    """The steps of the checkpoints this run trained: after its first step (the warm-start
+    checkpoint's, or 0), whose checkpoint holds the weights it started from."""
+    first = runs.first_step(run)
+    return [step for step in checkpoint_steps(run.model_dir) if step > first]
+
+
+def predict_outputs(run: runs.Run, checkpoint: Optional[str], features: Mapping[str, np.ndarray],
+                    decoding: Decoding = GREEDY) -> np.ndarray:
+    """The family's PREDICT outputs ([rows, ...]) of one checkpoint (None: the newest) for the
+    rows of `features`: "inputs", and those of the family's `predict_feature_keys` it gives. In
+    whole batches of at most TrainConfig.eval_batch_size rows: zero rows after the last, whose
+    outputs are dropped."""
+    count = len(features["inputs"])
+    batch_size = min(count, run.train_config.eval_batch_size)
+    filled = {key: np.concatenate([value, np.zeros((-count % batch_size,) + value.shape[1:], value.dtype)])
+              for key, value in features.items()}
+    estimator = run.estimator(batch_size, decoding.beam_size, decoding.alpha)
+    predictions = estimator.predict(
+        lambda params: tf.data.Dataset.from_tensor_slices(filled).batch(
+            params["batch_size"], drop_remainder=True),
+        checkpoint_path=checkpoint, yield_single_examples=True)
+    return np.stack([p["outputs"] for p in predictions])[:count]
+
+
 def decode_texts(run: runs.Run, checkpoint: str, texts: Sequence[str], decoding: Decoding) -> List[str]:
     """Decodes of `texts` by one checkpoint, greedy or by beam search as `decoding` says."""
     vocabulary = run.vocabulary
-    length = run.data_config.inputs_length
-    ids = runs.encode_inputs(texts, vocabulary, length)
-    batch_size = min(len(texts), run.train_config.eval_batch_size)
-    padded = np.concatenate([ids, np.zeros([-len(ids) % batch_size, length], np.int32)])
-    estimator = run.estimator(batch_size, decoding.beam_size, decoding.alpha)
-    predictions = estimator.predict(
-        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": padded}).batch(
-            params["batch_size"], drop_remainder=True),
-        checkpoint_path=checkpoint, yield_single_examples=True)
-    return [vocabulary.decode(strip_after_eos(p["outputs"])) for p in predictions][:len(texts)]
+    ids = runs.encode_inputs(texts, vocabulary, run.data_config.inputs_length)
+    outputs = predict_outputs(run, checkpoint, {"inputs": ids}, decoding)
+    return [vocabulary.decode(strip_after_eos(row)) for row in outputs]
+
+
+@dataclasses.dataclass(frozen=True)
+class Scored:
+    """One checkpoint's predictions on an eval set and their scores."""
+
+    predictions: Tuple[Any, ...]  # one per example, as the predictions file records them
+    scores: Dict[str, float]  # {metric: percent}
+    decoding: Optional[Decoding]  # how the predictions were decoded; None for a head's answers
+
+
+# How one checkpoint (its path) is scored on an eval set.
+ScoreCheckpoint = Callable[[str, EvalSet], Scored]
+
+
+def decoded(run: runs.Run, decoding: DecodingConfig) -> ScoreCheckpoint:
+    """T5's scoring: the inputs decoded (greedily, or with the task's final decoding when
+    `decoding` switches beam search on), the texts scored by the task (`task.score`)."""
+    def score(checkpoint: str, eval_set_: EvalSet) -> Scored:
+        task_decoding = eval_set_.task.decoding(decoding.beam_search)
+        predictions = decode_texts(run, checkpoint, eval_set_.inputs, task_decoding)
+        return Scored(tuple(predictions), eval_set_.task.score(list(eval_set_.references), predictions),
+                      task_decoding)
+    return score
+
+
+# A head's answers to one eval set by one checkpoint (its path), in the task's label space.
+Answers = Callable[[str], Sequence[Any]]
+
+
+def answered(answers: Mapping[str, Answers]) -> ScoreCheckpoint:
+    """A fine-tuning head's scoring: `answers[eval set name](checkpoint)` gives one answer per
+    example in the task's label space (class ids, values, answer texts), scored by the task's
+    metrics as they are (`score_postprocessed`: no text to postprocess)."""
+    def score(checkpoint: str, eval_set_: EvalSet) -> Scored:
+        predictions = list(answers[eval_set_.name](checkpoint))
+        if len(predictions) != len(eval_set_.references):
+            raise ValueError(f"{eval_set_.name}: {len(predictions)} answers for "
+                             f"{len(eval_set_.references)} examples")
+        return Scored(tuple(predictions),
+                      eval_set_.task.score_postprocessed(list(eval_set_.references), predictions), None)
+    return score
 
 
 def _directory(model_dir: str, eval_set_: EvalSet) -> pathlib.Path:
@@ -122,20 +234,20 @@ def recorded_scores(model_dir: str, eval_set_: EvalSet) -> Dict[int, Dict[str, f
     return _scores_of(eval_set_, _recorded_entries(model_dir, eval_set_))
 
 
-def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, predictions: Sequence[str],
-                  scores: Mapping[str, float], decoding: Decoding) -> None:
+def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, scored: Scored) -> None:
     directory = _directory(model_dir, eval_set_)
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / f"predictions-{step}.jsonl").open("w") as out:
-        for inputs, targets, prediction in zip(eval_set_.inputs, eval_set_.targets, predictions):
+        for inputs, targets, prediction in zip(eval_set_.inputs, eval_set_.targets, scored.predictions):
             out.write(json.dumps({"inputs": inputs, "targets": targets, "prediction": prediction},
                                  ensure_ascii=False) + "\n")
+    decoding = dataclasses.asdict(scored.decoding) if scored.decoding else None
     with (directory / SCORES_NAME).open("a") as out:
-        out.write(json.dumps({"step": step, "data": eval_set_.data,
-                              "decoding": dataclasses.asdict(decoding), **scores}) + "\n")
+        out.write(json.dumps({"step": step, "data": eval_set_.data, "decoding": decoding,
+                              **scored.scores}) + "\n")
     writer = tf2.summary.create_file_writer(str(directory))
     with writer.as_default():
-        for metric, value in scores.items():
+        for metric, value in scored.scores.items():
             tf2.summary.scalar(f"{eval_set_.name}/{metric}", value, step=step)
     writer.close()
 
@@ -184,11 +296,11 @@ def benchmark_averages(best: Mapping[str, dict]) -> Dict[str, float]:
             if set(tasks.benchmark_tasks(benchmark)) <= set(task_scores)}
 
 
-def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], decoding: DecodingConfig,
-                         steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
-    """Decodes (greedily, or as `decoding` says) and scores every checkpoint of the model
-    directory (or those of `steps`) not yet evaluated on each eval set; writes the records
-    above; returns the best and writes it with the benchmark averages (also printed)."""
+def score_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
+                      steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
+    """Scores (`score`) every checkpoint of the model directory (or those of `steps`) not yet
+    evaluated on each eval set; writes the records above; returns the best and writes it with
+    the benchmark averages (also printed)."""
     available = checkpoint_steps(run.model_dir)
     if not available:
         raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
@@ -199,10 +311,7 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], decoding: 
             if step in recorded_scores(run.model_dir, eval_set_):
                 continue
             runs.progress(f"evaluating {eval_set_.name} at step {step}")
-            task_decoding = eval_set_.task.decoding(decoding.beam_search)
-            predictions = decode_texts(run, checkpoint, eval_set_.inputs, task_decoding)
-            scores = eval_set_.task.score(list(eval_set_.references), predictions)
-            _write_scores(run.model_dir, eval_set_, step, predictions, scores, task_decoding)
+            _write_scores(run.model_dir, eval_set_, step, score(checkpoint, eval_set_))
     best = best_checkpoints(run.model_dir, eval_sets)
     directory = pathlib.Path(run.model_dir) / EVAL_DIR
     directory.mkdir(parents=True, exist_ok=True)
@@ -211,6 +320,47 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], decoding: 
     if averages:
         (directory / BENCHMARKS_NAME).write_text(json.dumps(averages, indent=1, sort_keys=True) + "\n")
         runs.progress(", ".join(f"{name} {value:.2f}" for name, value in sorted(averages.items())))
+    return best
+
+
+def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], decoding: DecodingConfig,
+                         steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
+    """T5's `score_checkpoints`: decoded greedily, or as `decoding` says."""
+    return score_checkpoints(run, eval_sets, decoded(run, decoding), steps)
+
+
+def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
+             train: Optional[Callable[[runs.Run], Any]] = None,
+             score_warm_start: bool = False) -> Dict[str, dict]:
+    """A family's `--mode finetune|eval|decode` with a task, scored by `score`:
+    finetune: `train(run)` keeping every checkpoint, then every checkpoint scored, the best per
+    task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
+    ({"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}});
+    eval: the checkpoints not yet scored are scored; returns the best;
+    decode: the newest checkpoint is scored; returns {"<task>/<split>": {"step", "scores"}}.
+    The candidates are the checkpoints this run trained (`trained_steps`), and with
+    `score_warm_start` the warm-start checkpoint too (T5, whose global step continues from it:
+    the t5 library scores every checkpoint of the model directory)."""
+    if mode not in ("finetune", "eval", "decode"):
+        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+    if mode == "finetune":
+        if train is None:
+            raise ValueError("finetune needs a training function")
+        train(dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
+                                                                         keep_checkpoint_max=0)))
+    candidates = None if score_warm_start else trained_steps(run)
+    if candidates == []:
+        raise FileNotFoundError(f"no checkpoint trained by this run in {run.model_dir} (the "
+                                f"weights it started from, step {runs.first_step(run)}, are not scored)")
+    if mode == "decode":
+        newest = max(checkpoint_steps(run.model_dir) or [0])
+        score_checkpoints(run, eval_sets, score, steps=[newest])
+        return {s.name: {"step": newest, "scores": recorded_scores(run.model_dir, s)[newest]}
+                for s in eval_sets}
+    best = score_checkpoints(run, eval_sets, score, steps=candidates)
+    if mode == "finetune":
+        newest = sorted(checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
+        keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
     return best
 
 

@@ -32,15 +32,16 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 import gin
 import numpy as np
 import tensorflow as tf
 
+from model import tasks
 from model.families.bert.inputs import CLS_ID, SEP_ID, padded, trimmed_segments
 from model.families.bert.wordpiece import WordPieceVocabulary
-from model.tasks import discriminative
+from model.tasks import Task, discriminative, evaluation
 from model.tasks.selection import validation_splits
 from model.tasks.sources import parse_task_files
 from model.trainer import runs
@@ -85,13 +86,6 @@ def head_features(examples: Iterable[discriminative.Example], kind: str,
     return {"bert_input_tokens": np.stack(rows["bert_input_tokens"]),
             "bert_token_types": np.stack(rows["bert_token_types"]),
             "labels": np.array(rows["labels"], label_type).reshape([-1, 1])}
-
-
-def task_head_features(task: str, split: str, vocabulary: WordPieceVocabulary, length: int,
-                       task_files: Optional[Sequence[str]] = None) -> Dict[str, np.ndarray]:
-    """A task's split through its discriminative view."""
-    return head_features(discriminative.examples(task, split, task_files),
-                         discriminative.view(task).kind, vocabulary, length)
 
 
 @gin.configurable
@@ -295,24 +289,16 @@ def features_dataset(features: Dict[str, np.ndarray]) -> tf.data.Dataset:
     return tf.data.Dataset.from_tensor_slices(features)
 
 
-def head_outputs(run, features: Dict[str, np.ndarray]) -> np.ndarray:
-    """[n, decode_length] outputs of the newest checkpoint of `run` (a BERT head) for the
-    [n, length] `bert_input_tokens` of `features`, with the family's `predict_feature_keys`
-    (SegaBERT's structure indices) where `features` has them (PREDICT reads them as training did): the class first
-    (classification), or start and end (span)."""
-    tokens = features["bert_input_tokens"]
-    inputs = {"inputs": tokens, **{key: features[key] for key in run.family.predict_feature_keys
-                                   if key in features}}
-    batch_size = min(len(tokens), run.train_config.eval_batch_size)
-    # Whole batches: zero rows after the last (their outputs are dropped).
-    filled = {key: np.concatenate([value, np.zeros([-len(tokens) % batch_size, value.shape[1]],
-                                                   np.int32)])
-              for key, value in inputs.items()}
-    predictions = run.estimator(batch_size).predict(
-        lambda params: tf.data.Dataset.from_tensor_slices(filled).batch(
-            params["batch_size"], drop_remainder=True),
-        yield_single_examples=True)
-    return np.stack([p["outputs"] for p in predictions])[:len(tokens)]
+def head_outputs(run, features: Dict[str, np.ndarray], checkpoint: Optional[str] = None
+                 ) -> np.ndarray:
+    """The outputs of a checkpoint (None: the newest) of `run` (a BERT head) for the [n, length]
+    `bert_input_tokens` of `features`, with the family's `predict_feature_keys` (SegaBERT's
+    structure indices) where `features` has them (PREDICT reads them as training did): [n,
+    decode_length], the class first (classification, multiple choice); [n, 1] values
+    (regression); [n, 2, length] start and end logits (span)."""
+    inputs = {"inputs": features["bert_input_tokens"],
+              **{key: features[key] for key in run.family.predict_feature_keys if key in features}}
+    return evaluation.predict_outputs(run, checkpoint, inputs)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -333,6 +319,14 @@ class HeadTask:
         """SQuAD 2.0 (task squad_v2) has unanswerable questions; v1.1 (squad) has none."""
         return self.name.endswith("v2")
 
+    def metrics(self) -> Union[Task, evaluation.Metrics]:
+        """The task's metrics (evaluation.head_metrics); SQuAD 2.0, not in the task registry, as
+        SQuAD v1.1's (EM and F1, an impossible question's one reference "")."""
+        if self.head == "span":
+            squad = tasks.get("squad")
+            return evaluation.Metrics(self.name, squad.metric_names, squad.score_postprocessed)
+        return evaluation.head_metrics(self.name)
+
     def questions(self, split: str) -> List[SquadQuestion]:
         paths = self.files.get((self.name, split))
         if not paths:
@@ -341,36 +335,47 @@ class HeadTask:
         return [squad_question(raw, self.vocabulary, self.length)
                 for path in paths for raw in read_squad_v2(path)]
 
+    def examples(self, split: str) -> List[discriminative.Example]:
+        """The split's labelled examples through the task's view (test releases have none)."""
+        return [example for example in discriminative.examples(
+            self.name, split, self.files.get((self.name, split))) if example.label != -1]
+
+    def example_features(self, examples: Sequence[discriminative.Example]) -> Dict[str, np.ndarray]:
+        return head_features(examples, discriminative.view(self.name).kind, self.vocabulary,
+                             self.length)
+
     def features(self, split: str) -> Dict[str, np.ndarray]:
         if self.head == "span":
             return self.span_features(self.questions(split))
-        return task_head_features(self.name, split, self.vocabulary, self.length,
-                                  self.files.get((self.name, split)))
+        return self.example_features(self.examples(split))
 
     def span_features(self, questions: Sequence[SquadQuestion]) -> Dict[str, np.ndarray]:
         """The windows' features of `questions`."""
         return squad_features(questions, self.length)
 
-    def scores(self, run, split: str) -> Dict[str, float]:
-        from model.tasks import metrics
-
+    def eval_split(self, run, split: str) -> Tuple[evaluation.EvalSet, evaluation.Answers]:
+        """A validation split ready to score (model/tasks/evaluation.py) and a checkpoint's
+        answers to it in the task's label space: the class or the right choice, a regression
+        value, or a SQuAD answer's text (`best_answer` over the question's windows)."""
+        data = evaluation.data_description(self.name, split, self.files)
         if self.head == "span":
             questions = self.questions(split)  # read once: the features and the answers
-            window_logits = iter(head_outputs(run, self.span_features(questions)))
-            predictions = [best_answer(q, [next(window_logits) for _ in q.windows],
-                                       self.version_2_with_negative) for q in questions]
+            features = self.span_features(questions)
             # An impossible question's one reference is "" (SQuAD 2.0's no-answer).
-            return metrics.squad([q.answers or [""] for q in questions], predictions)
-        features = self.features(split)
-        outputs = head_outputs(run, features)
-        labels = features["labels"][:, 0]
-        if self.head == discriminative.REGRESSION:  # the task's metrics: STS-B's correlations
-            from model import tasks
+            references = tuple(q.answers or [""] for q in questions)
+            eval_set = evaluation.EvalSet(self.metrics(), split,
+                                          tuple({"id": q.question_id} for q in questions),
+                                          references, references, data)
 
-            values = outputs[:, 0].astype(np.float64)
-            return {**tasks.get(self.name).score_postprocessed(labels.tolist(), values.tolist()),
-                    "squared_error": float(np.mean((values - labels) ** 2))}
-        return {"accuracy": 100 * float(np.mean(outputs[:, 0] == labels))}
+            def answers(checkpoint: str) -> List[str]:
+                window_logits = iter(head_outputs(run, features, checkpoint))
+                return [best_answer(q, [next(window_logits) for _ in q.windows],
+                                    self.version_2_with_negative) for q in questions]
+            return eval_set, answers
+        examples = self.examples(split)
+        eval_set = evaluation.head_eval_set(self.metrics(), split, examples, data)
+        features = self.example_features(examples)
+        return eval_set, lambda checkpoint: head_outputs(run, features, checkpoint)[:, 0].tolist()
 
 
 def checked_task_files(task: str, specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
@@ -383,11 +388,24 @@ def checked_task_files(task: str, specs: Sequence[str]) -> Dict[Tuple[str, str],
     return files
 
 
+def training(run, task: HeadTask) -> Callable[[runs.Run], int]:
+    """How the head trains (given the run, which keeps every checkpoint): on the task's train
+    split, shuffled (DataConfig.seed), for TrainConfig.train_steps."""
+    features = task.features("train")
+
+    def train(keep_all: runs.Run) -> int:
+        return runs.train(keep_all, lambda: features_dataset(features).shuffle(
+            len(features["bert_input_tokens"]), seed=run.data_config.seed),
+            run.vocabulary.vocab_size)
+    return train
+
+
 def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTask
              ) -> Dict[str, dict]:
-    """finetune: train the head on the task's train split for TrainConfig.train_steps (from the
-    warm-start checkpoint's step), then score every validation split (GLUE MNLI has two); eval
-    / decode: score the newest checkpoint. Returns {"task/split": {"step", "scores"}}."""
+    """finetune: train the head on the task's train split for TrainConfig.train_steps (from
+    step 0: warm start restores the weights only), then score every checkpoint the run trained
+    on every validation split (GLUE MNLI has two) and keep the best; eval: score those not yet
+    scored; decode: score the newest (evaluation.task_run, as for every family)."""
     if head in ("pretraining", "mlm"):
         raise ValueError(f"--task needs a BERT fine-tuning head (BertConfig.head "
                          f"'classification' or 'span'), not {head!r}")
@@ -407,6 +425,8 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
         raise ValueError(f"{args.task}: no validation split to score; give --task_files "
                          f"{args.task}:validation=PATH")
     task = head_task(args.task, head, run.vocabulary, run.data_config.inputs_length, files)
+    evaluated = [task.eval_split(run, split) for split in splits]
+    train = None
     if mode == "finetune":
         # Fine-tuning starts at step 0 (warm start restores the weights only), so the schedule
         # spans this run's steps and a user sets only TrainConfig.train_steps: BERT's
@@ -414,12 +434,6 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
         # picks it.
         for schedule in ("lr.bert_linear", "lr.warmup_linear"):
             gin.bind_parameter(f"{schedule}.total_steps", run.train_config.train_steps)
-        features = task.features("train")
-        runs.train(run, lambda: features_dataset(features).shuffle(
-            len(features["bert_input_tokens"]), seed=run.data_config.seed),
-            run.vocabulary.vocab_size)
-    step = runs.checkpoint_step(run.model_dir)
-    if not step:
-        raise FileNotFoundError(f"no checkpoint to score in {run.model_dir}")
-    return {f"{task.name}/{split}": {"step": step, "scores": task.scores(run, split)}
-            for split in splits}
+        train = training(run, task)
+    return evaluation.task_run(mode, run, [eval_set for eval_set, _ in evaluated],
+                               evaluation.answered({s.name: a for s, a in evaluated}), train)

@@ -7,17 +7,23 @@ architecture):
         --gin_param "DataConfig.vocabulary = 'spm.model'" \
         --task_files super_glue_copa:train=train.jsonl \
         --task_files super_glue_copa:validation=val.jsonl
-    python -m model.train --mode eval --task super_glue_copa ...   (the newest checkpoint)
+    python -m model.train --mode eval --task super_glue_copa ...   (the checkpoints not yet scored)
 
 The task's discriminative view (model/tasks/discriminative.py) gives its segments and labels; the
-family's input transformation (`gpt1_inputs.head_features`) makes the token sequences; the head's kind,
-classes and sequences per example are bound from the view (`GPT1Config`). Training runs
-`GPT1FinetuneConfig.epochs` passes over the labelled training examples in batches of
-`batch_size` examples (shuffled each epoch, seeded by DataConfig.seed), with the schedule of
-gpt1/finetune.gin (`lr.warmup_linear`) told the run's total steps and first step. Then the
-newest checkpoint is evaluated on every validation split given: accuracy and classification loss,
-or for a regression task (STS-B) the task's own metrics (`model.tasks`: Pearson and Spearman
-correlation, in percent) of the predicted values, and their mean squared error.
+family's input transformation (`gpt1_inputs.head_features`) makes the token sequences, padded to
+the longest sequence of the split and at most DataConfig.targets_length (`unpadded`: OpenAI's
+train.py sizes its n_ctx the same way, by the longest input of the data, at most 512; padding
+every COPA sequence to 512 tokens, where at most 64 are used, made a tiny run hold 4.6 GB of
+memory instead of 0.9: bench/bench_finetune_memory.py);
+the head's kind, classes and sequences per example are bound from the view (`GPT1Config`).
+Training runs `GPT1FinetuneConfig.epochs` passes over the labelled training examples in batches
+of `batch_size` examples (shuffled each epoch, seeded by DataConfig.seed), with the schedule of
+gpt1/finetune.gin (`lr.warmup_linear`) told the run's total steps. Then, as for every family
+(model/tasks/evaluation.py `task_run`), every checkpoint the run trained is scored on every
+validation split given by the task's metrics (the task registry's: MRPC's F1 and accuracy,
+STS-B's Pearson and Spearman correlations, ...; accuracy for Story Cloze and RACE) of the head's
+answers (the class, the right choice or the value, in the task's label space), recorded under
+MODEL_DIR/eval/, and the best reported.
 
 Data: `--task_files TASK:SPLIT=PATH[,PATH]` (release files, read by the view's or the task's
 local reader), else TFDS (`--tfds_data_dir`) for the registry's tasks and their validation splits.
@@ -27,17 +33,17 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from typing import Dict, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Sequence, Tuple
 
 import gin
 import numpy as np
 import tensorflow.compat.v1 as tf
 
-from model.trainer import runs
 from model.families.gpt1 import inputs as gpt1_inputs
-from model.tasks import discriminative
+from model.tasks import discriminative, evaluation
 from model.tasks.selection import validation_splits
 from model.tasks.sources import TaskFiles, parse_task_files
+from model.trainer import runs
 
 
 @gin.configurable
@@ -71,9 +77,22 @@ def labelled(task: str, split: str, files: Mapping[Tuple[str, str], Tuple[str, .
             if e.label != -1]
 
 
+def unpadded(rows: Dict[str, np.ndarray], sequences: int) -> Dict[str, np.ndarray]:
+    """`rows` with every sequence cut to the longest of them (`head_tokens` [n, sequences *
+    length]: the sequences of each example one after the other). What is cut is zero padding
+    after each sequence's extract token, which changes nothing the head or the loss sees:
+    attention looks back only, and the LM loss leaves padding out."""
+    tokens = rows["head_tokens"]
+    blocks = tokens.reshape(len(tokens), sequences, -1)
+    length = int(np.flatnonzero(blocks.any(axis=(0, 1)))[-1]) + 1
+    return {**rows, "head_tokens": blocks[:, :, :length].reshape(len(tokens), sequences * length)}
+
+
 def features(run: runs.Run, view: discriminative.View,
              examples: Sequence[discriminative.Example]) -> Dict[str, np.ndarray]:
-    return gpt1_inputs.head_features(examples, view, run.vocabulary, run.data_config.targets_length)
+    """The head's features of (labelled, at least one) examples, `unpadded`."""
+    rows = gpt1_inputs.head_features(examples, view, run.vocabulary, run.data_config.targets_length)
+    return unpadded(rows, gpt1_inputs.sequences_per_example(view))
 
 
 def _with_batch(run: runs.Run, examples_per_batch: int, row_length: int) -> runs.Run:
@@ -91,86 +110,63 @@ def batch_and_steps(config: GPT1FinetuneConfig, count: int) -> Tuple[int, int]:
     return batch, max(1, math.ceil(config.epochs * count / batch))
 
 
-def finetune(run: runs.Run, task: str, files: Mapping[Tuple[str, str], Tuple[str, ...]],
-             data_dir: str | None = None, config: GPT1FinetuneConfig = None) -> Dict[str, dict]:
-    """Trains the head (and the whole model) on the task, then evaluates the newest checkpoint."""
-    config = config or GPT1FinetuneConfig()
-    view = discriminative.view(task)
-    bind_head(view)
-    rows = features(run, view, labelled(task, "train", files, data_dir))
-    count = len(rows["label"])
-    if not count:
+def training(run: runs.Run, task: str, view: discriminative.View,
+             examples: Sequence[discriminative.Example], config: GPT1FinetuneConfig
+             ) -> Callable[[runs.Run], int]:
+    """How the head (and the whole model) trains on the task's labelled training `examples`:
+    `config.epochs` passes in batches of `config.batch_size`, the schedule's total steps bound
+    to the run's."""
+    if not examples:
         raise ValueError(f"{task}: no labelled training examples")
+    rows = features(run, view, examples)
+    count = len(examples)
     batch, steps = batch_and_steps(config, count)
     gin.bind_parameter("lr.warmup_linear.total_steps", steps)
-    run = _with_batch(run, batch, rows["head_tokens"].shape[1])
     seed = run.data_config.seed
+    runs.progress(f"fine-tuning GPT-1 on {task}: {count} examples, {config.epochs:g} epochs, "
+                  f"{steps} steps of {batch}")
 
-    def examples():
+    def examples_dataset():
         return tf.data.Dataset.from_tensor_slices(rows).shuffle(
             count, seed=seed, reshuffle_each_iteration=True)
 
-    runs.progress(f"fine-tuning GPT-1 on {task}: {count} examples, {config.epochs:g} epochs, "
-                   f"{steps} steps of {batch}")
-    runs.train(run, examples, run.vocabulary.vocab_size, max_steps=steps)
-    return evaluate(run, task, files, data_dir, batch)
+    def train(keep_all: runs.Run) -> int:
+        batched = _with_batch(keep_all, batch, rows["head_tokens"].shape[1])
+        return runs.train(batched, examples_dataset, batched.vocabulary.vocab_size, max_steps=steps)
+    return train
 
 
-def evaluate(run: runs.Run, task: str, files: Mapping[Tuple[str, str], Tuple[str, ...]],
-             data_dir: str | None = None, batch_size: int | None = None) -> Dict[str, dict]:
-    """{"task/split": {"step", "examples", "accuracy", "classification_loss"}} of the newest
-    checkpoint on every validation split, every example counted once (batches of the largest
-    divisor of the split's size within the batch size); a regression task has its metrics
-    (`regression_scores`) in place of accuracy and classification loss."""
-    view = discriminative.view(task)
-    bind_head(view)
-    results = {}
-    for split in validation_splits(task, files):
-        rows = features(run, view, labelled(task, split, files, data_dir))
-        count = len(rows["label"])
-        if not count:
-            continue
-        cap = batch_size or run.train_config.eval_batch_size
-        batch = max(d for d in range(1, min(cap, count) + 1) if count % d == 0)
-        evaluated = _with_batch(run, batch, rows["head_tokens"].shape[1])
-        estimator = evaluated.estimator(batch)
-        if view.kind == discriminative.REGRESSION:
-            results[f"{task}/{split}"] = regression_scores(task, estimator, rows)
-            continue
-        scores = estimator.evaluate(
-            lambda params: tf.data.Dataset.from_tensor_slices(rows).batch(
-                params["batch_size"], drop_remainder=True),
-            steps=count // batch, name=f"{task}_{split}")
-        results[f"{task}/{split}"] = {
-            "step": int(scores["global_step"]), "examples": count,
-            "accuracy": 100 * float(scores["accuracy"]),
-            "classification_loss": float(scores["classification_loss"])}
-    return results
-
-
-def regression_scores(task: str, estimator, rows: Mapping[str, np.ndarray]) -> dict:
-    """The newest checkpoint's predicted values for `rows` scored by the task's metrics (the
-    task registry's: STS-B's Pearson and Spearman correlation), and their mean squared error."""
-    from model import tasks
-    predictions = estimator.predict(
-        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": rows["head_tokens"]}).batch(
-            params["batch_size"], drop_remainder=True),
-        yield_single_examples=True)
-    values = np.array([float(p["outputs"][0]) for p in predictions])
-    labels = rows["label"][:, 0].astype(np.float64)
-    step = estimator.get_variable_value("global_step")
-    return {"step": int(step), "examples": len(labels),
-            **tasks.get(task).score_postprocessed(labels.tolist(), values.tolist()),
-            "squared_error": float(np.mean((values - labels) ** 2))}
+def answers(run: runs.Run, rows: Mapping[str, np.ndarray]) -> evaluation.Answers:
+    """A checkpoint's answer to each row: the chosen class or choice, or a regression head's
+    value (the family's PREDICT output)."""
+    return lambda checkpoint: evaluation.predict_outputs(
+        run, checkpoint, {"inputs": rows["head_tokens"]})[:, 0].tolist()
 
 
 def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
-    """finetune: train and evaluate; eval: evaluate the newest checkpoint."""
+    """finetune: train, then score every checkpoint the run trained and keep the best; eval:
+    score those not yet scored; decode: score the newest (evaluation.task_run). Scored on the
+    validation splits that have labelled examples, in batches of GPT1FinetuneConfig.batch_size."""
     if args.mixture:
         raise ValueError("GPT-1 fine-tunes on one task at a time (--task)")
+    task, data_dir = args.task, args.tfds_data_dir
     files = task_files(args.task_files)
-    if mode == "finetune":
-        return finetune(run, args.task, files, args.tfds_data_dir)
-    if mode == "eval":
-        return evaluate(run, args.task, files, args.tfds_data_dir)
-    raise ValueError(f"GPT-1 has no --mode {mode} with a task (finetune or eval)")
+    view = discriminative.view(task)
+    bind_head(view)
+    config = GPT1FinetuneConfig()
+    run = dataclasses.replace(run, train_config=dataclasses.replace(
+        run.train_config, eval_batch_size=config.batch_size))
+    metrics = evaluation.head_metrics(task)
+    sets, split_answers = [], {}
+    for split in validation_splits(task, files):
+        examples = labelled(task, split, files, data_dir)
+        if examples:
+            sets.append(evaluation.head_eval_set(metrics, split, examples,
+                                                 evaluation.data_description(task, split, files, data_dir)))
+            split_answers[sets[-1].name] = answers(run, features(run, view, examples))
+    if not sets:
+        raise ValueError(f"{task}: no labelled validation examples to score; give --task_files "
+                         f"{task}:validation=PATH")
+    train = (training(run, task, view, labelled(task, "train", files, data_dir), config)
+             if mode == "finetune" else None)
+    return evaluation.task_run(mode, run, sets, evaluation.answered(split_answers), train)

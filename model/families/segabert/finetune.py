@@ -25,10 +25,6 @@ class StructuredHeadTask(HeadTask):
         features.update(structure.squad_indices(questions, self.structure_config))
         return features
 
-    def features(self, split: str) -> Dict[str, np.ndarray]:
-        if self.head == "span":
-            return self.span_features(self.questions(split))
-        return structure.head_features(
-            discriminative.examples(self.name, split, self.files.get((self.name, split))),
-            discriminative.view(self.name).kind, self.vocabulary.encode_batch,
-            self.structure_config)
+    def example_features(self, examples: Sequence[discriminative.Example]) -> Dict[str, np.ndarray]:
+        return structure.head_features(examples, discriminative.view(self.name).kind,
+                                       self.vocabulary.encode_batch, self.structure_config)

@@ -149,14 +149,11 @@ def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: Deco
     {"<task>/<split>": best}."""
     if not run.train_config.init_checkpoint:
         runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
-    sets = eval_sets(selection, data)
-    keep_all = dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
-                                                                          keep_checkpoint_max=0))
-    runs.train(keep_all, training_examples(run, selection, data), run.vocabulary.vocab_size, max_steps)
-    best = evaluation.evaluate_checkpoints(run, sets, decoding)
-    newest = sorted(evaluation.checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
-    evaluation.keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
-    return best
+    examples = training_examples(run, selection, data)
+    return evaluation.task_run(
+        "finetune", run, eval_sets(selection, data), evaluation.decoded(run, decoding),
+        lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps),
+        score_warm_start=True)
 
 
 def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
@@ -169,10 +166,5 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     decoding = DecodingConfig()
     if mode == "finetune":
         return finetune(run, selection, data, decoding)
-    sets = eval_sets(selection, data)
-    if mode == "eval":
-        return evaluation.evaluate_checkpoints(run, sets, decoding)
-    newest = max(evaluation.checkpoint_steps(run.model_dir) or [0])
-    evaluation.evaluate_checkpoints(run, sets, decoding, steps=[newest])
-    return {s.name: {"step": newest, "scores": evaluation.recorded_scores(run.model_dir, s)[newest]}
-            for s in sets}
+    return evaluation.task_run(mode, run, eval_sets(selection, data),
+                               evaluation.decoded(run, decoding), score_warm_start=True)
