@@ -25,7 +25,7 @@ from typing import Mapping, Optional, Sequence
 
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
-from model.trainer.gin_files import GIN_DIR, Unresolved, literal_bindings
+from model.trainer.gin_files import GIN_DIR, literal_bindings
 from pipelines.config import TFDS_VARIANTS
 
 
@@ -94,15 +94,9 @@ class Family:
         length = max(bindings["DataConfig.inputs_length"], bindings["DataConfig.targets_length"])
         return bindings["TrainConfig.tokens_per_batch"] // length
 
-    def train_steps(self) -> tuple[str, int]:
-        """The gin name that sets the number of steps and its value: TrainConfig.train_steps, or
-        the macro it is bound to (GPT-1's TRAIN_STEPS, which the schedule's decay also reads)."""
-        bindings = self.pretrain_bindings()
-        steps = bindings["TrainConfig.train_steps"]
-        if isinstance(steps, Unresolved):
-            macro = steps.text.lstrip("%")
-            return macro, bindings[f"{macro}."]
-        return "TrainConfig.train_steps", steps
+    def train_steps(self) -> int:
+        """The pre-training's steps (TrainConfig.train_steps; the schedules follow them)."""
+        return self.pretrain_bindings()["TrainConfig.train_steps"]
 
 
 # BERT pre-trains in two phases; the launcher starts phase 1 (90% of the steps at 128 pieces).
@@ -355,7 +349,7 @@ def train_argv(run: TpuRun) -> list[str]:
         f"DataConfig.vocabulary={_gin_string(local_vocabulary(run))}",
         f"MeshConfig.mesh_shape={_gin_string(plan.mesh_shape)}",
         f"TrainConfig.tpu={_gin_string(tpu)}",
-        f"{run.size.family.train_steps()[0]}={run.train_steps}",
+        f"TrainConfig.train_steps={run.train_steps}",
     ]
     family = run.size.family
     gin_files = [_shell_word(run.size.gin_file), *family.architecture_gin, *family.pretrain_gin,
@@ -498,7 +492,7 @@ def parse_run(argv: Sequence[str]) -> tuple[TpuRun, tuple[str, ...], bool]:
         model_dir=args.model_dir or f"{args.bucket}/models/{run_name}-{args.variant}",
         tfds_data_dir=args.tfds_data_dir or f"{args.bucket}/tensorflow_datasets",
         vocabulary=args.vocabulary,
-        train_steps=args.train_steps or size.family.train_steps()[1],
+        train_steps=args.train_steps or size.family.train_steps(),
         preemptible=args.preemptible, runtime_version=args.runtime_version)
     try:
         train_argv(run)  # the mesh plan and the remote command line can be made

@@ -106,15 +106,27 @@ def test_architectures_share_and_halve_parameters_as_the_paper_says():
     assert shared > lm  # the shared stack also holds the decoder's encoder-decoder attention
 
 
-def t5_reference_model(config: ModelConfig, vocab_size: int) -> transformer.Bitransformer:
+def t5_reference_model(config: ModelConfig, vocab_size: int, legacy_norms: bool = True,
+                       activation="relu", tied: bool = True) -> transformer.Bitransformer:
     """T5's encoder-decoder as its gin configs build it through mtf's `make_layer_stack` (which
     names the layers of the released checkpoints), with legacy-mode layer stacks (`layer_norm`,
-    `final_layer_norm`) and shared relative attention biases, as those checkpoints have."""
+    `final_layer_norm`) and shared relative attention biases, as those checkpoints have.
+    `legacy_norms=False`: the layer stack of mtf's current defaults (defaults.gin's sublayers,
+    every norm `rms_norm`), as today's t5 gin files build it; T5.1.1: `activation=["gelu",
+    "linear"]`, `tied=False`."""
     attention = {"num_heads": config.num_heads, "key_value_size": config.d_kv}
     self_attention = dict(attention, relative_attention_type="bias_shared")
-    layer_stack = functools.partial(transformer.LayerStack, dropout_rate=0.0,
-                                    norm_epsilon=LAYER_NORM_EPSILON)
-    feed_forward = [transformer_layers.DenseReluDense, {"hidden_size": config.d_ff}]
+    if legacy_norms:
+        layer_stack = functools.partial(transformer.LayerStack, dropout_rate=0.0,
+                                        norm_epsilon=LAYER_NORM_EPSILON)
+    else:
+        layer_stack = functools.partial(
+            transformer.LayerStack, sublayers_initial=[transformer.sublayer_dropout],
+            sublayers_per_layer=[transformer.sublayer_rms_norm, transformer.sublayer_call_layer,
+                                 transformer.sublayer_dropout, transformer.sublayer_residual],
+            sublayers_final=[transformer.sublayer_rms_norm, transformer.sublayer_dropout])
+    feed_forward = [transformer_layers.DenseReluDense,
+                    {"hidden_size": config.d_ff, "activation": activation}]
 
     def stack(name, layers):
         return transformer.Unitransformer(
@@ -122,7 +134,7 @@ def t5_reference_model(config: ModelConfig, vocab_size: int) -> transformer.Bitr
             d_model=config.d_model, input_vocab_size=vocab_size,
             output_vocab_size=vocab_size if name == "decoder" else None,
             autoregressive=name == "decoder", max_length=None, name=name,
-            positional_embedding=False, shared_embedding_and_softmax_weights=True)
+            positional_embedding=False, shared_embedding_and_softmax_weights=tied)
 
     encoder = stack("encoder", [[transformer_layers.SelfAttention, self_attention],
                                 feed_forward])

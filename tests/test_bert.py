@@ -863,7 +863,8 @@ def test_tpu_path_builds_with_saver_in_scaffold_and_values_by_host_call(tmp_path
                                  num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
         model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
-        decode_length=4, precision=PrecisionConfig(activation_dtype=activation_dtype))
+        decode_length=4, train_steps=10,
+        precision=PrecisionConfig(activation_dtype=activation_dtype))
     lengths = {"masked_lm_positions": 3, "masked_lm_ids": 3, "masked_lm_weights": 3,
                "next_sentence_labels": 1}
     with tf.Graph().as_default():
@@ -926,12 +927,18 @@ def test_pretraining_phases_follow_the_paper(phase, length, predictions, clean_g
     assert bert_inputs.BertDataConfig().predictions(length) == predictions
     family = families.family_for(run.model_config, 30522)
     assert family.bert.head == "pretraining" and family.bert.weight_decay_rate == 0.01
-    schedule = run.optimization.learning_rate_schedule
-    rates = [float(schedule(tf.constant(step, tf.int64))) for step in (0, 5000, 10000, 1000000)]
-    # BERT's create_optimizer: the decay 1e-4 * (1 - step / 1M) from the end of the warm-up.
-    assert rates == pytest.approx([0.0, 5e-5, 0.99e-4, 0.0])
-    # Phase 1 runs 90% of the 1M steps; phase 2 the rest, continuing the global step.
-    assert run.train_config.train_steps == (900000 if length == 128 else 100000)
+    # Phase 1 runs 90% of the 1M steps; phase 2 the rest, from step 0 of its own run (warm
+    # start restores BERT's weights only) at steps 900k.. of the one schedule.
+    train_steps = run.train_config.train_steps
+    assert train_steps == (900000 if length == 128 else 100000)
+    offset = 0 if length == 128 else 900000
+    steps = [0, 5000, 10000, 50000, train_steps - 1, train_steps]
+    rates = [float(run.optimization.learning_rate(tf.constant(step, tf.int64), 0, train_steps))
+             for step in steps]
+    # BERT's create_optimizer over 1M steps: a warm-up over 10k, then 1e-4 * (1 - step / 1M).
+    expected = [create_optimizer_rate(offset + step, 1e-4, 1000000, 10000) for step in steps]
+    # float32 steps: 1 - 999,999 / 1M is exact to about 1e-7 of the peak.
+    np.testing.assert_allclose(rates, expected, rtol=1e-5, atol=1e-6 * 1e-4)
 
 
 def create_optimizer_rate(step, init_lr, num_train_steps, num_warmup_steps):
@@ -943,24 +950,27 @@ def create_optimizer_rate(step, init_lr, num_train_steps, num_warmup_steps):
     return init_lr * step / num_warmup_steps if step < num_warmup_steps else decayed
 
 
-@pytest.mark.parametrize("gin_file, total_steps, warmup_steps", [
-    ("finetune_classification", 1000, 100), ("finetune_squad", 250, 25),
-    ("pretrain_128", 1000000, 10000)])
-def test_schedule_equals_create_optimizer(gin_file, total_steps, warmup_steps, clean_gin):
-    """Each BERT gin file's schedule against create_optimizer at every kind of step: warm-up,
-    its last step, the first decayed step, mid-run, the last step and past the end. (The
-    schedule used before decayed over the steps after the warm-up only: 1/0.9 of BERT's rate
-    after a 10% warm-up.)"""
+@pytest.mark.parametrize("gin_file, train_steps, total_steps, warmup_steps", [
+    ("finetune_classification", 1000, 1000, 100), ("finetune_squad", 250, 250, 25),
+    ("pretrain_128", 900000, 1000000, 10000)])
+def test_schedule_equals_create_optimizer(gin_file, train_steps, total_steps, warmup_steps,
+                                          clean_gin):
+    """Each BERT gin file's schedule, as the trainer gives it a run of TrainConfig.train_steps
+    (pre-training's phase 1: 90% of the schedule), against create_optimizer at every kind of
+    step: warm-up, its last step, the first decayed step, mid-run, the last step and past the
+    end. (The schedule used before decayed over the steps after the warm-up only: 1/0.9 of
+    BERT's rate after a 10% warm-up.)"""
     gin.clear_config()
     mode = "pretrain.gin" if gin_file.startswith("pretrain") else "finetune.gin"
     runs.parse_gin([mode, "bert/tiny.gin", f"bert/{gin_file}.gin"],
-                    [f"lr.bert_linear.total_steps = {total_steps}"])
-    schedule = families.configured_run("unused").optimization.learning_rate_schedule
+                    [f"TrainConfig.train_steps = {train_steps}"])
+    run = families.configured_run("unused")
     peak = gin.query_parameter("lr.bert_linear.peak")
     steps = [0, 1, warmup_steps // 2, warmup_steps - 1, warmup_steps, warmup_steps + 1,
              total_steps // 2, total_steps - 1, total_steps, total_steps + 10]
     with tf.Graph().as_default(), tf.Session() as session:
-        ours = session.run([schedule(tf.constant(step, tf.int64)) for step in steps])
+        ours = session.run([run.optimization.learning_rate(
+            tf.constant(step, tf.int64), 0, run.train_config.train_steps) for step in steps])
     expected = [create_optimizer_rate(step, peak, total_steps, warmup_steps) for step in steps]
     # float32 steps: 1 - 999,999 / 1M is exact to about 1e-7 of the peak.
     np.testing.assert_allclose(ours, expected, rtol=1e-5, atol=1e-6 * peak)
@@ -970,8 +980,7 @@ def test_schedule_equals_create_optimizer(gin_file, total_steps, warmup_steps, c
                                              ("finetune_squad", "span")])
 def test_finetuning_configurations_build(head_file, head, clean_gin):
     gin.clear_config()
-    runs.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"],
-                    ["lr.bert_linear.total_steps = 1000"])
+    runs.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"], [])
     run = families.configured_run("unused")
     family = families.family_for(run.model_config, 30522)
     assert family.bert.head == head and run.model_config.num_layers == 24

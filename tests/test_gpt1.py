@@ -204,11 +204,11 @@ def test_gpt_adam_updates_as_openai_opt_py():
 def test_schedules_warm_up_then_decay_to_zero():
     from model.trainer import schedules
     with tf.Graph().as_default(), tf.Session() as session:
-        cosine = [session.run(schedules.warmup_cosine(tf.constant(s), peak=1.0, warmup_steps=10,
-                                                      total_steps=110))
+        cosine = [session.run(schedules.warmup_cosine(tf.constant(s), 110, peak=1.0,
+                                                      warmup_steps=10))
                   for s in (0, 5, 10, 60, 110)]
-        linear = [session.run(schedules.warmup_linear(tf.constant(s), peak=1.0, warmup_fraction=0.1,
-                                                      total_steps=100))
+        linear = [session.run(schedules.warmup_linear(tf.constant(s), 100, peak=1.0,
+                                                      warmup_fraction=0.1))
                   for s in (0, 5, 10, 55, 100)]
     assert cosine == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0], abs=1e-6)
     assert linear == pytest.approx([0.0, 0.5, 1.0, 0.5, 0.0], abs=1e-6)
@@ -361,11 +361,12 @@ def vocabulary(shared_data):
 @pytest.fixture(scope="module")
 def pretrained(shared_data, vocabulary, tmp_path_factory):
     """Tiny GPT-1 pre-trained on real C4 pages (the shared sample) by the command line, in two
-    runs of 20 steps: the second resumes from the first's checkpoint."""
+    runs of 20 steps: the second resumes from the first's checkpoint (the schedule's length is
+    bound: both runs are on one 40-step schedule)."""
     model_dir = tmp_path_factory.mktemp("gpt1_pretrained")
     source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
     bindings = [f"DataConfig.vocabulary = '{vocabulary.path}'", f"DataConfig.source = '{source}'",
-                f"TRAIN_STEPS = {PRETRAIN_STEPS}", "lr.warmup_cosine.peak = 0.003",
+                f"lr.warmup_cosine.total_steps = {PRETRAIN_STEPS}", "lr.warmup_cosine.peak = 0.003",
                 "lr.warmup_cosine.warmup_steps = 5"] + TINY_RUN
     steps = []
     gin.clear_config()
@@ -499,7 +500,7 @@ def mesh_losses(mesh_shape, model_dir) -> dict:
     noise in near-zero gradients into full steps, so at 1e-2 the meshes' losses (equal at step 1)
     part by ~1e-3 after two updates."""
     run = configure(model_dir, ["pretrain.gin", "gpt1/tiny.gin", "gpt1/pretrain.gin"],
-                    TINY_RUN + ["TrainConfig.tokens_per_batch = 64", "TRAIN_STEPS = 3",
+                    TINY_RUN + ["TrainConfig.tokens_per_batch = 64",
                                 "lr.warmup_cosine.peak = 0.001",
                                 "lr.warmup_cosine.warmup_steps = 1",
                                 f"MeshConfig.mesh_shape = '{mesh_shape}'"])
@@ -532,7 +533,7 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
     from model.trainer.mesh import MeshConfig
     from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
     runs.parse_gin(["gpt1/tiny.gin", "gpt1/pretrain.gin"],
-                    ["TRAIN_STEPS = 10", "lr.warmup_cosine.warmup_steps = 2"])
+                    ["lr.warmup_cosine.warmup_steps = 2"])
     for head in ([], ["GPT1Config.head = 'multiple_choice'", "GPT1Config.num_classes = 2",
                       "GPT1Config.sequences_per_example = 2"],
                  ["GPT1Config.head = 'regression'", "GPT1Config.num_classes = 1"]):
@@ -541,7 +542,7 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
             family_class=families.family_class(ModelConfig().architecture),
             model_config=ModelConfig(), mesh_config=MeshConfig(),
             optimization=OptimizationConfig(), vocab_size=128, model_dir=str(tmp_path),
-            save_checkpoints_steps=10, keep_checkpoint_max=1, decode_length=4,
+            save_checkpoints_steps=10, keep_checkpoint_max=1, decode_length=4, train_steps=10,
             precision=PrecisionConfig(activation_dtype="bfloat16"))
         with tf.Graph().as_default():
             shapes = {"head_tokens": [2, 16], "label": [2, 1]}

@@ -312,7 +312,8 @@ TINY_RUN = [
     "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
     # Without dropout a resumed run continues on exactly the same losses.
     "ModelConfig.dropout_rate = 0.0",
-    # SegaBERT's schedule (warm-up over 1% of the steps, linear decay); a tiny model needs a
+    # SegaBERT's schedule (warm-up over 1% of the steps, linear decay), its length bound: the
+    # resumed and 3-step runs below compare with the 40-step run's losses. A tiny model needs a
     # larger peak than BERT-Base's 1e-4 to learn anything in 40 steps.
     f"lr.warmup_linear.total_steps = {STEPS}", "lr.warmup_linear.peak = 1e-2",
     f"TrainConfig.save_checkpoints_steps = {STEPS // 2}",
@@ -435,7 +436,7 @@ def one_layer_setup(model_dir, vocab_size, decode_length):
                                  d_kv=8, num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=vocab_size,
         model_dir=str(model_dir), save_checkpoints_steps=10, keep_checkpoint_max=1,
-        decode_length=decode_length)
+        decode_length=decode_length, train_steps=10)
 
 
 def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin, monkeypatch):

@@ -82,7 +82,7 @@ def train_spec(tmp_path, precision=PrecisionConfig()):
         model_config=ModelConfig(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=64,
         model_dir=str(tmp_path), save_checkpoints_steps=10, keep_checkpoint_max=1,
-        decode_length=4, precision=precision)
+        decode_length=4, train_steps=10, precision=precision)
     features = {key: tf.ones([2, 8], tf.int32) for key in setup.family.feature_keys}
     return make_model_fn(setup)(features, None, tf.estimator.ModeKeys.TRAIN, {})
 
@@ -114,7 +114,8 @@ def test_bfloat16_activations_build(tmp_path):
 def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, capsys, loss):
     with tf.Graph().as_default():
         host_fn, tensors = hooks.training_host_call(
-            str(tmp_path), tf.constant(7), tf.constant(loss), tf.constant(0.01), 7)
+            str(tmp_path), tf.constant(7), tf.constant(loss), tf.constant(0.01),
+            hooks.CheckpointSteps(7))
         ops = host_fn(*tensors)
         with tf.Session() as session:
             # What TPUEstimator's host-call hook runs first.

@@ -25,14 +25,15 @@ VOCAB_SIZE = 200
 CHECKPOINT_STEP = 1000
 
 
-def reference_variables(config) -> dict:
-    """{name: (shape, dtype)} of the TF variables of mtf's T5 trained with mtf's Adafactor."""
+def reference_variables(config, **layout) -> dict:
+    """{name: (shape, dtype)} of the TF variables of mtf's T5 trained with mtf's Adafactor
+    (`layout`: t5_reference_model's norm names, activation and tying)."""
     with tf.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
         tokens = mtf.ones(mesh, mtf.Shape([mtf.Dimension("batch", 2),
                                            mtf.Dimension("length", 6)]), tf.int32)
-        _, loss = t5_reference_model(config, VOCAB_SIZE).call_simple(
+        _, loss = t5_reference_model(config, VOCAB_SIZE, **layout).call_simple(
             inputs=tokens, targets=tokens, compute_loss=True, mode="train")
         variables = graph.trainable_variables
         gradients = mtf.gradients([loss], [v.outputs[0] for v in variables])

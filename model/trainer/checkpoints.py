@@ -8,13 +8,16 @@ and gin file from a source in the format, `export_checkpoint(run, output, checkp
 one of our checkpoints in the format. `TransformersFormat` is Hugging Face's `save_pretrained`
 folders (format `hf`); a family whose released checkpoints map onto transformers' names (BERT's
 Google checkpoints) reads them into a transformers state dict and imports it through
-`import_state`, so every import is checked the same way.
+`import_state`, so every import is checked the same way; one whose checkpoints carry our own
+names (T5's Mesh TF checkpoints) checks and gives our variables, optimizer slots and step to
+`import_values`, which `import_state` ends in.
 
 Import: every check runs before anything is written: the source's files, its kind against the
 family, each config field against the gin configuration given (a field bound in gin must agree;
 unbound ones are taken from the source), fields our model cannot compute alike, and then the
 weights: every parameter of ours must come from the source with its shape, and the source must
-hold nothing that we would drop. It writes DIR/model.ckpt-0 with our variable names, plus
+hold nothing that we would drop. It writes DIR/model.ckpt-0 (a source's step where it has one
+and the family continues training) with our variable names, plus
 DIR/operative_config.gin with the bindings of the source's sizes (and, when the family reads a
 vocabulary file of the source and no DataConfig.vocabulary is given, that file, copied to DIR and
 checked against the embedding's rows as a given vocabulary is); fine-tune it with
@@ -22,7 +25,8 @@ checked against the embedding's rows as a given vocabulary is); fine-tune it wit
 A family that fine-tunes from the weights alone (`ModelFamily.warm_start_continues_training`
 False: GPT-1, BERT) gets the trainable variables only. One that continues training (T5) restores
 the optimizer's slots and the global step too, so its checkpoint also holds the optimizer's
-slots, zero, at global step 0: Adafactor's decay 1 - (step + 1)^-0.8 is 0 at step 0, so the
+slots: the source's with its step (T5's Mesh TF checkpoints), else zero at global step 0 (a
+transformers folder has none): Adafactor's decay 1 - (step + 1)^-0.8 is 0 at step 0, so the
 first update replaces them as a fresh optimizer would.
 
 The name mappings are the families' own, written in one direction, ours -> theirs
@@ -220,10 +224,11 @@ def ours_from_transformers(conv: Conversion, config: ModelConfig,
     buffers such as position ids)."""
     layout, spans = index_state(conv, config, shapes)
     prefix = conv.transformers_class().base_model_prefix
-    if not set(source) & set(layout):
+    prefixed = {f"{prefix}.{name}": value for name, value in source.items()}
+    if not set(source) & set(layout) and set(prefixed) & set(layout):
         # The base model's file (OpenAIGPTModel, BertModel: hub folders such as openai-gpt)
         # names its tensors without the head model's prefix; the tied output needs no more.
-        source = {f"{prefix}.{name}": value for name, value in source.items()}
+        source = prefixed
     total = max((span.stop for span in spans.values()), default=0)
     flat = np.zeros(total, np.float32)
     given = np.zeros(total, bool)
@@ -240,7 +245,7 @@ def ours_from_transformers(conv: Conversion, config: ModelConfig,
         if seen.any() and not np.array_equal(flat[index[seen]], value[seen]):
             differing.append(name)
         flat[index], given[index] = value, True
-    missing = [f"{name} (transformers' {', '.join(n for n in layout if _touches(layout[n], span))})"
+    missing = [f"{name} (the source's {', '.join(n for n in layout if _touches(layout[n], span))})"
                for name, span in spans.items() if not given[span].all()]
     unread = sorted(set(source) - set(layout) - set(ignorable))
     problems = []
@@ -341,8 +346,9 @@ def _buffers(conv: Conversion, hf_config) -> List[str]:
     return [name for name, _ in model.named_buffers()]
 
 
-def _gin_text(bindings: Mapping[str, Any], source: str) -> str:
+def _gin_text(bindings: Mapping[str, Any], source: str, notes: Sequence[str] = ()) -> str:
     lines = [f"# Written by `python -m model.convert import` from {source}."]
+    lines += [f"# {note}" for note in notes]
     lines += [f"{name} = {value!r}" for name, value in bindings.items()]
     return "\n".join(lines) + "\n"
 
@@ -354,12 +360,13 @@ def check_new_folder(model_dir: str) -> None:
 
 
 def import_state(conv: Conversion, hf_config, state: Mapping[str, np.ndarray], source: str,
-                 model_dir: str, vocabulary_files: Optional[Sequence[pathlib.Path]] = None
-                 ) -> Dict[str, Any]:
-    """Checks a transformers config and state dict (read from `source`) against the parsed gin
-    configuration, then writes our checkpoint and gin file to `model_dir` (see the module's
-    docstring). `vocabulary_files`: the source's vocabulary (`import_values`), by default
-    `source`/conv.tokenizer_file."""
+                 model_dir: str, vocabulary_files: Optional[Sequence[pathlib.Path]] = None,
+                 notes: Sequence[str] = ()) -> Dict[str, Any]:
+    """Checks a transformers config and state dict (read from `source`; by `conv.state`'s
+    names) against the parsed gin configuration, then writes our checkpoint and gin file to
+    `model_dir` (see the module's docstring). `vocabulary_files`: the source's vocabulary
+    (`import_values`), by default `source`/conv.tokenizer_file; `notes`: comments for the gin
+    file."""
     if vocabulary_files is None:
         vocabulary_files = ([pathlib.Path(source) / conv.tokenizer_file] if conv.tokenizer_file
                             else [])
@@ -369,18 +376,19 @@ def import_state(conv: Conversion, hf_config, state: Mapping[str, np.ndarray], s
                                       _buffers(conv, hf_config))
 
     return import_values(conv, conv.gin_bindings(hf_config), hf_config.vocab_size, values,
-                         source, model_dir, vocabulary_files)
+                         source, model_dir, vocabulary_files, notes=notes)
 
 
 def import_values(conv: Conversion, bindings: Mapping[str, Any], vocab_size: int,
                   values: Callable[[ModelConfig, int], Mapping[str, np.ndarray]], source: str,
                   model_dir: str, vocabulary_files: Sequence[pathlib.Path] = (),
-                  step: int = 0) -> Dict[str, Any]:
+                  step: int = 0, notes: Sequence[str] = ()) -> Dict[str, Any]:
     """Checks the source's gin `bindings` against the parsed gin configuration and binds them,
     then writes our checkpoint of `values(config, vocab_size)` (our variables by name, checked
     by it: every trainable one, and optimizer slots) at `step` and its gin file to `model_dir`.
     `vocabulary_files`: the source's vocabulary, the file DataConfig.vocabulary names first
-    (the files it reads beside it after), carried when none is given."""
+    (the files it reads beside it after), carried when none is given; `notes`: comments for
+    the gin file."""
     check_against_gin(bindings)
     with gin.unlock_config():
         for name, value in bindings.items():
@@ -401,7 +409,7 @@ def import_values(conv: Conversion, bindings: Mapping[str, Any], vocab_size: int
         copy = pathlib.Path(model_dir) / vocabulary_files[0].name
         bindings = {**bindings, "DataConfig.vocabulary": str(copy.resolve())}
     gin_file = pathlib.Path(model_dir) / GIN_NAME
-    gin_file.write_text(_gin_text(bindings, source))
+    gin_file.write_text(_gin_text(bindings, source, notes))
     return {"checkpoint": checkpoint, "gin_file": str(gin_file), "variables": len(ours)}
 
 
@@ -431,7 +439,10 @@ def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
     vocab_size = stored[conv.embedding][0][0]
     config = run.model_config
     shapes = model_shapes(conv, config, vocab_size)
-    heads = sorted(name for name in set(stored) - set(shapes)
+    # A fine-tuned head's optimizer slots are the model's too (a trained run's checkpoint holds
+    # them): only what our model and its optimizer lack is a head with no place.
+    ours = model_shapes(conv, config, vocab_size, with_optimizer=True)
+    heads = sorted(name for name in set(stored) - set(ours)
                    if any(re.fullmatch(p, name) for p in conv.family_class.fresh_on_warm_start))
     if heads:
         raise ConversionError(f"{path} holds a fine-tuning head that {conv.model_class} has no "

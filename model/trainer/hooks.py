@@ -14,16 +14,17 @@ never checks it; T5's `GinConfigSaverHook` also summarises the config to TensorB
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import pathlib
-import sys
-from typing import List
+from typing import List, Optional
 
 import gin.tf
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.trainer.mtf_compat import mtf
+from model.trainer.verbosity import progress
 
 LOSS_LOG_NAME = "train_loss.jsonl"
 # Marks the error that the host call raises on a non-finite loss, so the driver can tell it apart.
@@ -53,25 +54,41 @@ def error_for_failed_step(model_dir: str) -> NonFiniteLossError:
     return non_finite_loss_error(last["loss"], last["step"], model_dir)
 
 
-def append_loss(model_dir: str, progress_steps: int, step: np.ndarray, loss: np.ndarray
+@dataclasses.dataclass(frozen=True)
+class CheckpointSteps:
+    """The steps after which a training session saves a checkpoint, as the saver hook
+    (tf.train.CheckpointSaverHook, below) saves them: every `every` steps counted from the
+    global step the session starts at (`start`: a resumed run's newest checkpoint, else the
+    run's first step), and the run's last step (`last`). The progress lines and the input
+    position records (model/data/input_position.py) come at these steps too."""
+
+    every: int
+    start: int = 0
+    last: Optional[int] = None
+
+    def __contains__(self, step: int) -> bool:
+        return step > self.start and ((step - self.start) % self.every == 0 or step == self.last)
+
+
+def append_loss(model_dir: str, checkpoints: CheckpointSteps, step: np.ndarray, loss: np.ndarray
                 ) -> np.int64:
-    """Logs the step's loss; every `progress_steps` also tells the person at the terminal."""
+    """Logs the step's loss; at each checkpoint also tells the person at the terminal."""
     with (pathlib.Path(model_dir) / LOSS_LOG_NAME).open("a") as log:
         log.write(json.dumps({"step": int(step), "loss": float(loss)}) + "\n")
-    if int(step) % progress_steps == 0:
-        print(f"step {int(step)}: loss {float(loss):.4f}", file=sys.stderr, flush=True)
+    if int(step) in checkpoints:
+        progress(f"step {int(step)}: loss {float(loss):.4f}")
     return np.int64(step)
 
 
 def training_host_call(model_dir: str, step: tf.Tensor, loss: tf.Tensor,
-                       learning_rate: tf.Tensor, progress_steps: int):
+                       learning_rate: tf.Tensor, checkpoints: CheckpointSteps):
     """(host_fn, tensors) for TPUEstimatorSpec.host_call: log, summarise, then check the loss
     (after logging it, so the failing step is in the log; the step's checkpoint is never
     written, as the check fails the step)."""
 
     def host_fn(step, loss, learning_rate):
         step, loss, learning_rate = step[0], loss[0], learning_rate[0]
-        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, progress_steps, s, l),
+        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, checkpoints, s, l),
                                    [step, loss], tf.int64, stateful=True)
         with tf.compat.v2.summary.create_file_writer(model_dir).as_default():
             with tf.compat.v2.summary.record_if(True):
@@ -87,15 +104,17 @@ def training_host_call(model_dir: str, step: tf.Tensor, loss: tf.Tensor,
                      tf.reshape(tf.cast(learning_rate, tf.float32), [1])]
 
 
-def training_hooks(lowering: mtf.Lowering, model_dir: str, save_checkpoints_steps: int
+def training_hooks(lowering: mtf.Lowering, model_dir: str, checkpoints: CheckpointSteps
                    ) -> list:
     """Host-side hooks of a training run. The saver is the one the scaffold registers."""
     with mtf.utils.outside_all_rewrites():
         return [
             # Copies master variables to their mesh slices after restore or initialisation.
             mtf.MtfRestoreHook(lowering),
+            # Saves at the session's start, every `every` steps from it and at its end: the
+            # steps of `checkpoints` (the session ends at the run's last step).
             tf.train.CheckpointSaverHook(
-                model_dir, save_steps=save_checkpoints_steps,
+                model_dir, save_steps=checkpoints.every,
                 listeners=[mtf.MtfCheckpointSaverListener(lowering)]),
             # Written once the graph is built: it holds every binding the run used.
             gin.tf.GinConfigSaverHook(model_dir, summarize_config=False,

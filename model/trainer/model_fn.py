@@ -45,7 +45,17 @@ class OptimizationConfig:
     """The learning-rate schedule of the global step; the optimizer is the family's (T5's
     Adafactor)."""
 
-    learning_rate_schedule: Callable[[tf.Tensor], tf.Tensor] = schedules.inverse_sqrt
+    # Called as schedule(step, total_train_steps) (model/trainer/schedules.py).
+    learning_rate_schedule: Callable[[tf.Tensor, int], tf.Tensor] = schedules.inverse_sqrt
+    # The part of the schedule the run trains, (start, end) as fractions of its steps: (0, 1)
+    # ends it at the run's last step. BERT's pre-training phases: (0, 0.9), then (0.9, 1).
+    schedule_part: Tuple[float, float] = (0.0, 1.0)
+
+    def learning_rate(self, global_step: tf.Tensor, first_step: int, train_steps: int
+                      ) -> tf.Tensor:
+        """The rate at `global_step` of a run that trains `train_steps` from `first_step`."""
+        span = schedules.span(first_step, train_steps, self.schedule_part)
+        return self.learning_rate_schedule(global_step + span.shift, span.total_steps)
 
 
 @gin.configurable
@@ -85,6 +95,12 @@ class ModelFnSetup:
     save_checkpoints_steps: int
     keep_checkpoint_max: int
     decode_length: int
+    # The steps the run trains from its first step (0, or the warm-start checkpoint's:
+    # warm_start.first_step): what the learning-rate schedule spans.
+    train_steps: int
+    # TRAIN: the global step the session starts at (a resumed run's newest checkpoint, else the
+    # run's first step), which the checkpoints count from.
+    session_start: int = 0
     use_tpu: bool = False
     precision: PrecisionConfig = PrecisionConfig()
     # Warm start (fine-tuning): every variable, optimizer slots and the global step included
@@ -214,12 +230,16 @@ def make_model_fn(setup: ModelFnSetup):
         global_step = tf.train.get_or_create_global_step()
         # The step this update produces, read before the increment (checkpoint N holds steps 1..N).
         this_step = tf.identity(global_step.read_value()) + 1
+        first_step = warm_start.first_step(setup.init_checkpoint,
+                                           family.warm_start_continues_training)
         gradients = finetune_methods.gated_gradients(
-            variables, gradients, setup.fine_tuning, this_step,
-            warm_start.first_step(setup.init_checkpoint, family.warm_start_continues_training))
+            variables, gradients, setup.fine_tuning, this_step, first_step)
         if family.gradient_clip_norm is not None:
             gradients = clipped_by_global_norm(gradients, family.gradient_clip_norm)
-        learning_rate = setup.optimization.learning_rate_schedule(global_step)
+        learning_rate = setup.optimization.learning_rate(global_step, first_step,
+                                                         setup.train_steps)
+        checkpoints = hooks.CheckpointSteps(setup.save_checkpoints_steps, setup.session_start,
+                                            first_step + setup.train_steps)
         update_ops = family.optimizer(learning_rate).apply_grads(gradients, variables)
         lowering = mtf.Lowering(graph, {mesh: impl})
         tf_loss = tf.cast(lowering.export_to_tf_tensor(losses.loss), tf.float32)
@@ -233,9 +253,8 @@ def make_model_fn(setup: ModelFnSetup):
             mode=mode, loss=tf_loss, train_op=train_op,
             # Progress on stderr at each checkpoint.
             host_call=hooks.training_host_call(setup.model_dir, this_step, tf_loss,
-                                               learning_rate, setup.save_checkpoints_steps),
+                                               learning_rate, checkpoints),
             scaffold_fn=_training_scaffold_fn(setup, family),
-            training_hooks=hooks.training_hooks(lowering, setup.model_dir,
-                                                setup.save_checkpoints_steps))
+            training_hooks=hooks.training_hooks(lowering, setup.model_dir, checkpoints))
 
     return model_fn

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-import sys
 from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
 
 import gin
@@ -27,6 +26,7 @@ from model.trainer.finetune_methods import FineTuningMethod
 from model.trainer.mesh import MeshConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
+from model.trainer.verbosity import progress
 
 if TYPE_CHECKING:
     from model.families.base import ModelFamily
@@ -140,13 +140,16 @@ def make_estimator(family: type, model_config: ModelConfig, mesh_config: MeshCon
                    vocab_size: int, batch_size: int,
                    precision: PrecisionConfig = PrecisionConfig(),
                    fine_tuning: FineTuningMethod = FineTuningMethod(), beam_size: int = 1,
-                   alpha: float = 0.6) -> tpu_estimator.TPUEstimator:
+                   alpha: float = 0.6, session_start: int = 0) -> tpu_estimator.TPUEstimator:
+    """The estimator of a run; training it trains TrainConfig.train_steps from the run's first
+    step, in a session that starts at `session_start` (ModelFnSetup)."""
     setup = ModelFnSetup(
         family_class=family, model_config=model_config, mesh_config=mesh_config, optimization=optimization,
         vocab_size=vocab_size, model_dir=model_dir,
         save_checkpoints_steps=train_config.save_checkpoints_steps,
         keep_checkpoint_max=train_config.keep_checkpoint_max,
-        decode_length=train_config.decode_length, use_tpu=train_config.use_tpu,
+        decode_length=train_config.decode_length, train_steps=train_config.train_steps,
+        session_start=session_start, use_tpu=train_config.use_tpu,
         precision=precision, init_checkpoint=train_config.init_checkpoint,
         warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=fine_tuning,
         beam_size=beam_size, alpha=alpha)
@@ -214,25 +217,31 @@ def first_step(run: Run) -> int:
 
 def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
     """Trains `max_steps` steps (default TrainConfig.train_steps) past the first step (0, or the
-    warm-start checkpoint's), resuming from the newest checkpoint with the same data position.
-    Returns the final global step. The operative gin config is written once the model is built."""
+    warm-start checkpoint's), resuming from the newest checkpoint with the same data position;
+    the learning-rate schedule spans these steps. Returns the final global step. The operative
+    gin config is written once the model is built."""
     pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
     base_step = first_step(run)
     start_step = checkpoint_step(run.model_dir) or base_step
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
+    train_config = dataclasses.replace(run.train_config,
+                                       train_steps=max_steps or run.train_config.train_steps)
     estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
-                               run.train_config, run.model_dir, vocab_size, batch_size,
-                               run.precision, run.fine_tuning)
-    target = base_step + (max_steps or run.train_config.train_steps)
+                               train_config, run.model_dir, vocab_size, batch_size,
+                               run.precision, run.fine_tuning, session_start=start_step)
+    target = base_step + train_config.train_steps
     if start_step < target:
         progress(f"training {run.model_config.architecture} in {run.model_dir}: "
                  f"step {start_step} -> {target}, {batch_size} sequences per batch")
+        # Where the saver writes checkpoints and the progress lines come (model_fn.py).
+        checkpoints = hooks.CheckpointSteps(train_config.save_checkpoints_steps, start_step,
+                                            target)
         try:
-            # The input resumes at the position recorded with the checkpoint (model/data/input_position.py).
-            every = run.train_config.save_checkpoints_steps
-            is_checkpoint_step = lambda step: (base_step + step) % every == 0 or base_step + step == target
+            # The input resumes at the position recorded with the checkpoint
+            # (model/data/input_position.py); its steps count from the run's first step.
             estimator.train(lambda params: input_position.training_batches(
-                examples, params["batch_size"], start_step - base_step, run.model_dir, is_checkpoint_step),
+                examples, params["batch_size"], start_step - base_step, run.model_dir,
+                lambda step: base_step + step in checkpoints),
                 max_steps=target)
         except tf.errors.InvalidArgumentError as error:
             if hooks.is_non_finite_loss(error):
@@ -242,11 +251,6 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
             # Estimator's own NaN check, should it see the loss first: the same message.
             raise hooks.error_for_failed_step(run.model_dir) from None
     return checkpoint_step(run.model_dir)
-
-
-def progress(message: str) -> None:
-    """A progress line for the person at the terminal (stderr; results go to stdout)."""
-    print(message, file=sys.stderr, flush=True)
 
 
 def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:

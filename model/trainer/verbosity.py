@@ -1,8 +1,10 @@
-"""How much of the libraries' own logging reaches the terminal: set before TensorFlow is imported.
-Light on purpose (no TensorFlow import): the command lines call it first."""
+"""What reaches the terminal: our progress lines, and how much of the libraries' own logging (set
+before TensorFlow is imported). Light on purpose (no TensorFlow import): the command lines call it
+first."""
 from __future__ import annotations
 
 import os
+import sys
 from typing import Sequence
 
 VERBOSITY_FLAG = "--verbosity"
@@ -31,3 +33,8 @@ def verbosity_in(argv: Sequence[str]) -> int:
         if word.startswith(VERBOSITY_FLAG + "=") and word.split("=", 1)[1].isdigit():
             return int(word.split("=", 1)[1])
     return 0
+
+
+def progress(message: str) -> None:
+    """A progress line for the person at the terminal (stderr; results go to stdout)."""
+    print(message, file=sys.stderr, flush=True)

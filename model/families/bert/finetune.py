@@ -428,12 +428,6 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
     evaluated = [task.eval_split(run, split) for split in splits]
     train = None
     if mode == "finetune":
-        # Fine-tuning starts at step 0 (warm start restores the weights only), so the schedule
-        # spans this run's steps and a user sets only TrainConfig.train_steps: BERT's
-        # (bert/finetune_*.gin), or warmup_linear (transformers' linear schedule) if a gin file
-        # picks it.
-        for schedule in ("lr.bert_linear", "lr.warmup_linear"):
-            gin.bind_parameter(f"{schedule}.total_steps", run.train_config.train_steps)
         train = training(run, task)
     return evaluation.task_run(mode, run, [eval_set for eval_set, _ in evaluated],
                                evaluation.answered({s.name: a for s, a in evaluated}), train)

@@ -21,7 +21,7 @@ import dataclasses
 from typing import Dict
 
 from model.families.base import ModelFamily
-from model.families.t5 import finetune, hf
+from model.families.t5 import finetune, hf, mesh_tf
 from model.families.t5.architectures import Architecture, Model, build_model
 from model.trainer import decoding
 from model.trainer.losses import Losses, token_losses
@@ -67,8 +67,9 @@ class EncoderDecoder(_T5Family):
 
     @classmethod
     def checkpoint_formats(cls):
-        # hf: transformers' T5ForConditionalGeneration (`--family t5`: this package's name).
-        return {"hf": hf.HFFormat(cls)}
+        # hf: transformers' T5ForConditionalGeneration (`--family t5`: this package's name);
+        # t5: the t5 library's Mesh TF checkpoints (import).
+        return {"hf": hf.HFFormat(cls), "t5": mesh_tf.MeshTFFormat(cls)}
 
     def logits(self, model, batch, mode):
         logits, _ = model.call_simple(
