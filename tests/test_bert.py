@@ -16,6 +16,7 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model.families.bert import inputs as bert_inputs, finetune as bert_tasks, wordpiece
+from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
 from model.data import inputs
 from model import train
 from model.trainer.model_config import ModelConfig
@@ -139,7 +140,8 @@ def test_masking_rule_on_an_exact_example():
     config = bert_inputs.BertDataConfig()
     tokens = [2, 10, 11, 12, 13, 14, 3]  # [CLS] a b c d e [SEP]
     masked = bert_inputs.apply_masks(tokens, positions=[4, 1, 5], draws=[0.79, 0.85, 0.9],
-                                     random_pieces=[40, 41, 42], config=config)
+                                     random_pieces=[40, 41, 42], mask_id=LEARNED.mask,
+                                     config=config)
     # draw < 0.8: [MASK]; 0.8 <= draw < 0.9: the random piece; draw >= 0.9: unchanged.
     assert masked.tokens == [2, 41, 11, 12, 4, 14, 3]
     assert masked.positions == [1, 4, 5] and masked.labels == [10, 13, 14]
@@ -149,11 +151,12 @@ def test_masking_never_touches_cls_or_sep_and_counts_15_percent():
     config = bert_inputs.BertDataConfig()
     tokens = [2] + list(range(10, 50)) + [3] + list(range(50, 87)) + [3]  # 80 pieces
     for seed in range(20):
-        masked = bert_inputs.mask_sequence(tokens, 1000, 20, np.random.default_rng(seed), config)
+        masked = bert_inputs.mask_sequence(tokens, LEARNED, 1000, 20, np.random.default_rng(seed),
+                                           config)
         assert len(masked.positions) == 12  # round(0.15 * 80)
         assert all(tokens[p] not in (2, 3) for p in masked.positions)
         assert [masked.tokens[i] for i in (0, 41, 79)] == [2, 3, 3]
-    capped = bert_inputs.mask_sequence(tokens, 1000, 5, np.random.default_rng(0), config)
+    capped = bert_inputs.mask_sequence(tokens, LEARNED, 1000, 5, np.random.default_rng(0), config)
     assert len(capped.positions) == 5
 
 
@@ -176,9 +179,9 @@ def test_masking_rates_on_real_pages(c4_examples):
         positions = example["masked_lm_positions"][:count]
         originals = example["masked_lm_ids"][:count]
         now = tokens[positions]
-        masked += int(np.sum(now == bert_inputs.MASK_ID))
+        masked += int(np.sum(now == LEARNED.mask))
         unchanged += int(np.sum(now == originals))
-        replaced += int(np.sum((now != originals) & (now != bert_inputs.MASK_ID)))
+        replaced += int(np.sum((now != originals) & (now != LEARNED.mask)))
     total = masked + replaced + unchanged
     assert abs(total / candidates - 0.15) < 0.01
     # Binomial standard deviations over ~20,000 predictions are below 0.003.
@@ -232,10 +235,10 @@ def test_without_next_sentence_chunks_are_trimmed_to_the_target():
 def test_pair_input_trims_the_later_segment_on_a_tie():
     """BERT's _truncate_seq_pair: the longer segment loses its last piece; on a tie, B."""
     a, b = [10, 11, 12], [20, 21, 22]
-    cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
-    assert bert_tasks.pair_input([a, b], 8)[0] == [cls, 10, 11, 12, sep, 20, 21, sep]
-    assert bert_tasks.pair_input([a, b], 7)[0] == [cls, 10, 11, sep, 20, 21, sep]
-    assert bert_tasks.pair_input([a + [13], b], 7) == (
+    cls, sep = LEARNED.cls, LEARNED.sep
+    assert bert_tasks.pair_input([a, b], 8, LEARNED)[0] == [cls, 10, 11, 12, sep, 20, 21, sep]
+    assert bert_tasks.pair_input([a, b], 7, LEARNED)[0] == [cls, 10, 11, sep, 20, 21, sep]
+    assert bert_tasks.pair_input([a + [13], b], 7, LEARNED) == (
         [cls, 10, 11, sep, 20, 21, sep], [0, 0, 0, 0, 1, 1, 1])
 
 
@@ -260,8 +263,8 @@ def test_next_sentence_labels_are_fair_on_real_pages(c4_examples):
     assert abs(np.mean(labels) - 0.5) < 0.03, (np.mean(labels), len(labels))
     for example in c4_examples[:50]:
         tokens, types = example["bert_input_tokens"], example["bert_token_types"]
-        seps = np.flatnonzero(tokens == bert_inputs.SEP_ID)
-        assert tokens[0] == bert_inputs.CLS_ID and len(seps) == 2
+        seps = np.flatnonzero(tokens == LEARNED.sep)
+        assert tokens[0] == LEARNED.cls and len(seps) == 2
         assert list(types[:seps[0] + 1]) == [0] * (seps[0] + 1)
         assert list(types[seps[0] + 1:seps[1] + 1]) == [1] * (seps[1] - seps[0])
         assert not tokens[seps[1] + 1:].any()
@@ -527,8 +530,8 @@ def test_squad_windows_follow_run_squad_and_find_a_late_answer(shared_data, voca
     assert len(question.windows) == len(spans) > 3
     offset = len(query) + 2
     for index, ((start, length), window) in enumerate(zip(spans, question.windows)):
-        assert window.tokens == ([bert_inputs.CLS_ID] + query + [bert_inputs.SEP_ID]
-                                 + pieces[start:start + length] + [bert_inputs.SEP_ID])
+        assert window.tokens == ([LEARNED.cls] + query + [LEARNED.sep]
+                                 + pieces[start:start + length] + [LEARNED.sep])
         assert window.types == [0] * offset + [1] * (length + 1)
         assert window.piece_words == {offset + i: piece_word[start + i] for i in range(length)}
         assert window.max_context == {offset + i for i in range(length)
@@ -582,8 +585,8 @@ def test_squad_inputs_point_at_the_answers(shared_data, vocabulary):
     assert (impossible[0].windows[0].start, impossible[0].windows[0].end) == (0, 0)
     for question in questions:
         window = question.windows[0]
-        assert window.tokens[0] == bert_inputs.CLS_ID
-        assert window.tokens[-1] == bert_inputs.SEP_ID
+        assert window.tokens[0] == LEARNED.cls
+        assert window.tokens[-1] == LEARNED.sep
         assert len(window.tokens) == len(window.types) <= 384
         if question.answers:
             assert 0 < window.start <= window.end
@@ -753,7 +756,7 @@ def test_multiple_choice_head_loss_is_the_softmax_over_choices(vocabulary):
     first = features["bert_input_tokens"][0].reshape(3, 32)
     context, choice = (vocabulary.encode(text) for text in (examples[0].segments[0],
                                                             examples[0].choices[2]))
-    cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
+    cls, sep = LEARNED.cls, LEARNED.sep
     assert list(first[2][:len(context) + len(choice) + 3]) == \
         [cls] + context + [sep] + choice + [sep]
     loss, scores = tiny_head_graph("multiple_choice", 3, features)
@@ -779,8 +782,8 @@ def test_race_choices_keep_the_question_and_answer_and_trim_the_article(shared_d
     for row, choice in zip(rows, example.choices):
         question_and_option = vocabulary.encode(f"{example.segments[1]} {choice}")
         article = vocabulary.encode(example.segments[0])[:length - 3 - len(question_and_option)]
-        assert list(row) == ([bert_inputs.CLS_ID] + article + [bert_inputs.SEP_ID]
-                             + question_and_option + [bert_inputs.SEP_ID])
+        assert list(row) == ([LEARNED.cls] + article + [LEARNED.sep]
+                             + question_and_option + [LEARNED.sep])
 
 
 def test_regression_head_memorises_real_stsb_pairs_from_the_command_line(

@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from model.families.bert import inputs as bert_inputs
+from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
 from model.families.segabert import structure
 from model.tasks.discriminative import Example
 from model.trainer import runs
@@ -185,8 +186,8 @@ def test_stream_rows_are_two_runs_of_a_page_with_its_indices(shared_data, pages,
         tokens = unmasked(row)
         n = int((tokens != 0).sum())
         assert not tokens[n:].any() and not row["bert_token_types"].any()
-        seps = [i for i in range(n) if tokens[i] == bert_inputs.SEP_ID]
-        assert tokens[0] == bert_inputs.CLS_ID and len(seps) == 2 and seps[1] == n - 1
+        seps = [i for i in range(n) if tokens[i] == LEARNED.sep]
+        assert tokens[0] == LEARNED.cls and len(seps) == 2 and seps[1] == n - 1
         a, b = tokens[1:seps[0]], tokens[seps[0] + 1:n - 1]
         assert len(a) and len(b) and len(a) + len(b) <= 64 - 3
         found = [(page, text.find(as_text(a))) for page, text in enumerate(page_texts)
@@ -405,13 +406,14 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
     import tensorflow.compat.v1 as tf1
     from model.families.segabert.model import indices_from_tokens
     from model.trainer.mtf_compat import mtf
-    cls, sep = bert_inputs.CLS_ID, bert_inputs.SEP_ID
+    cls, sep = LEARNED.cls, LEARNED.sep
     row = [cls, 7, 8, sep, 9, sep, 0]  # [CLS] a b [SEP] c [SEP] [PAD]
     with tf1.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
         shape = mtf.Shape([mtf.Dimension("batch", 1), mtf.Dimension("length", len(row))])
-        derived = indices_from_tokens(mtf.import_tf_tensor(mesh, tf1.constant([row]), shape))
+        derived = indices_from_tokens(mtf.import_tf_tensor(mesh, tf1.constant([row]), shape),
+                                      cls, sep)
         lowering = mtf.Lowering(graph, {mesh: mtf.placement_mesh_impl.PlacementMeshImpl(
             shape=[], layout={}, devices=[""])})
         with tf1.Session() as session:

@@ -10,7 +10,9 @@ import tensorflow as tf
 
 from model.families.bert import finetune as bert_tasks
 from model.families.segabert import finetune as segabert_finetune, structure
-from model.families.bert.inputs import CLS_ID, SEP_ID
+from model.families.bert.wordpiece import LEARNED_IDS
+
+CLS_ID, SEP_ID = LEARNED_IDS.cls, LEARNED_IDS.sep
 from model.tasks import discriminative, evaluation
 from model.trainer import runs
 from model import families

@@ -39,20 +39,21 @@ import numpy as np
 import tensorflow as tf
 
 from model import tasks
-from model.families.bert.inputs import CLS_ID, SEP_ID, padded, trimmed_segments
-from model.families.bert.wordpiece import WordPieceVocabulary
+from model.families.bert.inputs import padded, trimmed_segments
+from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
 from model.tasks import Task, discriminative, evaluation
 from model.tasks.selection import validation_splits
 from model.tasks.sources import parse_task_files
 from model.trainer import runs
 
 
-def pair_input(segments: Sequence[Sequence[int]], length: int) -> Tuple[List[int], List[int]]:
+def pair_input(segments: Sequence[Sequence[int]], length: int, special: SpecialIds
+               ) -> Tuple[List[int], List[int]]:
     """`[CLS] A [SEP] (B [SEP])` trimmed to `length` (bert_inputs.trimmed_segments: BERT's
     _truncate_seq_pair), and its token types."""
-    tokens, types = [CLS_ID], [0]
+    tokens, types = [special.cls], [0]
     for kind, segment in enumerate(trimmed_segments(segments, length - 1 - len(segments))):
-        tokens += list(segment) + [SEP_ID]
+        tokens += list(segment) + [special.sep]
         types += [kind] * (len(segment) + 1)
     return tokens, types
 
@@ -77,8 +78,8 @@ def head_features(examples: Iterable[discriminative.Example], kind: str,
             inputs = [choice_segments(example, choice) for choice in example.choices]
         else:
             inputs = [example.segments]
-        encoded = [pair_input(vocabulary.encode_batch(list(segments)), length)
-                   for segments in inputs]
+        encoded = [pair_input(vocabulary.encode_batch(list(segments)), length,
+                              vocabulary.special) for segments in inputs]
         rows["bert_input_tokens"].append(np.concatenate([padded(t, length) for t, _ in encoded]))
         rows["bert_token_types"].append(np.concatenate([padded(t, length) for _, t in encoded]))
         rows["labels"].append(example.label)
@@ -233,7 +234,8 @@ def squad_question(raw: dict, vocabulary: WordPieceVocabulary, length: int,
         if answer and span_start <= answer[0] and answer[1] < span_start + span_length:
             start, end = answer[0] - span_start + offset, answer[1] - span_start + offset
         windows.append(SquadWindow(
-            tokens=[CLS_ID] + question + [SEP_ID] + [pieces[p] for p in context] + [SEP_ID],
+            tokens=([vocabulary.special.cls] + question + [vocabulary.special.sep]
+                    + [pieces[p] for p in context] + [vocabulary.special.sep]),
             types=[0] * offset + [1] * (span_length + 1),
             piece_words={p - span_start + offset: piece_word[p] for p in context},
             max_context=frozenset(p - span_start + offset for p in context

@@ -48,10 +48,9 @@ import tensorflow as tf
 
 from model.data import inputs
 from model.data.input_position import InputPosition
-from model.families.bert.wordpiece import CLS_ID, MASK_ID, PAD_ID, RESERVED_TOKENS, SEP_ID, WordPieceVocabulary
+from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
 from text.sentences import split_sentences
 
-NUM_RESERVED = len(RESERVED_TOKENS)
 Sentence = List[int]
 Document = List[Sentence]
 
@@ -167,38 +166,52 @@ def document_pairs(documents: Sequence[Document], index: int, max_tokens: int,
 
 
 def apply_masks(tokens: Sequence[int], positions: Sequence[int], draws: Sequence[float],
-                random_pieces: Sequence[int], config: BertDataConfig) -> Masked:
-    """Masks `positions` of `tokens`: a draw below mask_token_rate gives [MASK], below
-    mask_token_rate + random_token_rate the matching random piece, else the piece stays."""
+                random_pieces: Sequence[int], mask_id: int, config: BertDataConfig) -> Masked:
+    """Masks `positions` of `tokens`: a draw below mask_token_rate gives [MASK] (`mask_id`),
+    below mask_token_rate + random_token_rate the matching random piece, else the piece
+    stays."""
     masked = list(tokens)
     for position, draw, piece in zip(positions, draws, random_pieces):
         if draw < config.mask_token_rate:
-            masked[position] = MASK_ID
+            masked[position] = mask_id
         elif draw < config.mask_token_rate + config.random_token_rate:
             masked[position] = int(piece)
     order = sorted(positions)
     return Masked(masked, order, [tokens[p] for p in order])
 
 
-def mask_sequence(tokens: Sequence[int], vocab_size: int, max_predictions: int,
-                  rng: np.random.Generator, config: BertDataConfig) -> Masked:
+def mask_sequence(tokens: Sequence[int], special: SpecialIds, vocab_size: int,
+                  max_predictions: int, rng: np.random.Generator, config: BertDataConfig
+                  ) -> Masked:
     """BERT's create_masked_lm_predictions: round(mask_rate * len(tokens)) pieces (at least 1,
-    at most `max_predictions`), never [CLS] or [SEP], chosen at random and masked 80/10/10."""
-    candidates = [i for i, t in enumerate(tokens) if t not in (CLS_ID, SEP_ID, PAD_ID)]
+    at most `max_predictions`), never [CLS] or [SEP], chosen at random and masked 80/10/10
+    (`special`: the vocabulary's reserved ids, which a random piece never is)."""
+    candidates = [i for i, t in enumerate(tokens) if t not in (special.cls, special.sep,
+                                                                special.pad)]
     count = min(max_predictions, max(1, int(round(len(tokens) * config.mask_rate))),
                 len(candidates))
     positions = [candidates[i] for i in rng.permutation(len(candidates))[:count]]
     draws = rng.random(count)
-    random_pieces = rng.integers(NUM_RESERVED, vocab_size, size=count)
-    return apply_masks(tokens, positions, draws, random_pieces, config)
+    reserved = special.reserved
+    random_pieces = [skip_reserved(int(draw), reserved)
+                     for draw in rng.integers(0, vocab_size - len(reserved), size=count)]
+    return apply_masks(tokens, positions, draws, random_pieces, special.mask, config)
 
 
-def pair_tokens(pair: Pair) -> Tuple[List[int], List[int]]:
+def skip_reserved(index: int, reserved: Sequence[int]) -> int:
+    """The `index`-th id (from 0) that is not one of `reserved` (ascending)."""
+    for taken in reserved:
+        if index >= taken:
+            index += 1
+    return index
+
+
+def pair_tokens(pair: Pair, special: SpecialIds) -> Tuple[List[int], List[int]]:
     """`[CLS] A [SEP] B [SEP]` (`[CLS] A [SEP]` without B) and its token types."""
-    tokens = [CLS_ID] + pair.a + [SEP_ID]
+    tokens = [special.cls] + pair.a + [special.sep]
     types = [0] * len(tokens)
     if pair.b:
-        tokens += pair.b + [SEP_ID]
+        tokens += pair.b + [special.sep]
         types += [1] * (len(pair.b) + 1)
     return tokens, types
 
@@ -218,9 +231,9 @@ def padded(values: Sequence[int], size: int) -> np.ndarray:
     return np.array(list(values) + [0] * (size - len(values)), np.int32)
 
 
-def example_features(pair: Pair, masked: Masked, length: int, max_predictions: int
-                     ) -> Dict[str, np.ndarray]:
-    _, types = pair_tokens(pair)
+def example_features(pair: Pair, masked: Masked, length: int, max_predictions: int,
+                     special: SpecialIds) -> Dict[str, np.ndarray]:
+    _, types = pair_tokens(pair, special)
     return {
         "bert_input_tokens": padded(masked.tokens, length),
         "bert_token_types": padded(types, length),
@@ -253,9 +266,11 @@ def window_examples(texts: Sequence[str], vocabulary: WordPieceVocabulary, lengt
     examples = []
     for index in range(len(documents)):
         for pair in document_pairs(documents, index, max_tokens, rng, config):
-            tokens, _ = pair_tokens(pair)
-            masked = mask_sequence(tokens, vocabulary.vocab_size, max_predictions, rng, config)
-            examples.append(example_features(pair, masked, length, max_predictions))
+            tokens, _ = pair_tokens(pair, vocabulary.special)
+            masked = mask_sequence(tokens, vocabulary.special, vocabulary.vocab_size,
+                                   max_predictions, rng, config)
+            examples.append(example_features(pair, masked, length, max_predictions,
+                                             vocabulary.special))
     return examples
 
 

@@ -29,8 +29,12 @@ model/families/bert/hf.py; tests/test_bert_hf.py).
 `BertConfig` is read from gin when the family is made (each estimator call), as the model
 function's other settings are bound once per process.
 
-Special ids are fixed by our WordPiece vocabulary (model/families/bert/wordpiece.py): [PAD] 0, [UNK] 1, [CLS] 2,
-[SEP] 3, [MASK] 4. Padding is [PAD]; attention never looks at it.
+Special ids are the vocabulary's (model/families/bert/wordpiece.py): ours [PAD] 0, [UNK] 1,
+[CLS] 2, [SEP] 3, [MASK] 4; Google's [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103. The
+data path reads them from the vocabulary it tokenises with; the model, which PREDICT's token
+types (and SegaBERT's indices) need, from the run's vocabulary file (DataConfig.vocabulary, read
+from gin when the family is made, as BertConfig; without one, the learner's ids). Padding is
+[PAD], id 0 in every vocabulary; attention never looks at it.
 
 Features, each [batch, length] int32 (`feature_keys` per head):
   bert_input_tokens, bert_token_types     every head
@@ -57,9 +61,11 @@ from model.families.base import ModelFamily
 from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
-from model.families.bert import finetune, hf, inputs as bert_inputs
+from model.families.bert import finetune, google, hf, inputs as bert_inputs
 from model.families.bert.activations import ACTIVATIONS
-from model.families.bert.wordpiece import CLS_ID, PAD_ID, SEP_ID, WordPieceVocabulary
+from model.families.bert.wordpiece import (LEARNED_IDS, PAD_ID, SpecialIds, WordPieceVocabulary,
+                                           special_ids)
+from model.trainer.runs import DataConfig
 
 OUTPUT_LENGTH = "outputs_length"  # the dimension of PREDICT's [batch, decode_length] ids
 HEADS = ("pretraining", "mlm", "classification", "regression", "multiple_choice", "span")
@@ -135,10 +141,17 @@ class Built:
     training: bool
 
 
-def token_types_from_inputs(tokens: mtf.Tensor) -> mtf.Tensor:
-    """Segment B (type 1) is every token after the first [SEP]; A (0) up to it."""
+def configured_special_ids() -> SpecialIds:
+    """The reserved ids of the run's vocabulary (DataConfig.vocabulary as gin binds it; none
+    bound: the learner's)."""
+    path = DataConfig().vocabulary
+    return special_ids(path) if path else LEARNED_IDS
+
+
+def token_types_from_inputs(tokens: mtf.Tensor, sep_id: int) -> mtf.Tensor:
+    """Segment B (type 1) is every token after the first [SEP] (`sep_id`); A (0) up to it."""
     length_dim = tokens.shape.dims[-1]
-    seps_before = mtf.cumsum(mtf.cast(mtf.equal(tokens, SEP_ID), tf.int32), length_dim,
+    seps_before = mtf.cumsum(mtf.cast(mtf.equal(tokens, sep_id), tf.int32), length_dim,
                              exclusive=True)
     return mtf.cast(mtf.greater(seps_before, 0), tf.int32) * mtf.cast(
         mtf.not_equal(tokens, PAD_ID), tf.int32)
@@ -159,6 +172,7 @@ class Bert(ModelFamily):
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
         self.bert = BertConfig()
+        self.special = configured_special_ids()
 
     # ----------------------------------------------------------------------------------------
     # The run's side: WordPiece, documents made into NSP pairs, heads fine-tuned on one task.
@@ -170,7 +184,9 @@ class Bert(ModelFamily):
     @classmethod
     def checkpoint_formats(cls):
         # hf: transformers' BertForPreTraining, or the fine-tuned head's model (BertConfig.head).
-        return {"hf": TransformersFormat(lambda: hf.conversion(cls, BertConfig()))}
+        return {"hf": TransformersFormat(lambda: hf.conversion(cls, BertConfig())),
+                # google: google-research/bert's released checkpoints (import).
+                "google": google.GoogleFormat(cls, BertConfig)}
 
     @classmethod
     def pretraining_stream(cls, run: Any, source: str) -> bert_inputs.BertPretrainingStream:
@@ -259,7 +275,8 @@ class Bert(ModelFamily):
         if self.bert.head == "multiple_choice":
             inputs = self.per_choice(inputs)
             features = {key: self.per_choice(value) for key, value in features.items()}
-        batch = {"bert_input_tokens": inputs, "bert_token_types": token_types_from_inputs(inputs),
+        batch = {"bert_input_tokens": inputs,
+                 "bert_token_types": token_types_from_inputs(inputs, self.special.sep),
                  **features}
         sequence, pooled = self.encode(batch, model.training)
         if self.bert.head == "regression":

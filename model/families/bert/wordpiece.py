@@ -7,8 +7,13 @@ against transformers' BertTokenizer on real pages).
         --sample_size 1000000 --source tfds:t5_c4/en@DATA_DIR
 
 Writes PATH (one piece per line, BERT's vocab.txt format: the id of a piece is its line number)
-and PATH.json (the settings and how many texts were read). The first ids are fixed, as our BERT
-family reads them (model/families/bert/model.py): [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4.
+and PATH.json (the settings and how many texts were read). The learner puts the reserved tokens
+first: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4 (`LEARNED_IDS`). Every BERT vocabulary is
+read by its own reserved tokens' ids (`WordPieceVocabulary.special`): Google's vocab.txt files
+have [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103. [PAD] must be 0 (rows are zero
+padded). A vocabulary is read uncased (lower case, accents stripped: BertTokenizer's
+do_lower_case) unless one of its pieces has an upper-case letter (Google's cased vocabularies,
+ours learned with --cased): an uncased vocabulary has no piece that a cased text could match.
 Sources are those of `model.data.inputs.text_dataset_from_source` (the first `--sample_size` texts of
 each, in order). Learning: `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`
 (BasicTokenizer splitting on white space and punctuation, lower case, accents stripped, then
@@ -20,12 +25,13 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import hashlib
 import itertools
 import json
 import pathlib
 import sys
-from typing import Iterable, List, Sequence
+from typing import Iterable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -33,8 +39,31 @@ from model.data.inputs import source_texts
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD, UNK, CLS, SEP, MASK = RESERVED_TOKENS
-# Their ids: the model (model/families/bert/model.py) and the data (model/families/bert/inputs.py) read these.
-PAD_ID, UNK_ID, CLS_ID, SEP_ID, MASK_ID = range(len(RESERVED_TOKENS))
+# The id of [PAD] in every BERT vocabulary: features are zero padded, and attention skips 0.
+PAD_ID = 0
+# What BertTokenizer's _clean_text drops (RE2): control and format characters (Cc, Cf) but
+# tab, newline and carriage return (white space), and U+FFFD.
+CONTROL_CHARACTERS = r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\p{Cf}\x{fffd}]"
+
+
+@dataclasses.dataclass(frozen=True)
+class SpecialIds:
+    """The ids of a vocabulary's reserved tokens (RESERVED_TOKENS, in that order)."""
+
+    pad: int
+    unk: int
+    cls: int
+    sep: int
+    mask: int
+
+    @property
+    def reserved(self) -> Tuple[int, ...]:
+        """All five, ascending."""
+        return tuple(sorted(dataclasses.astuple(self)))
+
+
+# The ids our learner gives the reserved tokens (first, in order).
+LEARNED_IDS = SpecialIds(*range(len(RESERVED_TOKENS)))
 # Texts handed to the learner per batch (it counts words in a tf.data pass).
 LEARN_BATCH = 1000
 
@@ -80,18 +109,39 @@ def train_vocabulary(texts: Iterable[str], path: str,
     return WordPieceVocabulary(path, settings.lower_case)
 
 
+def uncased(texts: tf.Tensor) -> tf.Tensor:
+    """BertTokenizer's do_lower_case: lower case, then NFD, then no combining marks (Mn)."""
+    import tensorflow_text as tf_text
+
+    lowered = tf.strings.lower(texts, encoding="utf-8")
+    return tf.strings.regex_replace(tf_text.normalize_utf8(lowered, "NFD"), r"\p{Mn}", "")
+
+
+def cased(pieces: Sequence[str]) -> bool:
+    """Whether a piece other than a bracketed token ([CLS], [unused0]) has an upper-case
+    letter."""
+    return any(piece != piece.lower() for piece in pieces
+               if not (piece.startswith("[") and piece.endswith("]")))
+
+
 class WordPieceVocabulary:
     """A vocab.txt with tensorflow-text's FastBertTokenizer (several times its BertTokenizer):
-    text -> piece ids, in Python and in tf.data."""
+    text -> piece ids, in Python and in tf.data. `lower_case` None: uncased unless the
+    vocabulary is `cased`."""
 
-    def __init__(self, path: str, lower_case: bool = True):
+    def __init__(self, path: str, lower_case: Optional[bool] = None):
         self.path = str(path)
-        self.lower_case = lower_case
         self.pieces = pathlib.Path(path).read_text(encoding="utf-8").splitlines()
-        if tuple(self.pieces[:len(RESERVED_TOKENS)]) != RESERVED_TOKENS:
-            raise ValueError(f"{path}: a BERT vocabulary starts with {RESERVED_TOKENS}, "
-                             f"not {self.pieces[:len(RESERVED_TOKENS)]}")
         self.ids = {piece: i for i, piece in enumerate(self.pieces)}
+        missing = [token for token in RESERVED_TOKENS if token not in self.ids]
+        if missing:
+            raise ValueError(f"{path}: a BERT vocabulary holds {list(RESERVED_TOKENS)}; "
+                             f"{missing} not found")
+        self.special = SpecialIds(*(self.ids[token] for token in RESERVED_TOKENS))
+        if self.special.pad != PAD_ID:
+            raise ValueError(f"{path}: [PAD] is id {self.special.pad}; BERT's rows are padded "
+                             f"with {PAD_ID}, so [PAD] must be id {PAD_ID}")
+        self.lower_case = not cased(self.pieces) if lower_case is None else lower_case
         self._tokenizers: dict = {}
 
     def _tokenizer(self):
@@ -101,9 +151,11 @@ class WordPieceVocabulary:
 
         key = "eager" if tf.executing_eagerly() else id(tf.compat.v1.get_default_graph())
         if key not in self._tokenizers:
+            # Lower case and accents are stripped by `uncased` (FastBertTokenizer's own
+            # lower_case_nfd_strip_accents also applies compatibility mappings: "…" -> "...").
             self._tokenizers[key] = tf_text.FastBertTokenizer(
                 vocab=self.pieces, token_out_type=tf.int32, unknown_token=UNK,
-                lower_case_nfd_strip_accents=self.lower_case)
+                lower_case_nfd_strip_accents=False)
         return self._tokenizers[key]
 
     @property
@@ -116,6 +168,9 @@ class WordPieceVocabulary:
 
     def tf_encode(self, texts: tf.Tensor) -> tf.RaggedTensor:
         """[n] strings -> [n, (pieces)] int32 ids (words' pieces concatenated)."""
+        texts = tf.strings.regex_replace(texts, CONTROL_CHARACTERS, "")
+        if self.lower_case:
+            texts = uncased(texts)
         return self._tokenizer().tokenize(texts)
 
     def encode_batch(self, texts: Sequence[str]) -> List[List[int]]:
@@ -138,6 +193,12 @@ class WordPieceVocabulary:
             else:
                 words.append(piece)
         return " ".join(words)
+
+
+@functools.lru_cache(maxsize=None)
+def special_ids(path: str) -> SpecialIds:
+    """The reserved tokens' ids of the vocabulary file `path` (read once)."""
+    return WordPieceVocabulary(path).special
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,6 @@ from typing import Dict, Sequence
 import numpy as np
 
 from model.families.bert.finetune import HeadTask, SquadQuestion
-from model.families.bert.inputs import CLS_ID, SEP_ID
 from model.families.segabert import structure
 from model.tasks import discriminative
 
@@ -18,7 +17,8 @@ class StructuredHeadTask(HeadTask):
 
     @property
     def structure_config(self) -> structure.StructureConfig:
-        return structure.StructureConfig(CLS_ID, SEP_ID, self.length)
+        special = self.vocabulary.special
+        return structure.StructureConfig(special.cls, special.sep, self.length)
 
     def span_features(self, questions: Sequence[SquadQuestion]) -> Dict[str, np.ndarray]:
         features = super().span_features(questions)

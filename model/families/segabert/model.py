@@ -33,7 +33,7 @@ import gin
 import tensorflow.compat.v1 as tf
 
 from model.families.bert import finetune as bert_finetune, inputs as bert_inputs
-from model.families.bert.model import CLS_ID, SEP_ID, AdamWeightDecay, Bert, BertConfig
+from model.families.bert.model import AdamWeightDecay, Bert, BertConfig
 from model.families.segabert import finetune, structure
 from model.trainer.mtf_compat import mtf
 
@@ -66,16 +66,16 @@ class FusedAdam(AdamWeightDecay):
         return m_unbiased / (mtf.sqrt(v_unbiased) + self.epsilon)
 
 
-def indices_from_tokens(tokens: mtf.Tensor) -> Dict[str, mtf.Tensor]:
+def indices_from_tokens(tokens: mtf.Tensor, cls_id: int, sep_id: int) -> Dict[str, mtf.Tensor]:
     """PREDICT's indices for token ids alone (see the module docstring): paragraph = the number
     of [SEP] before the token, sentence 0, token index = the distance from its segment's first
     token (the one after [CLS] or a [SEP]); [CLS] gets 0 and each [SEP] the index after its
     segment's last."""
     length_dim = tokens.shape.dims[-1]
-    is_sep = mtf.cast(mtf.equal(tokens, SEP_ID), tf.int32)
+    is_sep = mtf.cast(mtf.equal(tokens, sep_id), tf.int32)
     paragraph = mtf.cumsum(is_sep, length_dim, exclusive=True)
     position = mtf.range(tokens.mesh, length_dim, tf.int32)
-    special = mtf.cast(mtf.equal(tokens, CLS_ID), tf.int32) + is_sep
+    special = mtf.cast(mtf.equal(tokens, cls_id), tf.int32) + is_sep
     first_of_segment = mtf.shift(special, 1, length_dim, wrap=False)
     # The latest segment start at or before each position: a [length, length] maximum.
     memory_dim = mtf.Dimension("start_memory", length_dim.size)
@@ -135,7 +135,8 @@ class SegaBert(Bert):
         """The sum of the token-in-sentence, sentence-in-paragraph and paragraph-in-document
         embeddings, [batch, length, d_model]."""
         tokens = batch["bert_input_tokens"]
-        indices = batch if structure.INDEX_KEYS[0] in batch else indices_from_tokens(tokens)
+        indices = (batch if structure.INDEX_KEYS[0] in batch
+                   else indices_from_tokens(tokens, self.special.cls, self.special.sep))
         rows = (self.limits.tokens_per_sentence, self.limits.sentences_per_paragraph,
                 self.limits.paragraphs_per_document)
         embeddings = []

@@ -59,7 +59,7 @@ import numpy as np
 import tensorflow as tf
 
 from model.families.bert import inputs as bert_inputs
-from model.families.bert.inputs import CLS_ID, SEP_ID
+from model.families.bert.wordpiece import SpecialIds
 from model.tasks.discriminative import MULTIPLE_CHOICE, REGRESSION, Example
 from text.splitters import Splitter, load_splitter
 
@@ -378,14 +378,14 @@ def sequences_per_window(pieces: int, length: int) -> int:
     return math.ceil(pieces / (length - 3))
 
 
-def masked_features(window: StructuredTokens, vocab_size: int, length: int, max_predictions: int,
-                    rng: np.random.Generator, masking: bert_inputs.BertDataConfig
-                    ) -> dict[str, np.ndarray]:
+def masked_features(window: StructuredTokens, special: SpecialIds, vocab_size: int, length: int,
+                    max_predictions: int, rng: np.random.Generator,
+                    masking: bert_inputs.BertDataConfig) -> dict[str, np.ndarray]:
     """BERT's masked-LM features of a framed sequence (bert_inputs.mask_sequence: 15% of the
     pieces, never [CLS]/[SEP], 80/10/10), every token type 0, plus the three indices; all zero
     padded to `length` (the predictions to `max_predictions`)."""
-    masked = bert_inputs.mask_sequence(list(window.tokens), vocab_size, max_predictions, rng,
-                                       masking)
+    masked = bert_inputs.mask_sequence(list(window.tokens), special, vocab_size, max_predictions,
+                                       rng, masking)
     features = {
         "bert_input_tokens": bert_inputs.padded(masked.tokens, length),
         "bert_token_types": bert_inputs.padded([], length),
@@ -418,7 +418,8 @@ class SegaBertStream(bert_inputs.BertPretrainingStream):
 
     @property
     def structure(self) -> StructureConfig:
-        return StructureConfig(CLS_ID, SEP_ID, self.length, self.limits)
+        special = self.vocabulary.special
+        return StructureConfig(special.cls, special.sep, self.length, self.limits)
 
     @property
     def spec(self) -> dict[str, tf.TensorSpec]:
@@ -454,7 +455,9 @@ class SegaBertStream(bert_inputs.BertPretrainingStream):
     def window_examples(self, texts: Sequence[str], rng: np.random.Generator) -> List[dict]:
         """The examples of one window of pages: `[CLS] A [SEP] B [SEP]`, masked."""
         max_predictions = self.config.predictions(self.length)
-        return [masked_features(limit(frame_segments(pair, CLS_ID, SEP_ID)[0], self.limits),
-                                self.vocabulary.vocab_size, self.length, max_predictions, rng,
-                                self.config)
+        special = self.vocabulary.special
+        return [masked_features(limit(frame_segments(pair, special.cls, special.sep)[0],
+                                      self.limits),
+                                special, self.vocabulary.vocab_size, self.length,
+                                max_predictions, rng, self.config)
                 for pair in self.sequence_pairs(self.window_documents(texts), rng)]
