@@ -5,9 +5,11 @@
     python -m model.convert export --family FAMILY --format FORMAT --model_dir DIR \
         --output PATH [--gin_file ...] [--gin_param ...] [--checkpoint CKPT]
 
-FAMILY is a family's package under model/families/ (t5, gpt1, bert) and FORMAT one of the
-formats it declares (`ModelFamily.checkpoint_formats`: `hf`, transformers' save_pretrained
-folders, for each), each a module of the family's package over the shared machinery of
+FAMILY is a family's package under model/families/ (t5, gpt1, bert, segabert) and FORMAT one
+of the formats it declares (`ModelFamily.checkpoint_formats`: `hf`, transformers'
+save_pretrained folders, for T5, GPT-1 and BERT; the released checkpoints: `t5`, `openai`,
+`google` and SegaBERT's `pytorch`), each a module of the family's package over the shared
+machinery of
 model/trainer/checkpoints.py, which says what an import checks and writes. This command line
 parses, resolves the family and its format, and calls it.
 
@@ -21,11 +23,11 @@ training run) and any gin given. `python -m model.train --mode export` (T5) stay
 `hf` exports T5 as T5ForConditionalGeneration, GPT-1 as OpenAIGPTLMHeadModel and BERT as
 BertForPreTraining, each config's activation the GELU that ours computes (OpenAI GPT's afn
 "gelu": its tanh form; BERT's hidden_act: BertConfig's, the tanh "gelu_new" unless the erf "gelu"
-was imported). A BERT fine-tuned with a classification, regression or span head
+was imported). A BERT fine-tuned with a classification, regression, multiple-choice or span head
 (BertConfig.head, which the run's operative_config.gin records) becomes
-BertForSequenceClassification (regression: one label, problem_type "regression") or
-BertForQuestionAnswering. A head the configuration does not name, GPT-1's heads and BERT's
-multiple choice are refused: no model written has a place for them.
+BertForSequenceClassification (regression: one label, problem_type "regression"),
+BertForMultipleChoice or BertForQuestionAnswering. A head the configuration does not name,
+GPT-1's heads and BERT's masked LM alone are refused: no model written has a place for them.
 """
 from __future__ import annotations
 

@@ -396,13 +396,16 @@ def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):
 @pytest.mark.parametrize("head,classes,model_class", [
     ("classification", 3, "BertForSequenceClassification"),
     ("regression", 1, "BertForSequenceClassification"),
+    ("multiple_choice", 3, "BertForMultipleChoice"),
     ("span", 2, "BertForQuestionAnswering")])
 def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, head, classes,
                                                                     model_class):
     """A BERT checkpoint with a fine-tuning head (BertConfig.head, recorded in the run's
     operative_config.gin) exports to transformers' model of that head, with our head's outputs:
     run_classifier's dense layer on the pooled [CLS] (BertForSequenceClassification, one
-    regression label) or run_squad's start/end vectors (BertForQuestionAnswering's qa_outputs)."""
+    regression label), the paper's SWAG score per choice's pooled [CLS]
+    (BertForMultipleChoice: each choice's sequence in turn here, [batch, choices, length]
+    there) or run_squad's start/end vectors (BertForQuestionAnswering's qa_outputs)."""
     tiny_bert().save_pretrained(tmp_path / "source")
     assert import_folder("bert", tmp_path / "source", tmp_path / "pretrained") == 0
     recorded = (tmp_path / "pretrained" / checkpoints.GIN_NAME).read_text() + \
@@ -422,15 +425,22 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
     values = {name: reader.get_tensor(name) if reader.has_tensor(name)
               else rng.normal(0.0, 0.5, shape).astype(np.float32) for name, shape in shapes.items()}
     checkpoints.write_checkpoint(conv, config, 60, values, str(tuned))
-    ours = checkpoints.checkpoint_outputs(conv, config, str(tuned), OUR_INPUTS["bert"])
+    tokens, types = BERT_TOKENS, BERT_TYPES
+    if head == "multiple_choice":  # choice c: segment B's ids moved by 5c
+        tokens = np.stack([np.where(BERT_TYPES == 1, BERT_TOKENS + 5 * c, BERT_TOKENS)
+                           * (BERT_TOKENS > 0) for c in range(classes)], axis=1)
+        types = np.stack([BERT_TYPES] * classes, axis=1)
+    ours = checkpoints.checkpoint_outputs(
+        conv, config, str(tuned),
+        {"tokens": tokens.reshape(len(tokens), -1), "token_types": types.reshape(len(types), -1)})
 
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir", tuned,
                        "--checkpoint", "model.ckpt-0", "--output", tmp_path / "exported") == 0
     model = getattr(transformers, model_class).from_pretrained(str(tmp_path / "exported")).eval()
     with torch.no_grad():
-        out = model(input_ids=torch.tensor(BERT_TOKENS),
-                    attention_mask=torch.tensor(BERT_TOKENS > 0, dtype=torch.long),
-                    token_type_ids=torch.tensor(BERT_TYPES))
+        out = model(input_ids=torch.tensor(tokens),
+                    attention_mask=torch.tensor(tokens > 0, dtype=torch.long),
+                    token_type_ids=torch.tensor(types))
     if head == "span":
         theirs = {"start_logits": out.start_logits.numpy(), "end_logits": out.end_logits.numpy()}
     else:
@@ -440,8 +450,8 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
 
 
 @pytest.mark.parametrize("family,bindings,message", [
-    ("bert", ["BertConfig.head = 'multiple_choice'", "BertConfig.num_classes = 4"],
-     "BERT's 'multiple_choice' head (BertConfig.head) has no transformers model here"),
+    ("bert", ["BertConfig.head = 'mlm'"],
+     "BERT's 'mlm' head (BertConfig.head) has no transformers model here"),
     ("gpt1", ["GPT1Config.head = 'classification'", "GPT1Config.num_classes = 2"],
      "GPT-1's classification head (GPT1Config.head) has no transformers model here")])
 def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, family, bindings,

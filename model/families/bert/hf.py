@@ -32,6 +32,7 @@ MODEL_TYPE = "bert"
 HEAD_CLASSES = {"pretraining": "BertForPreTraining",
                 "classification": "BertForSequenceClassification",
                 "regression": "BertForSequenceClassification",
+                "multiple_choice": "BertForMultipleChoice",
                 "span": "BertForQuestionAnswering"}
 
 
@@ -85,8 +86,8 @@ def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int,
                        head: str = "pretraining") -> Dict[str, np.ndarray]:
     """The state dict (numpy) of `HEAD_CLASSES[head]` from our variables by name: the encoder,
     and the pre-training heads (MLM and NSP) with the pooler, a fine-tuned classifier
-    (`classifier`) with the pooler, or the span head (`qa_outputs`, start then end; no
-    pooler: BertForQuestionAnswering has none)."""
+    (`classifier`: a class's, a regression's or a choice's scores) with the pooler, or the span
+    head (`qa_outputs`, start then end; no pooler: BertForQuestionAnswering has none)."""
     head_class(head)
     state = _encoder_state(variables, num_layers)
     if head == "span":
@@ -164,9 +165,11 @@ def gin_bindings(hf_config) -> Dict[str, Any]:
 def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                 ) -> Dict[str, mtf.Tensor]:
     """Our BERT's outputs for `inputs["tokens"]` and `inputs["token_types"]` ([batch, length];
-    id 0 is padding), without dropout, by its head: pre-training {"mlm_logits": [batch, length,
-    vocab], "nsp_logits": [batch, 2]}; classification {"logits": [batch, classes]}; regression
-    {"logits": [batch]}; span {"start_logits", "end_logits": [batch, length]}."""
+    id 0 is padding; multiple choice: [batch, choices * length], the choices' sequences one after
+    the other), without dropout, by its head: pre-training {"mlm_logits": [batch, length,
+    vocab], "nsp_logits": [batch, 2]}; classification {"logits": [batch, classes]}; multiple
+    choice {"logits": [batch, choices]}; regression {"logits": [batch]}; span {"start_logits",
+    "end_logits": [batch, length]}."""
     tokens = np.asarray(inputs["tokens"], np.int32)
     shape = mtf.Shape([mtf.Dimension("batch", tokens.shape[0]),
                        mtf.Dimension("length", tokens.shape[1])])
@@ -174,8 +177,12 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                                        shape)
              for key, name in (("bert_input_tokens", "tokens"),
                                ("bert_token_types", "token_types"))}
-    sequence, pooled = family.encode(batch, training=False)
     head = family.bert.head
+    if head == "multiple_choice":
+        batch = {key: family.per_choice(value) for key, value in batch.items()}
+    sequence, pooled = family.encode(batch, training=False)
+    if head == "multiple_choice":
+        return {"logits": family.choice_logits(pooled, training=False)}
     if head == "classification":
         return {"logits": family.classification_logits(pooled, training=False)}
     if head == "regression":
@@ -191,10 +198,12 @@ def conversion(family: type, bert_config: "BertConfig") -> Conversion:
     """BERT's link to BertForPreTraining, or to the model of the fine-tuning head that
     `bert_config.head` names (a fine-tuned run's recorded config)."""
     head = bert_config.head
+    # A multiple-choice input is each choice's sequence in turn.
+    width = 4 * (bert_config.num_classes if head == "multiple_choice" else 1)
     return Conversion(
         "bert", family, MODEL_TYPE, head_class(head), "bert/embeddings/word_embeddings",
         lambda config, vocab: transformers_config(config, bert_config, vocab),
         gin_bindings, lambda variables, config: transformers_state(variables, config.num_layers,
                                                                   head),
         mtf_outputs,
-        {"tokens": np.ones([1, 4], np.int32), "token_types": np.zeros([1, 4], np.int32)})
+        {"tokens": np.ones([1, width], np.int32), "token_types": np.zeros([1, width], np.int32)})
