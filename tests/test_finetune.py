@@ -427,7 +427,8 @@ def test_glue_average_is_written_and_printed_as_the_papers_table(tmp_path, capsy
                         {step: {"mean_3class_f1": 91.22, "accuracy": 91.96} for step in (5000, 10000)}))
     gin.clear_config()
     runs.parse_gin(["finetune.gin"], [])
-    best = evaluation.evaluate_checkpoints(families.configured_run(str(tmp_path)), sets, DecodingConfig())
+    run = families.configured_run(str(tmp_path))
+    best = evaluation.evaluate_checkpoints(run, sets, evaluation.decoded(run, DecodingConfig()))
     assert {entry["step"] for name, entry in best.items() if name.startswith("glue_mnli")} == {5000}
     written = json.loads((tmp_path / evaluation.EVAL_DIR / evaluation.BENCHMARKS_NAME).read_text())
     assert set(written) == {"glue_average"}

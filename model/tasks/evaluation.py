@@ -296,8 +296,8 @@ def benchmark_averages(best: Mapping[str, dict]) -> Dict[str, float]:
             if set(tasks.benchmark_tasks(benchmark)) <= set(task_scores)}
 
 
-def score_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
-                      steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
+def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
+                         steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
     """Scores (`score`) every checkpoint of the model directory (or those of `steps`) not yet
     evaluated on each eval set; writes the records above; returns the best and writes it with
     the benchmark averages (also printed)."""
@@ -321,12 +321,6 @@ def score_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreC
         (directory / BENCHMARKS_NAME).write_text(json.dumps(averages, indent=1, sort_keys=True) + "\n")
         runs.progress(", ".join(f"{name} {value:.2f}" for name, value in sorted(averages.items())))
     return best
-
-
-def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], decoding: DecodingConfig,
-                         steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
-    """T5's `score_checkpoints`: decoded greedily, or as `decoding` says."""
-    return score_checkpoints(run, eval_sets, decoded(run, decoding), steps)
 
 
 def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
@@ -354,10 +348,10 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
                                 f"weights it started from, step {runs.first_step(run)}, are not scored)")
     if mode == "decode":
         newest = max(checkpoint_steps(run.model_dir) or [0])
-        score_checkpoints(run, eval_sets, score, steps=[newest])
+        evaluate_checkpoints(run, eval_sets, score, steps=[newest])
         return {s.name: {"step": newest, "scores": recorded_scores(run.model_dir, s)[newest]}
                 for s in eval_sets}
-    best = score_checkpoints(run, eval_sets, score, steps=candidates)
+    best = evaluate_checkpoints(run, eval_sets, score, steps=candidates)
     if mode == "finetune":
         newest = sorted(checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
         keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
