@@ -60,7 +60,9 @@ class CheckpointSteps:
     (tf.train.CheckpointSaverHook, below) saves them: every `every` steps counted from the
     global step the session starts at (`start`: a resumed run's newest checkpoint, else the
     run's first step), and the run's last step (`last`). The progress lines and the input
-    position records (model/data/input_position.py) come at these steps too."""
+    position records (model/data/input_position.py) come at these steps too. (On a TPU the saver
+    runs between loops of TrainConfig.iterations_per_loop steps: `every` must be a multiple of
+    it for the two to agree, as T5 requires of its checkpoint interval.)"""
 
     every: int
     start: int = 0
