@@ -62,7 +62,7 @@ class CheckpointSteps:
     run's first step), and the run's last step (`last`). The progress lines and the input
     position records (model/data/input_position.py) come at these steps too. (On a TPU the saver
     runs between loops of TrainConfig.iterations_per_loop steps: `every` must be a multiple of
-    it for the two to agree, as T5 requires of its checkpoint interval.)"""
+    it for the two to agree, as T5's 5,000 is of 100.)"""
 
     every: int
     start: int = 0
