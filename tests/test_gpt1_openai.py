@@ -353,3 +353,74 @@ def test_heads_the_release_does_not_record_come_from_gin(release, tmp_path, caps
     assert "n_embd = 16 and n_head = 12" in error
     error = failed_release_import(capsys, tmp_path, release[0], "ModelConfig.num_heads = 3")
     assert "n_embd = 16 and n_head = 3" in error
+
+
+def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_path,
+                                                                   shared_data):
+    """OpenAI's weights, fine-tuned here for a few steps on Story Cloze (GPT-1's multiple
+    choice, with OpenAI's BPE and special tokens), export to OpenAIGPTDoubleHeadsModel: its
+    multiple-choice scores and LM logits equal ours within 1e-5 of the largest; the special
+    tokens' rows are the head's fresh ones, and fine-tuning moved the scores."""
+    import gin
+    import numpy as np
+    import torch
+    from model import convert, train
+    from model.tasks import discriminative
+    from model.trainer import checkpoints, runs
+    from model.trainer.model_config import ModelConfig
+    from tests.test_convert import assert_close, run_convert
+    folder, reference = release
+    assert import_release(folder, tmp_path / "imported", f"ModelConfig.num_heads = {N_HEAD}") == 0
+    imported_gin = tmp_path / "imported" / checkpoints.GIN_NAME
+    rows = (shared_data / "tasks/story_cloze/cloze_test_val__spring2016.csv").read_text(
+        encoding="utf-8").splitlines()[:9]
+    sample = tmp_path / "stories.csv"
+    sample.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    steps = 4
+    argv = ["--mode", "finetune", "--model_dir", str(tmp_path / "tuned"), "--task", "story_cloze",
+            "--gin_file", str(imported_gin), "--gin_file", "gpt1/finetune.gin",
+            "--task_files", f"story_cloze:train={sample}",
+            "--task_files", f"story_cloze:validation={sample}"]
+    for binding in [f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'",
+                    f"DataConfig.targets_length = {N_CTX}", f"GPT1FinetuneConfig.epochs = {steps}",
+                    "GPT1FinetuneConfig.batch_size = 8", "lr.warmup_linear.peak = 0.01",
+                    "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1"]:
+        argv += ["--gin_param", binding]
+    gin.clear_config()
+    assert train.main(argv) == 0
+
+    assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
+                       tmp_path / "tuned", "--output", tmp_path / "exported") == 0
+    exported = transformers.OpenAIGPTDoubleHeadsModel.from_pretrained(
+        str(tmp_path / "exported")).eval()
+    vocabulary = GPT1.vocabulary(str(tmp_path / "imported" / ENCODER))
+    examples = list(discriminative.examples("story_cloze", "validation", [str(sample)]))[:4]
+    head_tokens = gpt1_inputs.head_features(examples, discriminative.view("story_cloze"),
+                                            vocabulary, N_CTX)["head_tokens"]
+    choices = head_tokens.reshape(len(examples), 2, N_CTX)
+    extract = gpt1_inputs.special_tokens(vocabulary.vocab_size).extract
+    with torch.no_grad():
+        out = exported(input_ids=torch.tensor(choices),
+                       mc_token_ids=torch.tensor((choices == extract).argmax(-1)))
+    theirs = {"logits": out.logits.numpy(), "mc_logits": out.mc_logits.numpy()}
+
+    # Ours, configured as the export is: the fine-tuned run's recorded settings.
+    gin.clear_config()
+    runs.apply_recorded_bindings(str(tmp_path / "tuned"))
+    conversion = convert.resolve("gpt1", "hf", "export").conversion()
+    assert conversion.model_class == "OpenAIGPTDoubleHeadsModel"
+    ours = checkpoints.checkpoint_outputs(conversion, ModelConfig(), str(tmp_path / "tuned"),
+                                          {"head_tokens": head_tokens})
+    assert ours["logits"].shape == (len(examples), 2, N_CTX, vocabulary.vocab_size)
+    assert_close({"logits": ours["logits"]}, {"logits": theirs["logits"]})
+    # A head a few steps from its fresh start scores small: within 1e-5 of its largest score.
+    scale = np.abs(theirs["mc_logits"]).max()
+    assert ours["mc_logits"].shape == (len(examples), 2) and scale > 0.01
+    np.testing.assert_allclose(ours["mc_logits"], theirs["mc_logits"], rtol=0, atol=1e-5 * scale)
+    # The special tokens' rows are the head's (fresh, then trained), not the import's zeros;
+    # fine-tuning moved the scores from those of the fresh head at the imported weights.
+    assert np.abs(exported.transformer.tokens_embed.weight[-3:].detach().numpy()).min() > 0
+    fresh = checkpoints.checkpoint_outputs(conversion, ModelConfig(),
+                                           str(tmp_path / "tuned" / "model.ckpt-0"),
+                                           {"head_tokens": head_tokens})["mc_logits"]
+    assert np.abs(fresh - ours["mc_logits"]).max() > 0.1 * np.abs(ours["mc_logits"]).max()

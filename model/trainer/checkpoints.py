@@ -136,7 +136,8 @@ def _graph(conv: Conversion, config: ModelConfig, vocab_size: int,
     updates = []
     if with_optimizer:
         variables = graph.trainable_variables
-        scalar = mtf.reduce_sum(mtf.cast(list(outputs.values())[0], tf.float32))
+        # Every output, so that every variable (a head's too) gets its slots.
+        scalar = mtf.add_n([mtf.reduce_sum(mtf.cast(t, tf.float32)) for t in outputs.values()])
         grads = mtf.gradients([scalar], [v.outputs[0] for v in variables])
         updates = family.optimizer(0.0).apply_grads(grads, variables)
     lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})

@@ -1,6 +1,7 @@
-"""GPT-1's weights by the names of transformers' OpenAIGPTLMHeadModel: the one mapping from our
-variables (model/families/gpt1/model.py) to Hugging Face's OpenAI GPT, for checks of the forward pass
-and for exporting checkpoints.
+"""GPT-1's weights by the names of transformers' OpenAIGPTLMHeadModel (and, fine-tuned for
+multiple choice, OpenAIGPTDoubleHeadsModel): the one mapping from our variables
+(model/families/gpt1/model.py) to Hugging Face's OpenAI GPT, for checks of the forward pass and
+for exporting checkpoints.
 
     config = openai_gpt_config(model_config, GPT1Config(), vocab_size)
     model = openai_gpt_model(variables, config)   # variables: our name -> numpy array
@@ -25,8 +26,16 @@ OpenAIGPTConfig's default `afn`, "gelu", is that form too in OpenAI GPT's own ta
 (modeling_openai's `ACT_FNS` maps it to `gelu_new`), although "gelu" means the exact erf form
 elsewhere in transformers; the config here names it explicitly.
 
-Only the pre-training model maps: a fine-tuned model's head and its fresh special-token rows
-(`gpt1/head/...`) have no place in OpenAIGPTLMHeadModel.
+A model fine-tuned with a multiple-choice head (GPT1Config.head, recorded in the run's
+operative_config.gin) is OpenAIGPTDoubleHeadsModel, the LM head and a multiple-choice head on
+one body, as OpenAI's fine-tuning model: the special tokens' fresh rows
+(`gpt1/head/special_embedding` [3, d]) are the last three rows of its token embedding (ours
+replaces those rows with them, in and out), and `gpt1/head/classifier/{kernel [d, 1], bias}`
+its `multiple_choice_head.summary` Linear(d, 1) (weight transposed), read at each choice's
+extract token (`mc_token_ids`; its config's summary type "cls_index", first dropout our
+classifier dropout). Our other heads have no transformers model: OpenAIGPTForSequenceClassification
+reads one sequence's last token through a Linear without bias, where ours has a bias and sums
+a symmetric pair's two orders.
 
 `gin_bindings` reads an OpenAIGPTConfig back into our gin bindings, `mtf_outputs` runs our
 model, and `conversion` ties them together for format `hf` (model/trainer/checkpoints.py).
@@ -38,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Dict, Mapping
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from model.tasks import discriminative
 from model.trainer.checkpoints import Conversion, ConversionError
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
@@ -52,30 +62,43 @@ MODEL_TYPE = "openai-gpt"
 
 
 def openai_gpt_config(config: ModelConfig, gpt1: "GPT1Config", vocab_size: int):
-    """The OpenAIGPTConfig of our sizes (the vocabulary is not padded, as ours)."""
+    """The OpenAIGPTConfig of our sizes (the vocabulary is not padded, as ours), with a
+    multiple-choice head OpenAIGPTDoubleHeadsModel's."""
     from transformers import OpenAIGPTConfig
     if config.num_heads * config.d_kv != config.d_model:
         raise ValueError(f"OpenAI GPT needs heads x d_kv = d_model, got {config.num_heads} x "
                          f"{config.d_kv} != {config.d_model}")
     if config.d_ff != 4 * config.d_model:
         raise ValueError(f"OpenAI GPT's MLP is 4 x d_model wide, got d_ff {config.d_ff}")
+    # The multiple-choice head: one score from the state at the extract token
+    # (SequenceSummary "cls_index"), after the classifier's dropout.
+    head = dict(summary_type="cls_index", summary_use_proj=True, summary_proj_to_labels=True,
+                num_labels=1, summary_activation=None,
+                summary_first_dropout=gpt1.classifier_dropout) if gpt1.head else {}
     return OpenAIGPTConfig(
         vocab_size=vocab_size, n_positions=gpt1.max_positions, n_embd=config.d_model,
         n_layer=config.num_layers, n_head=config.num_heads, afn=TANH_GELU,
         resid_pdrop=config.dropout_rate, embd_pdrop=config.dropout_rate,
-        attn_pdrop=config.dropout_rate, layer_norm_epsilon=gpt1.layer_norm_epsilon)
+        attn_pdrop=config.dropout_rate, layer_norm_epsilon=gpt1.layer_norm_epsilon, **head)
 
 
-def openai_gpt_state_dict(variables: Mapping[str, np.ndarray], num_layers: int
-                          ) -> Dict[str, np.ndarray]:
+def openai_gpt_state_dict(variables: Mapping[str, np.ndarray], num_layers: int,
+                          head: str = "") -> Dict[str, np.ndarray]:
     """OpenAIGPTLMHeadModel's parameters (name -> array) from our variables (name -> array, as
-    a checkpoint reader or a session gives them; optimizer slots are not read)."""
+    a checkpoint reader or a session gives them; optimizer slots are not read); with a
+    multiple-choice `head`, OpenAIGPTDoubleHeadsModel's."""
     def flat(name: str) -> np.ndarray:  # [..., heads, d_kv] -> [..., heads * d_kv]
         value = variables[name]
         return value.reshape(*value.shape[:-2], -1)
 
     embedding = variables["gpt1/token_embedding"]
-    state = {"transformer.tokens_embed.weight": embedding, "lm_head.weight": embedding,
+    state = {}
+    if head:
+        special = variables["gpt1/head/special_embedding"]
+        embedding = np.concatenate([embedding[:-len(special)], special])
+        state["multiple_choice_head.summary.weight"] = variables["gpt1/head/classifier/kernel"].T
+        state["multiple_choice_head.summary.bias"] = variables["gpt1/head/classifier/bias"]
+    state |= {"transformer.tokens_embed.weight": embedding, "lm_head.weight": embedding,
              "transformer.positions_embed.weight": variables["gpt1/position_embedding"]}
     for layer in range(num_layers):
         ours, theirs = f"gpt1/block_{layer:03d}", f"transformer.h.{layer}"
@@ -131,27 +154,41 @@ def gin_bindings(hf_config) -> Dict[str, Any]:
 def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                 ) -> Dict[str, mtf.Tensor]:
     """Our GPT-1's {"logits": [batch, length, vocab]} for `inputs["tokens"]` [batch, length]
-    (one sequence a row, positions from 0), without dropout."""
+    (one sequence a row, positions from 0), without dropout. With a multiple-choice head:
+    {"logits": [batch, choices, length, vocab], "mc_logits": [batch, choices]} for
+    `inputs["head_tokens"]` [batch, choices * length] (model/families/gpt1/inputs.py)."""
+    model = family.build(training=False)
+    if family.gpt1.head:
+        flat = np.asarray(inputs["head_tokens"], np.int32)
+        head_tokens = mtf.import_tf_tensor(mesh, tf.constant(flat), mtf.Shape(
+            [mtf.Dimension("batch", flat.shape[0]), mtf.Dimension("head_length", flat.shape[1])]))
+        scores, hidden, _ = family._head_outputs(model, head_tokens)
+        return {"logits": model.logits(hidden), "mc_logits": scores}
     tokens = np.asarray(inputs["tokens"], np.int32)
     shape = mtf.Shape([mtf.Dimension("batch", tokens.shape[0]),
                        mtf.Dimension("length", tokens.shape[1])])
     ids = mtf.import_tf_tensor(mesh, tf.constant(tokens), shape)
     positions = mtf.broadcast(mtf.range(mesh, shape.dims[-1], tf.int32), shape)
-    model = family.build(training=False)
     return {"logits": model.logits(model.hidden_states(ids, positions,
                                                         mtf.ones(mesh, shape, tf.int32)))}
 
 
 def conversion(family: type, gpt1: "GPT1Config") -> Conversion:
-    """GPT-1's link to OpenAIGPTLMHeadModel (a fine-tuning head has no place there)."""
-    if gpt1.head:
+    """GPT-1's link to OpenAIGPTLMHeadModel, or fine-tuned for multiple choice to
+    OpenAIGPTDoubleHeadsModel (our other heads have no place in a transformers model)."""
+    if gpt1.head not in ("", discriminative.MULTIPLE_CHOICE):
         raise ConversionError(f"GPT-1's {gpt1.head} head (GPT1Config.head) has no "
-                              f"transformers model here: OpenAIGPTLMHeadModel has no place for it")
+                              f"transformers model here: OpenAIGPTDoubleHeadsModel scores multiple "
+                              f"choice, OpenAIGPTForSequenceClassification has no bias")
+    examples = ({"head_tokens": np.ones([1, gpt1.sequences_per_example * 4], np.int32)}
+                if gpt1.head else {"tokens": np.ones([1, 4], np.int32)})
     return Conversion(
-        "gpt1", family, MODEL_TYPE, "OpenAIGPTLMHeadModel", "gpt1/token_embedding",
+        "gpt1", family, MODEL_TYPE,
+        "OpenAIGPTDoubleHeadsModel" if gpt1.head else "OpenAIGPTLMHeadModel",
+        "gpt1/token_embedding",
         lambda config, vocab: openai_gpt_config(config, gpt1, vocab), gin_bindings,
-        lambda variables, config: openai_gpt_state_dict(variables, config.num_layers),
-        mtf_outputs, {"tokens": np.ones([1, 4], np.int32)})
+        lambda variables, config: openai_gpt_state_dict(variables, config.num_layers, gpt1.head),
+        mtf_outputs, examples)
 
 
 __all__ = ["MODEL_TYPE", "TANH_GELU", "conversion", "gin_bindings", "mtf_outputs",
