@@ -286,10 +286,11 @@ def read_transformers_folder(source: str, conv: Conversion) -> Tuple[Any, Dict[s
                               f"{model_type!r}")
     from transformers import AutoConfig
     hf_config = AutoConfig.from_pretrained(str(folder))
-    return hf_config, _read_weights(folder)
+    return hf_config, read_weights(folder)
 
 
-def _read_weights(folder: pathlib.Path) -> Dict[str, np.ndarray]:
+def read_weights(folder: pathlib.Path) -> Dict[str, np.ndarray]:
+    """A folder's PyTorch weights (WEIGHT_FILES, sharded or not) as float32 arrays by name."""
     import torch
     present = [name for name in WEIGHT_FILES if (folder / name).is_file()]
     if not present:

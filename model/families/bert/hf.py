@@ -34,6 +34,9 @@ HEAD_CLASSES = {"pretraining": "BertForPreTraining",
                 "regression": "BertForSequenceClassification",
                 "multiple_choice": "BertForMultipleChoice",
                 "span": "BertForQuestionAnswering"}
+# BERT's position table, ours -> transformers'.
+POSITION_TABLES = {"bert/embeddings/position_embeddings":
+                   "bert.embeddings.position_embeddings.weight"}
 
 
 def transformers_config(model_config: ModelConfig, bert_config: "BertConfig", vocab_size: int):
@@ -89,14 +92,24 @@ def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int,
     (`classifier`: a class's, a regression's or a choice's scores) with the pooler, or the span
     head (`qa_outputs`, start then end; no pooler: BertForQuestionAnswering has none)."""
     head_class(head)
-    state = _encoder_state(variables, num_layers)
+    state = encoder_state(variables, num_layers)
     if head == "span":
         return {**state, **_dense(variables, "cls/squad", "qa_outputs")}
-    state.update(_dense(variables, "bert/pooler/dense", "bert.pooler.dense"))
+    state.update(pooler_state(variables))
     if head != "pretraining":
         return {**state, **_dense(variables, "cls/classifier", "classifier")}
+    return {**state, **mlm_state(variables),
+            **_dense(variables, "cls/seq_relationship", "cls.seq_relationship")}
+
+
+def pooler_state(variables: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    return _dense(variables, "bert/pooler/dense", "bert.pooler.dense")
+
+
+def mlm_state(variables: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+    """The masked-LM head: the transform, the output bias, the decoder (tied to the word
+    embedding; its bias is the output bias)."""
     return {
-        **state,
         **_dense(variables, "cls/predictions/transform/dense",
                  "cls.predictions.transform.dense"),
         **_layer_norm(variables, "cls/predictions/transform/layer_norm",
@@ -104,16 +117,17 @@ def transformers_state(variables: Mapping[str, np.ndarray], num_layers: int,
         "cls.predictions.bias": variables["cls/predictions/output_bias"],
         "cls.predictions.decoder.weight": variables["bert/embeddings/word_embeddings"],
         "cls.predictions.decoder.bias": variables["cls/predictions/output_bias"],
-        **_dense(variables, "cls/seq_relationship", "cls.seq_relationship"),
     }
 
 
-def _encoder_state(variables: Mapping[str, np.ndarray], num_layers: int
-                   ) -> Dict[str, np.ndarray]:
+def encoder_state(variables: Mapping[str, np.ndarray], num_layers: int,
+                  position_tables: Mapping[str, str] = POSITION_TABLES
+                  ) -> Dict[str, np.ndarray]:
+    """The embeddings (their position tables by `position_tables`, ours -> theirs) and the
+    encoder's layers."""
     state = {
         "bert.embeddings.word_embeddings.weight": variables["bert/embeddings/word_embeddings"],
-        "bert.embeddings.position_embeddings.weight":
-            variables["bert/embeddings/position_embeddings"],
+        **{theirs: variables[ours] for ours, theirs in position_tables.items()},
         "bert.embeddings.token_type_embeddings.weight":
             variables["bert/embeddings/token_type_embeddings"],
         **_layer_norm(variables, "bert/embeddings/layer_norm", "bert.embeddings.LayerNorm"),

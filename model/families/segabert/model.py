@@ -34,7 +34,7 @@ import tensorflow.compat.v1 as tf
 
 from model.families.bert import finetune as bert_finetune, inputs as bert_inputs
 from model.families.bert.model import AdamWeightDecay, Bert, BertConfig
-from model.families.segabert import finetune, structure
+from model.families.segabert import finetune, pytorch, structure
 from model.trainer.mtf_compat import mtf
 
 # The three embedding tables, in structure.INDEX_KEYS order.
@@ -107,8 +107,8 @@ class SegaBert(Bert):
 
     @classmethod
     def checkpoint_formats(cls):
-        # BERT's formats hold no structure tables: none of them is SegaBERT's.
-        return {}
+        # BERT's formats hold no structure tables: SegaBERT's own are the authors' release.
+        return {"pytorch": pytorch.PytorchFormat(cls, BertConfig)}
 
     @classmethod
     def pretraining_stream(cls, run, source):
