@@ -203,3 +203,17 @@ def test_not_a_t5_checkpoint_and_disagreeing_gin_are_named(tmp_path, capsys, t5_
                           "ModelConfig.num_layers = 2")
     assert "ModelConfig.d_model: gin says 32, the source's config 16" in error
     assert "num_layers" not in error
+
+
+def test_a_vocabulary_that_does_not_fill_the_embedding_is_refused(tmp_path, capsys,
+                                                                  t5_1_0_variables, shared_data):
+    """`DataConfig.vocabulary` (the release's SentencePiece model, given) against the
+    embedding's rows, padded to 128 as ours."""
+    from tests.trained_vocab import trained_vocabulary
+    vocabulary = trained_vocabulary(shared_data)
+    write_source(tmp_path / "t5" / "model.ckpt-1", t5_1_0_variables, tf.float32)
+    error = failed_import(capsys, tmp_path, tmp_path / "t5",
+                          f"DataConfig.vocabulary = '{vocabulary.path}'")
+    rows = 128 * -(-vocabulary.vocab_size // 128)
+    assert f"has {vocabulary.vocab_size} ids ({rows} embedding rows), the source's config " \
+           f"{ROWS}" in error
