@@ -469,7 +469,7 @@ def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, fa
 
 
 @pytest.mark.parametrize("family,format_name,message", [
-    ("t6", "hf", "unknown family 't6'; choose one of ['bert', 'gpt1', 't5']"),
+    ("t6", "hf", "unknown family 't6'; choose one of ['bert', 'gpt1', 'segabert', 't5']"),
     ("bert", "onnx", "--family bert has no format 'onnx'; it has ['google', 'hf']")])
 def test_an_unknown_family_or_format_is_named_with_the_known_ones(tmp_path, capsys, family,
                                                                   format_name, message):
