@@ -15,7 +15,9 @@ def shared_data() -> pathlib.Path:
 
 @pytest.fixture
 def clean_gin():
-    """Clears gin's global bindings after a test, so that later tests start from none."""
+    """Clears gin's global bindings before and after a test: it starts from none whatever ran
+    before it, and later tests start from none too."""
     import gin
+    gin.clear_config()
     yield
     gin.clear_config()
