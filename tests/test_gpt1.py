@@ -235,8 +235,8 @@ def test_special_tokens_are_the_vocabulary_special_pieces(shared_data):
     vocabulary = trained_vocabulary(shared_data)
     special = gpt1_inputs.special_tokens(vocabulary.vocab_size)
     assert [vocabulary.decode([i]) for i in (special.start, special.delimiter, special.extract)] \
-        == ["<extra_id_2>", "<extra_id_1>", "<extra_id_0>"]
-    assert (special.start, special.delimiter, special.extract) == (S, D, E) == (1097, 1098, 1099)
+        == ["<extra_id_0>", "<extra_id_1>", "<extra_id_2>"]
+    assert (special.start, special.delimiter, special.extract) == (S, D, E) == (1099, 1098, 1097)
 
 
 def test_each_transformation_by_example():
@@ -690,9 +690,9 @@ def test_auxiliary_lm_loss_is_openais_over_every_token_after_the_start(vocabular
                                  np.where(np.isin(sequences, (D, E)), 0, sequences))
     for other in (per_token, text_only.mean()):
         assert abs(other - per_sequence.mean()) > 1e-3 * per_sequence.mean()
-    # Start, delimiter and extract: output rows = their input rows (special_embedding: start,
-    # delimiter, extract), not the pre-trained sentinels' rows.
-    for row, token in enumerate((S, D, E)):
+    # Start, delimiter and extract: output rows = their input rows (special_embedding in id
+    # order: extract, delimiter, start), not the pre-trained sentinels' rows.
+    for row, token in enumerate((E, D, S)):
         expected = hidden @ special[row]
         np.testing.assert_allclose(logits[..., token], expected, rtol=1e-4, atol=1e-5)
         assert not np.allclose(logits[..., token], hidden @ pretrained[token], atol=1e-3)

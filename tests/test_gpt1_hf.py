@@ -59,7 +59,7 @@ def hf_logits(variables, config, tokens):
         return reference(torch.from_numpy(tokens.astype(np.int64))).logits.numpy()
 
 
-def test_logits_equal_transformers_openai_gpt_on_the_same_weights():
+def test_logits_equal_transformers_openai_gpt_on_the_same_weights(clean_gin):
     """Same weights, same token ids: our logits equal OpenAIGPTLMHeadModel's within 1e-5 of the
     largest logit (post-layer-norm blocks, scaled causal attention, tanh GELU, learned
     positions, tied output)."""
@@ -72,7 +72,7 @@ def test_logits_equal_transformers_openai_gpt_on_the_same_weights():
     np.testing.assert_allclose(ours, theirs, rtol=0, atol=1e-5 * scale)
 
 
-def test_the_config_computes_openais_gelu_and_refuses_sizes_openai_gpt_cannot_have():
+def test_the_config_computes_openais_gelu_and_refuses_sizes_openai_gpt_cannot_have(clean_gin):
     """OpenAI's train.py `gelu` is the tanh form, as mtf.gelu; OpenAI GPT's activation table
     in transformers (modeling_openai.ACT_FNS) gives that form for the config's `afn`."""
     from transformers.models.openai.modeling_openai import ACT_FNS

@@ -135,12 +135,12 @@ def test_a_piece_outside_the_encoder_is_id_0_as_openais_text_utils(bpe_folder):
 
 def test_special_tokens_follow_the_pieces_as_openai_appended_them(bpe_folder, shared_data):
     """`_start_`, `_delimiter_`, `_classify_` after the pieces (OpenAI's train.py): GPT-1's
-    start, delimiter and extract tokens, the last three ids as with our SentencePiece
-    vocabularies; a Story Cloze ending is framed by them."""
+    start, delimiter and extract tokens, the last three ids (as our SentencePiece vocabularies'
+    sentinels, which count down); a Story Cloze ending is framed by them."""
     ours = GPT1.vocabulary(str(bpe_folder / ENCODER))
     pieces = json.loads((bpe_folder / ENCODER).read_text())
     assert ours.vocab_size == len(pieces) + 3
-    special = gpt1_inputs.special_tokens(ours.vocab_size)
+    special = gpt1_inputs.vocabulary_special_tokens(ours)
     assert [ours.pieces[i] for i in (special.start, special.delimiter, special.extract)] == \
         ["_start_", "_delimiter_", "_classify_"] == list(bpe.SPECIAL_TOKENS)
     assert special.start == len(pieces)
@@ -398,7 +398,7 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     head_tokens = gpt1_inputs.head_features(examples, discriminative.view("story_cloze"),
                                             vocabulary, N_CTX)["head_tokens"]
     choices = head_tokens.reshape(len(examples), 2, N_CTX)
-    extract = gpt1_inputs.special_tokens(vocabulary.vocab_size).extract
+    extract = gpt1_inputs.vocabulary_special_tokens(vocabulary).extract
     with torch.no_grad():
         out = exported(input_ids=torch.tensor(choices),
                        mc_token_ids=torch.tensor((choices == extract).argmax(-1)))

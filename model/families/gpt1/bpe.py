@@ -46,6 +46,12 @@ _ASCII_PUNCTUATION = frozenset(chr(c) for c in [*range(33, 48), *range(58, 65), 
                                                 *range(123, 127)])
 
 
+def is_encoder_file(path: str | pathlib.Path) -> bool:
+    """Whether a vocabulary path names a BPE encoder (`encoder_bpe_40000.json` of OpenAI's
+    release, `vocab.json` of transformers') rather than a SentencePiece model."""
+    return pathlib.Path(path).suffix == ".json"
+
+
 def merges_path(encoder_path: str | pathlib.Path) -> pathlib.Path:
     """The merges file that goes with an encoder file (see the module's docstring)."""
     path = pathlib.Path(encoder_path)

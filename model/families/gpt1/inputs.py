@@ -3,11 +3,10 @@ become start-delimited sequences that end in the extract token, whose final stat
 and the head's features (`head_tokens`, `label`) of a batch of examples.
 
 Special tokens: GPT-1's start, delimiter and extract tokens are the last three ids of its
-vocabulary, in that order: OpenAI's `_start_`, `_delimiter_`, `_classify_`, which train.py
-appends after the 40,478 BPE pieces (model/families/gpt1/bpe.py), or with our SentencePiece
-vocabularies the sentinel pieces `<extra_id_2>`, `<extra_id_1>`, `<extra_id_0>` (model/data/
-vocabulary.py appends the sentinels in reverse order). Ordinary text produces none of them, and
-the model function, which knows the vocabulary's size alone, finds them by it.
+vocabulary: OpenAI's `_start_`, `_delimiter_`, `_classify_` in the order train.py appends them
+after the 40,478 BPE pieces (model/families/gpt1/bpe.py), or with our SentencePiece vocabularies
+the sentinel pieces `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>`, counting down from the last
+id (model/data/vocabulary.py). Ordinary text produces none of them.
 """
 from __future__ import annotations
 
@@ -16,6 +15,7 @@ from typing import Dict, List, Sequence
 
 import numpy as np
 
+from model.families.gpt1.bpe import BpeVocabulary
 from model.tasks import discriminative
 
 HEAD_KEYS = ("head_tokens", "label")
@@ -27,15 +27,31 @@ class SpecialTokens:
     delimiter: int
     extract: int
 
+    @property
+    def first(self) -> int:
+        """The lowest of the three ids: with a head, the model holds them in fresh rows, in id
+        order from this one."""
+        return min(self.start, self.delimiter, self.extract)
 
-def special_tokens(vocab_size: int) -> SpecialTokens:
-    """start, delimiter and extract: the last three ids of a vocabulary of `vocab_size` ids
-    (BPE: `_start_`, `_delimiter_`, `_classify_`; SentencePiece: `<extra_id_2>`, `<extra_id_1>`,
-    `<extra_id_0>`)."""
+
+def special_tokens(vocab_size: int, openai_order: bool = False) -> SpecialTokens:
+    """start, delimiter and extract: the last three ids of a vocabulary of `vocab_size` ids.
+    With `openai_order` (OpenAI's BPE), `_start_`, `_delimiter_`, `_classify_` in the order
+    train.py appended them; else our SentencePiece vocabularies' sentinels `<extra_id_0>`,
+    `<extra_id_1>`, `<extra_id_2>`, which count down from the last id (model/data/vocabulary.py),
+    as GPT-1 runs have always read them."""
     if vocab_size < 4:
         raise ValueError(f"a GPT-1 vocabulary of {vocab_size} ids has no room for its text "
                          f"beside the start, delimiter and extract tokens")
-    return SpecialTokens(vocab_size - 3, vocab_size - 2, vocab_size - 1)
+    last = vocab_size - 1
+    if openai_order:
+        return SpecialTokens(last - 2, last - 1, last)
+    return SpecialTokens(last, last - 1, last - 2)
+
+
+def vocabulary_special_tokens(vocabulary) -> SpecialTokens:
+    """The special tokens of a vocabulary object: OpenAI's order for the BPE, else ours."""
+    return special_tokens(vocabulary.vocab_size, isinstance(vocabulary, BpeVocabulary))
 
 
 def _fit(parts: Sequence[List[int]], budget: int) -> List[List[int]]:
@@ -109,7 +125,7 @@ def head_features(examples: Sequence[discriminative.Example], view: discriminati
     """The head's features of labelled examples: `head_tokens` [n, sequences * length] (each
     sequence zero padded to `length`) and `label` [n, 1]: int32 class indices, float32 values
     for a regression view (STS-B's similarity scores)."""
-    special = special_tokens(vocabulary.vocab_size)
+    special = vocabulary_special_tokens(vocabulary)
     count = sequences_per_example(view)
     tokens = np.zeros([len(examples), count * length], np.int32)
     labels = np.zeros([len(examples), 1], label_dtype(view.kind))

@@ -39,8 +39,9 @@ PREDICT reads `head_tokens` as its `inputs` and returns the head's value or clas
 Special tokens: GPT-1's start, delimiter and extract tokens are the last three ids of the
 vocabulary (model/families/gpt1/inputs.py `special_tokens`): OpenAI's `_start_`, `_delimiter_`,
 `_classify_` appended after its BPE pieces (model/families/gpt1/bpe.py, `GPT1.vocabulary` reads
-it for an encoder file), or the sentinel pieces `<extra_id_2>`, `<extra_id_1>`, `<extra_id_0>` of
-our SentencePiece vocabularies (ordinary text never produces them, and the `lm` objective uses no
+it for an encoder file), or the sentinel pieces `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` of
+our SentencePiece vocabularies (the last ids, counting down; the vocabulary that gin's
+DataConfig.vocabulary names says which order) (ordinary text never produces them, and the `lm` objective uses no
 sentinels), so pre-trained and fine-tuned models share one embedding; with a head, their three
 rows, in and out, are fresh ones (`gpt1/head/special_embedding`), as OpenAI appended theirs at
 fine-tuning. The auxiliary LM loss covers each sequence up to its extract token, not by its ids:
@@ -49,7 +50,6 @@ OpenAI's BPE has a piece at id 0, our padding.
 from __future__ import annotations
 
 import dataclasses
-import pathlib
 from typing import Dict, Sequence, Tuple
 
 import gin
@@ -57,13 +57,14 @@ import tensorflow.compat.v1 as tf
 
 from model.data import features
 from model.trainer.model_config import ModelConfig
+from model.trainer.runs import DataConfig
 from model.families.base import ModelFamily
 from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses, token_losses
 from model.trainer.mtf_compat import mtf
 from model.tasks import discriminative
 from model.families.gpt1 import finetune, hf, openai
-from model.families.gpt1.bpe import BpeVocabulary
+from model.families.gpt1.bpe import BpeVocabulary, is_encoder_file
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
 
 ARCHITECTURE = "gpt1"
@@ -170,7 +171,7 @@ class GPT1Model:
             with tf.variable_scope("head"):
                 special = self._variable(mesh, "special_embedding", [special_dim, d["d_model"]],
                                          tf.random_normal_initializer(stddev=INITIALIZER_STDDEV))
-        first = special_tokens(self.vocab_size).start  # start, delimiter, extract: the last 3
+        first = self.vocab_size - 3  # start, delimiter, extract: the last 3 (gpt1/inputs.py)
         ids = mtf.range(mesh, d["vocab"], tf.int32)
         special_rows = mtf.gather(special, mtf.maximum(ids - first, 0), special_dim)
         return mtf.where(mtf.greater_equal(ids, first), special_rows, pretrained)
@@ -260,6 +261,8 @@ class GPT1(ModelFamily):
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
         super().__init__(config, vocab_size, variable_dtype)
         self.gpt1 = GPT1Config()
+        # The run's vocabulary says the special tokens' order (as gin binds it; ours without).
+        self.special = special_tokens(vocab_size, is_encoder_file(DataConfig().vocabulary))
 
     @classmethod
     def checkpoint_formats(cls):
@@ -301,7 +304,7 @@ class GPT1(ModelFamily):
         tokens = mtf.reshape(flat, mtf.Shape([batch_dim, choices_dim, length_dim]))
         positions = mtf.broadcast(mtf.range(flat.mesh, length_dim, tf.int32), tokens.shape)
         hidden = model.hidden_states(tokens, positions, mtf.ones(flat.mesh, tokens.shape, tf.int32))
-        extract_id = special_tokens(self.vocab_size).extract
+        extract_id = self.special.extract
         at_extract = mtf.cast(mtf.equal(tokens, extract_id), hidden.dtype)
         extract_states = mtf.reduce_sum(hidden * at_extract, reduced_dim=length_dim)
         logits = mtf.cast(model.head_logits(extract_states, choices_dim), tf.float32)
@@ -331,7 +334,7 @@ class GPT1(ModelFamily):
         length_dim = tokens.shape.dims[-1]
         next_tokens = mtf.shift(tokens, offset=-1, dim=length_dim, wrap=False)
         positions = mtf.range(tokens.mesh, length_dim, tf.int32)
-        at_extract = mtf.cast(mtf.equal(tokens, special_tokens(self.vocab_size).extract), tf.int32)
+        at_extract = mtf.cast(mtf.equal(tokens, self.special.extract), tf.int32)
         extract_position = mtf.reduce_sum(positions * at_extract, reduced_dim=length_dim)
         lm = token_losses(model.logits(hidden), next_tokens,
                           mtf.cast(mtf.less(positions, extract_position), tf.int32), z_loss=0.0)
@@ -358,7 +361,7 @@ class GPT1(ModelFamily):
     def vocabulary(cls, path: str):
         """OpenAI's BPE for an encoder file (`encoder_bpe_40000.json` of OpenAI's release,
         `vocab.json` of transformers'), else a SentencePiece model."""
-        if pathlib.Path(path).suffix == ".json":
+        if is_encoder_file(path):
             return BpeVocabulary(path)
         return super().vocabulary(path)
 
