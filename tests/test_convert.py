@@ -311,13 +311,32 @@ def decoder_only_examples(num: int = 16, length: int = 12, seed: int = 0):
     return lambda: tf.data.Dataset.from_tensor_slices(features)
 
 
-@pytest.mark.parametrize("family", ["t5", "gpt1"])
+def bert_pretraining_examples(num: int = 16, length: int = 12, predictions: int = 3, seed: int = 0):
+    """BERT's pre-training features (model/families/bert/inputs.py's keys): [CLS] A [SEP] B
+    [SEP] rows of the tiny vocabulary, `predictions` masked positions each, random NSP labels."""
+    rng = np.random.RandomState(seed)
+    tokens = rng.randint(5, 60, size=(num, length)).astype(np.int32)
+    tokens[:, 0], tokens[:, length // 2], tokens[:, -1] = 2, 3, 3
+    types = np.zeros_like(tokens)
+    types[:, length // 2 + 1:] = 1
+    positions = np.stack([rng.choice(np.arange(1, length // 2), predictions, replace=False)
+                          for _ in range(num)]).astype(np.int32)
+    features = {"bert_input_tokens": tokens, "bert_token_types": types,
+                "masked_lm_positions": positions,
+                "masked_lm_ids": np.take_along_axis(tokens, positions, 1),
+                "masked_lm_weights": np.ones_like(positions),
+                "next_sentence_labels": rng.randint(0, 2, size=(num, 1)).astype(np.int32)}
+    return lambda: tf.data.Dataset.from_tensor_slices(features)
+
+
+@pytest.mark.parametrize("family", ["t5", "gpt1", "bert"])
 def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, family):
     """`TrainConfig.init_checkpoint = DIR` warm-starts from an import (T5: weights, Adafactor's
-    slots and step; GPT-1: the weights, model/trainer/warm_start.py); after three steps the export of
-    the fine-tuned run gives in transformers the logits it gives here, and they moved."""
+    slots and step; GPT-1 and BERT: the weights, model/trainer/warm_start.py); after three steps
+    the export of the fine-tuned run gives in transformers the logits it gives here (BERT: MLM
+    and NSP), and they moved."""
     from tests.test_train import synthetic_examples
-    reference = tiny_t5(gated=True) if family == "t5" else tiny_gpt1()
+    reference = {"t5": lambda: tiny_t5(gated=True), "gpt1": tiny_gpt1, "bert": tiny_bert}[family]()
     reference.save_pretrained(tmp_path / "source")
     assert import_folder(family, tmp_path / "source", tmp_path / "imported") == 0
     if family == "t5":  # T5 continues training: Adafactor's slots (zero) and step 0 are there
@@ -338,7 +357,8 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
         "lr.constant.value = 0.01"])
     with gin.config_scope("finetune"):
         run = families.configured_run(str(tmp_path / "tuned"))
-    examples = synthetic_examples() if family == "t5" else decoder_only_examples()
+    examples = {"t5": synthetic_examples, "gpt1": decoder_only_examples,
+                "bert": bert_pretraining_examples}[family]()
     assert runs.train(run, examples, reference.config.vocab_size, max_steps=3) == 3
     ours = checkpoints.checkpoint_outputs(conversion(family), run.model_config,
                                           run.model_dir, OUR_INPUTS[family])
@@ -346,8 +366,9 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
                        run.model_dir, "--output", tmp_path / "exported") == 0
     exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
     assert_close(ours, transformers_logits(family, exported))
-    before = transformers_logits(family, reference)["logits"]
-    assert np.abs(ours["logits"] - before).max() > 100 * TOLERANCE * np.abs(before).max()
+    before = transformers_logits(family, reference)
+    for name, logits in before.items():
+        assert np.abs(ours[name] - logits).max() > 100 * TOLERANCE * np.abs(logits).max(), name
 
 
 def test_a_vocabulary_of_another_size_is_refused(tmp_path, capsys, bert_folder):
