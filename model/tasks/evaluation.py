@@ -324,17 +324,16 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: Sco
 
 
 def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
-             train: Optional[Callable[[runs.Run], Any]] = None,
-             score_warm_start: bool = False) -> Dict[str, dict]:
+             train: Optional[Callable[[runs.Run], Any]] = None) -> Dict[str, dict]:
     """A family's `--mode finetune|eval|decode` with a task, scored by `score`:
     finetune: `train(run)` keeping every checkpoint, then every checkpoint scored, the best per
     task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
     ({"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}});
     eval: the checkpoints not yet scored are scored; returns the best;
     decode: the newest checkpoint is scored; returns {"<task>/<split>": {"step", "scores"}}.
-    The candidates are the checkpoints this run trained (`trained_steps`), and with
-    `score_warm_start` the warm-start checkpoint too (T5, whose global step continues from it:
-    the t5 library scores every checkpoint of the model directory)."""
+    The candidates are the checkpoints this run trained (`trained_steps`): never the weights it
+    started from (T5's warm-start checkpoint, whose step the run continues, is in the model
+    directory too; the t5 library would score it, uselessly: it has not seen the task)."""
     if mode not in ("finetune", "eval", "decode"):
         raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
     if mode == "finetune":
@@ -342,8 +341,10 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
             raise ValueError("finetune needs a training function")
         train(dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
                                                                          keep_checkpoint_max=0)))
-    candidates = None if score_warm_start else trained_steps(run)
-    if candidates == []:
+    if not checkpoint_steps(run.model_dir):
+        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
+    candidates = trained_steps(run)
+    if not candidates:
         raise FileNotFoundError(f"no checkpoint trained by this run in {run.model_dir} (the "
                                 f"weights it started from, step {runs.first_step(run)}, are not scored)")
     if mode == "decode":

@@ -152,8 +152,7 @@ def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: Deco
     examples = training_examples(run, selection, data)
     return evaluation.task_run(
         "finetune", run, eval_sets(selection, data), evaluation.decoded(run, decoding),
-        lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps),
-        score_warm_start=True)
+        lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps))
 
 
 def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
@@ -167,4 +166,4 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     if mode == "finetune":
         return finetune(run, selection, data, decoding)
     return evaluation.task_run(mode, run, eval_sets(selection, data),
-                               evaluation.decoded(run, decoding), score_warm_start=True)
+                               evaluation.decoded(run, decoding))
