@@ -19,11 +19,11 @@ import tensorflow.compat.v1 as tf
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from model.data import inputs  # noqa: E402
-from model.trainer.model_config import ModelConfig  # noqa: E402
-from model.trainer.mesh import MeshConfig  # noqa: E402
-from model.trainer.model_fn import OptimizationConfig  # noqa: E402
 from model import families  # noqa: E402
+from model.data import inputs  # noqa: E402
+from model.trainer.mesh import MeshConfig  # noqa: E402
+from model.trainer.model_config import ModelConfig  # noqa: E402
+from model.trainer.model_fn import OptimizationConfig  # noqa: E402
 from model.trainer.runs import TrainConfig, make_estimator  # noqa: E402
 
 INPUTS, TARGETS, BATCH, VOCAB = 128, 32, 16, 32128

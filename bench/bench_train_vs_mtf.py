@@ -45,12 +45,12 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from bench.bench_train import INPUTS, TARGETS, synthetic_examples  # noqa: E402
-from model.trainer.model_config import ModelConfig  # noqa: E402
+from model import families  # noqa: E402
 from model.trainer.hooks import logged_losses  # noqa: E402
 from model.trainer.mesh import MeshConfig  # noqa: E402
+from model.trainer.model_config import ModelConfig  # noqa: E402
 from model.trainer.model_fn import OptimizationConfig, PrecisionConfig  # noqa: E402
 from model.trainer.mtf_compat import learning_rate_schedules, mtf, placement_mesh_impl, transformer, transformer_layers
-from model import families  # noqa: E402
 from model.trainer.runs import TrainConfig, make_estimator  # noqa: E402
 
 BATCH, VOCAB = 16, 32128

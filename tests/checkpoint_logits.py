@@ -7,10 +7,10 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model import families
+from model.trainer import runs
 from model.trainer.mesh import MeshConfig, cpu_mesh_impl
 from model.trainer.model_fn import import_features
 from model.trainer.mtf_compat import mtf
-from model.trainer import runs
 
 
 def checkpoint_logits(run: runs.Run, features: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -15,17 +15,17 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.families.bert import inputs as bert_inputs, finetune as bert_tasks, wordpiece
-from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
-from model.data import inputs
-from model import train
-from model.trainer.model_config import ModelConfig
-from model.families.bert.model import Bert
-from model.trainer.hooks import LOSS_LOG_NAME
-from model.data.input_position import InputPosition
-from model.trainer.mtf_compat import mtf
-from model.trainer import runs
 from model import families
+from model import train
+from model.data import inputs
+from model.data.input_position import InputPosition
+from model.families.bert import inputs as bert_inputs, finetune as bert_tasks, wordpiece
+from model.families.bert.model import Bert
+from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
+from model.trainer import runs
+from model.trainer.hooks import LOSS_LOG_NAME
+from model.trainer.model_config import ModelConfig
+from model.trainer.mtf_compat import mtf
 
 C4_SAMPLES = "c4_samples/olmo/*"
 TINY_VOCAB_SIZE = 600  # the learner gives ~570 pieces from the shared samples: padded to 600

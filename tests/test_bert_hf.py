@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.trainer.model_config import ModelConfig
 from model.families.bert import hf as bert_hf
 from model.families.bert.model import Bert, BertConfig
+from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf, placement_mesh_impl
 
 VOCAB_SIZE = 50

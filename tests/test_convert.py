@@ -22,9 +22,9 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import convert
+from model import families
 from model.trainer import checkpoints, runs
 from model.trainer.model_config import ModelConfig
-from model import families
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

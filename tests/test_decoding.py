@@ -13,14 +13,14 @@ import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
 from model import families
-from model.families.t5.architectures import Architecture
-from model.trainer.decoding import strip_after_eos
 from model.data.features import convert_features
+from model.data.vocabulary import EOS_ID
+from model.families.t5.architectures import Architecture
+from model.trainer import runs
+from model.trainer.decoding import strip_after_eos
 from model.trainer.mesh import MeshConfig, cpu_mesh_impl
 from model.trainer.model_fn import import_features
 from model.trainer.mtf_compat import mtf
-from model.data.vocabulary import EOS_ID
-from model.trainer import runs
 
 # Each test binds gin for its run; none of it may leak into later test modules.
 pytestmark = pytest.mark.usefixtures("clean_gin")

@@ -539,8 +539,8 @@ def test_training_command_configures_the_real_trainer():
     """The gin files and bindings the TPU host receives parse into the trainer's configs."""
     import gin
     from model.trainer import runs
-    from model.trainer.model_config import ModelConfig
     from model.trainer.mesh import DEFAULT_LAYOUT, MeshConfig
+    from model.trainer.model_config import ModelConfig
     from model.trainer.model_fn import PrecisionConfig
     (command,) = tpu_commands("--accelerator_type", "v3-32", "--size", "base",
                               "--train_steps", "1000", "--stages", "train")

@@ -10,10 +10,10 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import train
-from model.trainer.decoding import strip_after_eos
-from model.families.t5.hf import hf_config
 from model.data.vocabulary import EOS_ID
+from model.families.t5.hf import hf_config
 from model.trainer import runs
+from model.trainer.decoding import strip_after_eos
 from tests.checkpoint_logits import checkpoint_logits
 from tests.test_train import configure
 from tests.trained_vocab import trained_vocabulary

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.tasks import evaluation
+from model import families
+from model import tasks, train
 from model.families.t5 import finetune
+from model.tasks import evaluation
 from model.tasks import selection as task_selection
 from model.trainer import finetune_methods
-from model import tasks, train
-from model.trainer.decoding import DecodingConfig
 from model.trainer import runs
-from model import families
+from model.trainer.decoding import DecodingConfig
 from tests.test_train import configure, synthetic_examples
 from tests.trained_vocab import trained_vocabulary
 

@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.families.gpt1 import finetune as gpt1_finetune
+from model import families
 from model import tasks, train
 from model.data.features import PACKING_WINDOW
-from model.trainer.hooks import LOSS_LOG_NAME
+from model.families.gpt1 import finetune as gpt1_finetune
+from model.families.gpt1 import inputs as gpt1_inputs
 from model.families.gpt1 import model as gpt1
 from model.tasks import discriminative
 from model.trainer import runs
-from model import families
-from model.families.gpt1 import inputs as gpt1_inputs
+from model.trainer.hooks import LOSS_LOG_NAME
 from tests.mtf_optimizer import optimizer_steps
 
 
@@ -529,8 +529,8 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
     """The TRAIN spec as TPUEstimator builds it (use_tpu=False, the same model function), with
     bfloat16 activations as on TPU, for pre-training, a multiple-choice head and a regression
     head (its float label imported as float32)."""
-    from model.trainer.model_config import ModelConfig
     from model.trainer.mesh import MeshConfig
+    from model.trainer.model_config import ModelConfig
     from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
     runs.parse_gin(["gpt1/tiny.gin", "gpt1/pretrain.gin"],
                     ["lr.warmup_cosine.warmup_steps = 2"])
@@ -564,8 +564,8 @@ def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0, embedd
     """`fetch(family, model, batch)` (mtf tensors) on a freshly initialised tiny model with the
     head of `task`'s view, fed `examples`, as numpy. `embedding_stddev` redraws the token
     embedding wider than GPT-1's 0.02, so that the LM's token losses differ visibly."""
-    from model.trainer.model_config import ModelConfig
     from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.model_config import ModelConfig
     from model.trainer.model_fn import import_features
     from model.trainer.mtf_compat import mtf
     view = discriminative.view(task)

@@ -19,8 +19,8 @@ def random_variables_and_logits(tokens: np.ndarray, seed: int = 0):
     """A tiny GPT-1 built in Mesh TensorFlow, every variable redrawn at random (biases and
     layer-norm gains too, which initialisation leaves at 0 and 1), and its logits for `tokens`
     [batch, length]: (our variables by name, logits [batch, length, vocab])."""
-    from model.trainer.model_config import ModelConfig
     from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+    from model.trainer.model_config import ModelConfig
     from model.trainer.mtf_compat import mtf
     config = dataclasses.replace(ModelConfig(), architecture=gpt1.ARCHITECTURE, **SIZES)
     model = gpt1.GPT1Model(config, gpt1.GPT1Config(max_positions=64), VOCAB, training=False,

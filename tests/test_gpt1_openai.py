@@ -266,9 +266,9 @@ def test_release_imports_with_transformers_logits_and_exports(release, tmp_path,
     import gin
     import numpy as np
     import torch
-    from tests.test_convert import assert_close, conversion, run_convert
     from model.trainer import checkpoints, runs
     from model.trainer.model_config import ModelConfig
+    from tests.test_convert import assert_close, conversion, run_convert
     folder, reference = release
     assert import_release(folder, tmp_path / "ours", f"ModelConfig.num_heads = {N_HEAD}") == 0
     ours_dir = tmp_path / "ours"

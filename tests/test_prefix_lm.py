@@ -13,8 +13,8 @@ import tensorflow.compat.v1 as tf
 
 from model import families
 from model.data import features, objectives
-from model.trainer.model_config import ModelConfig
 from model.trainer.mesh import MeshConfig, cpu_mesh_impl
+from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import import_features
 from model.trainer.mtf_compat import mtf
 

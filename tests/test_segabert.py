@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from model import families
 from model.families.bert import inputs as bert_inputs
 from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
 from model.families.segabert import structure
 from model.tasks.discriminative import Example
 from model.trainer import runs
-from model import families
 from text.sentences import split_sentences
 from text.splitters import load_splitter
 
@@ -278,8 +278,8 @@ def test_parameter_count_is_bert_base_with_the_three_tables_for_positions(clean_
 
 def test_next_sentence_prediction_is_refused(clean_gin):
     import gin
-    from model.trainer.model_config import ModelConfig
     from model.families.segabert.model import SegaBert
+    from model.trainer.model_config import ModelConfig
     gin.parse_config("BertConfig.head = 'pretraining'")
     with pytest.raises(ValueError, match="masked LM alone"):
         SegaBert(ModelConfig(architecture="segabert"), 100)
@@ -288,8 +288,8 @@ def test_next_sentence_prediction_is_refused(clean_gin):
 def variable_sizes(gin_files, vocab_size):
     import gin
     import tensorflow.compat.v1 as tf1
-    from model.trainer.model_config import ModelConfig
     from model.families.segabert.model import SegaBert
+    from model.trainer.model_config import ModelConfig
     from model.trainer.mtf_compat import mtf
     from model.trainer.runs import GIN_DIR
     gin.parse_config_files_and_bindings([str(GIN_DIR / f) for f in gin_files], [])
@@ -429,8 +429,8 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
 
 def one_layer_setup(model_dir, vocab_size, decode_length):
     """The model function's setup for a one-layer SegaBERT of width 16."""
-    from model.trainer.model_config import ModelConfig
     from model.trainer.mesh import MeshConfig
+    from model.trainer.model_config import ModelConfig
     from model.trainer.model_fn import ModelFnSetup, OptimizationConfig
     return ModelFnSetup(
         family_class=families.family_class("segabert"),

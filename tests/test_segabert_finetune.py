@@ -9,13 +9,13 @@ import pytest
 import tensorflow as tf
 
 from model.families.bert import finetune as bert_tasks
-from model.families.segabert import finetune as segabert_finetune, structure
 from model.families.bert.wordpiece import LEARNED_IDS
+from model.families.segabert import finetune as segabert_finetune, structure
 
 CLS_ID, SEP_ID = LEARNED_IDS.cls, LEARNED_IDS.sep
+from model import families
 from model.tasks import discriminative, evaluation
 from model.trainer import runs
-from model import families
 from text.splitters import load_splitter
 
 SQUAD = "tasks/squad/squad_v1_sample.json"

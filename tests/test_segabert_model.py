@@ -44,8 +44,8 @@ def test_segabert_optimizer_updates_as_apex_fused_adam(clean_gin):
     1e-6) fails, and so do a decay scaled by the bias correction (OpenAI's), epsilon outside
     the correction (transformers' AdamW) and a decayed bias."""
     import gin
-    from model.trainer.model_config import ModelConfig
     from model.families.segabert.model import SegaBert
+    from model.trainer.model_config import ModelConfig
     from model.trainer.mtf_compat import mtf
     gin.parse_config("BertConfig.head = 'mlm'")
     rng = np.random.RandomState(0)
@@ -239,8 +239,8 @@ def test_finetune_gin_is_the_authors_fine_tuning(clean_gin):
     from 3e-5 without warm-up (transformers' get_linear_schedule_with_warmup with
     --warmup_steps 0, as the authors' run_glue.py and train_glue.sh run it)."""
     import gin
-    from model.trainer import schedules
     from model.families.segabert.model import FusedAdamConfig
+    from model.trainer import schedules
     from model.trainer.runs import GIN_DIR
     gin.parse_config_files_and_bindings(
         [str(GIN_DIR / name) for name in ("finetune.gin", "segabert/tiny.gin",

@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from model import families
 from model.trainer import hooks
-from model.trainer.model_config import ModelConfig
+from model.trainer import runs
 from model.trainer.losses import token_losses
 from model.trainer.mesh import MeshConfig
+from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import OptimizationConfig, PrecisionConfig
 from model.trainer.mtf_compat import mtf, placement_mesh_impl
-from model.trainer import runs
-from model import families
 from tests.test_train import synthetic_examples
 
 STEPS = 30

@@ -7,12 +7,12 @@ import gin
 import numpy as np
 import pytest
 
-from model.trainer import gin_files
+from model import families
 from model import train
 from model.families.t5.architectures import count_parameters
-from model.trainer.model_config import ModelConfig
+from model.trainer import gin_files
 from model.trainer import runs
-from model import families
+from model.trainer.model_config import ModelConfig
 from tests.test_export_hf import TEXTS, our_logits
 from tests.test_train import TINY_BINDINGS
 from tests.trained_vocab import trained_vocabulary

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.trainer import checkpoints, runs
 from model import families
+from model.trainer import checkpoints, runs
 from tests.test_convert import (CLASSES, assert_close, our_logits, run_convert,
                                 transformers_logits)
 from tests.test_warm_start import VOCAB_SIZE, reference_variables

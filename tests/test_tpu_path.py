@@ -11,13 +11,13 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow.python.ops import summary_ops_v2
 from tensorflow_estimator.python.estimator.tpu import tpu_config
 
+from model import families
 from model.trainer import hooks
-from model.trainer.model_config import ModelConfig
+from model.trainer import runs
 from model.trainer.mesh import DEFAULT_LAYOUT, MeshConfig, logical_to_physical, tpu_mesh_impl
+from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
 from model.trainer.mtf_compat import simd_mesh_impl
-from model.trainer import runs
-from model import families
 
 # TPU topologies as TPUEstimator reports them: [x, y, z, cores per chip].
 V3_8, V3_32, V3_128, V4_8 = [2, 2, 1, 2], [4, 4, 1, 2], [8, 8, 1, 2], [2, 2, 1, 1]

@@ -22,12 +22,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfds_c4  # noqa: F401  (registers t5_c4)
 
-from model import train
-from model.trainer.hooks import LOSS_LOG_NAME, NonFiniteLossError
-from model.trainer import runs
-from model.trainer.mesh import MeshConfig
 from model import families
+from model import train
 from model.tasks import evaluation
+from model.trainer import runs
+from model.trainer.hooks import LOSS_LOG_NAME, NonFiniteLossError
+from model.trainer.mesh import MeshConfig
 from tests.test_metrics import checkpoint_token_metrics
 from tests.trained_vocab import trained_vocabulary
 

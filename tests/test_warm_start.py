@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
+from model import families
+from model.trainer import runs
 from model.trainer.hooks import logged_losses
 from model.trainer.mesh import MeshConfig, cpu_mesh_impl
 from model.trainer.mtf_compat import mtf
 from model.trainer.warm_start import WarmStartError, restore_plan
-from model.trainer import runs
-from model import families
 from tests.test_architectures import t5_reference_model
 from tests.test_train import TINY_BINDINGS, synthetic_examples
 

@@ -36,10 +36,10 @@ import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
 from model import tasks
-from model.trainer import runs
-from model.trainer.decoding import DecodingConfig, strip_after_eos
 from model.tasks import GREEDY, Decoding, Task, discriminative, metrics
 from model.tasks.selection import TaskData
+from model.trainer import runs
+from model.trainer.decoding import DecodingConfig, strip_after_eos
 
 EVAL_DIR = "eval"
 BEST_NAME = "best.json"

@@ -20,8 +20,8 @@ from typing import List
 import gin
 import numpy as np
 
-from model.trainer.mtf_compat import mtf, transformer
 from model.data.vocabulary import EOS_ID
+from model.trainer.mtf_compat import mtf, transformer
 
 
 @gin.configurable

@@ -18,8 +18,8 @@ import tensorflow.compat.v1 as tf
 from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
 
-from model.data.vocabulary import EOS_ID, Vocabulary
 from model.data import input_position
+from model.data.vocabulary import EOS_ID, Vocabulary
 from model.trainer import hooks, warm_start
 from model.trainer.decoding import strip_after_eos
 from model.trainer.finetune_methods import FineTuningMethod

@@ -58,11 +58,11 @@ import gin
 import tensorflow.compat.v1 as tf
 
 from model.families.base import ModelFamily
+from model.families.bert import finetune, google, hf, inputs as bert_inputs
+from model.families.bert.activations import ACTIVATIONS
 from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
-from model.families.bert import finetune, google, hf, inputs as bert_inputs
-from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.wordpiece import (LEARNED_IDS, PAD_ID, SpecialIds, WordPieceVocabulary,
                                            special_ids)
 from model.trainer.runs import DataConfig

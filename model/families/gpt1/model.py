@@ -56,16 +56,16 @@ import gin
 import tensorflow.compat.v1 as tf
 
 from model.data import features
-from model.trainer.model_config import ModelConfig
-from model.trainer.runs import DataConfig
 from model.families.base import ModelFamily
-from model.trainer.checkpoints import TransformersFormat
-from model.trainer.losses import Losses, token_losses
-from model.trainer.mtf_compat import mtf
-from model.tasks import discriminative
 from model.families.gpt1 import finetune, hf, openai
 from model.families.gpt1.bpe import BpeVocabulary, is_encoder_file
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
+from model.tasks import discriminative
+from model.trainer.checkpoints import TransformersFormat
+from model.trainer.losses import Losses, token_losses
+from model.trainer.model_config import ModelConfig
+from model.trainer.mtf_compat import mtf
+from model.trainer.runs import DataConfig
 
 ARCHITECTURE = "gpt1"
 # Heads: none (pre-training), one class score vector per example, one value per example
