@@ -9,10 +9,10 @@ trainer. Fine-tuning starts from random weights (warm start adds only the checkp
 Issue 19 measured 5.0 GB for the GPT-1 run. Measured here (2 cores, TensorFlow's default
 threads; peak RSS in MiB):
     imports alone   615   (TensorFlow alone: 504)
-    GPT-1 padded  4,655   (the sequences at 512 tokens: attention, LM logits and their gradients)
+    GPT-1 padded  4,458   (the sequences at 512 tokens: attention, LM logits and their gradients)
     GPT-1           888   (the longest sequence: 53 tokens in training, 64 in validation;
                            894 with 5 checkpoints scored)
-    T5            3,137   (rows packed to COPA's 512 input tokens, 32 a batch)
+    T5            3,128   (rows packed to COPA's 512 input tokens, 32 a batch)
 Run: .venv/bin/python bench/bench_finetune_memory.py (about 3 minutes, most of it the vocabulary).
 """
 import argparse
