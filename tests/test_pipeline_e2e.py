@@ -306,3 +306,20 @@ def test_manifest_paths_are_prefixed_and_limited(tmp_path):
         "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz"]
     assert c4.wet_paths([str(manifest)], 1, "https://data.commoncrawl.org/") == [
         "https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz"]
+
+
+def test_the_command_line_says_what_it_does_and_nothing_of_beams(shared_data, tmp_path):
+    """`python -m pipelines.c4` on stderr: its own progress only (Beam's import note, "apitools
+    not found", on almost every command before, stays off); the table and the paths on stdout."""
+    import subprocess
+    import sys
+    repo = pathlib.Path(__file__).resolve().parents[1]
+    sample = shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz"
+    finished = subprocess.run(
+        [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", str(sample),
+         "--badwords", str(shared_data / "badwords/en"), "--output", str(tmp_path)],
+        cwd=repo, capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stderr.splitlines() == ["INFO:c4:building en from 1 WET files",
+                                            f"INFO:c4:{sample}: done, 1 pages"]
+    assert "statistics written to" in finished.stdout

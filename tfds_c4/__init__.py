@@ -7,14 +7,11 @@ import logging
 import os
 import sys
 
-# Beam's own notes, each logged on every import or build: they say nothing about the user's data
-# or code. Only these records are dropped; warnings and errors of the same loggers still show.
-_BEAM_APITOOLS_NOTE = "apitools not found"  # root logger, on importing apache_beam (no BigQuery)
+import pipelines
+
+# Beam's own notes, each logged on every build: they say nothing about the user's data or code.
+# Only these records are dropped; warnings and errors of the same loggers still show.
 _BEAM_TYPE_HINT_LOGGER = "apache_beam.typehints.native_type_compatibility"  # 36 INFO per build
-
-
-def _drop_beam_apitools_note(record: logging.LogRecord) -> bool:
-    return not str(record.msg).startswith(_BEAM_APITOOLS_NOTE)
 
 
 def _drop_tensorflow_teardown_errors() -> None:
@@ -37,7 +34,7 @@ def quiet() -> None:
     # TensorFlow is imported after this package (tfds.load in a script): errors still show, and
     # a level the user set stands.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    logging.getLogger().addFilter(_drop_beam_apitools_note)
+    pipelines.drop_beam_import_notes()
     logging.getLogger(_BEAM_TYPE_HINT_LOGGER).setLevel(logging.WARNING)
     atexit.register(_drop_tensorflow_teardown_errors)
 
