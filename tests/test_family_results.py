@@ -11,13 +11,10 @@ Each run starts from fresh weights (the step-0 checkpoint stands for a warm star
 tests warm-start from their pre-trained fixtures, tests/test_gpt1.py and tests/test_bert.py), with
 4 steps and a checkpoint every 2: checkpoints 0, 2 and 4, of which 2 and 4 are scored.
 """
-import contextlib
-import io
 import json
 import pathlib
 from typing import Dict, List, Sequence
 
-import gin
 import numpy as np
 import pytest
 import sklearn.metrics
@@ -25,6 +22,8 @@ import tensorflow.compat.v1 as tf
 
 from model import tasks, train
 from model.tasks import discriminative
+from tests import in_process
+from tests.in_process import printed_json
 
 THREADS = ["TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1"]
 TRAINED = [2, 4]  # the checkpoints a run of 4 steps saving every 2 trained
@@ -33,19 +32,8 @@ RACE = "tasks/race/RACE"
 
 
 def command(argv: List[str], bindings: Sequence[str]) -> dict:
-    """`python -m model.train ARGV --gin_param B ...` in this process, from gin's empty state;
-    the JSON it prints."""
-    for binding in bindings:
-        argv = argv + ["--gin_param", binding]
-    out, err = io.StringIO(), io.StringIO()
-    gin.clear_config()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = train.main(argv)
-    finally:
-        gin.clear_config()
-    assert status == 0, err.getvalue()[-3000:]
-    return json.loads(out.getvalue().strip().splitlines()[-1])
+    """`python -m model.train ARGV --gin_param B ...` in this process; the JSON it prints."""
+    return printed_json(in_process.command(train.main, argv, bindings))
 
 
 def listing(folder: pathlib.Path) -> Dict[str, bytes]:

@@ -11,16 +11,14 @@ and the task sample's size, settings model/TRAINING.md and README.md document. O
 trainer test. Nothing else is bound: a step that needs another binding is a gap in the documents
 or the code, which this test exists to catch.
 """
-import contextlib
-import io
 import json
 import pathlib
-from typing import Callable, Dict, List, Sequence
+from typing import Dict, List
 
-import gin
 import pytest
 
 from model import convert, tasks, train, train_vocab, wordpiece
+from tests.in_process import command, printed_json
 from tests.trained_vocab import trained_vocabulary  # `python -m model.train_vocab`, as documented
 
 C4 = "c4_samples/olmo/*.json*.gz"
@@ -33,28 +31,6 @@ def tiny_run(steps: int, tokens_per_batch: int) -> List[str]:
     """A short run of small batches: the run's length and its batch in tokens."""
     return [f"TrainConfig.train_steps = {steps}",
             f"TrainConfig.tokens_per_batch = {tokens_per_batch}"] + THREADS
-
-
-def command(main: Callable[[Sequence[str]], int], argv: List[str],
-            bindings: Sequence[str] = ()) -> str:
-    """`python -m <module> ARGV --gin_param B ...` in this process, from gin's empty state (as a
-    new process starts); its stdout."""
-    for binding in bindings:
-        argv = argv + ["--gin_param", binding]
-    out, err = io.StringIO(), io.StringIO()
-    gin.clear_config()
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = main(argv)
-    finally:
-        gin.clear_config()
-    assert status == 0, f"{' '.join(argv)}\n{err.getvalue()[-3000:]}"
-    return out.getvalue()
-
-
-def printed_json(stdout: str) -> dict:
-    """The JSON result a command prints last on stdout."""
-    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def task_files(task: str, **splits: pathlib.Path) -> List[str]:
