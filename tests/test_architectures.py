@@ -11,7 +11,7 @@ from model import families
 from model.families.t5.architectures import LAYER_NORM_EPSILON, build_model, count_parameters
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf, transformer, transformer_layers
-from model.trainer.runs import GIN_DIR
+from model.trainer.gin_files import GIN_DIR
 
 T5_VOCAB_SIZE = 32100  # 32000 SentencePiece pieces + 100 sentinels, padded to 32128 in the model
 

@@ -291,7 +291,7 @@ def variable_sizes(gin_files, vocab_size):
     from model.families.segabert.model import SegaBert
     from model.trainer.model_config import ModelConfig
     from model.trainer.mtf_compat import mtf
-    from model.trainer.runs import GIN_DIR
+    from model.trainer.gin_files import GIN_DIR
     gin.parse_config_files_and_bindings([str(GIN_DIR / f) for f in gin_files], [])
     family = SegaBert(ModelConfig(), vocab_size)
     with tf1.Graph().as_default():

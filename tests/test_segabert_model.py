@@ -241,7 +241,7 @@ def test_finetune_gin_is_the_authors_fine_tuning(clean_gin):
     import gin
     from model.families.segabert.model import FusedAdamConfig
     from model.trainer import schedules
-    from model.trainer.runs import GIN_DIR
+    from model.trainer.gin_files import GIN_DIR
     gin.parse_config_files_and_bindings(
         [str(GIN_DIR / name) for name in ("finetune.gin", "segabert/tiny.gin",
                                           "bert/finetune_classification.gin",

@@ -31,12 +31,20 @@ class _LiteralsOnly(config_parser.ParserDelegate):
         return Unresolved(f"%{name}")
 
 
+def gin_path(name: str | pathlib.Path) -> pathlib.Path:
+    """A gin file given as a path, or as a name relative to model/gin/ (`bert/base.gin`)."""
+    path = pathlib.Path(name)
+    if path.is_file():
+        return path
+    path = GIN_DIR / name
+    if not path.is_file():
+        raise FileNotFoundError(f"gin file {name} not found (nor under {GIN_DIR})")
+    return path
+
+
 def literal_bindings(path: str | pathlib.Path) -> dict[str, Any]:
     """{"Selector.parameter": value} of a gin file (a path, or a name relative to model/gin/)."""
-    path = pathlib.Path(path)
-    if not path.is_file():
-        path = GIN_DIR / path
-    text = path.read_text()
+    text = gin_path(path).read_text()
     bindings = {}
     try:
         for statement in config_parser.ConfigParser(text, _LiteralsOnly()):

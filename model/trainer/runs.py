@@ -23,6 +23,7 @@ from model.data.vocabulary import EOS_ID, Vocabulary
 from model.trainer import hooks, warm_start
 from model.trainer.decoding import strip_after_eos
 from model.trainer.finetune_methods import FineTuningMethod
+from model.trainer.gin_files import gin_path
 from model.trainer.mesh import MeshConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
@@ -31,7 +32,6 @@ from model.trainer.verbosity import progress
 if TYPE_CHECKING:
     from model.families.base import ModelFamily
 
-GIN_DIR = pathlib.Path(__file__).resolve().parent.parent / "gin"
 MODES = ("pretrain", "finetune", "eval", "decode", "export")
 
 Examples = Callable[[], tf.data.Dataset]
@@ -306,13 +306,8 @@ def decode(run: Run, texts: Sequence[str], inputs_length: int) -> List[str]:
 
 def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
     """Parses gin files (paths, or names relative to model/gin/) and bindings."""
-    paths = []
-    for name in gin_files:
-        path = pathlib.Path(name) if pathlib.Path(name).is_file() else GIN_DIR / name
-        if not path.is_file():
-            raise FileNotFoundError(f"gin file {name} not found (nor under {GIN_DIR})")
-        paths.append(str(path))
-    gin.parse_config_files_and_bindings(paths, gin_params, finalize_config=False)
+    gin.parse_config_files_and_bindings([str(gin_path(name)) for name in gin_files], gin_params,
+                                        finalize_config=False)
 
 
 OPERATIVE_CONFIG_NAME = "operative_config.gin"  # hooks.py's GinConfigSaverHook writes it
