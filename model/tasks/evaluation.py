@@ -36,10 +36,10 @@ import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
 from model import tasks
-from model.tasks import GREEDY, Decoding, Task, discriminative, metrics
+from model.tasks import Decoding, Task, discriminative, metrics
 from model.tasks.selection import TaskData
 from model.trainer import runs
-from model.trainer.decoding import DecodingConfig, strip_after_eos
+from model.trainer.decoding import DecodingConfig
 
 EVAL_DIR = "eval"
 BEST_NAME = "best.json"
@@ -141,30 +141,10 @@ def trained_steps(run: runs.Run) -> List[int]:
     return [step for step in checkpoint_steps(run.model_dir) if step > first]
 
 
-def predict_outputs(run: runs.Run, checkpoint: Optional[str], features: Mapping[str, np.ndarray],
-                    decoding: Decoding = GREEDY) -> np.ndarray:
-    """The family's PREDICT outputs ([rows, ...]) of one checkpoint (None: the newest) for the
-    rows of `features`: "inputs", and those of the family's `predict_feature_keys` it gives. In
-    whole batches of at most TrainConfig.eval_batch_size rows: zero rows after the last, whose
-    outputs are dropped."""
-    count = len(features["inputs"])
-    batch_size = min(count, run.train_config.eval_batch_size)
-    filled = {key: np.concatenate([value, np.zeros((-count % batch_size,) + value.shape[1:], value.dtype)])
-              for key, value in features.items()}
-    estimator = run.estimator(batch_size, decoding.beam_size, decoding.alpha)
-    predictions = estimator.predict(
-        lambda params: tf.data.Dataset.from_tensor_slices(filled).batch(
-            params["batch_size"], drop_remainder=True),
-        checkpoint_path=checkpoint, yield_single_examples=True)
-    return np.stack([p["outputs"] for p in predictions])[:count]
-
-
 def decode_texts(run: runs.Run, checkpoint: str, texts: Sequence[str], decoding: Decoding) -> List[str]:
     """Decodes of `texts` by one checkpoint, greedy or by beam search as `decoding` says."""
-    vocabulary = run.vocabulary
-    ids = runs.encode_inputs(texts, vocabulary, run.data_config.inputs_length)
-    outputs = predict_outputs(run, checkpoint, {"inputs": ids}, decoding)
-    return [vocabulary.decode(strip_after_eos(row)) for row in outputs]
+    return runs.decode(run, texts, run.data_config.inputs_length, checkpoint, decoding.beam_size,
+                       decoding.alpha)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -285,23 +285,34 @@ def encode_inputs(texts: Sequence[str], vocabulary: Vocabulary, length: int) -> 
     return rows
 
 
-def decode(run: Run, texts: Sequence[str], inputs_length: int) -> List[str]:
-    """Greedy decodes of `texts` by the newest checkpoint."""
-    if not tf.train.latest_checkpoint(run.model_dir):
+def predict(run: Run, features: Dict[str, np.ndarray], checkpoint: Optional[str] = None,
+            beam_size: int = 1, alpha: float = 0.6) -> np.ndarray:
+    """The family's PREDICT outputs ([rows, ...]) of one checkpoint (None: the newest) for the
+    rows of `features`: "inputs", and those of the family's `predict_feature_keys` it gives
+    (greedy, or beam search of `beam_size` with length penalty `alpha`). In whole batches of at
+    most TrainConfig.eval_batch_size rows: zero rows after the last, whose outputs are dropped."""
+    count = len(features["inputs"])
+    batch_size = min(count, run.train_config.eval_batch_size)
+    filled = {key: np.concatenate([value, np.zeros((-count % batch_size,) + value.shape[1:], value.dtype)])
+              for key, value in features.items()}
+    predictions = run.estimator(batch_size, beam_size, alpha).predict(
+        lambda params: tf.data.Dataset.from_tensor_slices(filled).batch(
+            params["batch_size"], drop_remainder=True),
+        checkpoint_path=checkpoint, yield_single_examples=True)
+    return np.stack([p["outputs"] for p in predictions])[:count]
+
+
+def decode(run: Run, texts: Sequence[str], inputs_length: int, checkpoint: Optional[str] = None,
+           beam_size: int = 1, alpha: float = 0.6) -> List[str]:
+    """Decodes of `texts` by one checkpoint (None: the newest), greedy or by beam search."""
+    if checkpoint is None and not tf.train.latest_checkpoint(run.model_dir):
         raise FileNotFoundError(f"no checkpoint to decode with in {run.model_dir}")
     if not texts:
         return []
     vocabulary = run.vocabulary
-    ids = encode_inputs(texts, vocabulary, inputs_length)
-    batch_size = min(len(texts), run.train_config.eval_batch_size)
-    padded = np.concatenate([ids, np.zeros([-len(ids) % batch_size, inputs_length], np.int32)])
-    estimator = run.estimator(batch_size)
-    predictions = estimator.predict(
-        lambda params: tf.data.Dataset.from_tensor_slices({"inputs": padded}).batch(
-            params["batch_size"], drop_remainder=True),
-        yield_single_examples=True)
-    outputs = [vocabulary.decode(strip_after_eos(p["outputs"])) for p in predictions]
-    return outputs[:len(texts)]
+    outputs = predict(run, {"inputs": encode_inputs(texts, vocabulary, inputs_length)},
+                      checkpoint, beam_size, alpha)
+    return [vocabulary.decode(strip_after_eos(row)) for row in outputs]
 
 
 def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:

@@ -300,7 +300,7 @@ def head_outputs(run, features: Dict[str, np.ndarray], checkpoint: Optional[str]
     (regression); [n, 2, length] start and end logits (span)."""
     inputs = {"inputs": features["bert_input_tokens"],
               **{key: features[key] for key in run.family.predict_feature_keys if key in features}}
-    return evaluation.predict_outputs(run, checkpoint, inputs)
+    return runs.predict(run, inputs, checkpoint)
 
 
 # ------------------------------------------------------------------------------------------------

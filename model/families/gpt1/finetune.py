@@ -139,8 +139,8 @@ def training(run: runs.Run, task: str, view: discriminative.View,
 def answers(run: runs.Run, rows: Mapping[str, np.ndarray]) -> evaluation.Answers:
     """A checkpoint's answer to each row: the chosen class or choice, or a regression head's
     value (the family's PREDICT output)."""
-    return lambda checkpoint: evaluation.predict_outputs(
-        run, checkpoint, {"inputs": rows["head_tokens"]})[:, 0].tolist()
+    return lambda checkpoint: runs.predict(
+        run, {"inputs": rows["head_tokens"]}, checkpoint)[:, 0].tolist()
 
 
 def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
