@@ -18,7 +18,7 @@ memory instead of 0.9: bench/bench_finetune_memory.py);
 the head's kind, classes and sequences per example are bound from the view (`GPT1Config`).
 Training runs `GPT1FinetuneConfig.epochs` passes over the labelled training examples in batches
 of `batch_size` examples (shuffled each epoch, seeded by DataConfig.seed), with the schedule of
-gpt1/finetune.gin (`lr.warmup_linear`) told the run's total steps. Then, as for every family
+gpt1/finetune.gin (`lr.warmup_linear`) over the run's steps, as every schedule. Then, as for every family
 (model/tasks/evaluation.py `task_run`), every checkpoint the run trained is scored on every
 validation split given by the task's metrics (the task registry's: MRPC's F1 and accuracy,
 STS-B's Pearson and Spearman correlations, ...; accuracy for Story Cloze and RACE) of the head's
@@ -114,14 +114,13 @@ def training(run: runs.Run, task: str, view: discriminative.View,
              examples: Sequence[discriminative.Example], config: GPT1FinetuneConfig
              ) -> Callable[[runs.Run], int]:
     """How the head (and the whole model) trains on the task's labelled training `examples`:
-    `config.epochs` passes in batches of `config.batch_size`, the schedule's total steps bound
-    to the run's."""
+    `config.epochs` passes in batches of `config.batch_size` (the schedule spans those steps:
+    the trainer gives it the run's)."""
     if not examples:
         raise ValueError(f"{task}: no labelled training examples")
     rows = features(run, view, examples)
     count = len(examples)
     batch, steps = batch_and_steps(config, count)
-    gin.bind_parameter("lr.warmup_linear.total_steps", steps)
     seed = run.data_config.seed
     runs.progress(f"fine-tuning GPT-1 on {task}: {count} examples, {config.epochs:g} epochs, "
                   f"{steps} steps of {batch}")
