@@ -27,12 +27,6 @@ class SpecialTokens:
     delimiter: int
     extract: int
 
-    @property
-    def first(self) -> int:
-        """The lowest of the three ids: with a head, the model holds them in fresh rows, in id
-        order from this one."""
-        return min(self.start, self.delimiter, self.extract)
-
 
 def special_tokens(vocab_size: int, openai_order: bool = False) -> SpecialTokens:
     """start, delimiter and extract: the last three ids of a vocabulary of `vocab_size` ids.
