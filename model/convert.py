@@ -33,17 +33,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import warnings
 from typing import Dict, Optional, Sequence
 
-if __name__ == "__main__" and not any(a.startswith("--verbosity") for a in sys.argv[1:]):
-    # TensorFlow reads its C++ log level when it is imported: quiet its start-up before the
-    # imports below, as model/train.py's command line does (with --verbosity,
-    # quiet_libraries decides as there).
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    warnings.simplefilter("ignore")
+from model.trainer.verbosity import VERBOSITY_FLAG, quiet_libraries, verbosity_in
+
+if __name__ == "__main__":
+    # TensorFlow reads its C++ log level when it is imported: set before the imports below, as
+    # model/train.py's command line does.
+    quiet_libraries(verbosity_in(sys.argv[1:]))
 
 import gin  # noqa: E402  (after the log level above)
 
@@ -51,7 +49,6 @@ from model import families  # noqa: E402
 from model.tasks import evaluation  # noqa: E402
 from model.trainer import runs  # noqa: E402
 from model.trainer.checkpoints import CheckpointFormat, ConversionError  # noqa: E402
-from model.trainer.verbosity import VERBOSITY_FLAG, quiet_libraries  # noqa: E402
 
 
 def convertible_families() -> Dict[str, type]:
