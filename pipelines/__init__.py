@@ -12,5 +12,8 @@ def _not_beam_apitools_note(record: logging.LogRecord) -> bool:
 
 def drop_beam_import_notes() -> None:
     """Keeps Beam's import note off stderr; every other record of the root logger still shows.
-    Call it before apache_beam is imported."""
+    Runs when this package is imported, before any of its modules imports apache_beam."""
     logging.getLogger().addFilter(_not_beam_apitools_note)
+
+
+drop_beam_import_notes()

@@ -11,24 +11,17 @@ import os
 import sys
 from typing import List, Optional, Sequence
 
-import pipelines
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 
-if __name__ == "__main__":
-    pipelines.drop_beam_import_notes()  # before Beam is imported below
-
-import apache_beam as beam  # noqa: E402  (after the note's filter)
-from apache_beam.io.filesystems import FileSystems  # noqa: E402
-from apache_beam.options.pipeline_options import (  # noqa: E402
-    DirectOptions, PipelineOptions, StandardOptions)
-
-from pipelines import common_crawl, files, funnel, lists, provenance, stages, stats  # noqa: E402
-from pipelines.cleaning import CLEANING_SETTINGS  # noqa: E402
-from pipelines.config import (  # noqa: E402
-    DEFAULT_RULES, RULE_SETS, VARIANTS, VariantConfig, variant)
-from pipelines.output import WriteShards  # noqa: E402
-from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of  # noqa: E402
-from text.punkt import PunktDataMissing  # noqa: E402
-from text.splitters import SPLITTER_NAMES  # noqa: E402
+from pipelines import common_crawl, files, funnel, lists, provenance, stages, stats
+from pipelines.cleaning import CLEANING_SETTINGS
+from pipelines.config import DEFAULT_RULES, RULE_SETS, VARIANTS, VariantConfig, variant
+from pipelines.output import WriteShards
+from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
+from text.punkt import PunktDataMissing
+from text.splitters import SPLITTER_NAMES
 
 _MANIFEST_SUFFIXES = (".paths.gz", ".paths")
 

@@ -7,7 +7,7 @@ import logging
 import os
 import sys
 
-import pipelines
+import pipelines  # noqa: F401  (its import drops Beam's import note: pipelines/__init__.py)
 
 # Beam's own notes, each logged on every build: they say nothing about the user's data or code.
 # Only these records are dropped; warnings and errors of the same loggers still show.
@@ -34,7 +34,6 @@ def quiet() -> None:
     # TensorFlow is imported after this package (tfds.load in a script): errors still show, and
     # a level the user set stands.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    pipelines.drop_beam_import_notes()
     logging.getLogger(_BEAM_TYPE_HINT_LOGGER).setLevel(logging.WARNING)
     atexit.register(_drop_tensorflow_teardown_errors)
 
