@@ -14,6 +14,7 @@ from typing import List, Optional, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from pipelines import common_crawl, files, funnel, lists, provenance, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
@@ -85,6 +86,16 @@ def memory_warning(wet_bytes: int, machine_bytes: int, running_mode: str) -> Opt
 def runs_embedded(options: PipelineOptions) -> bool:
     """Whether the Beam options run the job on the DirectRunner, in this process."""
     return options.view_as(StandardOptions).runner in EMBEDDED_RUNNERS
+
+
+def embedded_runner() -> SwitchingDirectRunner:
+    """The DirectRunner without its first try of the Prism runner (Beam 2.77's DirectRunner
+    downloads Prism from GitHub, and falls back to its own engine after a failure or a wait). In
+    Beam 2.77 the interactive flag does one thing: it rules Prism out (direct_runner.py,
+    SwitchingDirectRunner.run_pipeline); the DirectRunner then picks its FnApiRunner."""
+    runner = SwitchingDirectRunner()
+    runner.is_interactive()
+    return runner
 
 
 def embedded_running_mode(beam_args: Sequence[str]) -> Optional[str]:
@@ -238,7 +249,9 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     if warning:
         logging.getLogger("c4").warning("warning: %s", warning)
     logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
-    pipeline = beam.Pipeline(options=PipelineOptions(beam_args))
+    options = PipelineOptions(beam_args)
+    pipeline = beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
+                             options=options)
     build_pipeline(pipeline, config, resources, paths, args.output, shards,
                    args.validation_fraction)
     result = pipeline.run()

@@ -323,3 +323,17 @@ def test_the_command_line_says_what_it_does_and_nothing_of_beams(shared_data, tm
     assert finished.stderr.splitlines() == ["INFO:c4:building en from 1 WET files",
                                             f"INFO:c4:{sample}: done, 1 pages"]
     assert "statistics written to" in finished.stdout
+
+
+def test_the_embedded_job_never_tries_the_prism_runner(shared_data, tmp_path, monkeypatch):
+    """Beam's DirectRunner first tries its Prism runner, which it downloads from GitHub; a job
+    on the embedded runner goes to Beam's own engine straight away (c4.embedded_runner)."""
+    from apache_beam.runners.portability import prism_runner
+    tried = []
+    monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline",
+                        lambda self, *args, **kwargs: tried.append(True) or 1 / 0)
+    c4.main(["--variant", "en", "--input",
+             str(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz"),
+             "--badwords", str(shared_data / "badwords/en"), "--output", str(tmp_path)])
+    assert tried == []
+    assert (tmp_path / "stats.json").is_file()

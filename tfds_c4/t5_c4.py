@@ -14,7 +14,6 @@ from etils import epath
 from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
 from pipelines import c4, common_crawl, files, lists, stages, stats
 from pipelines.config import TFDS_VARIANTS, VARIANTS, VariantConfig, variant
@@ -93,8 +92,7 @@ class EmptySplitError(Exception):
 def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
                        ) -> tfds.download.DownloadConfig:
     """`download_config` with the runner a build takes when none is chosen, or the DirectRunner
-    is: Beam's DirectRunner kept off its first try of the Prism runner (Beam 2.77's DirectRunner
-    downloads Prism from GitHub, and falls back to its own engine after a failure or a wait), and
+    is: Beam's DirectRunner kept off its first try of the Prism runner (c4.embedded_runner), and
     options parsed from nothing rather than TFDS's default, which parses the `tfds build` command
     line and warns about each of its flags. A runner object, or options naming another runner,
     are kept as given."""
@@ -102,11 +100,7 @@ def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
     options = config.beam_options or PipelineOptions([])
     if config.beam_runner is not None or not c4.runs_embedded(options):
         return config
-    runner = SwitchingDirectRunner()
-    # In Beam 2.77 the interactive flag does one thing: it rules Prism out (direct_runner.py,
-    # SwitchingDirectRunner.run_pipeline); the DirectRunner then picks its FnApiRunner.
-    runner.is_interactive()
-    return dataclasses.replace(config, beam_runner=runner, beam_options=options)
+    return dataclasses.replace(config, beam_runner=c4.embedded_runner(), beam_options=options)
 
 
 def _description(config: VariantConfig) -> str:
