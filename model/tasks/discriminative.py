@@ -23,7 +23,7 @@ import csv
 import dataclasses
 import json
 import pathlib
-from typing import Callable, Iterator, Mapping, Optional, Sequence, Tuple, Union
+from typing import Callable, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 CLASSIFICATION = "classification"
 REGRESSION = "regression"
@@ -179,3 +179,10 @@ def examples(task_name: str, split: str, task_files: Optional[Sequence[str]] = N
     """The split's examples as the task's view converts them (see `raw_examples`)."""
     convert = view(task_name).convert
     return (convert(raw) for raw in raw_examples(task_name, split, task_files, data_dir))
+
+
+def labelled_examples(task_name: str, split: str, task_files: Optional[Sequence[str]] = None,
+                      data_dir: Optional[str] = None) -> List[Example]:
+    """The split's examples that have a label (test releases have none)."""
+    return [example for example in examples(task_name, split, task_files, data_dir)
+            if example.label != -1]

@@ -315,6 +315,8 @@ class HeadTask:
     vocabulary: WordPieceVocabulary
     length: int
     files: Dict[Tuple[str, str], Tuple[str, ...]]
+    # Where the task's TFDS dataset is prepared, for splits that `files` does not give.
+    data_dir: Optional[str] = None
 
     @property
     def version_2_with_negative(self) -> bool:
@@ -339,8 +341,8 @@ class HeadTask:
 
     def examples(self, split: str) -> List[discriminative.Example]:
         """The split's labelled examples through the task's view (test releases have none)."""
-        return [example for example in discriminative.examples(
-            self.name, split, self.files.get((self.name, split))) if example.label != -1]
+        return discriminative.labelled_examples(
+            self.name, split, self.files.get((self.name, split)), self.data_dir)
 
     def example_features(self, examples: Sequence[discriminative.Example]) -> Dict[str, np.ndarray]:
         return head_features(examples, discriminative.view(self.name).kind, self.vocabulary,
@@ -426,7 +428,8 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
     if not splits:
         raise ValueError(f"{args.task}: no validation split to score; give --task_files "
                          f"{args.task}:validation=PATH")
-    task = head_task(args.task, head, run.vocabulary, run.data_config.inputs_length, files)
+    task = head_task(args.task, head, run.vocabulary, run.data_config.inputs_length, files,
+                     args.tfds_data_dir)
     evaluated = [task.eval_split(run, split) for split in splits]
     train = None
     if mode == "finetune":

@@ -18,7 +18,7 @@ memory instead of 0.9: bench/bench_finetune_memory.py);
 the head's kind, classes and sequences per example are bound from the view (`GPT1Config`).
 Training runs `GPT1FinetuneConfig.epochs` passes over the labelled training examples in batches
 of `batch_size` examples (shuffled each epoch, seeded by DataConfig.seed), with the schedule of
-gpt1/finetune.gin (`lr.warmup_linear`) over the run's steps, as every schedule. Then, as for every family
+gpt1/finetune.gin (`lr.warmup_linear`) over the run's steps. Then, as for every family
 (model/tasks/evaluation.py `task_run`), every checkpoint the run trained is scored on every
 validation split given by the task's metrics (the task registry's: MRPC's F1 and accuracy,
 STS-B's Pearson and Spearman correlations, ...; accuracy for Story Cloze and RACE) of the head's
@@ -33,7 +33,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
-from typing import Callable, Dict, List, Mapping, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -68,13 +68,6 @@ def task_files(specs: Sequence[str]) -> TaskFiles:
     for name, _ in files:
         discriminative.view(name)  # a task without a view fails here
     return files
-
-
-def labelled(task: str, split: str, files: Mapping[Tuple[str, str], Tuple[str, ...]],
-             data_dir: str | None = None) -> List[discriminative.Example]:
-    """The split's examples that have a label (test files have none)."""
-    return [e for e in discriminative.examples(task, split, files.get((task, split)), data_dir)
-            if e.label != -1]
 
 
 def unpadded(rows: Dict[str, np.ndarray], sequences: int) -> Dict[str, np.ndarray]:
@@ -158,7 +151,7 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     metrics = evaluation.head_metrics(task)
     sets, split_answers = [], {}
     for split in validation_splits(task, files):
-        examples = labelled(task, split, files, data_dir)
+        examples = discriminative.labelled_examples(task, split, files.get((task, split)), data_dir)
         if examples:
             sets.append(evaluation.head_eval_set(metrics, split, examples,
                                                  evaluation.data_description(task, split, files, data_dir)))
@@ -166,6 +159,7 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     if not sets:
         raise ValueError(f"{task}: no labelled validation examples to score; give --task_files "
                          f"{task}:validation=PATH")
-    train = (training(run, task, view, labelled(task, "train", files, data_dir), config)
+    train = (training(run, task, view, discriminative.labelled_examples(
+        task, "train", files.get((task, "train")), data_dir), config)
              if mode == "finetune" else None)
     return evaluation.task_run(mode, run, sets, evaluation.answered(split_answers), train)
