@@ -323,19 +323,11 @@ def _modern_name(name: str) -> str:
                   re.sub(r"LayerNorm\.beta$", "LayerNorm.bias", name))
 
 
-def gin_value(name: str):
-    """The value gin binds to `name`, or None when it is not bound."""
-    try:
-        return gin.query_parameter(name)
-    except ValueError:
-        return None
-
-
 def check_against_gin(bindings: Mapping[str, Any]) -> None:
     """Each binding that the gin configuration also binds must agree with it."""
-    disagree = [f"{name}: gin says {gin_value(name)!r}, the source's config {value!r}"
+    disagree = [f"{name}: gin says {runs.gin_value(name)!r}, the source's config {value!r}"
                 for name, value in bindings.items()
-                if gin_value(name) is not None and gin_value(name) != value]
+                if runs.gin_value(name) is not None and runs.gin_value(name) != value]
     if disagree:
         raise ConversionError("the source's config disagrees with the gin configuration:\n  "
                               + "\n  ".join(disagree))
@@ -396,7 +388,7 @@ def import_values(conv: Conversion, bindings: Mapping[str, Any], vocab_size: int
         for name, value in bindings.items():
             gin.bind_parameter(name, value)
     carried = (bool(vocabulary_files) and vocabulary_files[0].is_file()
-               and not gin_value("DataConfig.vocabulary"))
+               and not runs.gin_value("DataConfig.vocabulary"))
     if carried:  # checked as if given, then copied beside the checkpoint
         with gin.unlock_config():
             gin.bind_parameter("DataConfig.vocabulary", str(vocabulary_files[0]))
@@ -418,7 +410,7 @@ def import_values(conv: Conversion, bindings: Mapping[str, Any], vocab_size: int
 def _check_vocabulary(conv: Conversion, vocab_size: int) -> None:
     """With DataConfig.vocabulary bound, its size must fill the source's embedding
     (`conv.embedding_rows`)."""
-    path = gin_value("DataConfig.vocabulary")
+    path = runs.gin_value("DataConfig.vocabulary")
     if not path:
         return
     ours = conv.family_class.vocabulary(path).vocab_size

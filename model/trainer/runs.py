@@ -315,6 +315,14 @@ def decode(run: Run, texts: Sequence[str], inputs_length: int, checkpoint: Optio
     return [vocabulary.decode(strip_after_eos(row)) for row in outputs]
 
 
+def gin_value(name: str):
+    """The value gin binds to `name`, or None when it is not bound."""
+    try:
+        return gin.query_parameter(name)
+    except ValueError:  # gin's answer for a parameter that no file or --gin_param binds
+        return None
+
+
 def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
     """Parses gin files (paths, or names relative to model/gin/) and bindings."""
     gin.parse_config_files_and_bindings([str(gin_path(name)) for name in gin_files], gin_params,

@@ -35,7 +35,7 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from model.families.gpt1 import bpe, hf
-from model.trainer import checkpoints
+from model.trainer import checkpoints, runs
 
 SHAPES_FILE = "params_shapes.json"
 PARAMETER_FILES = tuple(f"params_{n}.npy" for n in range(10))
@@ -161,7 +161,7 @@ class OpenAIFormat(checkpoints.CheckpointFormat):
         checkpoints.check_new_folder(model_dir)
         sizes, parameters = read_release(source)
         encoder = check_vocabulary(source, sizes)
-        num_heads = checkpoints.gin_value("ModelConfig.num_heads") or NUM_HEADS
+        num_heads = runs.gin_value("ModelConfig.num_heads") or NUM_HEADS
         return checkpoints.import_state(
             conv, transformers_config(sizes, num_heads), transformers_state(parameters, sizes),
             source, model_dir, [encoder, bpe.merges_path(encoder)])

@@ -43,9 +43,9 @@ import tensorflow.compat.v1 as tf
 
 from model.families.bert import hf as bert_hf
 from model.families.segabert import structure
+from model.trainer import runs
 from model.trainer.checkpoints import (CheckpointFormat, Conversion, ConversionError,
-                                       check_new_folder, gin_value, import_state,
-                                       read_weights)
+                                       check_new_folder, import_state, read_weights)
 from model.trainer.mtf_compat import mtf
 
 if TYPE_CHECKING:  # model.py declares its formats from this module
@@ -106,7 +106,7 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
 
 def conversion(family: type, bert_config: Callable[[], "BertConfig"]) -> Conversion:
     """SegaBERT's link to the authors' names (the import binds BertConfig.head = 'mlm')."""
-    head = gin_value("BertConfig.head")
+    head = runs.gin_value("BertConfig.head")
     if head not in (None, "mlm"):
         raise ConversionError(f"SegaBERT's released checkpoints are pre-trained with masked LM "
                               f"alone: import with BertConfig.head = 'mlm' (gin binds "

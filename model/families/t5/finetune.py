@@ -57,14 +57,6 @@ _LENGTH_PARAMETERS = {"DataConfig.inputs_length": "inputs", "DataConfig.targets_
                       "TrainConfig.decode_length": "targets"}
 
 
-def _bound_in_gin(parameter: str) -> bool:
-    try:
-        gin.query_parameter(parameter)
-    except ValueError:  # gin's answer for a parameter that no file or --gin_param binds
-        return False
-    return True
-
-
 def with_task_lengths(run: runs.Run, lengths: SequenceLengths) -> runs.Run:
     """The run trimming and decoding at the tasks' lengths (the decode length is the targets
     length, as in the t5 library). A length that the gin config binds stays as bound (a user's
@@ -73,11 +65,11 @@ def with_task_lengths(run: runs.Run, lengths: SequenceLengths) -> runs.Run:
     run's data and train configs made again from gin, so that the operative config that
     training writes records the lengths used (not the dataclasses' defaults)."""
     for parameter, key in _LENGTH_PARAMETERS.items():
-        needed = getattr(lengths, key)
-        if not _bound_in_gin(parameter):
+        needed, bound = getattr(lengths, key), runs.gin_value(parameter)
+        if bound is None:
             gin.bind_parameter(parameter, needed)
-        elif gin.query_parameter(parameter) < needed:
-            runs.progress(f"warning: {parameter} = {gin.query_parameter(parameter)} as bound, "
+        elif bound < needed:
+            runs.progress(f"warning: {parameter} = {bound} as bound, "
                            f"shorter than the tasks' {key} ({needed} tokens): longer ones are cut")
     return dataclasses.replace(run, data_config=runs.DataConfig(), train_config=runs.TrainConfig())
 
