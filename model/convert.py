@@ -48,7 +48,8 @@ import gin  # noqa: E402  (after the log level above)
 from model import families  # noqa: E402
 from model.tasks import evaluation  # noqa: E402
 from model.trainer import runs  # noqa: E402
-from model.trainer.checkpoints import CheckpointFormat, ConversionError  # noqa: E402
+from model.trainer.checkpoints import (  # noqa: E402
+    CheckpointFormat, ConversionError, check_new_folder)
 
 
 def convertible_families() -> Dict[str, type]:
@@ -128,8 +129,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.direction == "import":
             if not args.source:
                 raise ConversionError("import needs --source")
-            result = resolve(args.family, args.format, "import").import_checkpoint(
-                args.source, args.model_dir)
+            checkpoint_format = resolve(args.family, args.format, "import")
+            check_new_folder(args.model_dir)  # every import writes into a new folder
+            result = checkpoint_format.import_checkpoint(args.source, args.model_dir)
         else:
             if not args.output:
                 raise ConversionError("export needs --output")

@@ -115,7 +115,6 @@ class TransformersFormat(CheckpointFormat):
 
     def import_checkpoint(self, source, model_dir):
         conv = self.conversion()
-        check_new_folder(model_dir)
         hf_config, state = read_transformers_folder(source, conv)
         return import_state(conv, hf_config, state, source, model_dir)
 

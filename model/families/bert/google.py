@@ -43,8 +43,7 @@ import tensorflow.compat.v1 as tf
 
 from model.families.bert import hf
 from model.families.bert.wordpiece import WordPieceVocabulary
-from model.trainer.checkpoints import (CheckpointFormat, Conversion, ConversionError,
-                                       check_new_folder, import_state)
+from model.trainer.checkpoints import CheckpointFormat, Conversion, ConversionError, import_state
 
 if TYPE_CHECKING:  # model.py declares its formats from this module
     from model.families.bert.model import BertConfig
@@ -184,7 +183,6 @@ class GoogleFormat(CheckpointFormat):
 
     def import_checkpoint(self, source, model_dir):
         conv = conversion(self.family, self.bert_config())
-        check_new_folder(model_dir)
         folder = pathlib.Path(source)
         check_files(folder)
         variables = read_variables(folder)

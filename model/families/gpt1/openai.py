@@ -158,7 +158,6 @@ class OpenAIFormat(checkpoints.CheckpointFormat):
 
     def import_checkpoint(self, source, model_dir):
         conv = self.conversion()
-        checkpoints.check_new_folder(model_dir)
         sizes, parameters = read_release(source)
         encoder = check_vocabulary(source, sizes)
         num_heads = runs.gin_value("ModelConfig.num_heads") or NUM_HEADS

@@ -45,7 +45,7 @@ from model.families.bert import hf as bert_hf
 from model.families.segabert import structure
 from model.trainer import runs
 from model.trainer.checkpoints import (CheckpointFormat, Conversion, ConversionError,
-                                       check_new_folder, import_state, read_weights)
+                                       import_state, read_weights)
 from model.trainer.mtf_compat import mtf
 
 if TYPE_CHECKING:  # model.py declares its formats from this module
@@ -185,7 +185,6 @@ class PytorchFormat(CheckpointFormat):
 
     def import_checkpoint(self, source, model_dir):
         conv = self.conversion()
-        check_new_folder(model_dir)
         folder = pathlib.Path(source)
         check_files(folder)
         hf_config = read_config(folder)

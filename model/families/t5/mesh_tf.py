@@ -123,7 +123,6 @@ class MeshTFFormat(checkpoints.CheckpointFormat):
 
     def import_checkpoint(self, source, model_dir):
         conv = hf.conversion(self.family)
-        checkpoints.check_new_folder(model_dir)
         path = warm_start.checkpoint_path(source)
         stored = warm_start.checkpoint_variables(path)
         bindings = gin_bindings(stored, path)
