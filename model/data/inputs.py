@@ -20,7 +20,7 @@ import gzip
 import hashlib
 import json
 import pathlib
-from typing import Iterator, Mapping, Sequence
+from typing import Iterator, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -130,14 +130,35 @@ def tfds_text_dataset(name: str, split: str = "train", data_dir: str | None = No
     return tfds_documents(name, split, data_dir).map(lambda document: document["text"])
 
 
+def tfds_spec(source: str) -> Optional[Tuple[str, Optional[str]]]:
+    """(name, data_dir or None) of a `tfds:NAME@DIR` source spec; None for another spec."""
+    if not source.startswith("tfds:"):
+        return None
+    name, _, data_dir = source[len("tfds:"):].partition("@")
+    return name, data_dir or None
+
+
+def validation_text(source: str, eval_source: str = "") -> tf.data.Dataset:
+    """The validation text of a run: `eval_source`, else the validation split of a `tfds:`
+    `source`."""
+    if eval_source:
+        return text_dataset_from_source(eval_source)
+    spec = tfds_spec(source)
+    if spec is None:
+        raise ValueError("DataConfig.eval_source is needed when the source is not tfds:")
+    name, data_dir = spec
+    return tfds_text_dataset(name, "validation", data_dir)
+
+
 def documents_from_source(source: str, shard: int = 0, document: int = 0) -> tf.data.Dataset:
     """{"shard", "document", "text"} of a source spec (see the module docstring), one pass, from
     document `document` of shard `shard` on. Starting late costs a seek within one shard."""
-    if source.startswith("tfds:"):
-        name, _, data_dir = source[len("tfds:"):].partition("@")
+    spec = tfds_spec(source)
+    if spec is not None:
         if shard:
             raise ValueError(f"a TFDS source has one shard, not {shard}")
-        return tfds_documents(name, "train", data_dir or None, document)
+        name, data_dir = spec
+        return tfds_documents(name, "train", data_dir, document)
     if pathlib.Path(source).is_dir():
         return jsonl_documents(str(pathlib.Path(source) / "*.jsonl.gz"), shard, document)
     json_files = [f.endswith(JSON_SUFFIXES) for f in _files(source)]

@@ -119,13 +119,7 @@ class ModelFamily(abc.ABC):
         """The validation text's examples (`DataConfig.eval_source`, else the validation split
         of a `tfds:` source), as the training stream makes them."""
         data = run.data_config
-        if data.eval_source:
-            text = inputs.text_dataset_from_source(data.eval_source)
-        elif data.source.startswith("tfds:"):
-            name, _, data_dir = data.source[len("tfds:"):].partition("@")
-            text = inputs.tfds_text_dataset(name, "validation", data_dir or None)
-        else:
-            raise ValueError("DataConfig.eval_source is needed when the source is not tfds:")
+        text = inputs.validation_text(data.source, data.eval_source)
         return inputs.pretraining_dataset(text, run.vocabulary, data.objective,
                                           data.sequence_lengths, cls.converter, seed=data.seed,
                                           pack=True)
