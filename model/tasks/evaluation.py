@@ -328,7 +328,7 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
         raise FileNotFoundError(f"no checkpoint trained by this run in {run.model_dir} (the "
                                 f"weights it started from, step {runs.first_step(run)}, are not scored)")
     if mode == "decode":
-        newest = max(checkpoint_steps(run.model_dir) or [0])
+        newest = max(candidates)
         evaluate_checkpoints(run, eval_sets, score, steps=[newest])
         return {s.name: {"step": newest, "scores": recorded_scores(run.model_dir, s)[newest]}
                 for s in eval_sets}
