@@ -4,6 +4,11 @@ says which of those pins each kind of install (an extra of setup.py) needs.
     python -m deploy.requirements pipeline     # prints the `pipeline` extra's pins, one a line
 
 (deploy/Dockerfile installs a worker image's dependencies from that list.)
+
+A pin is a requirements.txt line, `name==version`, with an environment marker where the version
+depends on the Python it installs into (`pandas==2.3.3; python_version < "3.11"`): a package has
+one such pin per Python range, and every list here carries the markers for pip (or setuptools)
+to evaluate on the machine that installs.
 """
 import pathlib
 import sys
@@ -46,22 +51,23 @@ def requirement_name(pin: str) -> str:
 
 def pinned_requirements(path: pathlib.Path = REQUIREMENTS_TXT,
                         exclude: Iterable[str] = TEST_ONLY) -> list[str]:
-    """The `name==version` lines of requirements.txt in file order, without comments and
-    without the excluded package names."""
+    """The pins of requirements.txt (`name==version`, markers kept) in file order, without
+    comments and without the excluded package names."""
     excluded = {name.lower() for name in exclude}
     lines = (line.split("#", 1)[0].strip() for line in path.read_text().splitlines())
     return [line for line in lines if line and requirement_name(line) not in excluded]
 
 
 def pins_of(names: Iterable[str], path: pathlib.Path = REQUIREMENTS_TXT) -> list[str]:
-    """The pins of the named packages, in requirements.txt's order; a name without a pin is a
-    KeyError (a package no install could get at a known version)."""
+    """The pins of the named packages, in requirements.txt's order, every pin of a package that
+    has one per Python range; a name without a pin is a KeyError (a package no install could
+    get at a known version)."""
     wanted = set(names)
-    pins = {requirement_name(pin): pin for pin in pinned_requirements(path)}
-    missing = wanted - pins.keys()
+    pins = [pin for pin in pinned_requirements(path) if requirement_name(pin) in wanted]
+    missing = wanted - {requirement_name(pin) for pin in pins}
     if missing:
         raise KeyError(f"not pinned in {path.name}: {', '.join(sorted(missing))}")
-    return [pin for name, pin in pins.items() if name in wanted]
+    return pins
 
 
 def extras_require(path: pathlib.Path = REQUIREMENTS_TXT) -> dict[str, list[str]]:

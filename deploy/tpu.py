@@ -305,6 +305,16 @@ def local_archive(run: TpuRun) -> str:
     return f"/tmp/{run.tpu_name}-{REMOTE_SOURCE_ARCHIVE}"
 
 
+def _pip_word(pin: str) -> str:
+    """A pin as one word of the TPU host's shell. A pin with a marker (`; python_version < "3.11"`)
+    goes in double quotes, its own escaped, so that the script still fits in one single-quoted
+    ssh --command and the host's pip evaluates the marker for the host's Python."""
+    if ";" not in pin:
+        return pin
+    escaped = pin.replace('"', '\\"')
+    return f'"{escaped}"'
+
+
 def install_script(pins: Sequence[str]) -> str:
     """Shell script run on every TPU host: unpack the code, install it with the pinned versions.
 
@@ -313,8 +323,10 @@ def install_script(pins: Sequence[str]) -> str:
     dependencies. The last line fails the install if anything replaced that TensorFlow.
     """
     keep_image_tf = {"tensorflow", "tensorflow-text"}
-    installed = [pin for pin in pins if requirements.requirement_name(pin) not in keep_image_tf]
-    without_deps = [pin for pin in pins if requirements.requirement_name(pin) == "tensorflow-text"]
+    installed = [_pip_word(pin) for pin in pins
+                 if requirements.requirement_name(pin) not in keep_image_tf]
+    without_deps = [_pip_word(pin) for pin in pins
+                    if requirements.requirement_name(pin) == "tensorflow-text"]
     # Double quotes only: the script travels inside one single-quoted ssh --command.
     check_tf = (f'python3 -c "import tensorflow as tf; print(tf.__version__)" '
                 f'| grep -Fqx {TENSORFLOW_VERSION} '

@@ -63,8 +63,10 @@ def _requirements_of(requirement: Requirement) -> list[Requirement]:
 
 def dependency_closure(requirements: Iterable[str]) -> list[str]:
     """Canonical names of the distributions that installing `requirements` brings, transitively,
-    as installed in this environment."""
-    pending = [Requirement(line) for line in requirements]
+    as installed in this environment (a pin whose marker names another Python is left out, as
+    pip leaves it)."""
+    pending = [requirement for requirement in map(Requirement, requirements)
+               if requirement.marker is None or requirement.marker.evaluate()]
     seen: dict[str, set[str]] = {}
     while pending:
         requirement = pending.pop()

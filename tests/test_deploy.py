@@ -10,6 +10,8 @@ import tarfile
 from typing import Iterator
 
 import pytest
+from packaging.markers import Marker
+from packaging.requirements import Requirement
 
 from deploy import dataflow, requirements, tpu, worker_env
 
@@ -60,7 +62,7 @@ def test_dataflow_dry_run_prints_the_pipeline_command(capsys):
     assert option_values(argv, "--setup_file") == [str(REPO_ROOT / "setup.py")]
     # setup.py installs the code; the workers' packages are the pipeline extra's pins.
     (requirements_file,) = option_values(argv, "--requirements_file")
-    assert pathlib.Path(requirements_file).read_text().split() == (
+    assert pathlib.Path(requirements_file).read_text().splitlines() == (
         requirements.extras_require()["pipeline"])
     assert "--no_save_main_session" in argv
 
@@ -206,6 +208,49 @@ def test_each_extra_is_pinned_and_the_pipeline_extra_brings_no_tensorflow_torch_
         worker_env.dependency_closure(extras["tfds"]))
 
 
+# The Pythons setup.py allows that an install meets: the TPU images' 3.10, this project's 3.11
+# (the dev venv, Dataflow's workers), and later ones.
+PYTHONS = ("3.10", "3.11", "3.12", "3.13")
+# Releases that need Python >= 3.11 (their Requires-Python), pinned here for 3.11 on.
+NEED_PYTHON_3_11 = {"pandas==3.0.6", "scipy==1.17.1", "scikit-learn==1.9.1"}
+
+
+def pins_for_python(pins: list[str], python: str) -> list[str]:
+    """The pins whose marker holds for `python` (as pip on such a machine reads them), as
+    `name==version`."""
+    environment = {"python_version": python, "python_full_version": f"{python}.0"}
+    applying = []
+    for pin in pins:
+        requirement = Requirement(pin)
+        if requirement.marker is None or requirement.marker.evaluate(environment):
+            applying.append(f"{requirement.name}{requirement.specifier}")
+    return applying
+
+
+def test_every_python_gets_one_pin_of_each_package_and_python_3_10_none_that_needs_3_11():
+    pins = requirements.pinned_requirements()
+    marked = [pin for pin in pins if ";" in pin]
+    assert {pin.split(";")[0] for pin in marked} >= NEED_PYTHON_3_11
+    for pin in marked:
+        Marker(pin.split(";", 1)[1])  # A marker pip can read.
+    names = {requirements.requirement_name(pin) for pin in pins}
+    for python in PYTHONS:
+        applying = pins_for_python(pins, python)
+        assert sorted(requirements.requirement_name(pin) for pin in applying) == sorted(names)
+    assert not NEED_PYTHON_3_11 & set(pins_for_python(pins, "3.10"))
+    assert NEED_PYTHON_3_11 <= set(pins_for_python(pins, "3.11"))
+
+
+def test_the_dev_environment_holds_exactly_the_pins_for_its_python():
+    """`make install` (pip install -r requirements.txt) on this project's Python 3.11."""
+    assert sys.version_info[:2] == (3, 11)
+    here = f"{sys.version_info.major}.{sys.version_info.minor}"
+    for pin in pins_for_python(requirements.pinned_requirements(exclude=()), here):
+        requirement = Requirement(pin)
+        # contains: torch's CPU wheel is 2.13.0+cpu, which ==2.13.0 matches as pip does.
+        assert requirement.specifier.contains(importlib.metadata.version(requirement.name)), pin
+
+
 def test_an_unpinned_package_in_an_extra_is_refused():
     with pytest.raises(KeyError, match="not pinned in requirements.txt: tensorflw"):
         requirements.pins_of(["tensorflow", "tensorflw"])
@@ -278,16 +323,22 @@ def test_each_extra_installs_every_package_its_code_imports(extra, entry, left_o
     assert not missing, f"the {extra} extra lacks the distributions of {missing}"
 
 
+def _canonical(pins: list[str]) -> list[str]:
+    """Pins as packaging writes them (`name==version; marker`), sorted."""
+    return sorted(str(Requirement(pin)) for pin in pins)
+
+
 def _requires_by_extra(egg_info: pathlib.Path) -> dict[str, list[str]]:
-    """requires.txt of an egg-info: install_requires under "", each extra under its name."""
-    sections, current = {"": []}, ""
-    for line in (egg_info / "requires.txt").read_text().split():
+    """requires.txt of an egg-info: install_requires under "", each extra under its name, a
+    pin of a `[extra:marker]` section with its marker (_canonical)."""
+    sections, current, marker = {"": []}, "", ""
+    for line in (egg_info / "requires.txt").read_text().splitlines():
         if line.startswith("["):
-            current = line.strip("[]")
-            sections[current] = []
-        else:
-            sections[current].append(line)
-    return sections
+            current, _, marker = line.strip("[]").partition(":")
+            sections.setdefault(current, [])
+        elif line:
+            sections[current].append(f"{line}; {marker}" if marker else line)
+    return {extra: _canonical(pins) for extra, pins in sections.items()}
 
 
 def _egg_info(source: pathlib.Path, egg_base: pathlib.Path) -> pathlib.Path:
@@ -299,7 +350,8 @@ def _egg_info(source: pathlib.Path, egg_base: pathlib.Path) -> pathlib.Path:
 
 
 def expected_requires() -> dict[str, list[str]]:
-    return {"": requirements.pins_of(requirements.BASE), **requirements.extras_require()}
+    return {extra: _canonical(pins) for extra, pins in
+            {"": requirements.pins_of(requirements.BASE), **requirements.extras_require()}.items()}
 
 
 def test_sdist_for_dataflow_workers_carries_code_and_pins(tmp_path):
@@ -354,7 +406,7 @@ def test_worker_image_installs_and_runs_the_job_with_only_the_pipeline_extra(sha
     # The image's dependency layer installs the extra `python -m deploy.requirements` lists.
     listed = subprocess.run([sys.executable, "-m", "deploy.requirements", "pipeline"],
                             cwd=context, check=True, capture_output=True, text=True).stdout
-    assert listed.split() == requirements.extras_require()["pipeline"]
+    assert listed.splitlines() == requirements.extras_require()["pipeline"]
 
     env = worker_env.create(tmp_path / "worker", "pipeline")
     worker_env.install_project(env, context)
@@ -425,14 +477,52 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     ]
 
 
+def shell_commands(script: str) -> list[list[str]]:
+    """The words of each command of a `;`-separated script, as the remote shell reads them."""
+    lexer = shlex.shlex(script, posix=True, punctuation_chars=";")
+    lexer.whitespace_split = True
+    commands, words = [], []
+    for token in lexer:
+        if token == ";":
+            commands.append(words)
+            words = []
+        else:
+            words.append(token)
+    return [*commands, words]
+
+
+def pip_installs(script: str) -> list[list[str]]:
+    """The arguments of each `python3 -m pip install --quiet` of a script."""
+    pip = ["python3", "-m", "pip", "install", "--quiet"]
+    return [words[len(pip):] for words in shell_commands(script) if words[:len(pip)] == pip]
+
+
 def test_install_keeps_the_tpu_images_tensorflow_and_checks_it():
     script = tpu.install_script(requirements.pinned_requirements())
-    first_pip, no_deps_pip = [step for step in script.split("; ") if "pip install" in step]
+    first_pip, no_deps_pip = pip_installs(script)
     assert " tensorflow==" not in script and "pytest" not in script
-    assert "mesh-tensorflow==0.1.21" in first_pip and "tensorflow-text" not in first_pip
-    assert no_deps_pip.endswith("--no-deps tensorflow-text==2.15.0 .")
+    assert "mesh-tensorflow==0.1.21" in first_pip and not any(
+        word.startswith("tensorflow-text") for word in first_pip)
+    assert no_deps_pip == ["--no-deps", "tensorflow-text==2.15.0", "."]
     assert "grep -Fqx 2.15.1" in script
     assert "'" not in script  # it travels inside a single-quoted ssh --command
+
+
+def test_the_tpu_install_line_gives_python_3_10_only_releases_it_can_install(capsys):
+    """The TPU images run Python 3.10: the host's pip reads each pin's marker, so the printed
+    line carries the model extra's pins with their markers, one shell word each."""
+    tpu.main([*BASE_TPU_ARGS, "--accelerator_type", "v3-8", "--size", "small",
+              "--variant", "en", "--dry-run", "--stages", "install"])
+    *_, install = [shlex.split(line) for line in capsys.readouterr().out.splitlines()]
+    (pins, _) = pip_installs(remote_script(install))
+    model = requirements.extras_require()["model"]
+    assert pins == [pin for pin in model
+                    if requirements.requirement_name(pin) not in {"tensorflow", "tensorflow-text"}]
+    assert any(";" in pin for pin in pins)
+    on_tpu = pins_for_python(pins, "3.10")
+    assert {"pandas==2.3.3", "scipy==1.15.3", "scikit-learn==1.7.2"} <= set(on_tpu)
+    assert not NEED_PYTHON_3_11 & set(on_tpu)
+    assert NEED_PYTHON_3_11 <= set(pins_for_python(pins, "3.11"))
 
 
 def test_pod_slice_uses_the_pod_image_and_the_slice_name():
