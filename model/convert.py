@@ -36,7 +36,7 @@ import json
 import sys
 from typing import Dict, Optional, Sequence
 
-from model.trainer.verbosity import VERBOSITY_FLAG, quiet_libraries, verbosity_in
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries, verbosity_in
 
 if __name__ == "__main__":
     # TensorFlow reads its C++ log level when it is imported: set before the imports below, as
@@ -116,7 +116,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "'best', a path, or a name in --model_dir, as model.train's)")
     parser.add_argument("--gin_file", action="append", default=[])
     parser.add_argument("--gin_param", action="append", default=[])
-    parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2))
+    add_verbosity_flag(parser)
     args = parser.parse_args(argv)
     quiet_libraries(args.verbosity)
     try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from model.trainer.verbosity import VERBOSITY_FLAG, quiet_libraries, verbosity_in
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries, verbosity_in
 
 if __name__ == "__main__":
     quiet_libraries(verbosity_in(sys.argv[1:]))
@@ -44,9 +44,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "(model.ckpt-360), or 'best' (eval/best.json's; with --task for "
                              "one task's); default the newest")
     selection.add_arguments(parser)
-    parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2),
-                        help="library messages on stderr: 0 errors only (default), 1 also "
-                             "warnings, 2 also TensorFlow's info log")
+    add_verbosity_flag(parser)
     args = parser.parse_args(argv)
     quiet_libraries(args.verbosity)
     try:

@@ -15,14 +15,23 @@ SentencePiece BPE on C4, and `--size 40378` gives 40,478 ids with the sentinels)
 """
 from __future__ import annotations
 
-import argparse
-import itertools
 import sys
-import warnings
-from typing import Iterable, Sequence
 
-from model.data.inputs import source_texts
-from model.data.vocabulary import MixtureShortfallWarning, VocabularySettings, train_vocabulary
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries, verbosity_in
+
+if __name__ == "__main__":
+    # TensorFlow (imported by tensorflow_text below) reads its C++ log level when it is
+    # imported, as model/train.py's command line says.
+    quiet_libraries(verbosity_in(sys.argv[1:]))
+
+import argparse  # noqa: E402  (after the log levels above)
+import itertools  # noqa: E402
+import warnings  # noqa: E402
+from typing import Iterable, Sequence  # noqa: E402
+
+from model.data.inputs import source_texts  # noqa: E402
+from model.data.vocabulary import (  # noqa: E402
+    MixtureShortfallWarning, VocabularySettings, train_vocabulary)
 
 
 def parse_pairs(text: str, flag: str) -> list[tuple[str, str]]:
@@ -70,7 +79,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeat_short_sources", action="store_true",
                         help="repeat the lines of a source shorter than its share up to that share "
                              "(default: use what it has, and warn that the mixture falls short)")
+    add_verbosity_flag(parser)
     args = parser.parse_args(argv)
+    quiet_libraries(args.verbosity)
     try:
         specs: dict[str, list[str]] = {}
         for name, spec in itertools.chain.from_iterable(parse_pairs(s, "--source") for s in args.source):

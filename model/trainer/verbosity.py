@@ -3,6 +3,7 @@ before TensorFlow is imported). Light on purpose (no TensorFlow import): the com
 first."""
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 from typing import Sequence
@@ -22,6 +23,13 @@ def quiet_libraries(verbosity: int) -> None:
     logging.getLogger("absl").setLevel(level)
     if verbosity == 0:
         warnings.simplefilter("ignore")
+
+
+def add_verbosity_flag(parser: argparse.ArgumentParser) -> None:
+    """The command lines' `--verbosity`, read again by argparse after `verbosity_in`."""
+    parser.add_argument(VERBOSITY_FLAG, type=int, default=0, choices=(0, 1, 2),
+                        help="library messages on stderr: 0 errors only (default), 1 also "
+                             "warnings, 2 also TensorFlow's info log")
 
 
 def verbosity_in(argv: Sequence[str]) -> int:

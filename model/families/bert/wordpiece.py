@@ -36,6 +36,7 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import tensorflow as tf
 
 from model.data.inputs import source_texts
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD, UNK, CLS, SEP, MASK = RESERVED_TOKENS
@@ -212,7 +213,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--source", action="append", required=True,
                         help="a text source (model/data/inputs.py forms); repeatable")
     parser.add_argument("--cased", action="store_true", help="keep case and accents")
+    add_verbosity_flag(parser)
     args = parser.parse_args(argv)
+    quiet_libraries(args.verbosity)
     settings = WordPieceSettings(size=args.size, sample_size=args.sample_size,
                                  lower_case=not args.cased)
     try:
