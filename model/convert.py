@@ -103,7 +103,8 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, output: str
 # --- Command line ---------------------------------------------------------------------------
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m model.convert",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("direction", choices=("import", "export"))
     parser.add_argument("--family", required=True,
                         help="a family's package under model/families/ (t5, gpt1, bert)")

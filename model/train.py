@@ -31,7 +31,8 @@ from model.trainer import runs  # noqa: E402
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m model.train",
+                                     description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=runs.MODES, required=True)
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--gin_file", action="append", default=[])

@@ -61,7 +61,8 @@ def default_weights(languages: Iterable[str]) -> dict[str, float]:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(prog="python -m model.train_vocab", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", required=True, help="output prefix (PREFIX.model, .vocab, .json)")
     parser.add_argument("--size", type=int, default=VocabularySettings.size, help="SentencePiece pieces")
     parser.add_argument("--sample_size", type=int, default=VocabularySettings.sample_size,

@@ -1,6 +1,9 @@
 """`python -m model.tasks`: the tasks and mixtures, with their sources and metrics."""
 from __future__ import annotations
 
+import argparse
+from typing import Optional, Sequence
+
 from model import tasks
 
 
@@ -30,7 +33,8 @@ def mixture_table() -> list[str]:
     return lines
 
 
-def main() -> None:
+def main(argv: Optional[Sequence[str]] = None) -> None:
+    argparse.ArgumentParser(prog="python -m model.tasks", description=__doc__).parse_args(argv)
     print("\n".join(["## Tasks", "", *task_table(), "", "## Mixtures", "", *mixture_table(), "",
                      "Mixing: examples_proportional, temperature (T), equal; the size limit K is "
                      "2**21 unless --mixing_limit gives one; `all` halves both RTE tasks, as the "
