@@ -66,6 +66,15 @@ def convertible_families() -> Dict[str, type]:
     return found
 
 
+def formats_by_family() -> str:
+    """The formats of each convertible family with their directions, as --format's help lists
+    them: "t5: hf (import, export), t5 (import); ..."."""
+    return "; ".join(
+        f"{package}: " + ", ".join(f"{name} ({', '.join(chosen.directions)})"
+                                   for name, chosen in family.checkpoint_formats().items())
+        for package, family in convertible_families().items())
+
+
 def resolve(family: str, format_name: str, direction: str) -> CheckpointFormat:
     """The format `format_name` of the family package `family`, which must convert in
     `direction` ("import" or "export")."""
@@ -107,8 +116,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("direction", choices=("import", "export"))
     parser.add_argument("--family", required=True,
-                        help="a family's package under model/families/ (t5, gpt1, bert)")
-    parser.add_argument("--format", required=True, help="one of the family's formats (hf)")
+                        help="a family's package under model/families/: "
+                             f"{', '.join(convertible_families())}")
+    parser.add_argument("--format", required=True,
+                        help=f"one of the family's formats: {formats_by_family()}")
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--source", help="import: the source (a folder or checkpoint)")
     parser.add_argument("--output", help="export: where the converted checkpoint goes")
