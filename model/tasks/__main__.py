@@ -5,6 +5,7 @@ import argparse
 from typing import Optional, Sequence
 
 from model import tasks
+from model.tasks import discriminative
 
 
 def task_table() -> list[str]:
@@ -17,6 +18,14 @@ def task_table() -> list[str]:
         lines.append(f"| {name} | {splits} | {task.local_format.description} | "
                      f"{', '.join(task.metric_names)} | {size} | "
                      f"{task.lengths.inputs}/{task.lengths.targets} |")
+    return lines
+
+
+def head_task_table() -> list[str]:
+    lines = ["| task | head | choices |", "|---|---|---|"]
+    for name in discriminative.names_outside_task_registry():
+        view = discriminative.view(name)
+        lines.append(f"| {name} | {view.kind} | {view.num_classes} |")
     return lines
 
 
@@ -35,7 +44,10 @@ def mixture_table() -> list[str]:
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
     argparse.ArgumentParser(prog="python -m model.tasks", description=__doc__).parse_args(argv)
-    print("\n".join(["## Tasks", "", *task_table(), "", "## Mixtures", "", *mixture_table(), "",
+    print("\n".join(["## Tasks", "", *task_table(), "",
+                     "## Tasks of GPT-1's and BERT's heads only", "",
+                     "Read from their release files (--task_files TASK:SPLIT=PATH); no TFDS "
+                     "source.", "", *head_task_table(), "", "## Mixtures", "", *mixture_table(), "",
                      "Mixing: examples_proportional, temperature (T), equal; the size limit K is "
                      "2**21 unless --mixing_limit gives one; `all` halves both RTE tasks, as the "
                      "t5 library's `all` mixtures."]))

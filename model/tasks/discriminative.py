@@ -149,6 +149,12 @@ def names() -> list[str]:
     return list(VIEWS)
 
 
+def names_outside_task_registry() -> list[str]:
+    """The tasks only a view knows (Story Cloze, RACE): those whose views read their release
+    files themselves."""
+    return [v.task for v in _VIEWS if v._read is not None]
+
+
 def view(task_name: str) -> View:
     """The view of a task; a KeyError naming the tasks that have one otherwise."""
     try:

@@ -12,7 +12,7 @@ import dataclasses
 from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from model import tasks
-from model.tasks import Mixing, SequenceLengths, Task, mixtures
+from model.tasks import Mixing, SequenceLengths, Task, discriminative, mixtures
 from model.tasks.sources import parse_task_files, tfds_version
 
 
@@ -111,7 +111,10 @@ def select(task: Optional[str] = None, mixture: Optional[str] = None,
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tasks (finetune, eval, decode)")
-    group.add_argument("--task", help=f"one task: {', '.join(tasks.names())}")
+    group.add_argument("--task", help=f"one task: {', '.join(tasks.names())}; for GPT-1's and "
+                                      f"BERT's heads also "
+                                      f"{', '.join(discriminative.names_outside_task_registry())} "
+                                      "(from their release files, --task_files)")
     group.add_argument("--mixture", help=f"a mixture: {', '.join(tasks.mixture_names())}")
     group.add_argument("--mixing", default=Mixing.EXAMPLES_PROPORTIONAL.value,
                        choices=[m.value for m in Mixing], help="mixing strategy of a mixture")
