@@ -7,6 +7,7 @@ its training examples (100% on them), which proves preprocess, training, decodin
 scoring connect."""
 import json
 import pathlib
+import types
 
 import gin
 import numpy as np
@@ -161,7 +162,7 @@ def test_command_line_finetunes_and_reports_the_best(tmp_path, shared_data, data
     entry = json.loads((tmp_path / "eval" / "super_glue_cb" / "validation" / "scores.jsonl")
                        .read_text().splitlines()[0])
     assert entry["data"] == f"local files {directory / 'val.jsonl'} ({tasks.get('super_glue_cb').local_format.description})"
-    assert entry["decoding"] == {"beam_size": 1, "alpha": 0.6}
+    assert entry["decoding"] == {"beam_size": 1}
     assert report["super_glue_cb/validation"]["data"] == entry["data"]
     # eval scores only checkpoints not yet scored (none here) and reports the same best.
     assert train.main(["--mode", "eval"] + argv[2:]) == 0
@@ -352,7 +353,7 @@ def _record(model_dir: pathlib.Path, task: str, split: str, scores_by_step: dict
     directory.mkdir(parents=True, exist_ok=True)
     with (directory / evaluation.SCORES_NAME).open("a") as out:
         for step, scores in scores_by_step.items():
-            out.write(json.dumps({"step": step, "data": "hand-made", "decoding": {"beam_size": 1, "alpha": 0.6},
+            out.write(json.dumps({"step": step, "data": "hand-made", "decoding": {"beam_size": 1},
                                   **scores}) + "\n")
             (model_dir / f"model.ckpt-{step}.index").touch()
     return evaluation.EvalSet(tasks.get(task), split, ("x",), ("y",), (0,), "hand-made")
@@ -392,6 +393,26 @@ def test_one_best_step_per_task_over_all_its_splits(tmp_path):
     mnli = [best[f"glue_mnli/validation_{s}"]["scores"]["accuracy"] for s in ("matched", "mismatched")]
     assert np.mean(mnli) == pytest.approx(84.75)
     assert best["glue_rte/validation"]["data"] == "hand-made"
+
+
+def test_scores_record_alpha_with_beam_search_only(tmp_path):
+    """Greedy decoding has no length penalty: its scores record {"beam_size": 1}; beam
+    search's the beam size and alpha (scores.jsonl, and best.json from it)."""
+    (tmp_path / "model.ckpt-10.index").touch()
+    decodings = {"glue_rte": tasks.GREEDY, "cnn_dailymail": tasks.BEAM_SEARCH}
+    sets = [evaluation.EvalSet(tasks.get(task), "validation", ("x",), ("y",), (0,), "hand-made")
+            for task in decodings]
+
+    def score(checkpoint, eval_set_):
+        return evaluation.Scored(("y",), dict.fromkeys(eval_set_.task.metric_names, 50.0),
+                                 decodings[eval_set_.task.name])
+
+    best = evaluation.evaluate_checkpoints(types.SimpleNamespace(model_dir=str(tmp_path)), sets,
+                                           score)
+    assert best["glue_rte/validation"]["decoding"] == {"beam_size": 1}
+    assert best["cnn_dailymail/validation"]["decoding"] == {"beam_size": 4, "alpha": 0.6}
+    recorded = (tmp_path / evaluation.EVAL_DIR / "glue_rte" / "validation" / evaluation.SCORES_NAME)
+    assert json.loads(recorded.read_text())["decoding"] == {"beam_size": 1}
 
 
 # The paper's Table 14 baseline (validation): GLUE average 83.28.

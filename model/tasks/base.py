@@ -26,6 +26,15 @@ class Decoding:
         if self.beam_size < 1:
             raise ValueError(f"beam_size must be at least 1, got {self.beam_size}")
 
+    @property
+    def is_beam_search(self) -> bool:
+        return self.beam_size > 1
+
+    def settings(self) -> dict:
+        """What a score records of its decoding: the beam size, and alpha with beam search
+        only (greedy decoding has no length penalty)."""
+        return dataclasses.asdict(self) if self.is_beam_search else {"beam_size": self.beam_size}
+
 
 GREEDY = Decoding()
 # The decoding of the paper's final models for WMT and CNN/Daily Mail (Section 3.7): beam width

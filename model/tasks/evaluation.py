@@ -10,8 +10,8 @@ Beside the checkpoints, per task and split (`MODEL_DIR/eval/<task>/<split>/`):
   predictions-<step>.jsonl   {"inputs", "targets", "prediction"} per example, in input order
   scores.jsonl               {"step", "data", "decoding", <metric>: percent, ...} per evaluated
                              checkpoint ("data": which data and version was scored, "decoding":
-                             beam size and alpha; null for a head's answers, which are not
-                             decoded)
+                             {"beam_size": 1} for greedy decoding, with "alpha" for beam search;
+                             null for a head's answers, which are not decoded)
   events.out.tfevents.*      the same scores for TensorBoard (tag `<task>/<split>/<metric>`)
 and in `MODEL_DIR/eval/`:
   best.json        for each task and split, the step, checkpoint, scores, data and decoding of
@@ -221,7 +221,7 @@ def _write_scores(model_dir: str, eval_set_: EvalSet, step: int, scored: Scored)
         for inputs, targets, prediction in zip(eval_set_.inputs, eval_set_.targets, scored.predictions):
             out.write(json.dumps({"inputs": inputs, "targets": targets, "prediction": prediction},
                                  ensure_ascii=False) + "\n")
-    decoding = dataclasses.asdict(scored.decoding) if scored.decoding else None
+    decoding = scored.decoding.settings() if scored.decoding else None
     with (directory / SCORES_NAME).open("a") as out:
         out.write(json.dumps({"step": step, "data": eval_set_.data, "decoding": decoding,
                               **scored.scores}) + "\n")

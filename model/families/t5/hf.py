@@ -107,11 +107,10 @@ def load_checkpoint(config: ModelConfig, vocab_size: int, checkpoint: str):
 def generation_config(decode_length: int, decoding: tasks.Decoding):
     """The GenerationConfig that decodes as our evaluation (see the module's docstring)."""
     from transformers import GenerationConfig
-    beam = decoding.beam_size > 1
     return GenerationConfig(
         decoder_start_token_id=PAD_ID, pad_token_id=PAD_ID, eos_token_id=EOS_ID, do_sample=False,
         max_length=decode_length + 1, num_beams=decoding.beam_size,
-        length_penalty=decoding.alpha if beam else 1.0)
+        length_penalty=decoding.alpha if decoding.is_beam_search else 1.0)
 
 
 def export(run: runs.Run, export_dir: str, checkpoint: str = "",
