@@ -1,14 +1,76 @@
-"""`python -m model.train` as a user runs it: progress and results, no library noise; the
-operative gin config holds every parameter the built model used."""
+"""The command lines as a user runs them: `python -m model.train`'s progress and results, no
+library noise; the operative gin config holds every parameter the built model used. Every
+command line's --help names it as it is run, prints nothing else, and lists what the registries
+offer (tasks, families and their checkpoint formats)."""
+import functools
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
+
+import pytest
 
 from tests.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
+COMMAND_LINES = ("model.train", "model.train_vocab", "model.wordpiece", "model.convert",
+                 "model.tasks", "pipelines.c4", "deploy.dataflow", "deploy.tpu", "deploy.rehearse")
+
+
+@functools.lru_cache(maxsize=None)
+def help_of(module: str) -> subprocess.CompletedProcess:
+    """`python -m MODULE --help`, run once for all the tests that read it."""
+    return subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+
+
+def help_text(module: str) -> str:
+    """The --help text with argparse's line wrapping undone."""
+    return " ".join(help_of(module).stdout.split())
+
+
+@pytest.mark.parametrize("module", COMMAND_LINES)
+def test_help_names_the_command_and_prints_nothing_else(module):
+    result = help_of(module)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""  # no TensorFlow start-up lines, absl logs or pkg_resources warning
+    assert result.stdout.startswith(f"usage: python -m {module} ")
+
+
+def test_convert_help_lists_every_family_and_format_of_the_registry():
+    from model import convert, families
+    text = help_text("model.convert")
+    for package in convert.convertible_families():
+        assert f"{package}: " in text
+    for family in families.REGISTRY.families:
+        for name, chosen in family.checkpoint_formats().items():
+            assert f"{name} ({', '.join(chosen.directions)})" in text
+    assert "segabert: pytorch (import)" in text
+
+
+def every_task() -> list:
+    """The task registry's tasks and those only a head's view knows (Story Cloze, RACE)."""
+    from model import tasks
+    from model.tasks import discriminative
+    found = tasks.names() + discriminative.names_outside_task_registry()
+    assert set(discriminative.names()) <= set(found)
+    return found
+
+
+def test_train_help_lists_every_task():
+    task_help = help_text("model.train").split("--task TASK ")[-1].split("--mixture MIXTURE")[0]
+    assert "story_cloze" in every_task()
+    assert set(every_task()) <= set(re.findall(r"\w+", task_help))
+
+
+def test_task_tables_list_every_task(capsys):
+    from model.tasks.__main__ import main
+    main([])
+    printed = capsys.readouterr().out
+    for name in every_task():
+        assert f"| {name} |" in printed, name
 
 
 def test_pretrain_prints_progress_and_result_only(shared_data, tmp_path):
