@@ -19,7 +19,7 @@ from model import tasks, train
 from model.families.t5 import finetune
 from model.tasks import evaluation
 from model.tasks import selection as task_selection
-from model.trainer import finetune_methods
+from model.trainer import checkpoint_state, finetune_methods
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig
 from tests.test_train import configure, synthetic_examples
@@ -84,7 +84,7 @@ def test_every_checkpoint_is_scored_and_the_best_is_kept(finetuned, shared_data)
     assert scored[step] == best["super_glue_cb/validation"]["scores"]
     assert evaluation.selection_score(scored[step]) == max(map(evaluation.selection_score, scored.values()))
     # The best and the newest (keep_checkpoint_max = 1) survive; the checkpoint state lists them.
-    assert set(evaluation.checkpoint_steps(run.model_dir)) == {step, 100}
+    assert set(checkpoint_state.checkpoint_steps(run.model_dir)) == {step, 100}
     assert tf.train.latest_checkpoint(run.model_dir).endswith("model.ckpt-100")
     assert "/" not in (model_dir / "checkpoint").read_text()  # relative paths, as the saver's
     assert json.loads((model_dir / "eval" / "best.json").read_text()) == best

@@ -28,7 +28,6 @@ import dataclasses
 import json
 import os
 import pathlib
-import re
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
@@ -38,14 +37,13 @@ import tensorflow.compat.v1 as tf
 from model import tasks
 from model.tasks import Decoding, Task, discriminative, metrics
 from model.tasks.selection import TaskData
-from model.trainer import runs
+from model.trainer import checkpoint_state, runs
 from model.trainer.decoding import DecodingConfig
 
 EVAL_DIR = "eval"
 BEST_NAME = "best.json"
 BENCHMARKS_NAME = "benchmarks.json"
 SCORES_NAME = "scores.jsonl"
-_CHECKPOINT_STEP = re.compile(r"model\.ckpt-(\d+)$")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -122,23 +120,11 @@ def data_description(task: str, split: str, files: Mapping[Tuple[str, str], Tupl
     return f"local files {', '.join(files.get((task, split), ()))}"
 
 
-def checkpoint_steps(model_dir: str) -> Dict[int, str]:
-    """{global step: checkpoint path} of the checkpoints in the model directory (all of them:
-    a fine-tuning run keeps every checkpoint, which the checkpoint state file does not list)."""
-    found = {}
-    for index in tf.io.gfile.glob(f"{model_dir}/model.ckpt-*.index"):
-        path = index[:-len(".index")]
-        match = _CHECKPOINT_STEP.search(path)
-        if match:
-            found[int(match.group(1))] = path
-    return dict(sorted(found.items()))
-
-
 def trained_steps(run: runs.Run) -> List[int]:
     """The steps of the checkpoints this run trained: after its first step (the warm-start
     checkpoint's, or 0), whose checkpoint holds the weights it started from."""
     first = runs.first_step(run)
-    return [step for step in checkpoint_steps(run.model_dir) if step > first]
+    return [step for step in checkpoint_state.checkpoint_steps(run.model_dir) if step > first]
 
 
 def decode_texts(run: runs.Run, checkpoint: str, texts: Sequence[str], decoding: Decoding) -> List[str]:
@@ -281,7 +267,7 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: Sco
     """Scores (`score`) every checkpoint of the model directory (or those of `steps`) not yet
     evaluated on each eval set; writes the records above; returns the best and writes it with
     the benchmark averages (also printed)."""
-    available = checkpoint_steps(run.model_dir)
+    available = checkpoint_state.checkpoint_steps(run.model_dir)
     if not available:
         raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
     for step, checkpoint in available.items():
@@ -321,7 +307,7 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
             raise ValueError("finetune needs a training function")
         train(dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
                                                                          keep_checkpoint_max=0)))
-    if not checkpoint_steps(run.model_dir):
+    if not checkpoint_state.checkpoint_steps(run.model_dir):
         raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
     candidates = trained_steps(run)
     if not candidates:
@@ -334,7 +320,8 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
                 for s in eval_sets}
     best = evaluate_checkpoints(run, eval_sets, score, steps=candidates)
     if mode == "finetune":
-        newest = sorted(checkpoint_steps(run.model_dir))[-run.train_config.keep_checkpoint_max:]
+        newest = sorted(checkpoint_state.checkpoint_steps(run.model_dir)
+                        )[-run.train_config.keep_checkpoint_max:]
         keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
     return best
 
@@ -342,17 +329,14 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
 def keep_only(model_dir: str, steps: Iterable[int]) -> List[int]:
     """Deletes the checkpoints of other steps and lists the kept ones in the checkpoint state
     (the newest stays the latest). Returns the kept steps."""
-    available = checkpoint_steps(model_dir)
+    available = checkpoint_state.checkpoint_steps(model_dir)
     kept = sorted(set(steps) & set(available))
     for step, path in available.items():
         if step not in kept:
             for name in tf.io.gfile.glob(path + ".*"):
                 tf.io.gfile.remove(name)
     if kept:
-        # Relative to the model directory, as the trainer's saver writes them (the directory can move).
-        tf.train.update_checkpoint_state(
-            model_dir, pathlib.Path(available[kept[-1]]).name,
-            all_model_checkpoint_paths=[pathlib.Path(available[s]).name for s in kept])
+        checkpoint_state.write_state(model_dir, [available[step] for step in kept])
     return kept
 
 

@@ -193,7 +193,10 @@ def write_checkpoint(conv: Conversion, config: ModelConfig, vocab_size: int,
                                                  variable.dtype.base_dtype.as_numpy_dtype),
                                       session)
                 tf.train.get_global_step().load(step, session)
-            saver = tf.train.Saver(tf.global_variables() if continues else trainable)
+            # The checkpoint state names it within model_dir, as the trainer's saver does (else
+            # an absolute model_dir is written into it): the folder can move.
+            saver = tf.train.Saver(tf.global_variables() if continues else trainable,
+                                   save_relative_paths=True)
             return saver.save(session, str(pathlib.Path(model_dir) / CHECKPOINT_NAME),
                               global_step=step)
 
