@@ -41,9 +41,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--output_file", help="decode: where the decodes go (default stdout)")
     parser.add_argument("--export_dir", help="export: where the Hugging Face model goes")
     parser.add_argument("--checkpoint", default="",
-                        help="export: the checkpoint, a path or a name in --model_dir "
-                             "(model.ckpt-360), or 'best' (eval/best.json's; with --task for "
-                             "one task's); default the newest")
+                        help="export, and eval and decode without --task: the checkpoint, a "
+                             "path or a name in --model_dir (model.ckpt-360), or 'best' "
+                             "(eval/best.json's; with --task for one task's); default the newest")
     selection.add_arguments(parser)
     add_verbosity_flag(parser)
     args = parser.parse_args(argv)
@@ -71,13 +71,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             step = runs.train(run, run.training_examples(), run.vocabulary.vocab_size)
             print(json.dumps({"step": step}))
         elif args.mode == "eval":
+            checkpoint = evaluation.resolve_checkpoint(args.model_dir, args.checkpoint)
             print(json.dumps(runs.evaluate(run, run.validation_examples,
-                                           run.vocabulary.vocab_size)))
+                                           run.vocabulary.vocab_size, checkpoint)))
         else:
             if not args.input_file:
                 raise ValueError("--mode decode needs --input_file")
             texts = pathlib.Path(args.input_file).read_text().splitlines()
-            decodes = runs.decode(run, texts, run.data_config.inputs_length)
+            checkpoint = evaluation.resolve_checkpoint(args.model_dir, args.checkpoint)
+            decodes = runs.decode(run, texts, run.data_config.inputs_length, checkpoint)
             out = "\n".join(decodes) + "\n"
             if args.output_file:
                 pathlib.Path(args.output_file).write_text(out)

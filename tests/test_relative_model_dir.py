@@ -1,14 +1,20 @@
 """A model directory given as a relative path (issue 25): its checkpoint state names the
 checkpoints within the directory, so every later command on the run finds them, from any
-working directory."""
+working directory; a state that names a missing checkpoint says which, and how to choose one
+that is there."""
 import pathlib
 import re
+import types
 
 import pytest
 import tensorflow.compat.v1 as tf
 
+from model import train
 from model.tasks import evaluation
-from model.trainer import checkpoint_state
+from model.trainer import checkpoint_state, runs
+from tests.in_process import command, printed_json
+from tests.test_journeys import TASKS, THREADS, hf_config, task_files, tiny_run
+from tests.trained_vocab import trained_vocabulary
 
 
 def fake_checkpoints(model_dir: pathlib.Path, *steps: int) -> None:
@@ -43,3 +49,69 @@ def test_an_import_into_an_absolute_folder_names_its_checkpoint_within_it(tmp_pa
     tiny_bert().save_pretrained(tmp_path / "bert")
     assert import_folder("bert", tmp_path / "bert", tmp_path / "ours") == 0
     assert state_names(tmp_path / "ours") == ["model.ckpt-0", "model.ckpt-0"]
+
+
+# What resolves a run's newest checkpoint: --checkpoint's default (export, eval, decode), and
+# the trainer's decode and validation when given none.
+NEWEST = {
+    "resolve_checkpoint": lambda model_dir: evaluation.resolve_checkpoint(model_dir, ""),
+    "decode": lambda model_dir: runs.decode(types.SimpleNamespace(model_dir=model_dir), ["x"], 8),
+    "evaluate": lambda model_dir: runs.evaluate(types.SimpleNamespace(model_dir=model_dir),
+                                                None, 0),
+}
+
+
+@pytest.mark.parametrize("newest", NEWEST.values(), ids=NEWEST.keys())
+def test_a_state_naming_a_missing_checkpoint_says_which_and_what_to_choose(tmp_path, newest):
+    model_dir = tmp_path / "run"
+    fake_checkpoints(model_dir, 4, 6)
+    # As keep_only wrote it for `--model_dir runs/t5_rte` before the checkpoints were named
+    # within the directory.
+    (model_dir / "checkpoint").write_text('model_checkpoint_path: "../../model.ckpt-8"\n')
+    with pytest.raises(FileNotFoundError) as raised:
+        newest(str(model_dir))
+    message = str(raised.value)
+    assert f"{model_dir}/../../model.ckpt-8.index" in message
+    assert "model.ckpt-4, model.ckpt-6" in message
+    assert "--checkpoint model.ckpt-6" in message and "--checkpoint best" in message
+    # The checkpoint it suggests is one --checkpoint resolves.
+    assert evaluation.resolve_checkpoint(str(model_dir), "model.ckpt-6") == f"{model_dir}/model.ckpt-6"
+
+
+def test_checkpoints_without_a_state_are_listed(tmp_path):
+    fake_checkpoints(tmp_path, 4)
+    with pytest.raises(FileNotFoundError, match=r"no checkpoint file .*--checkpoint model\.ckpt-4"):
+        checkpoint_state.newest_checkpoint(str(tmp_path))
+
+
+def test_a_missing_checkpoint_in_an_empty_folder_is_named(tmp_path):
+    (tmp_path / "checkpoint").write_text('model_checkpoint_path: "model.ckpt-8"\n')
+    with pytest.raises(FileNotFoundError, match=r"model\.ckpt-8.index\).* holds no checkpoint"):
+        checkpoint_state.newest_checkpoint(str(tmp_path))
+    assert checkpoint_state.newest_checkpoint(str(tmp_path / "nothing")) is None
+
+
+def test_a_t5_run_in_a_relative_folder_decodes_and_exports_its_newest(shared_data, tmp_path,
+                                                                     monkeypatch):
+    """`--mode finetune --task glue_rte --model_dir runs/t5_rte`, then the commands on the run
+    that take its newest checkpoint: decode and export (without --checkpoint best)."""
+    pytest.importorskip("transformers")
+    vocabulary = trained_vocabulary(shared_data).path
+    monkeypatch.chdir(tmp_path)
+    rte = shared_data / TASKS / "glue_rte"
+    printed_json(command(train.main, [
+        "--mode", "finetune", "--task", "glue_rte", "--model_dir", "runs/t5_rte",
+        "--gin_file", "sizes/tiny.gin", "--gin_file", "architectures/encoder_decoder.gin",
+        *task_files("glue_rte", train=rte / "train.tsv", validation=rte / "dev.tsv")],
+        [f"DataConfig.vocabulary = '{vocabulary}'"] + tiny_run(2, 2048)))
+    assert state_names(tmp_path / "runs" / "t5_rte")[0] == "model.ckpt-2"
+
+    pathlib.Path("inputs.txt").write_text("rte sentence1: A cat sat. sentence2: A cat sat.\n")
+    command(train.main, ["--mode", "decode", "--model_dir", "runs/t5_rte", "--input_file",
+                         "inputs.txt", "--output_file", "decodes.txt"], THREADS)
+    assert len(pathlib.Path("decodes.txt").read_text().splitlines()) == 1
+
+    exported = printed_json(command(train.main, [
+        "--mode", "export", "--model_dir", "runs/t5_rte", "--export_dir", "hf/t5_rte"], THREADS))
+    assert exported["checkpoint"] == "runs/t5_rte/model.ckpt-2"
+    assert hf_config(tmp_path / "hf" / "t5_rte")["d_model"] == 32

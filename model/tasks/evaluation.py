@@ -345,7 +345,7 @@ def resolve_checkpoint(model_dir: str, name: str, task: Optional[str] = None) ->
     `model_dir`/eval/best.json names (for `task` where it names several); a path, or a name as
     best.json and the progress lines print it (`model.ckpt-360`) relative to `model_dir`."""
     if not name:
-        newest = tf.train.latest_checkpoint(model_dir)
+        newest = checkpoint_state.newest_checkpoint(model_dir)
         if not newest:
             raise FileNotFoundError(f"no checkpoint in {model_dir}")
         return newest

@@ -6,8 +6,9 @@ after its folder moves.
 """
 from __future__ import annotations
 
+import posixpath
 import re
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence
 
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
@@ -37,3 +38,33 @@ def write_state(model_dir: str, paths: Sequence[str]) -> None:
     # they are from here, stores the names within the directory in every case.
     tf2.__internal__.train.update_checkpoint_state(
         model_dir, paths[-1], all_model_checkpoint_paths=list(paths), save_relative_paths=True)
+
+
+def _missing_newest(model_dir: str, named: Optional[str], held: Sequence[str]) -> str:
+    """What is wrong with a checkpoint state that names a checkpoint which is not there
+    (`named`; None: there is no state), and how to choose one of those `held` instead."""
+    state = posixpath.join(model_dir, STATE_NAME)
+    problem = (f"{state} names {named} as the newest checkpoint, which is missing (no "
+               f"{named}.index)" if named
+               else f"{model_dir} has no {STATE_NAME} file naming its newest checkpoint")
+    if not held:
+        return f"{problem}; {model_dir} holds no checkpoint (model.ckpt-N.index)"
+    names = [posixpath.basename(path) for path in held]
+    return (f"{problem}; {model_dir} holds {', '.join(names)}: choose one with --checkpoint "
+            f"{names[-1]} (a name in the model directory), or --checkpoint best (the best "
+            "checkpoint of eval/best.json)")
+
+
+def newest_checkpoint(model_dir: str) -> Optional[str]:
+    """The path of the newest checkpoint of `model_dir`, as its checkpoint state names it; None
+    when the directory holds no checkpoint. A state that names a checkpoint which is not there,
+    or checkpoints without a state, is an error saying which is missing and what is there
+    (tf.train.latest_checkpoint would answer None, as for an empty directory)."""
+    state = tf.train.get_checkpoint_state(model_dir)
+    named = state.model_checkpoint_path if state else None
+    if named and tf.io.gfile.exists(named + ".index"):
+        return named
+    held = list(checkpoint_steps(model_dir).values())
+    if not named and not held:
+        return None
+    raise FileNotFoundError(_missing_newest(model_dir, named, held))

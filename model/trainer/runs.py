@@ -20,7 +20,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
 
 from model.data import input_position
 from model.data.vocabulary import EOS_ID, Vocabulary
-from model.trainer import hooks, warm_start
+from model.trainer import checkpoint_state, hooks, warm_start
 from model.trainer.decoding import strip_after_eos
 from model.trainer.finetune_methods import FineTuningMethod
 from model.trainer.gin_files import gin_path
@@ -253,19 +253,22 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
     return checkpoint_step(run.model_dir)
 
 
-def evaluate(run: Run, examples: Examples, vocab_size: int) -> Dict[str, float]:
-    """Validation loss and token accuracy of the newest checkpoint (also in TensorBoard)."""
-    if not tf.train.latest_checkpoint(run.model_dir):
+def evaluate(run: Run, examples: Examples, vocab_size: int,
+             checkpoint: Optional[str] = None) -> Dict[str, float]:
+    """Validation loss and token accuracy of one checkpoint (None: the newest; also in
+    TensorBoard)."""
+    checkpoint = checkpoint or checkpoint_state.newest_checkpoint(run.model_dir)
+    if not checkpoint:
         raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
     batch_size = min(run.train_config.eval_batch_size, max(1, run.train_config.tokens_per_batch
                                                             // feature_length(examples())))
     estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
                                run.train_config, run.model_dir, vocab_size, batch_size,
                                run.precision)
-    progress(f"evaluating {tf.train.latest_checkpoint(run.model_dir)}")
+    progress(f"evaluating {checkpoint}")
     results = estimator.evaluate(
         lambda params: examples().batch(params["batch_size"], drop_remainder=True),
-        steps=run.train_config.eval_steps, name="validation")
+        steps=run.train_config.eval_steps, checkpoint_path=checkpoint, name="validation")
     if "token_loss" in results:
         metrics = {"loss": float(results["token_loss"]),
                    "token_accuracy": float(results["token_accuracy"])}
@@ -305,7 +308,8 @@ def predict(run: Run, features: Dict[str, np.ndarray], checkpoint: Optional[str]
 def decode(run: Run, texts: Sequence[str], inputs_length: int, checkpoint: Optional[str] = None,
            beam_size: int = 1, alpha: float = 0.6) -> List[str]:
     """Decodes of `texts` by one checkpoint (None: the newest), greedy or by beam search."""
-    if checkpoint is None and not tf.train.latest_checkpoint(run.model_dir):
+    checkpoint = checkpoint or checkpoint_state.newest_checkpoint(run.model_dir)
+    if not checkpoint:
         raise FileNotFoundError(f"no checkpoint to decode with in {run.model_dir}")
     if not texts:
         return []
