@@ -1,7 +1,7 @@
 """A model directory given as a relative path (issue 25): its checkpoint state names the
 checkpoints within the directory, so every later command on the run finds them, from any
 working directory; a state that names a missing checkpoint says which, and how to choose one
-that is there."""
+that is there; a checkpoint's name is the model directory's before the working directory's."""
 import pathlib
 import re
 import types
@@ -89,6 +89,13 @@ def test_a_missing_checkpoint_in_an_empty_folder_is_named(tmp_path):
     with pytest.raises(FileNotFoundError, match=r"model\.ckpt-8.index\).* holds no checkpoint"):
         checkpoint_state.newest_checkpoint(str(tmp_path))
     assert checkpoint_state.newest_checkpoint(str(tmp_path / "nothing")) is None
+
+
+def test_a_name_is_the_model_directorys_before_the_working_directorys(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake_checkpoints(tmp_path, 8)  # the working directory is another run's
+    fake_checkpoints(tmp_path / "runs" / "t5_rte", 8)
+    assert evaluation.resolve_checkpoint("runs/t5_rte", "model.ckpt-8") == "runs/t5_rte/model.ckpt-8"
 
 
 def test_a_t5_run_in_a_relative_folder_decodes_and_exports_its_newest(shared_data, tmp_path,

@@ -361,7 +361,9 @@ def resolve_checkpoint(model_dir: str, name: str, task: Optional[str] = None) ->
             raise ValueError(f"--checkpoint best: {best_file} names {sorted(named) or 'none'}"
                              + (f" for {task}" if task else "; choose one with --task"))
         name = named.pop()
-    for candidate in (name, os.path.join(model_dir, name)):
+    # The model directory's name first: a same-named checkpoint in the working directory is
+    # another run's.
+    for candidate in (os.path.join(model_dir, name), name):
         if tf.io.gfile.exists(candidate + ".index"):
             return candidate
     raise FileNotFoundError(f"--checkpoint {name}: no checkpoint {name} (nor in {model_dir})")
