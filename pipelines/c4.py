@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -148,9 +148,13 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--cleaning", default="public_c4", choices=sorted(CLEANING_SETTINGS),
                          help="cleaning thresholds: public_c4 = 5 words per line and 3 sentences "
                               "per page; paper_text = 3 words per line and 5 sentences per page")
-    options.add_argument("--train_shards", type=int, default=8, help="output files for train")
+    options.add_argument("--train_shards", type=int, default=8,
+                         help="at most this many output files for train: pages go to this many "
+                              "buckets by URL hash and each bucket that holds pages is a file "
+                              "(a split with no page: one empty file)")
     options.add_argument("--validation_shards", type=int, default=1,
-                         help="output files for validation")
+                         help="at most this many output files for validation (as "
+                              "--train_shards)")
     options.add_argument("--validation_fraction", type=float, default=DEFAULT_VALIDATION_FRACTION,
                          help="share of pages (by URL hash) in the validation split")
     options.add_argument("--cc_base_url", default=common_crawl.BASE_URL,
@@ -204,7 +208,7 @@ def _split_index(page, partitions: int, splits: Sequence[str], validation_fracti
 
 
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                   paths: Sequence[str], output_dir: str, shards: dict,
+                   paths: Sequence[str], output_dir: str, max_shards: Dict[str, int],
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> None:
     pages = variant_pages(pipeline, config, resources, paths)
     languages = config.language.languages
@@ -215,11 +219,11 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
                 lambda page, lang: page.language == lang, language)
         else:
             pages_of_language = pages
-        splits = list(shards)
+        splits = list(max_shards)
         parts = pages_of_language | f"Split_{language}" >> beam.Partition(
             _split_index, len(splits) + 1, splits, validation_fraction)
         for split, part in zip(splits, parts):
-            part | f"Write_{language}_{split}" >> WriteShards(directory, split, shards[split])
+            part | f"Write_{language}_{split}" >> WriteShards(directory, split, max_shards[split])
 
 
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
@@ -231,8 +235,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         if args.max_files is not None and args.max_files < 1:
             raise ValueError("--max_files must be >= 1")
         split_of("", args.validation_fraction)  # Rejects a fraction outside [0, 1] early.
-        shards = {"train": args.train_shards, "validation": args.validation_shards}
-        if min(shards.values()) < 1:
+        max_shards = {"train": args.train_shards, "validation": args.validation_shards}
+        if min(max_shards.values()) < 1:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
         inputs = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
                                 for dump in common_crawl.default_dumps(config.domain_filter)]
@@ -252,14 +256,14 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     options = PipelineOptions(beam_args)
     pipeline = beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
                              options=options)
-    build_pipeline(pipeline, config, resources, paths, args.output, shards,
+    build_pipeline(pipeline, config, resources, paths, args.output, max_shards,
                    args.validation_fraction)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.collect_counters(result)
     stats_path = stats.write_stats(counters, config.name, args.output)
     provenance.write_run_config(provenance.run_config(
-        config, paths, args.validation_fraction, shards, resources.list_sha256), args.output)
+        config, paths, args.validation_fraction, max_shards, resources.list_sha256), args.output)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
                         f"{len(paths):,} WET files", args.output)
     print(stats.format_table(counters))

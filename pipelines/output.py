@@ -5,6 +5,11 @@ could differ. Here a page's shard is a hash of its URL, a shard's lines are sort
 gzip writes no time stamp, so the files are byte-identical on any runner and any bundling.
 A retried shard rewrites the same bytes.
 
+The URL hash puts each page in one of `max_shards` buckets; only the buckets that hold pages
+become files, numbered in bucket order, so a small split (a few pages of realnewslike) writes
+as many files as it fills, never an empty one beside them. Which buckets hold pages depends on
+the pages alone, so the number of files does too. A split with no page writes one empty file.
+
 A shard is written in one pass over its pages with memory bounded by a budget, not by the
 shard's size (a shard of C4 en from a whole dump is hundreds of MB): lines are sorted in memory
 up to the budget, beyond it sorted runs go to temporary files and are merged while the gzip
@@ -18,7 +23,7 @@ import io
 import json
 import pickle
 import tempfile
-from typing import BinaryIO, Iterable, Iterator, List, Optional, Tuple
+from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -40,6 +45,22 @@ SortEntry = Tuple[str, str, str, bytes]
 
 def shard_name(split: str, index: int, num_shards: int) -> str:
     return f"{split}-{index:05d}-of-{num_shards:05d}.jsonl.gz"
+
+
+def bucket_of(page: Page, num_buckets: int) -> int:
+    return hash64(page.normalized_url) % num_buckets
+
+
+def shard_numbering(bucket: int, occupied: Sequence[int]) -> Optional[Tuple[int, int]]:
+    """(index, number of shards) of the file of hash bucket `bucket`, or None for a bucket that
+    gets no file. `occupied`: the buckets that hold pages, sorted; they are shards 0, 1, ... in
+    that order. A split with no page is one empty shard, bucket 0's, so that it still has a file
+    (a reader of the split finds it empty rather than missing)."""
+    if not occupied:
+        return (0, 1) if bucket == 0 else None
+    if bucket not in occupied:
+        return None
+    return occupied.index(bucket), len(occupied)
 
 
 def encode_line(page: Page) -> bytes:
@@ -123,15 +144,18 @@ def encode_shard(pages: Iterable[Page]) -> bytes:
 
 class _WriteShardFn(beam.DoFn):
 
-    def __init__(self, directory: str, split: str, num_shards: int, sort_budget_bytes: int):
+    def __init__(self, directory: str, split: str, sort_budget_bytes: int):
         self._directory = directory
         self._split = split
-        self._num_shards = num_shards
         self._sort_budget_bytes = sort_budget_bytes
 
-    def process(self, keyed):
-        index, pages = keyed
-        path = FileSystems.join(self._directory, shard_name(self._split, index, self._num_shards))
+    def process(self, keyed, occupied):
+        bucket, pages = keyed
+        numbering = shard_numbering(bucket, occupied)
+        if numbering is None:
+            return
+        index, num_shards = numbering
+        path = FileSystems.join(self._directory, shard_name(self._split, index, num_shards))
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
             # The grouped pages are streamed, never listed: a runner that pages its shuffle
             # (Dataflow) keeps the worker's memory within the sort budget.
@@ -144,32 +168,39 @@ class _WriteShardFn(beam.DoFn):
 
 
 class WriteShards(beam.PTransform):
-    """Pages of one split -> `num_shards` files in `directory` (empty shards are written too).
+    """Pages of one split -> at most `max_shards` files in `directory`: one per URL-hash bucket
+    that holds pages (shard_numbering), or one empty file for a split with no page.
 
     `sort_budget_bytes`: the lines and keys a shard's writer holds in memory before it spills
     sorted runs to local temporary files; the output is the same whatever the budget.
     """
 
-    def __init__(self, directory: str, split: str, num_shards: int,
+    def __init__(self, directory: str, split: str, max_shards: int,
                  sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES):
         super().__init__()
-        if num_shards < 1:
+        if max_shards < 1:
             raise ValueError("the number of shards must be >= 1")
         if sort_budget_bytes < 1:
             raise ValueError("the sort budget must be >= 1 byte")
         self._directory = directory
         self._split = split
-        self._num_shards = num_shards
+        self._max_shards = max_shards
         self._sort_budget_bytes = sort_budget_bytes
 
     def expand(self, pages):
-        num_shards = self._num_shards
-        every_shard = (pages.pipeline
-                       | "AllShards" >> beam.Create([(i, None) for i in range(num_shards)]))
-        keyed = pages | "ShardByUrl" >> beam.Map(
-            lambda page: (hash64(page.normalized_url) % num_shards, page))
-        return ((keyed, every_shard)
+        max_shards = self._max_shards
+        keyed = pages | "BucketByUrl" >> beam.Map(lambda page: (bucket_of(page, max_shards), page))
+        # At most max_shards numbers: a side input every writer can hold.
+        occupied = (keyed
+                    | "Buckets" >> beam.Keys()
+                    | "DistinctBuckets" >> beam.Distinct()
+                    | "ListBuckets" >> beam.combiners.ToList()
+                    | "SortBuckets" >> beam.Map(sorted))
+        # Bucket 0 always has a group, so that a split with no page still writes its empty file.
+        first_bucket = pages.pipeline | "FirstBucket" >> beam.Create([(0, None)])
+        return ((keyed, first_bucket)
                 | "Merge" >> beam.Flatten()
                 | "GroupShards" >> beam.GroupByKey()
-                | "WriteShard" >> beam.ParDo(_WriteShardFn(
-                    self._directory, self._split, num_shards, self._sort_budget_bytes)))
+                | "WriteShard" >> beam.ParDo(
+                    _WriteShardFn(self._directory, self._split, self._sort_budget_bytes),
+                    occupied=beam.pvalue.AsSingleton(occupied)))

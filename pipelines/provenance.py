@@ -35,7 +35,7 @@ def _json_default(value: Any):
 
 
 def run_config(config: VariantConfig, paths: Sequence[str], validation_fraction: float,
-               shards: Mapping[str, int], list_sha256: Mapping[str, str]) -> Dict[str, Any]:
+               max_shards: Mapping[str, int], list_sha256: Mapping[str, str]) -> Dict[str, Any]:
     versions = {}
     for package in _VERSIONED_PACKAGES:
         try:
@@ -46,7 +46,8 @@ def run_config(config: VariantConfig, paths: Sequence[str], validation_fraction:
         "variant": config.name,
         "config": dataclasses.asdict(config),
         "validation_fraction": validation_fraction,
-        "shards": dict(shards),
+        # The files of a split are the buckets that got pages, at most these (output.py).
+        "max_shards": dict(max_shards),
         "inputs": {"files": len(paths), "first": paths[0] if paths else None,
                    "last": paths[-1] if paths else None, "sha256": input_digest(paths)},
         "lists_sha256": dict(sorted(list_sha256.items())),

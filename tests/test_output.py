@@ -15,8 +15,8 @@ import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.output import (ShardWritten, WriteShards, encode_line, encode_shard, shard_name,
-                              write_shard)
+from pipelines.output import (ShardWritten, WriteShards, bucket_of, encode_line, encode_shard,
+                              shard_name, shard_numbering, write_shard)
 from pipelines.page import Page
 from text.hashing import hash64
 
@@ -149,10 +149,36 @@ def test_write_shards_pipeline_output_does_not_depend_on_the_budget(tmp_path):
                                    if hash64(page.normalized_url) % num_shards == index)
         assert (tmp_path / "memory" / name).read_bytes() == expected
         assert (tmp_path / "spilled" / name).read_bytes() == expected
+    # A split with no page: one empty file, whatever the number of shards asked for.
     assert sorted(path.name for path in (tmp_path / "empty").iterdir()) == [
-        shard_name("validation", 0, 2), shard_name("validation", 1, 2)]
-    for path in (tmp_path / "empty").iterdir():
-        assert path.read_bytes() == reference_shard([])
+        shard_name("validation", 0, 1)]
+    assert (tmp_path / "empty" / shard_name("validation", 0, 1)).read_bytes() == reference_shard([])
+
+
+def test_the_buckets_that_hold_pages_are_the_shards_in_bucket_order():
+    assert shard_numbering(5, [2, 5, 9]) == (1, 3)
+    assert shard_numbering(9, [2, 5, 9]) == (2, 3)
+    assert shard_numbering(3, [2, 5, 9]) is None
+    assert shard_numbering(0, []) == (0, 1)  # A split with no page: one empty shard.
+    assert shard_numbering(1, []) is None
+
+
+def test_a_small_split_writes_a_file_per_bucket_it_fills_and_no_empty_one(tmp_path):
+    max_shards = 64
+    pages = PAGES[:5]
+    buckets = sorted({bucket_of(page, max_shards) for page in pages})
+    assert len(buckets) < max_shards
+    with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
+        _ = (pipeline | "Pages" >> beam.Create(pages)
+             | "Write" >> WriteShards(str(tmp_path / "given"), "train", max_shards))
+        _ = (pipeline | "Reversed" >> beam.Create(pages[::-1])
+             | "WriteReversed" >> WriteShards(str(tmp_path / "reversed"), "train", max_shards))
+    names = [shard_name("train", index, len(buckets)) for index in range(len(buckets))]
+    for folder in ("given", "reversed"):
+        assert sorted(path.name for path in (tmp_path / folder).iterdir()) == names
+        for name, bucket in zip(names, buckets):
+            assert (tmp_path / folder / name).read_bytes() == reference_shard(
+                page for page in pages if bucket_of(page, max_shards) == bucket)
 
 
 def test_the_sort_budget_must_be_positive():

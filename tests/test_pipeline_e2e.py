@@ -185,8 +185,18 @@ def test_linededup_leaves_no_repeated_line(shared_data, tmp_path):
     assert stats["dedup"]["spans.dropped:duplicate"] > 0
 
 
+def shard_pages(directory: pathlib.Path, split: str) -> dict:
+    """Each shard file of a split -> its number of pages."""
+    counts = {}
+    for path in sorted(directory.glob(f"{split}-*-of-*.jsonl.gz")):
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            counts[path.name] = sum(1 for _ in lines)
+    return counts
+
+
 def test_realnewslike_keeps_only_news_domains(shared_data, tmp_path):
-    stats = run_variant(shared_data, tmp_path, "realnewslike")
+    stats = run_variant(shared_data, tmp_path, "realnewslike", extra=["--train_shards", "8",
+                                                                     "--validation_shards", "8"])
     path = shared_data / "realnews/domain_to_allowed_subdomains.json"
     allowed = parse_realnews_domains(path.read_bytes(), str(path))
     extractor = offline_domain_extractor()
@@ -195,6 +205,12 @@ def test_realnewslike_keeps_only_news_domains(shared_data, tmp_path):
     assert stats["domains"]["pages.dropped:not_realnews_domain"] > 10 * len(records)
     # The samples' RealNews pages are released C4 validation pages: none may be in train.
     assert not read_split(tmp_path, "train")
+    # A few pages fill fewer files than the 8 asked for, and no file is empty beside them; the
+    # empty train split is one empty file.
+    assert shard_pages(tmp_path, "train") == {"train-00000-of-00001.jsonl.gz": 0}
+    validation = shard_pages(tmp_path, "validation")
+    assert len(validation) <= min(8, len(records)) and 0 not in validation.values()
+    assert sum(validation.values()) == len(records)
 
 
 def test_webtextlike_joins_url_lists(shared_data, tmp_path, en_run):
