@@ -1,5 +1,7 @@
 # `make run` builds C4 `en` from the first WET file of CC-MAIN-2019-18 (needs the internet);
-# offline, pass local files: make run INPUT="path/to/*.warc.wet.gz" BADWORDS=path/to/en
+# offline, pass local files: make run INPUT="path/to/*.warc.wet.gz" BADWORDS=path/to/en, and
+# for VARIANT=realnewslike REALNEWS_DOMAINS=path/to/domain_to_allowed_subdomains.json, for
+# VARIANT=webtextlike WEBTEXT_URLS="path/to/*.gz" (the OpenWebText URL lists).
 # `make test` runs the test suite but the tests marked slow; `make test-all` runs every test.
 # Both create .venv from requirements.txt first.
 # `make rehearse` runs the C4 job and the TFDS build with Beam's portable runner, their workers in
@@ -8,12 +10,16 @@
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
-# Unset INPUT and BADWORDS: the pipeline's defaults (the variant's Common Crawl dumps, the pinned
-# bad-words list; pipelines/common_crawl.py and pipelines/lists.py own them).
+# Unset INPUT, BADWORDS and REALNEWS_DOMAINS: the pipeline's defaults (the variant's Common Crawl
+# dumps, the pinned lists; pipelines/common_crawl.py and pipelines/lists.py own them). A list is
+# passed only when set; a variant that does not read it says so and ignores it (en.noclean and
+# multilingual read no bad-words list). WEBTEXT_URLS has no default: webtextlike needs it.
 INPUT ?=
 # The default manifests list 56,000 files per dump: take the first. Inputs you name are read whole.
 MAX_FILES ?= $(if $(INPUT),,1)
 BADWORDS ?=
+REALNEWS_DOMAINS ?=
+WEBTEXT_URLS ?=
 OUTPUT ?= out/$(VARIANT)
 
 # The project itself is installed in editable mode (its dependencies are the pinned ones above),
@@ -29,7 +35,7 @@ $(VENV)/.installed: requirements.txt setup.py
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) --output $(OUTPUT)
+	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) $(if $(REALNEWS_DOMAINS),--realnews_domains $(REALNEWS_DOMAINS)) $(if $(WEBTEXT_URLS),--webtext_urls $(WEBTEXT_URLS)) --output $(OUTPUT)
 
 test: install
 	$(VENV)/bin/python -m pytest -q -m "not slow" tests

@@ -9,7 +9,7 @@ import dataclasses
 import logging
 import os
 import sys
-from typing import Dict, List, Optional, Sequence
+from typing import Collection, Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -52,6 +52,63 @@ REMOTE_WET_FILE_BYTES = 66_000_000
 MEMORY_HEADROOM = 0.8
 # The runner names (None: no --runner) that run a job on the DirectRunner, in this process.
 EMBEDDED_RUNNERS = (None, "DirectRunner", "direct", "SwitchingDirectRunner")
+
+
+@dataclasses.dataclass(frozen=True)
+class FileOption:
+    """An option naming files a run reads, and the variable of `make run` that passes it."""
+    flag: str
+    make_variable: str
+    what: str  # As "reads no ..." and "needs ..." name it.
+    example: str  # A local copy, as the messages show it (a glob quoted for the shell).
+
+
+INPUT_OPTION = FileOption("--input", "INPUT", "WET files", "'path/*.warc.wet.gz'")
+# The lists a variant may read, by the names VariantConfig.lists gives them (argparse's dests).
+LIST_OPTIONS = {
+    "badwords": FileOption("--badwords", "BADWORDS", "bad-words list", "path/en"),
+    "realnews_domains": FileOption("--realnews_domains", "REALNEWS_DOMAINS",
+                                   "RealNews domains",
+                                   "path/domain_to_allowed_subdomains.json"),
+    "webtext_urls": FileOption("--webtext_urls", "WEBTEXT_URLS", "OpenWebText URL lists",
+                               "'path/*.gz'"),
+}
+
+
+def offline_hint(config: VariantConfig) -> str:
+    """What to pass instead of what a run downloads by default (the Common Crawl manifest, the
+    pinned lists): the WET input and every list this variant reads, as flags and as `make run`
+    variables."""
+    options = [INPUT_OPTION, *(LIST_OPTIONS[name] for name in config.lists)]
+    flags = " ".join(f"{option.flag} {option.example}" for option in options)
+    variables = " ".join(f"{option.make_variable}={option.example}" for option in options)
+    return (f"Offline, pass local copies: {flags} (with make: make run VARIANT={config.name} "
+            f"{variables})")
+
+
+def unread_lists_note(config: VariantConfig, given: Collection[str]) -> Optional[str]:
+    """One line naming the list options given (set to other than their default) that this
+    variant does not read, or None. The run ignores them, and its output is what it would be
+    without them; a note rather than an error, so that one command line can serve every
+    variant (a script's loop, `make run` with BADWORDS set)."""
+    unread = [LIST_OPTIONS[name] for name in LIST_OPTIONS
+              if name in given and name not in config.lists]
+    if not unread:
+        return None
+    return (f"note: variant {config.name} reads no " + " and no ".join(
+        option.what for option in unread) + ": ignoring " + ", ".join(
+        option.flag for option in unread))
+
+
+def missing_lists_error(config: VariantConfig, empty: Collection[str]) -> Optional[str]:
+    """What this variant needs of the list options that have no value (a list with no default),
+    or None."""
+    missing = [LIST_OPTIONS[name] for name in config.lists if name in empty]
+    if not missing:
+        return None
+    return f"variant {config.name} needs " + "; ".join(
+        f"{option.what}: {option.flag} {option.example} (with make: "
+        f"{option.make_variable}={option.example})" for option in missing)
 
 
 def input_bytes(paths: Sequence[str]) -> int:
@@ -229,9 +286,21 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     logging.getLogger("c4").setLevel(logging.INFO)
-    args, beam_args = parser().parse_known_args(argv)
+    command_line = parser()
+    args, beam_args = command_line.parse_known_args(argv)
     try:
         config = configure(args)
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    note = unread_lists_note(config, {name for name in LIST_OPTIONS
+                                      if getattr(args, name) != command_line.get_default(name)})
+    if note:
+        logging.getLogger("c4").warning(note)
+    try:
+        missing = missing_lists_error(config, {name for name in LIST_OPTIONS
+                                               if not getattr(args, name)})
+        if missing:
+            raise ValueError(missing)
         if args.max_files is not None and args.max_files < 1:
             raise ValueError("--max_files must be >= 1")
         split_of("", args.validation_fraction)  # Rejects a fraction outside [0, 1] early.
@@ -245,6 +314,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             raise files.InputError(f"the inputs {inputs} name no WET file")
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
                                           args.webtext_urls, args.punkt_data)
+    except files.FetchError as error:
+        sys.exit(f"error: {error}. {offline_hint(config)}")
     except (ValueError, files.InputError, PunktDataMissing) as error:
         sys.exit(f"error: {error}")
     running_mode = embedded_running_mode(beam_args)

@@ -9,7 +9,7 @@ Rule sets:
 The split is the released C4's under both (pipelines/urls.py `split_of`).
 """
 import dataclasses
-from typing import Dict, Optional
+from typing import Dict, Optional, Tuple
 
 from pipelines.cleaning import PUBLIC_C4_CLEANING, CleaningConfig
 from pipelines.dedup import PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig
@@ -45,6 +45,15 @@ class VariantConfig:
                              f"{SPLITTER_NAMES}")
         if self.rules == "released" and self.dedup not in (None, RELEASED_LINE_DEDUP):
             raise ValueError("the released rules dedup lines (dedup.RELEASED_LINE_DEDUP)")
+
+    @property
+    def lists(self) -> Tuple[str, ...]:
+        """The external lists the variant reads, by the name of the option that gives each
+        (pipelines.c4's --badwords, --realnews_domains, --webtext_urls; tfds_c4's keywords)."""
+        reads = (("badwords", self.filter_badwords),
+                 ("realnews_domains", self.domain_filter == "realnews"),
+                 ("webtext_urls", self.domain_filter == "webtext"))
+        return tuple(name for name, read in reads if read)
 
     @property
     def min_sentences_after_dedup(self) -> int:

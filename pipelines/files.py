@@ -23,6 +23,11 @@ class InputError(Exception):
     """A user error about an input: a missing path, an unreachable URL, an unreadable file."""
 
 
+class FetchError(InputError):
+    """An http(s) input that could not be downloaded (offline, a moved file): the caller knows
+    which local copies would do instead (pipelines.c4.offline_hint)."""
+
+
 def is_url(path: str) -> bool:
     return path.startswith(_HTTP_PREFIXES)
 
@@ -33,10 +38,7 @@ def open_raw(path: str) -> BinaryIO:
         try:
             return urllib.request.urlopen(path, timeout=60)
         except (urllib.error.URLError, OSError) as error:
-            raise InputError(
-                f"cannot fetch {path}: {error}. Offline, pass local files instead: WET files "
-                "or a manifest with --input, the lists with --badwords, --realnews_domains "
-                "(with make: make run INPUT='path/*.warc.wet.gz' BADWORDS=path/en).") from None
+            raise FetchError(f"cannot fetch {path}: {error}") from None
     try:
         return FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED)
     except (OSError, IOError, ValueError) as error:

@@ -68,7 +68,7 @@ def test_cli_default_input_of_webtextlike_is_the_twelve_dumps(tmp_path):
     _empty_manifests(tmp_path, common_crawl.WEBTEXTLIKE_DUMPS)
     with pytest.raises(SystemExit) as exit_info:
         c4.main(["--variant", "webtextlike", "--cc_base_url", str(tmp_path),
-                 "--output", str(tmp_path / "out")])
+                 "--webtext_urls", str(tmp_path / "urls.txt"), "--output", str(tmp_path / "out")])
     for dump in common_crawl.WEBTEXTLIKE_DUMPS:
         assert f"{tmp_path}/crawl-data/{dump}/wet.paths.gz" in str(exit_info.value)
     assert "CC-MAIN-2018-34" in c4.parser().format_help()

@@ -7,13 +7,17 @@ import hashlib
 import json
 import pathlib
 import re
+import shlex
 import shutil
+import subprocess
+import urllib.error
+import urllib.request
 import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from pipelines import c4
-from pipelines.config import variant
+from pipelines import c4, stages
+from pipelines.config import VARIANTS, variant
 from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
 from pipelines.language import LanguageConfig, LanguageDetector
 from text.sentences import split_sentences
@@ -263,7 +267,8 @@ def test_corrupt_and_missing_inputs(shared_data, tmp_path, caplog):
 @pytest.mark.parametrize("argv, message", [
     (["--input", "/nonexistent/*.wet.gz"], "no file matches"),
     (["--badwords", "/nonexistent/badwords.txt"], "cannot open /nonexistent/badwords.txt"),
-    (["--variant", "webtextlike"], "needs OpenWebText URL lists"),
+    (["--variant", "webtextlike"], "needs OpenWebText URL lists: --webtext_urls 'path/*.gz' "
+                                   "(with make: WEBTEXT_URLS='path/*.gz')"),
     (["--train_shards", "0"], "must be >= 1"),
     (["--validation_fraction", "2"], "validation fraction must be in [0, 1]"),
 ])
@@ -273,6 +278,90 @@ def test_user_errors_are_clear(shared_data, tmp_path, argv, message):
     with pytest.raises(SystemExit) as exit_info:
         c4.main(base + argv)
     assert message in str(exit_info.value)
+
+
+def test_offline_default_inputs_name_what_the_variant_needs_as_flags_and_make_variables(
+        shared_data, tmp_path, monkeypatch):
+    """No network: the default manifest, then each default list, cannot be fetched; the message
+    names the local copies this variant needs, as flags and as `make run` variables, and no
+    other list."""
+    def offline(url, timeout):
+        raise urllib.error.URLError("no network")
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    webtext = ["--webtext_urls", str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")]
+    for name in VARIANTS:
+        config = variant(name)
+        lists = [option for key, option in c4.LIST_OPTIONS.items() if key in config.lists]
+        others = [option for option in c4.LIST_OPTIONS.values() if option not in lists]
+        with pytest.raises(SystemExit) as exit_info:
+            c4.main(["--variant", name, "--output", str(tmp_path),
+                     *(webtext if name == "webtextlike" else [])])
+        message = str(exit_info.value)
+        assert message.startswith("error: cannot fetch https://data.commoncrawl.org/"), message
+        assert f"make run VARIANT={name} INPUT=" in message
+        for option in lists:
+            assert f"{option.flag} {option.example}" in message
+            assert f"{option.make_variable}={option.example}" in message
+        for option in others:
+            assert option.flag not in message and f"{option.make_variable}=" not in message
+    # With local WET files, the first default list is what cannot be fetched.
+    with pytest.raises(SystemExit) as exit_info:
+        c4.main(["--variant", "realnewslike", "--input", str(shared_data / ROUNDTRIP),
+                 "--badwords", str(shared_data / "badwords/en"), "--output", str(tmp_path)])
+    assert "cannot fetch https://raw.githubusercontent.com/rowanz/grover/" in str(exit_info.value)
+    assert "REALNEWS_DOMAINS=" in str(exit_info.value)
+
+
+def test_make_run_passes_each_variable_as_its_flag_only_when_set():
+    repo = pathlib.Path(__file__).resolve().parents[1]
+
+    def make_run(*assignments):
+        printed = subprocess.run(["make", "-n", "run", *assignments], cwd=repo, check=True,
+                                 capture_output=True, text=True).stdout
+        (line,) = [line for line in printed.splitlines() if "-m pipelines.c4" in line]
+        return shlex.split(line)
+
+    options = [c4.INPUT_OPTION, *c4.LIST_OPTIONS.values()]
+    assert not {option.flag for option in options} & set(make_run("VARIANT=realnewslike"))
+    for option in options:
+        words = make_run(f"{option.make_variable}=local/copy")
+        assert words[words.index(option.flag) + 1] == "local/copy"
+
+
+def test_a_list_the_variant_does_not_read_is_named_in_a_note_and_ignored(shared_data, tmp_path,
+                                                                          caplog):
+    sample = str(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz")
+    badwords = str(shared_data / "badwords/en")
+    realnews = str(shared_data / "realnews/domain_to_allowed_subdomains.json")
+    c4.main(["--variant", "en.noclean", "--input", sample, "--output", str(tmp_path / "noclean"),
+             "--badwords", badwords, "--realnews_domains", realnews])
+    notes = [record.getMessage() for record in caplog.records if "note:" in record.getMessage()]
+    assert notes == ["note: variant en.noclean reads no bad-words list and no RealNews domains: "
+                     "ignoring --badwords, --realnews_domains"]
+    run_config = json.loads((tmp_path / "noclean" / "run_config.json").read_text())
+    assert run_config["lists_sha256"] == {}
+    caplog.clear()
+    c4.main(["--variant", "en", "--input", sample, "--output", str(tmp_path / "en"),
+             "--badwords", badwords])
+    assert not [record for record in caplog.records if "note:" in record.getMessage()]
+
+
+def test_the_lists_a_variant_names_are_the_ones_it_loads(shared_data):
+    for name in VARIANTS:
+        config = variant(name)
+        resources = stages.load_resources(
+            config, str(shared_data / "badwords/en"),
+            str(shared_data / "realnews/domain_to_allowed_subdomains.json"),
+            [str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")])
+        loaded = {"badwords": bool(resources.badword_terms),
+                  "realnews_domains": resources.realnews_domains is not None,
+                  "webtext_urls": bool(resources.webtext_url_files)}
+        assert {key for key, read in loaded.items() if read} == set(config.lists), name
+        note = c4.unread_lists_note(config, set(c4.LIST_OPTIONS))
+        unread = [option.flag for key, option in c4.LIST_OPTIONS.items()
+                  if key not in config.lists]
+        assert (note is None) == (not unread)
+        assert note is None or note.endswith("ignoring " + ", ".join(unread))
 
 
 def _wet_file(path: pathlib.Path, records):
