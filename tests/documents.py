@@ -7,6 +7,7 @@ are not. A `sh` or `python` block that cannot run here starts with `# not run he
 of REASONS. tests/test_documented_commands.py runs the blocks; bench/bench_trial_memory.py
 measures the family READMEs' trial blocks."""
 import dataclasses
+import os
 import pathlib
 import re
 import shutil
@@ -88,6 +89,11 @@ def fresh_project(folder: pathlib.Path) -> pathlib.Path:
             (project / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / name, project / name)
     (project / ".venv").symlink_to(VENV)
+    # The copy runs in the installed .venv: its install inputs are no newer than the install,
+    # so `make` does not reinstall it (a fresh clone's are older than the .venv made after it).
+    installed = (VENV / ".installed").stat().st_mtime
+    for name in ("requirements.txt", "setup.py"):
+        os.utime(project / name, (installed, installed))
     (folder / "shared").symlink_to(SHARED)
     return project
 

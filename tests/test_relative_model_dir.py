@@ -9,12 +9,8 @@ import types
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import train
 from model.tasks import evaluation
 from model.trainer import checkpoint_state, runs
-from tests.in_process import command, printed_json
-from tests.test_journeys import TASKS, THREADS, hf_config, task_files, tiny_run
-from tests.trained_vocab import trained_vocabulary
 
 
 def fake_checkpoints(model_dir: pathlib.Path, *steps: int) -> None:
@@ -96,29 +92,3 @@ def test_a_name_is_the_model_directorys_before_the_working_directorys(tmp_path, 
     fake_checkpoints(tmp_path, 8)  # the working directory is another run's
     fake_checkpoints(tmp_path / "runs" / "t5_rte", 8)
     assert evaluation.resolve_checkpoint("runs/t5_rte", "model.ckpt-8") == "runs/t5_rte/model.ckpt-8"
-
-
-def test_a_t5_run_in_a_relative_folder_decodes_and_exports_its_newest(shared_data, tmp_path,
-                                                                     monkeypatch):
-    """`--mode finetune --task glue_rte --model_dir runs/t5_rte`, then the commands on the run
-    that take its newest checkpoint: decode and export (without --checkpoint best)."""
-    pytest.importorskip("transformers")
-    vocabulary = trained_vocabulary(shared_data).path
-    monkeypatch.chdir(tmp_path)
-    rte = shared_data / TASKS / "glue_rte"
-    printed_json(command(train.main, [
-        "--mode", "finetune", "--task", "glue_rte", "--model_dir", "runs/t5_rte",
-        "--gin_file", "sizes/tiny.gin", "--gin_file", "architectures/encoder_decoder.gin",
-        *task_files("glue_rte", train=rte / "train.tsv", validation=rte / "dev.tsv")],
-        [f"DataConfig.vocabulary = '{vocabulary}'"] + tiny_run(2, 2048)))
-    assert state_names(tmp_path / "runs" / "t5_rte")[0] == "model.ckpt-2"
-
-    pathlib.Path("inputs.txt").write_text("rte sentence1: A cat sat. sentence2: A cat sat.\n")
-    command(train.main, ["--mode", "decode", "--model_dir", "runs/t5_rte", "--input_file",
-                         "inputs.txt", "--output_file", "decodes.txt"], THREADS)
-    assert len(pathlib.Path("decodes.txt").read_text().splitlines()) == 1
-
-    exported = printed_json(command(train.main, [
-        "--mode", "export", "--model_dir", "runs/t5_rte", "--export_dir", "hf/t5_rte"], THREADS))
-    assert exported["checkpoint"] == "runs/t5_rte/model.ckpt-2"
-    assert hf_config(tmp_path / "hf" / "t5_rte")["d_model"] == 32
