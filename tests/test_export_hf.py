@@ -2,6 +2,7 @@
 `--mode export`, loaded by transformers (T5ForConditionalGeneration, T5Tokenizer), and gives our
 teacher-forced logits within float tolerance and, by its exported generation config alone, our
 greedy decodes token for token."""
+import copy
 import json
 
 import gin
@@ -122,6 +123,34 @@ def test_greedy_generation_gives_our_tokens(trained, exported):
     theirs = [strip_after_eos(row[1:]) for row in generated.numpy()]  # row[0]: the start token
     assert any(ours)
     assert theirs == ours
+
+
+def test_generation_never_reaches_the_embeddings_padding_rows(trained, exported):
+    """The embedding's rows past the vocabulary (padded to a multiple of 128) are no token's:
+    T5Tokenizer.decode raises on them. With a padding row made the argmax of the first step (its
+    output row the first greedy token's, scaled up), the exported generation config still
+    generates the ids of the unchanged model, greedy, and valid ids with beam search."""
+    run, _ = trained
+    model, tokenizer = exported
+    vocab_size = run.vocabulary.vocab_size
+    padding = list(range(vocab_size, model.config.vocab_size))
+    assert padding and model.generation_config.suppress_tokens == padding
+    encoder = runs.encode_inputs(TEXTS, run.vocabulary, INPUTS_LENGTH)
+    inputs = {"input_ids": torch.tensor(encoder, dtype=torch.long),
+              "attention_mask": torch.tensor(encoder > 0, dtype=torch.long)}
+    with torch.no_grad():
+        unchanged = model.generate(**inputs)
+        tampered = copy.deepcopy(model)
+        tampered.lm_head.weight[padding[0]] = 10.0 * tampered.lm_head.weight[unchanged[0, 1]]
+        unsuppressed = tampered.generate(**inputs, suppress_tokens=None)
+        greedy = tampered.generate(**inputs)
+        beams = tampered.generate(**inputs, num_beams=4)
+    assert unsuppressed[0, 1] == padding[0]
+    with pytest.raises(IndexError, match="piece id is out of range"):
+        tokenizer.decode(unsuppressed[0])
+    assert torch.equal(greedy, unchanged)
+    assert int(beams.max()) < vocab_size
+    assert len(tokenizer.batch_decode(beams)) == len(TEXTS)
 
 
 def test_export_for_a_task_writes_its_lengths_and_decoding(trained, tmp_path, clean_gin):

@@ -13,6 +13,13 @@ divides a beam's log-probability by length ** length_penalty where mtf's uses Wu
 ((5 + length) / 6) ** alpha: alpha is written as length_penalty, and beams can rank differently.
 The tokenizer's `model_max_length` is the inputs length (512 for every task, as T5's).
 
+The embedding has more rows than the vocabulary has ids (a multiple of 128, `embedding_rows`):
+no piece of the tokenizer is at the padding rows, and T5Tokenizer.decode raises on them, so
+`generation_config.json` suppresses them (`suppress_tokens`, which `generate` applies to greedy
+and beam search alike; the weights cannot mask them: T5's output layer has no bias). Ours
+decodes such an id as UNK (model/data/vocabulary.py): where our decoder picks a padding row,
+transformers' takes the best id of the vocabulary instead.
+
 Our variables carry T5's Mesh TensorFlow names (model/families/t5/architectures.py), so transformers' own
 converter for T5's checkpoints, `load_tf_weights_in_t5`, reads them (it skips the optimizer
 slots and the global step). That converter skips any name it does not know without failing, so
@@ -40,7 +47,7 @@ from __future__ import annotations
 import math
 import pathlib
 import shutil
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -63,9 +70,19 @@ MODEL_TYPE = "t5"
 EMBEDDING = "shared/embedding"
 
 
+def embedding_rows(vocab_size: int) -> int:
+    """Our embedding's rows for a vocabulary of `vocab_size` ids: padded to a multiple of 128."""
+    return VOCAB_DIVISOR * math.ceil(vocab_size / VOCAB_DIVISOR)
+
+
+def padding_rows(vocab_size: int) -> List[int]:
+    """The ids of the embedding's rows past a vocabulary of `vocab_size` ids."""
+    return list(range(vocab_size, embedding_rows(vocab_size)))
+
+
 def hf_config(config: ModelConfig, vocab_size: int):
     """The T5Config of a model config over a vocabulary of `vocab_size` ids (the embedding is
-    padded to a multiple of 128, as ours)."""
+    padded, `embedding_rows`, as ours)."""
     from transformers import T5Config
     if config.architecture != Architecture.ENCODER_DECODER.value:
         raise ValueError(f"only the encoder_decoder architecture has a Hugging Face T5 "
@@ -73,7 +90,7 @@ def hf_config(config: ModelConfig, vocab_size: int):
     if config.adapter_size:
         raise ValueError("adapter layers have no Hugging Face T5 counterpart")
     return T5Config(
-        vocab_size=VOCAB_DIVISOR * math.ceil(vocab_size / VOCAB_DIVISOR),
+        vocab_size=embedding_rows(vocab_size),
         d_model=config.d_model, d_kv=config.d_kv, d_ff=config.d_ff,
         num_layers=config.num_layers, num_decoder_layers=config.num_layers,
         num_heads=config.num_heads,
@@ -104,13 +121,15 @@ def load_checkpoint(config: ModelConfig, vocab_size: int, checkpoint: str):
     return model.eval()
 
 
-def generation_config(decode_length: int, decoding: tasks.Decoding):
-    """The GenerationConfig that decodes as our evaluation (see the module's docstring)."""
+def generation_config(decode_length: int, decoding: tasks.Decoding, vocab_size: int):
+    """The GenerationConfig that decodes as our evaluation over a vocabulary of `vocab_size` ids,
+    never to a padding row (see the module's docstring)."""
     from transformers import GenerationConfig
     return GenerationConfig(
         decoder_start_token_id=PAD_ID, pad_token_id=PAD_ID, eos_token_id=EOS_ID, do_sample=False,
         max_length=decode_length + 1, num_beams=decoding.beam_size,
-        length_penalty=decoding.alpha if decoding.is_beam_search else 1.0)
+        length_penalty=decoding.alpha if decoding.is_beam_search else 1.0,
+        suppress_tokens=padding_rows(vocab_size) or None)
 
 
 def export(run: runs.Run, export_dir: str, checkpoint: str = "",
@@ -129,7 +148,8 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     vocab_size = (vocabulary.vocab_size if vocabulary
                   else warm_start.checkpoint_variables(source)[EMBEDDING][0][0])
     model = load_checkpoint(run.model_config, vocab_size, source)
-    model.generation_config = generation_config(run.train_config.decode_length, decoding)
+    model.generation_config = generation_config(run.train_config.decode_length, decoding,
+                                                vocab_size)
     out = pathlib.Path(export_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
@@ -226,7 +246,7 @@ def conversion(family: type) -> Conversion:
         {"encoder_tokens": np.ones([1, 4], np.int32), "decoder_targets": np.ones([1, 2], np.int32)},
         # T5Tokenizer's SentencePiece model plus its 100 extra ids is our Vocabulary.
         tokenizer_file="spiece.model",
-        embedding_rows=lambda ids: VOCAB_DIVISOR * math.ceil(ids / VOCAB_DIVISOR))
+        embedding_rows=embedding_rows)
 
 
 class HFFormat(TransformersFormat):
@@ -240,5 +260,6 @@ class HFFormat(TransformersFormat):
         return export(run, output, checkpoint)
 
 
-__all__ = ["EMBEDDING", "HFFormat", "MODEL_TYPE", "conversion", "export", "generation_config",
-           "gin_bindings", "hf_config", "load_checkpoint", "mtf_outputs", "t5_state_dict"]
+__all__ = ["EMBEDDING", "HFFormat", "MODEL_TYPE", "conversion", "embedding_rows", "export",
+           "generation_config", "gin_bindings", "hf_config", "load_checkpoint", "mtf_outputs",
+           "padding_rows", "t5_state_dict"]
