@@ -28,6 +28,10 @@ was imported). A BERT fine-tuned with a classification, regression, multiple-cho
 BertForSequenceClassification (regression: one label, problem_type "regression"),
 BertForMultipleChoice or BertForQuestionAnswering. A head the configuration does not name,
 GPT-1's heads and BERT's masked LM alone are refused: no model written has a place for them.
+With DataConfig.vocabulary (recorded by a training run, and by an import that carries the
+source's vocabulary), the folder also holds the tokenizer that gives the vocabulary's ids, for
+`AutoTokenizer.from_pretrained` (each vocabulary's `transformers_tokenizer`): T5Tokenizer over a SentencePiece model (T5's, GPT-1's),
+OpenAIGPTTokenizerFast over OpenAI's BPE, BertTokenizer over a WordPiece vocab.txt.
 """
 from __future__ import annotations
 

@@ -55,10 +55,10 @@ HEADS = {"cls.predictions.bias": "cls/predictions/output_bias",
          "cls.seq_relationship.bias": "cls/seq_relationship/output_bias"}
 
 
-def tiny_bert():
+def tiny_bert(vocab_size=len(VOCAB)):
     """Google's GELU is the tanh form: transformers' gelu_new."""
     config = transformers.BertConfig(
-        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=32, max_position_embeddings=32, hidden_act="gelu_new")
     return randomized(transformers.BertForPreTraining(config))
 
@@ -302,6 +302,32 @@ def test_googles_layout_tokenises_as_bert_tokenizer(c4_texts, tmp_path, lower_ca
     assert len(sentences) > 800
     for sentence, ids in zip(sentences, vocabulary.encode_batch(sentences)):
         assert ids == oracle.convert_tokens_to_ids(oracle.tokenize(sentence)), sentence
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_the_hf_export_carries_a_bert_tokenizer_of_our_ids(c4_texts, tmp_path, lower_case):
+    """A Google folder over a vocabulary of real pieces, imported and exported to transformers:
+    AutoTokenizer reads the export's vocab.txt with do_lower_case as our vocabulary reads text,
+    gives our ids on every sentence of the C4 samples and frames a pair with the file's [CLS]
+    and [SEP] (Google's ids, not our learner's)."""
+    path = google_vocabulary(c4_texts, lower_case, tmp_path / "vocab.txt")
+    vocabulary = wordpiece.WordPieceVocabulary(str(path))
+    write_folder(tmp_path / "google", tiny_bert(vocabulary.vocab_size), vocab=vocabulary.pieces)
+    assert import_google(tmp_path / "google", tmp_path / "ours") == 0
+    assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir",
+                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "exported"))
+    assert (tokenizer.do_lower_case, len(tokenizer), tokenizer.model_max_length) == \
+        (lower_case, vocabulary.vocab_size, 32)
+    special = {"pad": tokenizer.pad_token_id, "unk": tokenizer.unk_token_id,
+               "cls": tokenizer.cls_token_id, "sep": tokenizer.sep_token_id,
+               "mask": tokenizer.mask_token_id}
+    assert wordpiece.SpecialIds(**special) == vocabulary.special == GOOGLE_IDS
+    sentences = [s for text in c4_texts for s in bert_inputs.page_sentences(text)]
+    ours = vocabulary.encode_batch(sentences)
+    assert tokenizer(sentences, add_special_tokens=False).input_ids == ours
+    assert tokenizer(sentences[0], sentences[1]).input_ids == \
+        [GOOGLE_IDS.cls, *ours[0], GOOGLE_IDS.sep, *ours[1], GOOGLE_IDS.sep]
 
 
 def test_pretraining_examples_use_the_vocabularys_special_ids(c4_texts, tmp_path):

@@ -16,6 +16,7 @@ from model.families.t5.hf import hf_config
 from model.trainer import runs
 from model.trainer.decoding import strip_after_eos
 from tests.checkpoint_logits import checkpoint_logits
+from tests.test_gpt1_openai import real_texts
 from tests.test_train import configure
 from tests.trained_vocab import trained_vocabulary
 
@@ -87,6 +88,20 @@ def test_tokenizer_gives_our_ids(trained, exported):
     for text in TEXTS:
         assert tokenizer(text).input_ids == vocabulary.encode(text) + [EOS_ID]
     assert tokenizer.convert_tokens_to_ids("<extra_id_0>") == vocabulary.vocab_size - 1
+
+
+def test_every_tokenizer_of_the_export_gives_our_ids_on_real_text(trained, exported, shared_data):
+    """AutoTokenizer (T5TokenizerFast, converted from spiece.model) as T5Tokenizer: our ids on
+    C4 pages, Story Cloze stories and German sentences, and one id for each piece and sentinel
+    of ours (the embedding's padding rows are no tokens)."""
+    run, _ = trained
+    _, tokenizer = exported
+    fast = transformers.AutoTokenizer.from_pretrained(tokenizer.name_or_path)
+    assert isinstance(fast, transformers.T5TokenizerFast)
+    vocabulary = run.vocabulary
+    assert len(tokenizer) == len(fast) == vocabulary.vocab_size
+    for text in real_texts(shared_data):
+        assert fast(text).input_ids == tokenizer(text).input_ids == vocabulary.encode(text) + [EOS_ID]
 
 
 def test_logits_equal_ours(trained, exported):

@@ -397,6 +397,29 @@ def test_pretraining_on_c4_lowers_the_loss_and_resumes(pretrained):
             "gpt1/token_embedding/adam_v"} <= names
 
 
+def test_the_hf_export_carries_a_tokenizer_of_our_sentencepiece_ids(pretrained, vocabulary,
+                                                                     shared_data, tmp_path):
+    """The pre-trained model exported to transformers: AutoTokenizer (T5TokenizerFast, as T5's
+    export: the SentencePiece model with our sentinels as its extra ids) gives our ids on real
+    text, each followed by EOS as in our pre-training stream, and GPT-1's special tokens
+    (sentinels) their ids."""
+    import transformers
+    from model.data.vocabulary import EOS_ID
+    from tests.test_convert import run_convert
+    from tests.test_gpt1_openai import real_texts
+    model_dir, _ = pretrained
+    assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir", model_dir,
+                       "--output", tmp_path) == 0
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
+    assert isinstance(tokenizer, transformers.T5TokenizerFast)
+    assert len(tokenizer) == vocabulary.vocab_size
+    special = gpt1_inputs.vocabulary_special_tokens(vocabulary)
+    assert tokenizer.convert_tokens_to_ids(["<extra_id_0>", "<extra_id_1>", "<extra_id_2>"]) == \
+        [special.start, special.delimiter, special.extract]
+    for text in real_texts(shared_data):
+        assert tokenizer(text).input_ids == vocabulary.encode(text) + [EOS_ID], text[:80]
+
+
 # --- GPT-1: the pre-training stream -------------------------------------------------------
 
 STREAM_LENGTHS = {"inputs": 64, "targets": 64}

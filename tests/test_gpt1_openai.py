@@ -297,6 +297,26 @@ def test_release_imports_with_transformers_logits_and_exports(release, tmp_path,
                      {"logits": ours})
 
 
+def test_the_hf_export_carries_a_tokenizer_of_our_ids(release, tmp_path, texts):
+    """OpenAI's release imported, then exported to transformers: AutoTokenizer
+    (OpenAIGPTTokenizerFast) gives our ids on real text, a piece outside the encoder id 0 as
+    ours, and the special tokens their ids after the pieces."""
+    from tests.test_convert import run_convert
+    assert import_release(release[0], tmp_path / "ours", f"ModelConfig.num_heads = {N_HEAD}") == 0
+    assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
+                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+    tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "exported"))
+    assert isinstance(tokenizer, transformers.OpenAIGPTTokenizerFast)
+    vocabulary = GPT1.vocabulary(str(tmp_path / "ours" / ENCODER))
+    assert (len(tokenizer), tokenizer.model_max_length) == (vocabulary.vocab_size, N_CTX)
+    assert tokenizer.convert_tokens_to_ids(list(bpe.SPECIAL_TOKENS)) == \
+        list(range(vocabulary.num_pieces, vocabulary.vocab_size))
+    unknown = "the \u2603 story"
+    assert bpe.UNKNOWN_PIECE_ID in vocabulary.encode(unknown)
+    for text in texts + [unknown]:
+        assert tokenizer(text).input_ids == vocabulary.encode(text), text[:80]
+
+
 def failed_release_import(capsys, tmp_path, source, *gin_params) -> str:
     target = tmp_path / "target"
     assert import_release(source, target, *gin_params) == 2

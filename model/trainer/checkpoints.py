@@ -424,11 +424,19 @@ def _check_vocabulary(conv: Conversion, vocab_size: int) -> None:
 
 # --- Export --------------------------------------------------------------------------------------
 
+def write_tokenizer(run: runs.Run, out: pathlib.Path, model_max_length: int) -> None:
+    """The run's vocabulary as the transformers tokenizer that gives its ids (the vocabulary's
+    `transformers_tokenizer`), saved in `out`; none without DataConfig.vocabulary (a
+    checkpoint imported without one is sized by its embedding alone)."""
+    if run.data_config.vocabulary:
+        run.vocabulary.transformers_tokenizer(model_max_length).save_pretrained(out)
+
+
 def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
                         ) -> Dict[str, str]:
     """Writes the transformers folder of the checkpoint `path`, sized by `run`'s config, to
-    `output`; a checkpoint with a head that the conversion's model has no place for is
-    refused."""
+    `output`, with the tokenizer of the run's vocabulary (`write_tokenizer`); a checkpoint with
+    a head that the conversion's model has no place for is refused."""
     stored = warm_start.checkpoint_variables(path)
     if conv.embedding not in stored:
         raise ConversionError(f"{path} has no {conv.embedding}: not a {conv.family} checkpoint")
@@ -461,4 +469,7 @@ def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
     out = pathlib.Path(output)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
+    # The tokenizer's longest input is the position table's (BertConfig's
+    # max_position_embeddings, OpenAIGPTConfig's n_positions by that name).
+    write_tokenizer(run, out, hf_config.max_position_embeddings)
     return {"checkpoint": path, "export_dir": str(out)}

@@ -27,7 +27,9 @@ every parameter of the PyTorch model is first set to NaN and must have been over
 
 The tokenizer: our vocabulary is the SentencePiece model plus 100 sentinels appended in reverse
 order, which is exactly what T5Tokenizer does with `extra_ids=100` over the same `spiece.model`,
-so the trained model file is exported as `spiece.model` with the tokenizer's config.
+so the trained model file is exported as `spiece.model` with the tokenizer's config
+(`Vocabulary.transformers_tokenizer`, written by model/trainer/checkpoints.py's
+`write_tokenizer` as every family's export writes its vocabulary's).
 
 Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart. T5.1.0's
 logits are tied to the embedding and scaled by d_model**-0.5 in both; T5.1.1's
@@ -46,18 +48,17 @@ from __future__ import annotations
 
 import math
 import pathlib
-import shutil
 from typing import Any, Dict, List, Mapping, Optional
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model import tasks
-from model.data.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID
+from model.data.vocabulary import EOS_ID, PAD_ID
 from model.families.t5 import finetune
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
-from model.trainer.checkpoints import Conversion, TransformersFormat
+from model.trainer.checkpoints import Conversion, TransformersFormat, write_tokenizer
 from model.trainer.decoding import DecodingConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import import_features
@@ -137,15 +138,12 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     """Writes config, weights (safetensors), generation config and tokenizer of `checkpoint`
     (default: the run's newest) to `export_dir`; with `task`, the generation config and the
     tokenizer take the task's lengths and decoding. Returns what was written."""
-    from transformers import T5Tokenizer
-
     decoding = tasks.GREEDY
     if task:
         run = finetune.with_task_lengths(run, tasks.get(task).lengths)
         decoding = tasks.get(task).decoding(DecodingConfig().beam_search)
     source = warm_start.checkpoint_path(checkpoint or run.model_dir)
-    vocabulary = run.vocabulary if run.data_config.vocabulary else None
-    vocab_size = (vocabulary.vocab_size if vocabulary
+    vocab_size = (run.vocabulary.vocab_size if run.data_config.vocabulary
                   else warm_start.checkpoint_variables(source)[EMBEDDING][0][0])
     model = load_checkpoint(run.model_config, vocab_size, source)
     model.generation_config = generation_config(run.train_config.decode_length, decoding,
@@ -153,11 +151,7 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     out = pathlib.Path(export_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    if vocabulary is None:
-        return {"checkpoint": source, "export_dir": str(out)}
-    shutil.copyfile(vocabulary.path, out / "spiece.model")
-    T5Tokenizer(str(out / "spiece.model"), extra_ids=NUM_SENTINELS, legacy=True,
-                model_max_length=run.data_config.inputs_length).save_pretrained(out)
+    write_tokenizer(run, out, run.data_config.inputs_length)
     return {"checkpoint": source, "export_dir": str(out)}
 
 
