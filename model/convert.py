@@ -30,7 +30,8 @@ BertForMultipleChoice or BertForQuestionAnswering. A head the configuration does
 GPT-1's heads and BERT's masked LM alone are refused: no model written has a place for them.
 With DataConfig.vocabulary (recorded by a training run, and by an import that carries the
 source's vocabulary), the folder also holds the tokenizer that gives the vocabulary's ids, for
-`AutoTokenizer.from_pretrained` (each vocabulary's `transformers_tokenizer`): T5Tokenizer over a SentencePiece model (T5's, GPT-1's),
+`AutoTokenizer.from_pretrained` (each conversion's `tokenizer`): T5Tokenizer over a
+SentencePiece model (T5's, GPT-1's),
 OpenAIGPTTokenizerFast over OpenAI's BPE, BertTokenizer over a WordPiece vocab.txt.
 """
 from __future__ import annotations

@@ -137,15 +137,6 @@ class Vocabulary:
     def encode(self, text: str) -> list[int]:
         return self._processor.encode(text)
 
-    def transformers_tokenizer(self, model_max_length: int):
-        """transformers' tokenizer of this vocabulary, ids alike: T5Tokenizer over the trained
-        model with our sentinels as its extra ids, which it appends in reverse order as we do
-        (it ends a text with EOS, as T5's inputs and our pre-training streams). `legacy`: the
-        text after a sentinel starts a word, as ours where a space follows the sentinel."""
-        from transformers import T5Tokenizer
-        return T5Tokenizer(str(self.path), extra_ids=self.token_ids.num_sentinels, legacy=True,
-                           model_max_length=model_max_length)
-
     def decode(self, ids: Sequence[int]) -> str:
         """Decodes up to the first EOS; padding is skipped, ids past the vocabulary are UNK."""
         ids = [int(i) for i in ids]

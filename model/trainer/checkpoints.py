@@ -62,6 +62,17 @@ class ConversionError(ValueError):
     """The source cannot be converted; nothing was written."""
 
 
+def sentencepiece_tokenizer(vocabulary, model_max_length: int):
+    """transformers' tokenizer of a SentencePiece vocabulary (model/data/vocabulary.py), ids
+    alike: T5Tokenizer over the trained model with our sentinels as its extra ids, which it
+    appends in reverse order as we do (it ends a text with EOS, as T5's inputs and our
+    pre-training streams). `legacy`: the text after a sentinel starts a word, as ours where a
+    space follows the sentinel."""
+    from transformers import T5Tokenizer
+    return T5Tokenizer(str(vocabulary.path), extra_ids=vocabulary.token_ids.num_sentinels,
+                       legacy=True, model_max_length=model_max_length)
+
+
 @dataclasses.dataclass(frozen=True)
 class Conversion:
     """One family's link to a transformers model."""
@@ -80,6 +91,8 @@ class Conversion:
     tokenizer_file: Optional[str] = None
     # Our embedding's rows for a vocabulary of n ids (T5 pads them to a multiple of 128).
     embedding_rows: Callable[[int], int] = lambda n: n
+    # transformers' tokenizer of the run's vocabulary (its ids ours), given its longest input.
+    tokenizer: Callable[[Any, int], Any] = sentencepiece_tokenizer
 
     def transformers_class(self):
         import transformers
@@ -424,12 +437,13 @@ def _check_vocabulary(conv: Conversion, vocab_size: int) -> None:
 
 # --- Export --------------------------------------------------------------------------------------
 
-def write_tokenizer(run: runs.Run, out: pathlib.Path, model_max_length: int) -> None:
-    """The run's vocabulary as the transformers tokenizer that gives its ids (the vocabulary's
-    `transformers_tokenizer`), saved in `out`; none without DataConfig.vocabulary (a
-    checkpoint imported without one is sized by its embedding alone)."""
+def write_tokenizer(tokenizer: Callable[[Any, int], Any], run: runs.Run, out: pathlib.Path,
+                    model_max_length: int) -> None:
+    """The run's vocabulary as the transformers tokenizer that gives its ids (`tokenizer`, a
+    Conversion's), saved in `out`; none without DataConfig.vocabulary (a checkpoint imported
+    without one is sized by its embedding alone)."""
     if run.data_config.vocabulary:
-        run.vocabulary.transformers_tokenizer(model_max_length).save_pretrained(out)
+        tokenizer(run.vocabulary, model_max_length).save_pretrained(out)
 
 
 def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
@@ -471,5 +485,5 @@ def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
     model.save_pretrained(out)
     # The tokenizer's longest input is the position table's (BertConfig's
     # max_position_embeddings, OpenAIGPTConfig's n_positions by that name).
-    write_tokenizer(run, out, hf_config.max_position_embeddings)
+    write_tokenizer(conv.tokenizer, run, out, hf_config.max_position_embeddings)
     return {"checkpoint": path, "export_dir": str(out)}

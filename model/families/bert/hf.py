@@ -19,6 +19,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.families.bert.activations import ACTIVATIONS
+from model.families.bert.wordpiece import CLS, MASK, PAD, SEP, UNK
 from model.trainer.checkpoints import Conversion
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
@@ -220,4 +221,15 @@ def conversion(family: type, bert_config: "BertConfig") -> Conversion:
         gin_bindings, lambda variables, config: transformers_state(variables, config.num_layers,
                                                                   head),
         mtf_outputs,
-        {"tokens": np.ones([1, width], np.int32), "token_types": np.zeros([1, width], np.int32)})
+        {"tokens": np.ones([1, width], np.int32), "token_types": np.zeros([1, width], np.int32)},
+        tokenizer=tokenizer)
+
+
+def tokenizer(vocabulary, model_max_length: int):
+    """transformers' BertTokenizer of a WordPiece vocab.txt (bert/wordpiece.py), ids alike: our
+    reserved tokens by name (their ids the file's), lower case and accents stripped where we
+    strip them."""
+    from transformers import BertTokenizer
+    return BertTokenizer(str(vocabulary.path), do_lower_case=vocabulary.lower_case,
+                         pad_token=PAD, unk_token=UNK, cls_token=CLS, sep_token=SEP,
+                         mask_token=MASK, model_max_length=model_max_length)

@@ -163,14 +163,6 @@ class WordPieceVocabulary:
     def vocab_size(self) -> int:
         return len(self.pieces)
 
-    def transformers_tokenizer(self, model_max_length: int):
-        """transformers' BertTokenizer of this vocab.txt, ids alike: our reserved tokens by name
-        (their ids the file's), lower case and accents stripped where we strip them."""
-        from transformers import BertTokenizer
-        return BertTokenizer(self.path, do_lower_case=self.lower_case, pad_token=PAD,
-                             unk_token=UNK, cls_token=CLS, sep_token=SEP, mask_token=MASK,
-                             model_max_length=model_max_length)
-
     @property
     def sha256(self) -> str:
         return hashlib.sha256("\n".join(self.pieces).encode("utf-8")).hexdigest()

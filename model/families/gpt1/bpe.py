@@ -17,7 +17,7 @@ pair of lowest merge rank everywhere until no pair has a rank. OpenAI's own text
 text with spaCy and ftfy instead (tests/test_gpt1_openai.py compares ours with the installed
 OpenAIGPTTokenizer, which says which of the two it runs). A piece outside the encoder is id 0,
 as OpenAI's text_utils.py encodes it (transformers' tokenizer gives None there). An export to
-transformers carries an OpenAIGPTTokenizerFast of the same ids (`transformers_tokenizer`:
+transformers carries an OpenAIGPTTokenizerFast of the same ids (gpt1/hf.py `tokenizer`:
 tokenizer.json, with vocab.json and merges.txt).
 
 GPT-1's special tokens are the last three ids of every GPT-1 vocabulary (model/families/gpt1/
@@ -176,7 +176,7 @@ def bpe(word: str, ranks: Dict[Tuple[str, str], int]) -> Tuple[str, ...]:
 class BpeVocabulary:
     """OpenAI's BPE pieces and merges plus GPT-1's three special tokens; the part of
     model/data/vocabulary.Vocabulary's interface that fine-tuning and export read
-    (`vocab_size`, `encode`, `decode`, `path`, `transformers_tokenizer`)."""
+    (`vocab_size`, `encode`, `decode`, `path`)."""
 
     def __init__(self, encoder_path: str | pathlib.Path):
         self.path = pathlib.Path(encoder_path)
@@ -207,21 +207,6 @@ class BpeVocabulary:
         """The ids of the text's pieces (never a special token's: OpenAI adds those to the
         encoded ids, not to the text)."""
         return [self.encoder.get(piece, UNKNOWN_PIECE_ID) for piece in self.tokenize(text)]
-
-    def transformers_tokenizer(self, model_max_length: int):
-        """transformers' OpenAIGPTTokenizerFast of these pieces and merges, ids alike: its BERT
-        basic tokenization, as ours (whether or not ftfy and spaCy are installed), the special
-        tokens after the pieces in our order, and a piece outside the encoder id 0, as ours
-        (transformers' own `<unk>` is no piece: it would take an id and move the special
-        tokens' up by one)."""
-        from transformers import OpenAIGPTTokenizer, OpenAIGPTTokenizerFast
-        from transformers.convert_slow_tokenizer import OpenAIGPTConverter
-        backend = OpenAIGPTConverter(
-            OpenAIGPTTokenizer(str(self.path), str(self.merges_path))).converted()
-        backend.model.unk_token = self.pieces[UNKNOWN_PIECE_ID]
-        return OpenAIGPTTokenizerFast(tokenizer_object=backend, unk_token=None,
-                                      additional_special_tokens=list(SPECIAL_TOKENS),
-                                      model_max_length=model_max_length)
 
     def decode(self, ids: Sequence[int]) -> str:
         """The pieces joined, each word's end a space (special tokens by their names)."""

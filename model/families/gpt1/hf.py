@@ -48,7 +48,8 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.tasks import discriminative
-from model.trainer.checkpoints import Conversion, ConversionError
+from model.families.gpt1.bpe import SPECIAL_TOKENS, UNKNOWN_PIECE_ID, BpeVocabulary
+from model.trainer.checkpoints import Conversion, ConversionError, sentencepiece_tokenizer
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 
@@ -188,8 +189,27 @@ def conversion(family: type, gpt1: "GPT1Config") -> Conversion:
         "gpt1/token_embedding",
         lambda config, vocab: openai_gpt_config(config, gpt1, vocab), gin_bindings,
         lambda variables, config: openai_gpt_state_dict(variables, config.num_layers, gpt1.head),
-        mtf_outputs, examples)
+        mtf_outputs, examples, tokenizer=tokenizer)
 
 
-__all__ = ["MODEL_TYPE", "TANH_GELU", "conversion", "gin_bindings", "mtf_outputs",
+def tokenizer(vocabulary, model_max_length: int):
+    """transformers' tokenizer of GPT-1's vocabulary, ids alike: a SentencePiece model's
+    T5Tokenizer (`sentencepiece_tokenizer`), or OpenAI's BPE (gpt1/bpe.py) as an
+    OpenAIGPTTokenizerFast: its BERT basic tokenization, as ours (whether or not ftfy and spaCy
+    are installed), the special tokens after the pieces in our order, and a piece outside the
+    encoder id 0, as ours (transformers' own `<unk>` is no piece: it would take an id and move
+    the special tokens' up by one)."""
+    if not isinstance(vocabulary, BpeVocabulary):
+        return sentencepiece_tokenizer(vocabulary, model_max_length)
+    from transformers import OpenAIGPTTokenizer, OpenAIGPTTokenizerFast
+    from transformers.convert_slow_tokenizer import OpenAIGPTConverter
+    backend = OpenAIGPTConverter(
+        OpenAIGPTTokenizer(str(vocabulary.path), str(vocabulary.merges_path))).converted()
+    backend.model.unk_token = vocabulary.pieces[UNKNOWN_PIECE_ID]
+    return OpenAIGPTTokenizerFast(tokenizer_object=backend, unk_token=None,
+                                  additional_special_tokens=list(SPECIAL_TOKENS),
+                                  model_max_length=model_max_length)
+
+
+__all__ = ["MODEL_TYPE", "TANH_GELU", "conversion", "gin_bindings", "mtf_outputs", "tokenizer",
            "openai_gpt_config", "openai_gpt_model", "openai_gpt_state_dict"]

@@ -28,8 +28,8 @@ every parameter of the PyTorch model is first set to NaN and must have been over
 The tokenizer: our vocabulary is the SentencePiece model plus 100 sentinels appended in reverse
 order, which is exactly what T5Tokenizer does with `extra_ids=100` over the same `spiece.model`,
 so the trained model file is exported as `spiece.model` with the tokenizer's config
-(`Vocabulary.transformers_tokenizer`, written by model/trainer/checkpoints.py's
-`write_tokenizer` as every family's export writes its vocabulary's).
+(model/trainer/checkpoints.py's `sentencepiece_tokenizer`, written by `write_tokenizer` as
+every family's export writes its vocabulary's).
 
 Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart. T5.1.0's
 logits are tied to the embedding and scaled by d_model**-0.5 in both; T5.1.1's
@@ -58,7 +58,8 @@ from model.data.vocabulary import EOS_ID, PAD_ID
 from model.families.t5 import finetune
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
-from model.trainer.checkpoints import Conversion, TransformersFormat, write_tokenizer
+from model.trainer.checkpoints import (Conversion, TransformersFormat, sentencepiece_tokenizer,
+                                       write_tokenizer)
 from model.trainer.decoding import DecodingConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import import_features
@@ -151,7 +152,7 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     out = pathlib.Path(export_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    write_tokenizer(run, out, run.data_config.inputs_length)
+    write_tokenizer(sentencepiece_tokenizer, run, out, run.data_config.inputs_length)
     return {"checkpoint": source, "export_dir": str(out)}
 
 
