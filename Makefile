@@ -38,10 +38,10 @@ run: install
 	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) $(if $(REALNEWS_DOMAINS),--realnews_domains $(REALNEWS_DOMAINS)) $(if $(WEBTEXT_URLS),--webtext_urls $(WEBTEXT_URLS)) --output $(OUTPUT)
 
 test: install
-	$(VENV)/bin/python -m pytest -q -m "not slow" tests
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests
 
 test-all: install
-	$(VENV)/bin/python -m pytest -q tests
+	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: install
 	for script in bench/*.py; do $(VENV)/bin/python $$script || exit 1; done

@@ -17,7 +17,7 @@ from typing import Iterable
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 REQUIREMENTS_TXT = REPO_ROOT / "requirements.txt"
 # Needed only to run the tests, never on a worker.
-TEST_ONLY = frozenset({"pytest"})
+TEST_ONLY = frozenset({"pytest", "pytest-xdist"})
 # The project's top-level packages, as setup.py installs them (with their subpackages).
 PACKAGES = ("text", "pipelines", "tfds_c4", "model")
 
