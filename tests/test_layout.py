@@ -140,7 +140,8 @@ def test_the_graph_sees_the_imports_it_checks():
     assert "model.trainer.runs" in graph["model.train"]
     assert "model.families.bert.model" in graph["model.families.segabert.model"]
     assert "model.data.vocabulary" in graph["model.trainer.decoding"]
-    assert "model.families.base" not in graph["model.trainer.model_fn"]  # TYPE_CHECKING only
+    assert "model.trainer.family" in graph["model.trainer.model_fn"]
+    assert "model.trainer.family" in graph["model.families.base"]
 
 
 @pytest.mark.parametrize("source, expected", [
@@ -170,6 +171,31 @@ def test_each_rule_catches_its_violation(edge, message):
     source, target = edge
     graph[source] = graph[source] | {target}
     assert any(message in violation for violation in layering_violations(graph))
+
+
+def _owner(cls: type, member: str):
+    """The class of `cls`'s method resolution order that defines `member` (None: none does)."""
+    return next((klass for klass in cls.__mro__ if member in vars(klass)), None)
+
+
+def test_every_family_implements_the_trainers_contract():
+    """Every member of the trainer's protocol (model/trainer/family.py) that a registered family
+    (and the toy) answers is defined below the protocol, not the protocol's empty declaration;
+    the base class names no vocabulary and no optimizer of its own (T5's are T5's)."""
+    from model import families
+    from model.families.base import ModelFamily
+    from model.trainer.family import Family
+    from tests.toys.bigram_family import ToyBigram
+
+    members = sorted({name for name in vars(Family) if not name.startswith("_")}
+                     | set(Family.__annotations__))
+    assert {"vocabulary", "optimizer", "build", "losses", "predict", "feature_keys",
+            "fresh_on_warm_start", "training_stream"} <= set(members)
+    for cls in families.REGISTRY.families + (ToyBigram,):
+        assert not cls.__abstractmethods__, cls
+        unimplemented = [m for m in members if _owner(cls, m) in (None, Family)]
+        assert unimplemented == [], (cls, unimplemented)
+    assert {"vocabulary", "optimizer"} <= ModelFamily.__abstractmethods__
 
 
 def test_a_family_defined_outside_model_trains_through_the_command_line(shared_data, tmp_path,

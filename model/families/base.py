@@ -1,18 +1,23 @@
-"""The interface every model family implements; `model/trainer/model_fn.py` talks only to it.
+"""The registry-facing base class of every model family, and the one map from architecture names
+to families.
+
+`ModelFamily` implements the trainer's contract (model/trainer/family.py's `Family`: what the
+model function and a run ask of a family) with the defaults every family shares, and adds what
+the registry and the command line ask of one: its name and architectures, its task runs
+(`--mode finetune|eval|decode`), its export and its checkpoint formats, plus the run-side recipe
+of the pre-training streams (the objective's examples through the family's feature converter).
 
 A family is one kind of model with its feature contract: which feature converter of
 `model/data/features.py` makes its inputs (and so which feature keys it receives), how its Mesh
 TensorFlow model is built, and what it returns for a batch: losses (with any auxiliary terms),
-evaluation metrics and predictions. A run creates one family object from its config
-(`families.family_for(config)`); the model function calls `build`, then `losses` (TRAIN, EVAL) or
-`predict` (PREDICT), and takes the optimizer and the warm-start exceptions from it.
+evaluation metrics and predictions. Each family names its vocabulary kind (`vocabulary`) and its
+optimizer (`optimizer`): there is no default (T5's SentencePiece and Adafactor are T5's).
 
 A family that needs extra features (NSP labels, segment types, structure indices) adds a feature
 converter for them and names it in `converter`; one with extra losses (NSP, classification heads)
 adds them to `Losses.objective` and reports them in `Losses.metrics`; one with heads that a
-pre-trained checkpoint does not have lists them in `fresh_on_warm_start`; one with its own
-optimizer overrides `optimizer`; one whose checkpoints convert to or from other formats lists
-them in `checkpoint_formats`.
+pre-trained checkpoint does not have lists them in `fresh_on_warm_start`; one whose checkpoints
+convert to or from other formats lists them in `checkpoint_formats`.
 """
 from __future__ import annotations
 
@@ -26,12 +31,14 @@ import tensorflow as tf2
 from model.data import features, inputs
 from model.data.vocabulary import Vocabulary
 from model.trainer.checkpoints import CheckpointFormat
+from model.trainer.family import Family
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
 
 
-class ModelFamily(abc.ABC):
-    """One model family, configured for one run."""
+class ModelFamily(Family, abc.ABC):
+    """One model family, configured for one run: model/trainer/family.py's `Family` and what the
+    registry and the command line ask of it."""
 
     # The family's name and the feature converter (a name known to model/data/features.py) that
     # turns task examples {"inputs", "targets"} into its features.
@@ -100,10 +107,11 @@ class ModelFamily(abc.ABC):
     # model is built (class methods; `run` is a model/trainer/runs.py Run).
 
     @classmethod
+    @abc.abstractmethod
     def vocabulary(cls, path: str) -> Vocabulary:
         """The vocabulary file `DataConfig.vocabulary` names, read as this family reads it
-        (T5's and GPT-1's: SentencePiece)."""
-        return Vocabulary(path)
+        (T5's: SentencePiece; BERT's: WordPiece)."""
+        raise NotImplementedError(f"the {cls.name} family names no vocabulary kind")
 
     @classmethod
     def training_stream(cls, run: Any) -> inputs.PretrainingStream:
@@ -148,10 +156,9 @@ class ModelFamily(abc.ABC):
 
     # ---- The model's side: what the model function asks of a configured family.
 
+    @abc.abstractmethod
     def optimizer(self, learning_rate: Any) -> mtf.optimize.Optimizer:
-        """T5's optimizer: Adafactor with mtf's defaults (factored second moments, decay
-        1 - (step + 1)^-0.8, update clipping 1, no momentum, parameter-scaled updates)."""
-        return mtf.optimize.AdafactorOptimizer(learning_rate=learning_rate)
+        """The optimizer of a training step at `learning_rate` (T5's: Adafactor)."""
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,7 +22,7 @@ DIR/operative_config.gin with the bindings of the source's sizes (and, when the 
 vocabulary file of the source and no DataConfig.vocabulary is given, that file, copied to DIR and
 checked against the embedding's rows as a given vocabulary is); fine-tune it with
 `--gin_file DIR/operative_config.gin --gin_param "TrainConfig.init_checkpoint = 'DIR'"`.
-A family that fine-tunes from the weights alone (`ModelFamily.warm_start_continues_training`
+A family that fine-tunes from the weights alone (`Family.warm_start_continues_training`
 False: GPT-1, BERT) gets the trainable variables only. One that continues training (T5) restores
 the optimizer's slots and the global step too, so its checkpoint also holds the optimizer's
 slots: the source's with its step (T5's Mesh TF checkpoints), else zero at global step 0 (a
@@ -47,6 +47,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.trainer import runs, warm_start
+from model.trainer.family import Family
 from model.trainer.mesh import MeshConfig, cpu_mesh_impl
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
@@ -78,7 +79,7 @@ class Conversion:
     """One family's link to a transformers model."""
 
     family: str                         # the family's name on the command line (messages)
-    family_class: type                  # its ModelFamily (model/families/base.py)
+    family_class: "type[Family]"        # its class (model/trainer/family.py's protocol)
     model_type: str                     # config.json's model_type
     model_class: str                    # the transformers class written and read
     embedding: str                      # our token embedding: its rows are the vocabulary size

@@ -1,10 +1,11 @@
 """One TPUEstimator model function for every model family, mode and mesh: CPU tests and TPUs run
 this same code.
 
-It knows nothing of any architecture: the run's family (model/families/) names the features it
-reads, builds the Mesh TensorFlow model and returns its losses, metrics and predictions. This
-module imports the features onto the mesh, lowers, optimises and wires the host side: mesh
-(model/trainer/mesh.py), schedules (model/trainer/schedules.py), hooks and host call (model/trainer/hooks.py), warm start
+It knows nothing of any architecture: the run's family (model/trainer/family.py's `Family`,
+implemented in model/families/) names the features it reads, builds the Mesh TensorFlow model
+and returns its losses, metrics and predictions. This module imports the features onto the mesh,
+lowers, optimises and wires the host side: mesh (model/trainer/mesh.py), schedules
+(model/trainer/schedules.py), hooks and host call (model/trainer/hooks.py), warm start
 (model/trainer/warm_start.py).
 
 Follows `mesh_tensorflow.transformer.utils.tpu_estimator_model_fn` (what T5 ran). Where we differ:
@@ -24,19 +25,17 @@ family's `predict_feature_keys` that are given, passed to its `predict` by name)
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable, Dict, Optional, Sequence, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 import gin
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
 from model.trainer import finetune_methods, hooks, schedules, warm_start
+from model.trainer.family import Family
 from model.trainer.mesh import MeshConfig, mesh_impl
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
-
-if TYPE_CHECKING:
-    from model.families.base import ModelFamily
 
 
 @gin.configurable
@@ -85,8 +84,8 @@ class PrecisionConfig:
 class ModelFnSetup:
     """Everything the model function needs besides features: all of it fixed per run."""
 
-    # The run's family: a class of model/families/base.py's interface.
-    family_class: type
+    # The run's family: a class of model/trainer/family.py's protocol.
+    family_class: "type[Family]"
     model_config: ModelConfig
     mesh_config: MeshConfig
     optimization: OptimizationConfig
@@ -115,7 +114,7 @@ class ModelFnSetup:
     alpha: float = 0.6
 
     @property
-    def family(self) -> ModelFamily:
+    def family(self) -> Family:
         return self.family_class(self.model_config, self.vocab_size,
                                  self.precision.variable_dtype)
 
@@ -147,7 +146,7 @@ def _restore_scaffold_fn(lowering: mtf.Lowering) -> Callable[[], tf.train.Scaffo
     return scaffold_fn
 
 
-def _training_scaffold_fn(setup: ModelFnSetup, family: ModelFamily
+def _training_scaffold_fn(setup: ModelFnSetup, family: Family
                           ) -> Callable[[], tf.train.Scaffold]:
     """Warm start and the saver, outside the TPU program (TPUEstimator calls this on the host)."""
     def scaffold_fn():

@@ -3,14 +3,14 @@ decode), plus how a later command recovers a run's recorded settings.
 
 Training runs through TPUEstimator: on CPU with `use_tpu=False` and a PlacementMeshImpl mesh, on
 TPU with SimdMeshImpl, with the same model function (model/trainer/model_fn.py). The run's family
-(`Run.family`, a class of model/families/base.py's interface, chosen by the command line from
-the registry) supplies the vocabulary, the data and the model; nothing here names a family.
+(`Run.family`, a class of model/trainer/family.py's `Family` protocol, chosen by the command line
+from the registry of model/families/) supplies the vocabulary, the data and the model; nothing here names a family.
 """
 from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -21,6 +21,7 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
 from model.data import input_position
 from model.data.vocabulary import EOS_ID, Vocabulary
 from model.trainer import checkpoint_state, hooks, warm_start
+from model.trainer.family import Family
 from model.trainer.decoding import strip_after_eos
 from model.trainer.finetune_methods import FineTuningMethod
 from model.trainer.gin_files import gin_path
@@ -28,9 +29,6 @@ from model.trainer.mesh import MeshConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
 from model.trainer.verbosity import progress
-
-if TYPE_CHECKING:
-    from model.families.base import ModelFamily
 
 MODES = ("pretrain", "finetune", "eval", "decode", "export")
 
@@ -135,7 +133,7 @@ def run_config(train_config: TrainConfig, model_dir: str, cluster=None) -> tpu_c
             per_host_input_for_training=tpu_config.InputPipelineConfig.BROADCAST))
 
 
-def make_estimator(family: type, model_config: ModelConfig, mesh_config: MeshConfig,
+def make_estimator(family: "type[Family]", model_config: ModelConfig, mesh_config: MeshConfig,
                    optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
                    vocab_size: int, batch_size: int,
                    precision: PrecisionConfig = PrecisionConfig(),
@@ -165,9 +163,9 @@ def make_estimator(family: type, model_config: ModelConfig, mesh_config: MeshCon
 @dataclasses.dataclass
 class Run:
     """One configured run: the gin-bound configs and the family (a class of
-    model/families/base.py's interface) that reads its data and builds its model."""
+    model/trainer/family.py's protocol) that reads its data and builds its model."""
 
-    family: "type[ModelFamily]"
+    family: "type[Family]"
     model_config: ModelConfig
     mesh_config: MeshConfig
     optimization: OptimizationConfig
@@ -398,7 +396,7 @@ def warn_overrides(recorded: Dict[str, object], model_dir: str) -> None:
                      f"{pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME}")
 
 
-def configured_run(model_dir: str, family_of: "Callable[[str], type[ModelFamily]]") -> Run:
+def configured_run(model_dir: str, family_of: "Callable[[str], type[Family]]") -> Run:
     """The run that the parsed gin bindings describe (gin fills the dataclass fields), with the
     family that `family_of` (the registry's lookup) gives for its architecture."""
     model_config = ModelConfig()

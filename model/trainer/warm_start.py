@@ -11,10 +11,10 @@ variables, outside the TPU rewrite) with two differences:
   step 0 would make Adafactor's second-moment decay 1 - (step + 1)^-0.8 zero at the first step,
   overwriting the warm-started optimizer slots with one batch's gradients.
 Families whose reference code fine-tunes from the weights alone (BERT, GPT-1, SegaBERT:
-`ModelFamily.warm_start_continues_training`) restore the trainable variables only
-(`weights_only`): Adam's moments start at zero and the step at 0, so Adam's bias correction and
-the fine-tuning schedule start over as in google-research/bert's run_classifier.py and OpenAI's
-train.py.
+`Family.warm_start_continues_training`, model/trainer/family.py) restore the trainable
+variables only (`weights_only`): Adam's moments start at zero and the step at 0, so Adam's bias
+correction and the fine-tuning schedule start over as in google-research/bert's
+run_classifier.py and OpenAI's train.py.
 Names are T5's (model/families/t5/architectures.py), so the released Mesh TF checkpoints load as they are.
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ def warm_start(init_checkpoint: str, fresh: Sequence[str] = (), weights_only: bo
                aliases: Sequence[Tuple[str, str]] = ()) -> List[str]:
     """Sets the initial values of the graph's variables (`weights_only`: the trainable ones)
     from `init_checkpoint` (a path or a directory, its newest checkpoint), each from its own
-    name or an alias (ModelFamily.checkpoint_aliases). Returns the model names restored."""
+    name or an alias (Family.checkpoint_aliases). Returns the model names restored."""
     path = checkpoint_path(init_checkpoint)
     plan = restore_plan(graph_variables(weights_only), checkpoint_variables(path), fresh, aliases)
     tf.train.init_from_checkpoint(path, plan)

@@ -4,6 +4,7 @@ model/families/base.py's interface plus one registry entry: the trainer and the 
 train it unchanged (tests/test_layout.py)."""
 import tensorflow.compat.v1 as tf
 
+from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily
 from model.trainer.losses import Losses, token_losses
 from model.trainer.mtf_compat import mtf
@@ -14,6 +15,13 @@ class ToyBigram(ModelFamily):
     # The features of the `lm` objective's decoder-only examples (model/data/features.py).
     converter = "decoder_only"
     architectures = ("toy_bigram",)
+
+    @classmethod
+    def vocabulary(cls, path: str) -> Vocabulary:
+        return Vocabulary(path)  # a SentencePiece model, as T5's
+
+    def optimizer(self, learning_rate):
+        return mtf.optimize.AdafactorOptimizer(learning_rate=learning_rate)
 
     def build(self, training: bool):
         return None  # no layers beyond the one table `losses` creates

@@ -56,6 +56,7 @@ import gin
 import tensorflow.compat.v1 as tf
 
 from model.data import features
+from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily
 from model.families.gpt1 import finetune, hf, openai
 from model.families.gpt1.bpe import BpeVocabulary, is_encoder_file
@@ -363,7 +364,7 @@ class GPT1(ModelFamily):
         `vocab.json` of transformers'), else a SentencePiece model."""
         if is_encoder_file(path):
             return BpeVocabulary(path)
-        return super().vocabulary(path)
+        return Vocabulary(path)
 
     @classmethod
     def training_stream(cls, run):

@@ -20,6 +20,7 @@ import abc
 import dataclasses
 from typing import Dict
 
+from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily
 from model.families.t5 import finetune, hf, mesh_tf
 from model.families.t5.architectures import Architecture, Model, build_model
@@ -38,12 +39,22 @@ class _T5Family(ModelFamily):
     checkpoint_aliases = ((r"/(final_)?layer_norm/", "/rms_norm/"),)
 
     @classmethod
+    def vocabulary(cls, path: str) -> Vocabulary:
+        """T5's vocabulary: a SentencePiece model (the paper's 32k C4 one, or one trained here)."""
+        return Vocabulary(path)
+
+    @classmethod
     def run_tasks(cls, mode, run, args):
         return finetune.run_mode(mode, run, args)
 
     @classmethod
     def export(cls, run, export_dir, checkpoint, task):
         return hf.export(run, export_dir, checkpoint, task)
+
+    def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
+        """T5's optimizer: Adafactor with mtf's defaults (factored second moments, decay
+        1 - (step + 1)^-0.8, update clipping 1, no momentum, parameter-scaled updates)."""
+        return mtf.optimize.AdafactorOptimizer(learning_rate=learning_rate)
 
     def build(self, training: bool) -> Model:
         config = self.config if training else dataclasses.replace(self.config, dropout_rate=0.0)
