@@ -1,7 +1,12 @@
-"""The project's import graph, read from the source with `ast`: imports run one way (../shared/
-DESIGN.md): no cycle anywhere; deploy -> model -> tfds_c4 -> pipelines -> text; inside model/,
-the command lines -> families -> tasks -> trainer -> data; no family imported by name below
-the families; families independent of each other but for SegaBERT on BERT."""
+"""The project's import graph, read from the source with `ast`, and the one place its rules live:
+imports run one way (../shared/DESIGN.md). Every import counts, wherever it is: in a function,
+under `if TYPE_CHECKING:`, or one whose names only annotate (a string annotation is still a
+dependency of the module's meaning). The rules: no cycle anywhere; bench -> deploy -> model ->
+tfds_c4 -> pipelines -> text, and model/ never imports pipelines/ itself (what both need lives
+in text/; model reads C4 through tfds_c4); nothing imports a command line (but a benchmark,
+which runs it in process); inside model/, the command lines -> families -> tasks -> trainer ->
+data; no family imported by name below the families; families independent of each other but
+for SegaBERT on BERT."""
 import ast
 import pathlib
 from typing import Dict, Set
@@ -9,8 +14,15 @@ from typing import Dict, Set
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PACKAGES = ("text", "pipelines", "tfds_c4", "model", "deploy")
-# The command lines (python -m ...): nothing imports them.
+# From the ground up: a package may import those before it, never those after. bench/ holds
+# scripts (python bench/NAME.py), not a package: nothing imports it and it ships nowhere.
+PACKAGES = ("text", "pipelines", "tfds_c4", "model", "deploy", "bench")
+SHIPPED_PACKAGES = ("text", "pipelines", "tfds_c4", "model", "deploy")
+# Layers below that a package still may not import: model/ never imports the pipeline.
+NEVER_IMPORTS = {"model": {"pipelines"}}
+# The command lines (python -m ...): nothing imports them but the benchmarks, which run them in
+# process as a user runs them (as the tests do).
+RUNS_COMMAND_LINES = {"bench"}
 COMMAND_LINES = {"model.train", "model.convert", "model.train_vocab", "model.wordpiece",
                  "model.tasks.__main__"}
 # Inside model/, a layer may import the layers after it, never those before.
@@ -29,20 +41,15 @@ def project_modules(root: pathlib.Path = ROOT) -> Dict[str, pathlib.Path]:
             for path in sorted((root / package).rglob("*.py"))}
 
 
-def _is_type_checking_block(node: ast.AST) -> bool:
-    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
-
-
 def imported_modules(name: str, path: pathlib.Path, modules: Set[str]) -> Set[str]:
-    """The project modules that `name` imports anywhere in its body (functions included), but
-    under `if TYPE_CHECKING:` (annotations only, never run). `from package import x` counts as
-    the submodule `package.x` when there is one, else as `package`."""
+    """The project modules that `name` imports anywhere in its body: functions and
+    `if TYPE_CHECKING:` blocks included (an import for annotations only is a dependency too).
+    `from package import x` counts as the submodule `package.x` when there is one, else as
+    `package`; a relative import is resolved against the module's package."""
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
     found: Set[str] = set()
 
     def visit(node: ast.AST) -> None:
-        if _is_type_checking_block(node):
-            return
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
@@ -107,10 +114,12 @@ def layering_violations(graph: Dict[str, Set[str]]) -> list:
     for source, targets in graph.items():
         for target in targets:
             top_source, top_target = source.split(".")[0], target.split(".")[0]
-            if target in COMMAND_LINES:
+            if target in COMMAND_LINES and top_source not in RUNS_COMMAND_LINES:
                 found.append(f"{source} imports the command line {target}")
             if order[top_target] > order[top_source]:
                 found.append(f"{source} imports {target}, a layer above it")
+            if top_target in NEVER_IMPORTS.get(top_source, ()):
+                found.append(f"{source} imports {target}: {top_source} never imports {top_target}")
             if top_source == top_target == "model":
                 source_layer = next((i for i, p in enumerate(MODEL_LAYERS) if _within(source, p)), None)
                 target_layer = next((i for i, p in enumerate(MODEL_LAYERS) if _within(target, p)), None)
@@ -142,13 +151,22 @@ def test_the_graph_sees_the_imports_it_checks():
     assert "model.data.vocabulary" in graph["model.trainer.decoding"]
     assert "model.trainer.family" in graph["model.trainer.model_fn"]
     assert "model.trainer.family" in graph["model.families.base"]
+    assert "model.families.base" not in graph["model.trainer.model_fn"]
+    # An import whose names only annotate counts (BertConfig in the format's signatures).
+    assert "model.families.bert.config" in graph["model.families.bert.google"]
+    assert "pipelines.files" in graph["bench.bench_pipeline"]
 
 
 @pytest.mark.parametrize("source, expected", [
     # A circle through a function-level import is still a circle.
     ({"a.py": "import b\n", "b.py": "def f():\n    import a\n"}, "cycle"),
+    # So is one through an import for annotations only: under TYPE_CHECKING, or names that
+    # only string annotations use.
     ({"a.py": "import b\n", "b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
-      "    import a\n"}, None),
+      "    import a\n"}, "cycle"),
+    ({"a.py": "import b\n", "b.py": "from __future__ import annotations\nfrom a import A\n"
+      "def f(x: A) -> None: ...\n"}, "cycle"),
+    ({"a.py": "import b\n", "b.py": "import c\n", "c.py": "x = 1\n"}, None),
 ])
 def test_cycle_finder_on_small_graphs(tmp_path, source, expected):
     for name, text in source.items():
@@ -165,6 +183,9 @@ def test_cycle_finder_on_small_graphs(tmp_path, source, expected):
     (("model.families.bert.model", "model.families.segabert.model"), "family bert"),
     (("model.families.t5.model", "model.train"), "the command line"),
     (("pipelines.c4", "model.train"), "a layer above it"),
+    (("deploy.tpu", "bench.bench_train"), "a layer above it"),
+    (("model.data.inputs", "pipelines.files"), "model never imports pipelines"),
+    (("text.sentences", "pipelines.files"), "a layer above it"),
 ])
 def test_each_rule_catches_its_violation(edge, message):
     graph = import_graph()
@@ -227,7 +248,7 @@ def test_a_family_defined_outside_model_trains_through_the_command_line(shared_d
 def test_every_package_directory_is_a_regular_package():
     """setup.py's find_packages ships only directories with an __init__.py to workers: a module
     in a directory without one would be missing on a Dataflow or TPU worker."""
-    missing = sorted(str(path.parent.relative_to(ROOT)) for package in PACKAGES
+    missing = sorted(str(path.parent.relative_to(ROOT)) for package in SHIPPED_PACKAGES
                      for path in (ROOT / package).rglob("*.py")
                      if not (path.parent / "__init__.py").is_file())
     assert missing == []

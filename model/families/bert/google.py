@@ -36,17 +36,16 @@ import dataclasses
 import json
 import pathlib
 import re
-from typing import TYPE_CHECKING, Callable, Dict, Mapping, Tuple
+from typing import Callable, Dict, Mapping, Tuple
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.families.bert import hf
+from model.families.bert.config import BertConfig
 from model.families.bert.wordpiece import WordPieceVocabulary
 from model.trainer.checkpoints import CheckpointFormat, Conversion, ConversionError, import_state
 
-if TYPE_CHECKING:  # model.py declares its formats from this module
-    from model.families.bert.model import BertConfig
 
 CHECKPOINT = "bert_model.ckpt"
 CONFIG = "bert_config.json"

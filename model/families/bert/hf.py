@@ -13,19 +13,18 @@ our model, and `conversion` ties them together for format `hf` (model/trainer/ch
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping
+from typing import Any, Dict, Mapping
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.families.bert.activations import ACTIVATIONS
+from model.families.bert.config import BertConfig
 from model.families.bert.wordpiece import CLS, MASK, PAD, SEP, UNK
 from model.trainer.checkpoints import Conversion
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 
-if TYPE_CHECKING:  # model.py declares its formats from this module
-    from model.families.bert.model import BertConfig
 
 # The `model_type` of transformers' BertConfig (a transformers folder's config.json).
 MODEL_TYPE = "bert"

@@ -42,19 +42,18 @@ model, and `conversion` ties them together for format `hf` (model/trainer/checkp
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, Mapping
+from typing import Any, Dict, Mapping
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.tasks import discriminative
 from model.families.gpt1.bpe import SPECIAL_TOKENS, UNKNOWN_PIECE_ID, BpeVocabulary
+from model.families.gpt1.config import GPT1Config
 from model.trainer.checkpoints import Conversion, ConversionError, sentencepiece_tokenizer
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 
-if TYPE_CHECKING:  # model.py declares its formats from this module
-    from model.families.gpt1.model import GPT1Config
 
 # OpenAI GPT's name (modeling_openai.ACT_FNS) for the tanh form of GELU, OpenAI's and mtf's.
 TANH_GELU = "gelu"

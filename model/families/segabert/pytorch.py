@@ -36,20 +36,19 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import TYPE_CHECKING, Any, Callable, Dict, Mapping, Tuple
+from typing import Any, Callable, Dict, Mapping, Tuple
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.families.bert import hf as bert_hf
+from model.families.bert.config import BertConfig
 from model.families.segabert import structure
 from model.trainer import runs
 from model.trainer.checkpoints import (CheckpointFormat, Conversion, ConversionError,
                                        import_state, read_weights)
 from model.trainer.mtf_compat import mtf
 
-if TYPE_CHECKING:  # model.py declares its formats from this module
-    from model.families.bert.model import BertConfig
 
 CONFIG = "config.json"
 VOCABULARY = "vocab.txt"
