@@ -68,7 +68,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(REPO.parent / "shared" / "data").path
     for name in ("imports", "gpt1_padded", "gpt1", "t5"):
         with tempfile.TemporaryDirectory() as model_dir:

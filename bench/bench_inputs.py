@@ -23,7 +23,7 @@ tf.config.threading.set_inter_op_parallelism_threads(1)
 
 from model.data.inputs import jsonl_text_dataset, pretraining_dataset  # noqa: E402
 from model.data.vocabulary import Vocabulary  # noqa: E402
-from tests.trained_vocab import trained_vocabulary  # noqa: E402
+from tests.support.trained_vocab import trained_vocabulary  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 TRAINER_TOKENS_PER_SECOND = 2300  # STACK.md: the CPU bench model at 1 thread

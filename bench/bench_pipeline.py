@@ -60,7 +60,7 @@ def hot_span_child(count):
     """Span dedup alone on the DirectRunner over `count` pages that share one span (or, for a
     negative count, as many pages with a span each of their own)."""
     from pipelines.stages import DedupText
-    from tests.test_dedup import hot_span_pages
+    from tests.support.pages import hot_span_pages
     pages = hot_span_pages(abs(count), shared=count > 0)
     options = beam.options.pipeline_options.PipelineOptions(
         ["--direct_running_mode=in_memory", "--direct_num_workers=1"])

@@ -28,7 +28,7 @@ from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 from model.data import input_position  # noqa: E402
 from model.data.inputs import PretrainingStream  # noqa: E402
 from model.data.vocabulary import Vocabulary  # noqa: E402
-from tests.trained_vocab import trained_vocabulary  # noqa: E402
+from tests.support.trained_vocab import trained_vocabulary  # noqa: E402
 
 DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 LENGTHS = {"inputs": 512, "targets": 114}

@@ -122,7 +122,7 @@ def main() -> None:
     elif args.part == "input":
         vocabulary = args.vocabulary
         if not vocabulary:
-            from tests.trained_vocab import trained_vocabulary
+            from tests.support.trained_vocab import trained_vocabulary
             vocabulary = str(trained_vocabulary(REPO.parent / "shared" / "data").path)
         bench_input_pipeline(vocabulary, args.source, batches=50)
     else:

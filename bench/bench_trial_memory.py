@@ -14,7 +14,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))
-from tests import documents  # noqa: E402
+from tests.support import documents  # noqa: E402
 
 FAMILIES = ("t5", "gpt1", "bert", "segabert")
 TRIAL_HEADING = "Try it on a laptop"

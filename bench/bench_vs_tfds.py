@@ -10,7 +10,7 @@ busy machine slows all sides alike. The sides:
 - ours: `python -m pipelines.c4 --variant en --rules paper|released` (DirectRunner, one
   in-memory worker), writing its shards;
 - TFDS: the public `c4_utils` functions chained as TFDS's c4.py wires them for `en`
-  (tests/tfds_reference.py), offline, with our sentence splitter patched in and langdetect (the
+  (tests/support/tfds_reference.py), offline, with our sentence splitter patched in and langdetect (the
   library, seeded) doing language detection.
 
 Two figures per side: the whole process on the three realistic WET samples, start-up included
@@ -46,7 +46,7 @@ def run_tfds_chain(paths):
     import langdetect
     from tensorflow_datasets.text import c4_utils
 
-    from tests.tfds_reference import tfds_c4
+    from tests.support.tfds_reference import tfds_c4
     from text.sentences import split_sentences
     c4_utils._get_sentences = split_sentences
     langdetect.DetectorFactory.seed = 0  # The library's seed, as ours: deterministic output.
@@ -151,7 +151,7 @@ def stage_costs(paths):
     from pipelines import badwords, cleaning, dedup, language, output, stages, wet
     from pipelines.files import open_raw
     from pipelines.page import Page
-    from tests.tfds_reference import _tfds_dedup
+    from tests.support.tfds_reference import _tfds_dedup
     from text.sentences import split_sentences
     c4_utils._get_sentences = split_sentences
     langdetect.DetectorFactory.seed = 0

@@ -1,17 +1,16 @@
 """The five architectures: T5's layer details and the published parameter counts.
 
 Counts come from the variable shapes of an mtf graph that is never lowered or initialised."""
-import functools
-
 import gin
 import pytest
 import tensorflow.compat.v1 as tf
 
 from model import families
-from model.families.t5.architectures import LAYER_NORM_EPSILON, build_model, count_parameters
+from model.families.t5.architectures import build_model, count_parameters
 from model.trainer.model_config import ModelConfig
-from model.trainer.mtf_compat import mtf, transformer, transformer_layers
+from model.trainer.mtf_compat import mtf
 from model.trainer.gin_files import GIN_DIR
+from tests.support.t5_reference import t5_reference_model
 
 T5_VOCAB_SIZE = 32100  # 32000 SentencePiece pieces + 100 sentinels, padded to 32128 in the model
 
@@ -106,41 +105,7 @@ def test_architectures_share_and_halve_parameters_as_the_paper_says():
     assert shared > lm  # the shared stack also holds the decoder's encoder-decoder attention
 
 
-def t5_reference_model(config: ModelConfig, vocab_size: int, legacy_norms: bool = True,
-                       activation="relu", tied: bool = True) -> transformer.Bitransformer:
-    """T5's encoder-decoder as its gin configs build it through mtf's `make_layer_stack` (which
-    names the layers of the released checkpoints), with legacy-mode layer stacks (`layer_norm`,
-    `final_layer_norm`) and shared relative attention biases, as those checkpoints have.
-    `legacy_norms=False`: the layer stack of mtf's current defaults (defaults.gin's sublayers,
-    every norm `rms_norm`), as today's t5 gin files build it; T5.1.1: `activation=["gelu",
-    "linear"]`, `tied=False`."""
-    attention = {"num_heads": config.num_heads, "key_value_size": config.d_kv}
-    self_attention = dict(attention, relative_attention_type="bias_shared")
-    if legacy_norms:
-        layer_stack = functools.partial(transformer.LayerStack, dropout_rate=0.0,
-                                        norm_epsilon=LAYER_NORM_EPSILON)
-    else:
-        layer_stack = functools.partial(
-            transformer.LayerStack, sublayers_initial=[transformer.sublayer_dropout],
-            sublayers_per_layer=[transformer.sublayer_rms_norm, transformer.sublayer_call_layer,
-                                 transformer.sublayer_dropout, transformer.sublayer_residual],
-            sublayers_final=[transformer.sublayer_rms_norm, transformer.sublayer_dropout])
-    feed_forward = [transformer_layers.DenseReluDense,
-                    {"hidden_size": config.d_ff, "activation": activation}]
 
-    def stack(name, layers):
-        return transformer.Unitransformer(
-            layer_stack=transformer.make_layer_stack(layers, layer_stack, config.num_layers),
-            d_model=config.d_model, input_vocab_size=vocab_size,
-            output_vocab_size=vocab_size if name == "decoder" else None,
-            autoregressive=name == "decoder", max_length=None, name=name,
-            positional_embedding=False, shared_embedding_and_softmax_weights=tied)
-
-    encoder = stack("encoder", [[transformer_layers.SelfAttention, self_attention],
-                                feed_forward])
-    decoder = stack("decoder", [[transformer_layers.SelfAttention, self_attention],
-                                [transformer_layers.EncDecAttention, attention], feed_forward])
-    return transformer.Bitransformer(encoder, decoder, shared_embedding=True)
 
 
 def test_variables_are_named_as_t5_checkpoints():

@@ -23,19 +23,15 @@ import tensorflow.compat.v1 as tf
 from model.families.bert import google, inputs as bert_inputs, wordpiece
 from model.trainer import checkpoints, runs
 from model.trainer.model_config import ModelConfig
-from tests.test_convert import assert_close, conversion, randomized, run_convert
+from tests.support.convert import (GOOGLE_RESERVED, VOCAB, assert_close, conversion,
+                                   randomized, run_convert)
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 pytestmark = pytest.mark.usefixtures("clean_gin")
 
-GOOGLE_RESERVED = (["[PAD]"] + [f"[unused{i}]" for i in range(99)]
-                   + ["[UNK]", "[CLS]", "[SEP]", "[MASK]"])
 GOOGLE_IDS = wordpiece.SpecialIds(pad=0, unk=100, cls=101, sep=102, mask=103)
-WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "##s", "ran", ".", ",", "and", "big",
-         "red", "##ly", "house"]
-VOCAB = GOOGLE_RESERVED + WORDS  # 120 ids
 # [CLS] A [SEP] B [SEP] with padding, in Google's ids.
 TOKENS = np.array([[101, 104, 106, 108, 102, 105, 107, 109, 113, 102, 0, 0],
                    [101, 116, 117, 102, 104, 118, 119, 110, 114, 115, 111, 102]])

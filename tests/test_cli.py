@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from tests.trained_vocab import trained_vocabulary
+from tests.support.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 COMMAND_LINES = ("model.train", "model.train_vocab", "model.wordpiece", "model.convert",

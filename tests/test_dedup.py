@@ -6,6 +6,7 @@ import pytest
 from pipelines.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig, bucket_blocks,
                              distinct_span_keys, drop_reason_after_dedup, page_key, page_records,
                              remove_units, removed_starts, resolve_records, span_keys, units_of)
+from tests.support.pages import HOT, hot_span_pages
 from text.sentences import split_sentences
 
 
@@ -185,24 +186,7 @@ def test_invalid_config():
         DedupConfig(mode="words")
 
 
-HOT = "Hot span first sentence. Hot span second sentence. Hot span third sentence."
 
-
-def hot_span_pages(count, shared=True):
-    """`count` pages that all hold the same span (a hot key), each with a sentence of its own
-    before and after it; the last page holds it twice. With `shared` False, each page's span
-    is its own (the same volume without the hot key)."""
-    from pipelines.page import Page
-    pages = []
-    for i in range(count):
-        hot = HOT if shared else HOT.replace("Hot", f"Page {i} hot")
-        text = f"Page {i} starts here. {hot}\nPage {i} ends here."
-        if i == count - 1:
-            text += f"\n{hot}"
-        pages.append(Page(url=f"https://site{i}.com/p", normalized_url=f"site{i}.com/p",
-                          timestamp="2019-04-18T10:13:24Z", content_type="text/plain",
-                          content_length=len(text), text=text))
-    return pages
 
 
 @pytest.mark.parametrize("records_per_flush,buckets", [(1 << 20, 1), (64, 3)])

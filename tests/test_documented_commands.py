@@ -1,4 +1,4 @@
-"""Every command block of the project's documents runs as written (issue 25; tests/documents.py
+"""Every command block of the project's documents runs as written (issue 25; tests/support/documents.py
 says how a block says what it is). For a block that cannot run here, every `python -m MODULE
 --flag` it shows must name a flag of that command line, so a flag renamed in the code without
 its document fails here too.
@@ -21,9 +21,9 @@ from typing import Dict, Iterator, List
 
 import pytest
 
-from tests import documents
-from tests.documents import Block
-from tests.in_process import module_main, run_main
+from tests.support import documents
+from tests.support.documents import Block
+from tests.support.in_process import module_main, run_main
 
 OWN_PACKAGES = ("model", "pipelines", "tfds_c4", "deploy")
 # Words at the start of a line that bash owns (a stand-in for a program may not take their name).

@@ -15,16 +15,14 @@ from model.data.vocabulary import EOS_ID
 from model.families.t5.hf import hf_config
 from model.trainer import runs
 from model.trainer.decoding import strip_after_eos
-from tests.checkpoint_logits import checkpoint_logits
-from tests.test_gpt1_openai import real_texts
-from tests.test_train import configure
-from tests.trained_vocab import trained_vocabulary
+from tests.support.checkpoint_logits import TEXTS, our_logits
+from tests.support.texts import real_texts
+from tests.support.training import configure
+from tests.support.trained_vocab import trained_vocabulary
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-TEXTS = ["The quick brown fox <extra_id_0> over the lazy dog.",
-         "Thank you for subscribing to our newsletter. We send one email a week."]
 INPUTS_LENGTH, TARGETS_LENGTH = 32, 8
 TINY_EXPORT = ["ModelConfig.d_model = 32", "ModelConfig.d_ff = 64", "ModelConfig.num_heads = 4",
                "ModelConfig.d_kv = 8", "ModelConfig.num_layers = 2"]
@@ -70,15 +68,7 @@ def export_for_task(trained, export_dir, task: str, *gin_files: str) -> dict:
             for name in ("generation_config", "tokenizer_config")}
 
 
-def our_logits(run: runs.Run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
-    """Teacher-forced logits of the newest checkpoint, through our family's graph."""
-    return checkpoint_logits(run, {
-        "encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0) * 1,
-        "encoder_positions": np.tile(np.arange(encoder.shape[1]), (len(encoder), 1)),
-        "decoder_target_tokens": targets, "decoder_segment_ids": np.ones_like(targets),
-        "decoder_input_tokens": np.pad(targets[:, :-1], [(0, 0), (1, 0)]),
-        "decoder_positions": np.tile(np.arange(targets.shape[1]), (len(targets), 1)),
-        "decoder_loss_weights": np.ones_like(targets)})
+
 
 
 def test_tokenizer_gives_our_ids(trained, exported):

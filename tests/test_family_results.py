@@ -22,8 +22,8 @@ import tensorflow.compat.v1 as tf
 
 from model import tasks, train
 from model.tasks import discriminative
-from tests import in_process
-from tests.in_process import printed_json
+from tests.support import in_process
+from tests.support.in_process import printed_json
 
 THREADS = ["TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1"]
 TRAINED = [2, 4]  # the checkpoints a run of 4 steps saving every 2 trained
@@ -102,7 +102,7 @@ def accuracy(targets, predictions) -> Dict[str, float]:
 def test_gpt1_on_copa_writes_the_task_results(shared_data, tmp_path, clean_gin):
     """GPT-1's multiple-choice head on COPA (32 training examples, 100 validation examples):
     accuracy, the registry's metric for COPA, of the chosen answers."""
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     copa = shared_data / "tasks/superglue_copa"
     model_dir = tmp_path / "gpt1_copa"
     argv = ["--model_dir", str(model_dir), "--task", "super_glue_copa",

@@ -5,7 +5,7 @@ import tensorflow as tf
 
 from model.data import features
 from model.data.inputs import plain_text_dataset, pretraining_dataset
-from tests.trained_vocab import trained_vocabulary
+from tests.support.trained_vocab import trained_vocabulary
 
 
 def examples_dataset(examples):

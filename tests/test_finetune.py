@@ -22,8 +22,8 @@ from model.tasks import selection as task_selection
 from model.trainer import checkpoint_state, finetune_methods
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig
-from tests.test_train import configure, synthetic_examples
-from tests.trained_vocab import trained_vocabulary
+from tests.support.training import configure, synthetic_examples
+from tests.support.trained_vocab import trained_vocabulary
 
 CB = "superglue_cb"
 FINETUNE_BINDINGS = [

@@ -20,7 +20,7 @@ from model.families.gpt1 import model as gpt1
 from model.tasks import discriminative
 from model.trainer import runs
 from model.trainer.hooks import LOSS_LOG_NAME
-from tests.mtf_optimizer import optimizer_steps
+from tests.support.mtf_optimizer import optimizer_steps
 
 
 # --- discriminative views ------------------------------------------------------------------
@@ -231,7 +231,7 @@ def transformed(task, example, length=16):
 
 
 def test_special_tokens_are_the_vocabulary_special_pieces(shared_data):
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(shared_data)
     special = gpt1_inputs.special_tokens(vocabulary.vocab_size)
     assert [vocabulary.decode([i]) for i in (special.start, special.delimiter, special.extract)] \
@@ -305,7 +305,7 @@ def test_race_keeps_question_and_answer_and_trims_the_article(shared_data, vocab
 
 
 def test_head_features_pad_each_sequence_to_the_length(shared_data):
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(shared_data)
     view = discriminative.view("glue_qqp")
     examples = [discriminative.Example(("Is it?", "Is it not?"), 1)]
@@ -354,7 +354,7 @@ def configure(model_dir, gin_files, bindings) -> runs.Run:
 
 @pytest.fixture(scope="module")
 def vocabulary(shared_data):
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     return trained_vocabulary(shared_data)
 
 
@@ -405,8 +405,8 @@ def test_the_hf_export_carries_a_tokenizer_of_our_sentencepiece_ids(pretrained, 
     (sentinels) their ids."""
     import transformers
     from model.data.vocabulary import EOS_ID
-    from tests.test_convert import run_convert
-    from tests.test_gpt1_openai import real_texts
+    from tests.support.convert import run_convert
+    from tests.support.texts import real_texts
     model_dir, _ = pretrained
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir", model_dir,
                        "--output", tmp_path) == 0

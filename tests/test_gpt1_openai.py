@@ -7,9 +7,6 @@ formats (`encoder_bpe_40000.json`: piece -> id; `vocab_40000.bpe`: a version lin
 merge a line), and OpenAIGPTTokenizer is built from those same files.
 """
 import collections
-import csv
-import gzip
-import itertools
 import json
 import pathlib
 
@@ -17,27 +14,13 @@ import pytest
 
 from model.families.gpt1 import bpe, inputs as gpt1_inputs
 from model.families.gpt1.model import GPT1
+from tests.support.texts import real_texts
 
 transformers = pytest.importorskip("transformers")
 from transformers.models.openai.tokenization_openai import BasicTokenizer  # noqa: E402
 
 ENCODER, MERGES = "encoder_bpe_40000.json", "vocab_40000.bpe"
-# Control characters, a tab, no-break space, a line separator, CJK ideographs, accents (composed
-# and combining), typographic quotes, dashes and an ellipsis: each step of the basic tokenization.
-EDGES = ("Tab\there,\u00a0nbsp\u2028line\x07bell \u4e2d\u6587字 café NAÏVE “quotes” — dash… "
-         "Ångström e\u0301 \ufffd\x00end")
 
-
-def real_texts(data: pathlib.Path):
-    """Story Cloze stories (GPT-1's own fine-tuning task), C4 pages and German sentences."""
-    texts = []
-    with open(data / "tasks/story_cloze/cloze_test_val__spring2016.csv", newline="") as f:
-        for row in itertools.islice(csv.DictReader(f), 40):
-            texts.append(" ".join(row[f"InputSentence{i}"] for i in range(1, 5)))
-    with gzip.open(data / "c4_samples/olmo/c4-sample.01.json.gz", "rt") as f:
-        texts += [json.loads(line)["text"] for line in itertools.islice(f, 30)]
-    texts += (data / "text/de/tatoeba.deu-eng.deu").read_text().splitlines()[:200]
-    return texts + [EDGES]
 
 
 def learn_bpe(texts, num_merges):
@@ -234,7 +217,7 @@ def release(tmp_path_factory, bpe_folder):
     """(folder, reference OpenAIGPTLMHeadModel) of a tiny random GPT-1 over the learned BPE,
     written in OpenAI's layout and proven by transformers' `load_tf_weights_in_openai_gpt`."""
     import numpy as np
-    from tests.test_convert import randomized
+    from tests.support.convert import randomized
     from transformers.models.openai.modeling_openai import load_tf_weights_in_openai_gpt
     config = transformers.OpenAIGPTConfig(
         vocab_size=bpe.BpeVocabulary(bpe_folder / ENCODER).num_pieces, n_positions=N_CTX,
@@ -251,7 +234,7 @@ def release(tmp_path_factory, bpe_folder):
 
 
 def import_release(source, model_dir, *gin_params):
-    from tests.test_convert import run_convert
+    from tests.support.convert import run_convert
     argv = ["import", "--family", "gpt1", "--format", "openai", "--source", source,
             "--model_dir", model_dir]
     for binding in gin_params:
@@ -268,7 +251,7 @@ def test_release_imports_with_transformers_logits_and_exports(release, tmp_path,
     import torch
     from model.trainer import checkpoints, runs
     from model.trainer.model_config import ModelConfig
-    from tests.test_convert import assert_close, conversion, run_convert
+    from tests.support.convert import assert_close, conversion, run_convert
     folder, reference = release
     assert import_release(folder, tmp_path / "ours", f"ModelConfig.num_heads = {N_HEAD}") == 0
     ours_dir = tmp_path / "ours"
@@ -301,7 +284,7 @@ def test_the_hf_export_carries_a_tokenizer_of_our_ids(release, tmp_path, texts):
     """OpenAI's release imported, then exported to transformers: AutoTokenizer
     (OpenAIGPTTokenizerFast) gives our ids on real text, a piece outside the encoder id 0 as
     ours, and the special tokens their ids after the pieces."""
-    from tests.test_convert import run_convert
+    from tests.support.convert import run_convert
     assert import_release(release[0], tmp_path / "ours", f"ModelConfig.num_heads = {N_HEAD}") == 0
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
                        tmp_path / "ours", "--output", tmp_path / "exported") == 0
@@ -337,7 +320,7 @@ def test_bad_releases_are_named(release, tmp_path, capsys):
     missing = edited_release(release, tmp_path / "a", lambda f: (f / "params_3.npy").unlink())
     error = failed_release_import(capsys, tmp_path / "a", missing)
     assert f"{missing} lacks params_3.npy" in error
-    from tests.test_convert import run_convert
+    from tests.support.convert import run_convert
     assert run_convert("import", "--family", "t5", "--format", "openai", "--source", release[0],
                        "--model_dir", tmp_path / "t5") == 2
     assert "--family t5 has no format 'openai'" in capsys.readouterr().err
@@ -388,7 +371,7 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     from model.tasks import discriminative
     from model.trainer import checkpoints, runs
     from model.trainer.model_config import ModelConfig
-    from tests.test_convert import assert_close, run_convert
+    from tests.support.convert import assert_close, run_convert
     folder, reference = release
     assert import_release(folder, tmp_path / "imported", f"ModelConfig.num_heads = {N_HEAD}") == 0
     imported_gin = tmp_path / "imported" / checkpoints.GIN_NAME

@@ -9,7 +9,7 @@ import tensorflow_datasets as tfds
 
 from model.data import features, inputs
 from model.data import input_position
-from tests.trained_vocab import trained_vocabulary
+from tests.support.trained_vocab import trained_vocabulary
 
 
 def test_jsonl_and_conllu_sources(tmp_path, shared_data):

@@ -227,9 +227,9 @@ def test_a_family_defined_outside_model_trains_through_the_command_line(shared_d
 
     from model import families, train
     from model.families.base import Registry
-    from tests.in_process import command, printed_json
+    from tests.support.in_process import command, printed_json
     from tests.toys.bigram_family import ToyBigram
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
 
     monkeypatch.setattr(families, "REGISTRY", Registry(families.REGISTRY.families + (ToyBigram,)))
     source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
@@ -243,6 +243,23 @@ def test_a_family_defined_outside_model_trains_through_the_command_line(shared_d
     assert printed_json(command(train.main, argv, bindings)) == {"step": 1}
     variables = dict(tf.train.list_variables(str(tmp_path)))
     assert variables["toy_bigram/embedding"] == [variables["toy_bigram/embedding"][0], 8]
+
+
+def test_no_test_module_imports_another():
+    """What tests and benchmarks share lives in tests/support/ (and tests/toys/): a test module
+    is never a library of another."""
+    found = []
+    for path in sorted((ROOT / "tests").rglob("*.py")) + sorted((ROOT / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+            else:
+                continue
+            found += [f"{path.relative_to(ROOT)} imports {name}" for name in names
+                      if name.startswith("tests.test_")]
+    assert found == []
 
 
 def test_every_package_directory_is_a_regular_package():

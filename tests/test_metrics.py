@@ -5,6 +5,7 @@ from rouge_score import rouge_scorer, scoring
 
 from model import tasks
 from model.tasks import metrics
+from tests.support.training import numpy_token_metrics
 from text.sentences import split_sentences
 
 
@@ -190,23 +191,7 @@ def test_sentence_per_line_splits_lines_paper_era_separators_and_sentence_ends()
 
 # --- token metrics of the trainer (model/trainer/losses.py, model_fn's eval metrics, runs.evaluate) ----
 
-def _numpy_token_metrics(logits: np.ndarray, targets: np.ndarray, weights: np.ndarray) -> dict:
-    """Per-token softmax cross entropy (mtf's softmax_cross_entropy_with_logits: log-sum-exp minus
-    the target's logit) and argmax accuracy, averaged over the tokens by their weights."""
-    logits = logits.astype(np.float64)
-    top = logits.max(-1, keepdims=True)
-    log_z = np.log(np.exp(logits - top).sum(-1)) + top[..., 0]
-    target_logits = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-    correct = logits.argmax(-1) == targets
-    # A token whose two best logits are within float noise of each other may be argmaxed either
-    # way by another graph's kernels (other batch shapes, oneDNN or not).
-    top_two = np.sort(logits, -1)[..., -2:]
-    near_tie = top_two[..., 1] - top_two[..., 0] < 1e-3
-    return {"loss": ((log_z - target_logits) * weights).sum() / weights.sum(),
-            "token_accuracy": (correct * weights).sum() / weights.sum(),
-            "token_accuracy_range": (((correct & ~near_tie) * weights).sum() / weights.sum(),
-                                     ((correct | near_tie) * weights).sum() / weights.sum()),
-            "log_z": log_z}
+
 
 
 def test_token_losses_equal_hand_computed_cross_entropy_and_accuracy():
@@ -240,7 +225,7 @@ def test_token_losses_equal_hand_computed_cross_entropy_and_accuracy():
         outputs = [lowering.export_to_tf_tensor(t) for t in tensors]
         with tf.Session() as session:
             loss, objective, loss_sums, loss_weights, correct, correct_weights = session.run(outputs)
-    expected = _numpy_token_metrics(logits, targets, weights)
+    expected = numpy_token_metrics(logits, targets, weights)
     assert expected["token_accuracy"] == pytest.approx(3 / 5)
     assert loss == pytest.approx(expected["loss"], rel=1e-5)
     assert objective == pytest.approx(
@@ -269,12 +254,3 @@ def test_eval_metrics_are_token_weighted_over_the_whole_validation_set():
     assert result == pytest.approx((3 + 0 + 5 + 1) / (4 + 1 + 5 + 2))  # 0.75
 
 
-def checkpoint_token_metrics(run, examples, num_examples: int) -> dict:
-    """The token loss and accuracy (numpy) of the newest checkpoint's teacher-forced logits on the
-    first `num_examples` feature examples."""
-    from tests.checkpoint_logits import checkpoint_logits
-
-    rows = list(examples().take(num_examples).as_numpy_iterator())
-    features = {key: np.stack([row[key] for row in rows]) for key in rows[0]}
-    return _numpy_token_metrics(checkpoint_logits(run, features), features["decoder_target_tokens"],
-                                features["decoder_loss_weights"].astype(np.float64))

@@ -10,7 +10,7 @@ from model.data import objectives
 from model.data.inputs import jsonl_text_dataset, tokenize
 from model.trainer.gin_files import literal_bindings
 from model.data.vocabulary import EOS_ID, TokenIds
-from tests.trained_vocab import trained_vocabulary
+from tests.support.trained_vocab import trained_vocabulary
 
 # A tiny vocabulary: the words of the paper's Table 3 sentence are ids 10..20, sentinels 129 down.
 WORDS = "Thank you for inviting me to your party last week .".split()

@@ -16,7 +16,8 @@ from tensorflow_datasets.text import c4_utils
 from pipelines import c4
 from text import punkt
 from text.splitters import load_splitter
-from tests.test_released_c4 import BADWORDS, REALNEWS, ours, tfds_c4
+from tests.support.released_c4 import BADWORDS, REALNEWS, ours
+from tests.support.tfds_reference import tfds_c4
 
 C4_SAMPLES = "c4_samples/olmo"
 TEXT = ("Dr. Smith arrived at 5 p.m. on Jan. 3rd. He met Mrs. Jones at the U.S. embassy. "

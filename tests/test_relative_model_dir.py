@@ -41,7 +41,7 @@ def test_kept_checkpoints_are_named_within_the_model_directory(tmp_path, monkeyp
 
 def test_an_import_into_an_absolute_folder_names_its_checkpoint_within_it(tmp_path):
     pytest.importorskip("transformers")
-    from tests.test_convert import import_folder, tiny_bert
+    from tests.support.convert import import_folder, tiny_bert
     tiny_bert().save_pretrained(tmp_path / "bert")
     assert import_folder("bert", tmp_path / "bert", tmp_path / "ours") == 0
     assert state_names(tmp_path / "ours") == ["model.ckpt-0", "model.ckpt-0"]

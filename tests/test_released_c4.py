@@ -10,16 +10,16 @@ the same texts, the same metadata, the same split.
 import functools
 import gzip
 import json
-import pathlib
 
 import langdetect
 import pytest
 import tldextract
 from tensorflow_datasets.text import c4_utils
 
-from pipelines import c4, domains
+from pipelines import domains
 from pipelines.urls import split_of
-from tests.tfds_reference import TFDS_CONFIGS, tfds_c4
+from tests.support.released_c4 import BADWORDS, REALNEWS, ours
+from tests.support.tfds_reference import TFDS_CONFIGS, tfds_c4
 from text.sentences import split_sentences
 
 WET_FILES = ("wet/realistic/CC-MAIN-2019-30-part-0.warc.wet.gz",
@@ -27,29 +27,11 @@ WET_FILES = ("wet/realistic/CC-MAIN-2019-30-part-0.warc.wet.gz",
              "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz",
              "wet/whirlwind-python/whirlwind.warc.wet.gz")  # TFDS reads gzip WET files only.
 ROUNDTRIP = "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz"  # Released C4 validation pages.
-BADWORDS = "badwords/en"
-REALNEWS = "realnews/domain_to_allowed_subdomains.json"
 WEBTEXT_LISTS = ("openwebtext_urls/lsb-webtext/RS_v2_2005-06.urk.json-00.gz",
                  "openwebtext_urls/lsb-webtext/RS_2019-01.urk.json-03.gz")
 
 
-def ours(output: pathlib.Path, config, wet_paths, badwords_path, realnews_path, webtext_lists,
-         extra=()):
-    c4.main(["--rules", "released", "--variant", config, "--input", *map(str, wet_paths),
-             "--output", str(output), "--badwords", str(badwords_path),
-             "--realnews_domains", str(realnews_path), "--train_shards", "2",
-             *(["--webtext_urls", *map(str, webtext_lists)] if webtext_lists else []), *extra])
-    pages = {}
-    for split in ("train", "validation"):
-        for shard in sorted(output.glob(f"{split}-*.jsonl.gz")):
-            with gzip.open(shard, "rt", encoding="utf-8") as records:
-                for line in records:
-                    record = json.loads(line)
-                    pages[record["url"]] = {  # The fields TFDS writes (ours has more).
-                        "text": record["text"], "timestamp": record["timestamp"],
-                        "content-type": record["content-type"],
-                        "content-length": str(record["content-length"]), "split": split}
-    return pages
+
 
 
 @pytest.fixture(scope="module")

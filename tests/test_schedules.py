@@ -19,7 +19,7 @@ import tensorflow.compat.v1 as tf
 
 from model import families
 from model.trainer import runs, schedules
-from tests.trained_vocab import trained_vocabulary
+from tests.support.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 C4_SAMPLE = "c4_samples/olmo/c4-sample.01.json.gz"

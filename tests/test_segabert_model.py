@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from tests.mtf_optimizer import optimizer_steps
+from tests.support.mtf_optimizer import optimizer_steps
 
 
 # --------------------------------------------------------------------------------------------

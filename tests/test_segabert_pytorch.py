@@ -23,8 +23,7 @@ import pytest
 from model import convert
 from model.trainer import checkpoints, runs
 from model.trainer.model_config import ModelConfig
-from tests.test_bert_google import VOCAB
-from tests.test_convert import assert_close, run_convert
+from tests.support.convert import VOCAB, assert_close, run_convert
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

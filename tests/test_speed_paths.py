@@ -16,7 +16,7 @@ from model.trainer.mesh import MeshConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import OptimizationConfig, PrecisionConfig
 from model.trainer.mtf_compat import mtf, placement_mesh_impl
-from tests.test_train import synthetic_examples
+from tests.support.training import synthetic_examples
 
 STEPS = 30
 # Largest relative difference per step of the bfloat16 curve from the float32 one.

@@ -13,9 +13,9 @@ from model.families.t5.architectures import count_parameters
 from model.trainer import gin_files
 from model.trainer import runs
 from model.trainer.model_config import ModelConfig
-from tests.test_export_hf import TEXTS, our_logits
-from tests.test_train import TINY_BINDINGS
-from tests.trained_vocab import trained_vocabulary
+from tests.support.checkpoint_logits import TEXTS, our_logits
+from tests.support.training import TINY_BINDINGS
+from tests.support.trained_vocab import trained_vocabulary
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -2,7 +2,7 @@
 
 Each source checkpoint is written with the variables (names, shapes: weights, Adafactor's slots,
 the global step) of mtf's own transformer as T5's gin configs build it
-(tests/test_architectures.py `t5_reference_model`, trained with mtf's Adafactor), in the three
+(tests/support/t5_reference.py `t5_reference_model`, trained with mtf's Adafactor), in the three
 layouts T5's checkpoints come in: T5.1.0 (legacy `layer_norm`/`final_layer_norm` names, ReLU,
 tied logits), today's `rms_norm` names (mtf's current layer stack), and T5.1.1 (gated GELU,
 untied logits, `rms_norm`), with float32 or bfloat16 values (the released checkpoints' slices
@@ -18,9 +18,9 @@ import tensorflow.compat.v1 as tf
 
 from model import families
 from model.trainer import checkpoints, runs
-from tests.test_convert import (CLASSES, assert_close, our_logits, run_convert,
-                                transformers_logits)
-from tests.test_warm_start import VOCAB_SIZE, reference_variables
+from tests.support.convert import (CLASSES, assert_close, our_logits, run_convert,
+                                   transformers_logits)
+from tests.support.t5_reference import VOCAB_SIZE, reference_variables
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -127,7 +127,7 @@ def test_round_trip_gives_the_references_logits_and_keeps_the_step(tmp_path, lay
 def test_imported_checkpoint_fine_tunes_from_its_step(tmp_path):
     """`TrainConfig.init_checkpoint = DIR`: the run continues from the source's step, with its
     weights and Adafactor's statistics, as T5 fine-tunes a released checkpoint."""
-    from tests.test_train import synthetic_examples
+    from tests.support.training import synthetic_examples
     write_source(tmp_path / "source" / f"model.ckpt-{STEP}", layout_variables("t5.1.1"),
                  tf.bfloat16)
     assert import_source(tmp_path / "source", tmp_path / "imported") == 0
@@ -209,7 +209,7 @@ def test_a_vocabulary_that_does_not_fill_the_embedding_is_refused(tmp_path, caps
                                                                   t5_1_0_variables, shared_data):
     """`DataConfig.vocabulary` (the release's SentencePiece model, given) against the
     embedding's rows, padded to 128 as ours."""
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(shared_data)
     write_source(tmp_path / "t5" / "model.ckpt-1", t5_1_0_variables, tf.float32)
     error = failed_import(capsys, tmp_path, tmp_path / "t5",

@@ -666,7 +666,7 @@ def test_no_validation_target_of_the_samples_is_cut_at_the_tasks_lengths(shared_
     """Every real validation target, tokenized with EOS by the tests' 1,000-piece vocabulary (which
     cuts text into more pieces than T5's 32,000), fits its task's targets length; the old single
     default of 114 tokens cut translations and summaries."""
-    from tests.trained_vocab import trained_vocabulary
+    from tests.support.trained_vocab import trained_vocabulary
     vocabulary = trained_vocabulary(shared_data)
     assert set(VALIDATION_SAMPLES) == set(tasks.names()) - {"dpr"}  # no DPR sample in the data
     longest = {}

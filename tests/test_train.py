@@ -16,7 +16,6 @@ import time
 import gin
 import numpy as np
 import pytest
-import tensorflow.compat.v1 as tf
 import tensorflow_datasets as tfds
 from apache_beam.options.pipeline_options import PipelineOptions
 
@@ -28,20 +27,12 @@ from model.tasks import evaluation
 from model.trainer import runs
 from model.trainer.hooks import LOSS_LOG_NAME, NonFiniteLossError
 from model.trainer.mesh import MeshConfig
-from tests.test_metrics import checkpoint_token_metrics
-from tests.trained_vocab import trained_vocabulary
+from tests.support.training import (TINY_BINDINGS, checkpoint_token_metrics, configure,
+                                    synthetic_examples)
+from tests.support.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-TINY_BINDINGS = [
-    "ModelConfig.d_model = 32", "ModelConfig.d_ff = 64", "ModelConfig.num_heads = 4",
-    "ModelConfig.d_kv = 8", "ModelConfig.num_layers = 2",
-    "DataConfig.objective = 'span_corruption'",
-    "DataConfig.inputs_length = 32", "DataConfig.targets_length = 8",
-    "TrainConfig.tokens_per_batch = 256",  # 8 sequences of 32 input tokens
-    "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1",
-    "TrainConfig.eval_steps = 4", "TrainConfig.eval_batch_size = 8",
-    "TrainConfig.decode_length = 8",
-]
+
 
 
 @pytest.fixture(scope="module")
@@ -69,10 +60,7 @@ def data_bindings(shared_data, c4_data_dir):
             f"DataConfig.source = 'tfds:t5_c4/en@{c4_data_dir}'"]
 
 
-def configure(model_dir, data_bindings, *extra, gin_files=("pretrain.gin",)) -> runs.Run:
-    gin.clear_config()
-    runs.parse_gin(list(gin_files), TINY_BINDINGS + data_bindings + list(extra))
-    return families.configured_run(str(model_dir))
+
 
 
 def run_train(run: runs.Run, max_steps: int) -> int:
@@ -135,20 +123,7 @@ def test_greedy_decode_returns_text(pretrained):
     assert runs.decode(pretrained, texts, inputs_length=32) == decodes
 
 
-def synthetic_examples(num: int = 32, seed: int = 0):
-    """Packed-shaped encoder-decoder features: reverse 7 random tokens (no dropout needed)."""
-    rng = np.random.RandomState(seed)
-    encoder = rng.randint(3, 100, size=(num, 16)).astype(np.int32)
-    decoder = np.concatenate([encoder[:, 6::-1], np.ones((num, 1), np.int32)], 1)
-    features = {
-        "encoder_input_tokens": encoder, "encoder_segment_ids": np.ones_like(encoder),
-        "encoder_positions": np.tile(np.arange(16, dtype=np.int32), (num, 1)),
-        "decoder_target_tokens": decoder, "decoder_segment_ids": np.ones_like(decoder),
-        "decoder_input_tokens": np.pad(decoder[:, :-1], [(0, 0), (1, 0)]),
-        "decoder_positions": np.tile(np.arange(8, dtype=np.int32), (num, 1)),
-        "decoder_loss_weights": np.ones_like(decoder),
-    }
-    return lambda: tf.data.Dataset.from_tensor_slices(features)
+
 
 
 # model:2 splits every layer and the vocabulary; batch:2 the batch.

@@ -11,7 +11,7 @@ import tensorflow as tf
 
 from model import train_vocab
 from model.data.vocabulary import EOS_ID, NUM_SENTINELS, PAD_ID, UNK_ID, MixtureShortfallWarning, TokenIds, Vocabulary, VocabularySettings, lines_per_source, mixture_sample, train_vocabulary
-from tests.trained_vocab import SIZE, trained_vocabulary
+from tests.support.trained_vocab import SIZE, trained_vocabulary
 
 
 @pytest.fixture(scope="module")

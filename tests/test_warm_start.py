@@ -12,38 +12,17 @@ import tensorflow.compat.v1 as tf
 from model import families
 from model.trainer import runs
 from model.trainer.hooks import logged_losses
-from model.trainer.mesh import MeshConfig, cpu_mesh_impl
-from model.trainer.mtf_compat import mtf
 from model.trainer.warm_start import WarmStartError, restore_plan
-from tests.test_architectures import t5_reference_model
-from tests.test_train import TINY_BINDINGS, synthetic_examples
+from tests.support.t5_reference import VOCAB_SIZE, reference_variables
+from tests.support.training import TINY_BINDINGS, synthetic_examples
 
 # Each test binds gin for its run; none of it may leak into later test modules.
 pytestmark = pytest.mark.usefixtures("clean_gin")
 
-VOCAB_SIZE = 200
 CHECKPOINT_STEP = 1000
 
 
-def reference_variables(config, **layout) -> dict:
-    """{name: (shape, dtype)} of the TF variables of mtf's T5 trained with mtf's Adafactor
-    (`layout`: t5_reference_model's norm names, activation and tying)."""
-    with tf.Graph().as_default():
-        graph = mtf.Graph()
-        mesh = mtf.Mesh(graph, "mesh")
-        tokens = mtf.ones(mesh, mtf.Shape([mtf.Dimension("batch", 2),
-                                           mtf.Dimension("length", 6)]), tf.int32)
-        _, loss = t5_reference_model(config, VOCAB_SIZE, **layout).call_simple(
-            inputs=tokens, targets=tokens, compute_loss=True, mode="train")
-        variables = graph.trainable_variables
-        gradients = mtf.gradients([loss], [v.outputs[0] for v in variables])
-        updates = mtf.optimize.AdafactorOptimizer(learning_rate=0.01).apply_grads(
-            gradients, variables)
-        lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
-        for op in updates:
-            lowering.lowered_operation(op)
-        return {v.op.name: (v.shape.as_list(), v.dtype.base_dtype)
-                for v in tf.global_variables()}
+
 
 
 def write_checkpoint(path, variables: dict, seed: int = 0) -> dict:

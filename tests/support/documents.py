@@ -14,7 +14,7 @@ import shutil
 import subprocess
 from typing import List, Optional, Sequence
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 SHARED = ROOT.parent / "shared"
 VENV = ROOT / ".venv"
 RUN_INFOS = ("sh", "python")

@@ -30,3 +30,19 @@ def checkpoint_logits(run: runs.Run, features: Mapping[str, np.ndarray]) -> np.n
             tf.train.Saver(tf.global_variables()).restore(session, tf.train.latest_checkpoint(run.model_dir))
             session.run(lowering.copy_masters_to_slices())
             return session.run(output)
+
+
+# Texts a tiny exported T5 is compared on (tests/test_export_hf.py, tests/test_t5_1_1.py).
+TEXTS = ["The quick brown fox <extra_id_0> over the lazy dog.",
+         "Thank you for subscribing to our newsletter. We send one email a week."]
+
+
+def our_logits(run, encoder: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Teacher-forced logits of the newest checkpoint, through our family's graph."""
+    return checkpoint_logits(run, {
+        "encoder_input_tokens": encoder, "encoder_segment_ids": (encoder > 0) * 1,
+        "encoder_positions": np.tile(np.arange(encoder.shape[1]), (len(encoder), 1)),
+        "decoder_target_tokens": targets, "decoder_segment_ids": np.ones_like(targets),
+        "decoder_input_tokens": np.pad(targets[:, :-1], [(0, 0), (1, 0)]),
+        "decoder_positions": np.tile(np.arange(targets.shape[1]), (len(targets), 1)),
+        "decoder_loss_weights": np.ones_like(targets)})
