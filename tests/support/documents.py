@@ -91,9 +91,10 @@ def fresh_project(folder: pathlib.Path) -> pathlib.Path:
     (project / ".venv").symlink_to(VENV)
     # The copy runs in the installed .venv: its install inputs are no newer than the install,
     # so `make` does not reinstall it (a fresh clone's are older than the .venv made after it).
-    installed = (VENV / ".installed").stat().st_mtime
+    # A second older, not the same time: a float time can round a few nanoseconds later.
+    older = (VENV / ".installed").stat().st_mtime_ns - 10**9
     for name in ("requirements.txt", "setup.py"):
-        os.utime(project / name, (installed, installed))
+        os.utime(project / name, ns=(older, older))
     (folder / "shared").symlink_to(SHARED)
     return project
 
