@@ -156,11 +156,13 @@ def test_truncated_file_keeps_every_complete_record():
     assert _outcomes(_read(data)) == ["http://a.com/0", "http://a.com/1", "corrupt_record"]
 
 
+# Named ids: the data are no test id (gzip's header holds the time, so two pytest-xdist workers
+# collecting a second apart would name the test differently and refuse to run).
 @pytest.mark.parametrize("data", [
     b"this is not a gzip file" * 100,  # Was read as 50 non-conversion records.
     gzip.compress(b"this is a gzip file of text, not of WARC records\n" * 100),
     b"",
-])
+], ids=["not_gzip", "gzip_of_text", "empty"])
 def test_a_file_that_is_not_wet_is_rejected_whole(data):
     with pytest.raises(wet.NotWetFile):
         _read(data)
