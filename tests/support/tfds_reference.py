@@ -1,8 +1,9 @@
 """The public TFDS code that made the released C4, chained offline as its c4.py wires it.
 
 tensorflow_datasets/text/c4_utils.py (4.9.10) run in plain Python, page by page, for the
-configs en, en.noclean, realnewslike and webtextlike: the oracle of tests/test_released_c4.py
-and the baseline of bench/bench_vs_tfds.py. Only TFDS and the standard library are imported,
+configs en, en.noclean, realnewslike and webtextlike (`tfds_c4`: the oracle of
+tests/test_released_c4.py and the baseline of bench/bench_vs_tfds.py), and for `multilingual`,
+mC4 (`tfds_mc4`: the oracle of tests/test_mc4_oracle.py and the baseline of bench/bench_mc4.py). Only TFDS and the standard library are imported,
 so a process that runs it pays TFDS's start-up, not ours. The caller patches what must be
 patched (the sentence splitter, tldextract's suffix list, langdetect's seed).
 """
@@ -10,7 +11,7 @@ import collections
 import json
 import pathlib
 
-from tensorflow_datasets.text import c4_utils
+from tensorflow_datasets.text import c4, c4_utils
 
 # c4.py's configs: (clean and dedupe, bad words, realnewslike, webtextlike).
 TFDS_CONFIGS = {"en": (True, True, False, False), "en.noclean": (False, False, False, False),
@@ -76,4 +77,72 @@ def tfds_c4(wet_paths, config, badwords_path, realnews_path, webtext_urls):
                        "content-type": page.content_type,
                        "content-length": page.content_length,
                        "split": "validation" if in_validation(page) else "train"}
+            for page in pages}
+
+
+class _PCollectionStandIn:
+    """What `pages` is to c4_utils.detect_languages: `pages | beam.ParDo(fn)` hands back the
+    ParDo itself, so its DoFn (TFDS's `_PredictLanguageFn`, defined inside the transform) can be
+    called directly, without a Beam pipeline."""
+
+    def __or__(self, transform):
+        return transform
+
+
+def tfds_language_fn(valid_languages=tuple(c4.MC4_LANGUAGES)):
+    """TFDS's own CLD3 DoFn of `detect_languages`, started (`start_bundle`) and ready for
+    `process(page)`, which yields the page with its language or nothing (a reliable language
+    outside valid_languages)."""
+    predict = c4_utils.detect_languages(_PCollectionStandIn(),
+                                        valid_languages=list(valid_languages)).fn
+    predict.start_bundle()
+    return predict
+
+
+def tfds_mc4_badwords(badwords_dir):
+    """{language: set of terms} as c4.py's `_get_pages_pcollection` builds it: one file per
+    `_BADWORDS_LANGS` entry (English from the file `en`, the 25e679f list TFDS pins), the
+    language's suffix stripped (`fr-CA-u-sd-caqc` counts for `fr`), `_BADWORDS_ALLOWLIST`
+    removed."""
+    badwords = collections.defaultdict(set)
+    for lang in c4._BADWORDS_LANGS:
+        with open(pathlib.Path(badwords_dir) / lang, encoding="utf-8") as lines:
+            badwords[lang.split("-")[0]].update(line.strip() for line in lines)
+    for lang, allowlist in c4._BADWORDS_ALLOWLIST.items():
+        badwords[lang] -= allowlist
+    return badwords
+
+
+def tfds_mc4_split(page):
+    """The split of c4.py's `_split_generators` for a multilingual page: `<lang>` or
+    `<lang>-validation` (MD5 of the normalized URL modulo 1000 is 0)."""
+    assert page.language in c4.MC4_LANGUAGES + [c4_utils.UNKNOWN_LANGUAGE], page.language
+    in_validation = c4_utils.get_hashed_url_filter_fn(lambda value: value % 1000 == 0)
+    return f"{page.language}-validation" if in_validation(page) else page.language
+
+
+def tfds_mc4(wet_paths, badwords_dir):
+    """The pages of TFDS's `multilingual` config (mC4) and their split, as c4.py's
+    `_get_pages_pcollection` and `_split_generators` make them: WET parsing, the length limit,
+    the newest page per normalized URL (ties to the first page in input order), the paragraph
+    filter, line dedup without a sentence floor (`remove_duplicate_text(pages,
+    min_num_sentences=0)`), CLD3 (`detect_languages` over MC4_LANGUAGES), the per-language bad
+    words at 0.999, then the split. {url: {text, timestamp, content-type, content-length,
+    language, split}}."""
+    pages = [page for path in wet_paths for page in c4_utils.split_wet_file(str(path))]
+    pages = [page for page in pages if c4_utils.is_valid_length(page)]
+    by_url = collections.defaultdict(list)
+    for page in pages:
+        by_url[page.normalized_url].append(page)
+    pages = [c4_utils.select_newest_page(group) for group in by_url.values()]
+    pages = [page for page in pages if c4_utils.paragraph_filter(page)]
+    pages = _tfds_dedup(pages, min_num_sentences=0)
+    predict = tfds_language_fn()
+    pages = [kept for page in pages for kept in predict.process(page)]
+    keep = c4_utils.get_badwords_filter_fn(tfds_mc4_badwords(badwords_dir), filter_fraction=0.999)
+    pages = [page for page in pages if keep(page)]
+    return {page.url: {"text": page.text, "timestamp": page.timestamp,
+                       "content-type": page.content_type,
+                       "content-length": page.content_length,
+                       "language": page.language, "split": tfds_mc4_split(page)}
             for page in pages}
