@@ -10,14 +10,16 @@
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
-# Unset INPUT, BADWORDS and REALNEWS_DOMAINS: the pipeline's defaults (the variant's Common Crawl
+# Unset INPUT, BADWORDS, BADWORDS_DIR and REALNEWS_DOMAINS: the pipeline's defaults (the variant's Common Crawl
 # dumps, the pinned lists; pipelines/common_crawl.py and pipelines/lists.py own them). A list is
 # passed only when set; a variant that does not read it says so and ignores it (en.noclean and
-# multilingual read no bad-words list). WEBTEXT_URLS has no default: webtextlike needs it.
+# de-fr-ro read no bad-words list; multilingual reads BADWORDS_DIR, the folder of its lists per
+# language). WEBTEXT_URLS has no default: webtextlike needs it.
 INPUT ?=
 # The default manifests list 56,000 files per dump: take the first. Inputs you name are read whole.
 MAX_FILES ?= $(if $(INPUT),,1)
 BADWORDS ?=
+BADWORDS_DIR ?=
 REALNEWS_DOMAINS ?=
 WEBTEXT_URLS ?=
 OUTPUT ?= out/$(VARIANT)
@@ -35,7 +37,7 @@ $(VENV)/.installed: requirements.txt setup.py
 install: $(VENV)/.installed
 
 run: install
-	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) $(if $(REALNEWS_DOMAINS),--realnews_domains $(REALNEWS_DOMAINS)) $(if $(WEBTEXT_URLS),--webtext_urls $(WEBTEXT_URLS)) --output $(OUTPUT)
+	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) $(if $(BADWORDS_DIR),--badwords_dir $(BADWORDS_DIR)) $(if $(REALNEWS_DOMAINS),--realnews_domains $(REALNEWS_DOMAINS)) $(if $(WEBTEXT_URLS),--webtext_urls $(WEBTEXT_URLS)) --output $(OUTPUT)
 
 test: install
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests

@@ -6,6 +6,7 @@ Any option not listed in --help is passed to Beam (--runner, --direct_num_worker
 """
 import argparse
 import dataclasses
+import functools
 import logging
 import os
 import sys
@@ -16,15 +17,14 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
-from pipelines import common_crawl, files, funnel, lists, provenance, stages, stats
+from pipelines import common_crawl, files, funnel, inputs, lists, provenance, stages, stats
 from pipelines.cleaning import CLEANING_SETTINGS
-from pipelines.config import DEFAULT_RULES, RULE_SETS, VARIANTS, VariantConfig, variant
-from pipelines.output import WriteShards
+from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
+from pipelines.output import WriteShards, in_output_dir
+from pipelines.page import Page
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from text.punkt import PunktDataMissing
 from text.splitters import SPLITTER_NAMES
-
-_MANIFEST_SUFFIXES = (".paths.gz", ".paths")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +45,6 @@ EMBEDDED_MEMORY = {
 }
 # One process, as in_memory (not measured apart).
 EMBEDDED_MEMORY["multi_threading"] = EMBEDDED_MEMORY["in_memory"]
-# A remote input's size is not looked up before the run: it counts as a full-size gzipped WET
-# file (Common Crawl's hold about 40,000 pages; the bench's 40,000-page files have 66 MB).
-REMOTE_WET_FILE_BYTES = 66_000_000
 # The share of this machine's memory a run may plan to use (the system, the page cache).
 MEMORY_HEADROOM = 0.8
 # The runner names (None: no --runner) that run a job on the DirectRunner, in this process.
@@ -67,12 +64,18 @@ INPUT_OPTION = FileOption("--input", "INPUT", "WET files", "'path/*.warc.wet.gz'
 # The lists a variant may read, by the names VariantConfig.lists gives them (argparse's dests).
 LIST_OPTIONS = {
     "badwords": FileOption("--badwords", "BADWORDS", "bad-words list", "path/en"),
+    "badwords_dir": FileOption("--badwords_dir", "BADWORDS_DIR",
+                               "bad-words lists per language", "path/badwords"),
     "realnews_domains": FileOption("--realnews_domains", "REALNEWS_DOMAINS",
                                    "RealNews domains",
                                    "path/domain_to_allowed_subdomains.json"),
     "webtext_urls": FileOption("--webtext_urls", "WEBTEXT_URLS", "OpenWebText URL lists",
                                "'path/*.gz'"),
 }
+
+
+# The list options whose unset value (None) means the pinned lists, read in load_resources.
+PINNED_BY_DEFAULT = ("badwords_dir",)
 
 
 def offline_hint(config: VariantConfig) -> str:
@@ -109,13 +112,6 @@ def missing_lists_error(config: VariantConfig, empty: Collection[str]) -> Option
     return f"variant {config.name} needs " + "; ".join(
         f"{option.what}: {option.flag} {option.example} (with make: "
         f"{option.make_variable}={option.example})" for option in missing)
-
-
-def input_bytes(paths: Sequence[str]) -> int:
-    """The WET files' bytes: local ones as they are on disk (an uncompressed file counts at its
-    size, an overestimate), remote ones as a full-size WET file each."""
-    return sum(REMOTE_WET_FILE_BYTES if "://" in path else os.path.getsize(path)
-               for path in paths)
 
 
 def machine_memory_bytes() -> int:
@@ -170,11 +166,13 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--variant", default="en", choices=sorted(VARIANTS),
                          help="which C4 variant to build: " + "; ".join(
                              f"{name}: {config.description}" for name, config in VARIANTS.items()))
-    options.add_argument("--rules", default=DEFAULT_RULES, choices=RULE_SETS,
+    options.add_argument("--rules", default=None, choices=RULE_SETS,
                          help="paper: this project's reading of the T5 paper (span dedup, ...); "
                               "released: what the public code that made the released C4 "
-                              "(TFDS c4.py) does, page for page (en, en.noclean, realnewslike, "
-                              "webtextlike; en.linededup is en under these rules)")
+                              "(TFDS c4.py) does, page for page (en, en.noclean, en.noblocklist, "
+                              "realnewslike, webtextlike; en.linededup is en under these rules). "
+                              f"Default: paper, but {MC4} (mC4) and en.linededup, which have "
+                              "the released rules only")
     options.add_argument("--splitter", default="ours", choices=SPLITTER_NAMES,
                          help="sentence splitter: ours (rules, no data needed) or punkt (NLTK "
                               "Punkt, the released C4's, from punkt_tab data)")
@@ -188,13 +186,23 @@ def parser() -> argparse.ArgumentParser:
                               "under --cc_base_url; for webtextlike the manifests of the 12 "
                               "dumps of the paper and the public builder, "
                               f"{common_crawl.WEBTEXTLIKE_DUMPS[0]} (August 2018) to "
-                              f"{common_crawl.WEBTEXTLIKE_DUMPS[-1]} (July 2019)")
+                              f"{common_crawl.WEBTEXTLIKE_DUMPS[-1]} (July 2019); for {MC4} "
+                              f"the {len(common_crawl.MC4_DUMPS)} dumps of mC4, "
+                              f"{common_crawl.MC4_DUMPS[0]} to {common_crawl.MC4_DUMPS[-1]}. "
+                              "Manifests are read again on the workers: the job holds no "
+                              "list of their files")
     options.add_argument("--max_files", type=int, default=None,
                          help="take only the first N WET files of the inputs (all if unset)")
     options.add_argument("--output", required=True, help="output folder (local or gs://)")
     options.add_argument("--badwords", default=lists.LDNOOBW_EN.url,
                          help="bad-words list, one term per line (path or URL; the default URL "
                               "is checked against its pinned sha256)")
+    options.add_argument("--badwords_dir", default=None,
+                         help=f"{MC4} only: the folder (or URL prefix) of the LDNOOBW bad-words "
+                              "lists, one file per language named as in that repository (ar, "
+                              "cs, ..., fr-CA-u-sd-caqc, ..., zh); default: the pinned URLs "
+                              "(each checked against its sha256) at the commits the public C4 "
+                              "code pins")
     options.add_argument("--realnews_domains", default=lists.REALNEWS_DOMAINS.url,
                          help="RealNews JSON of domain -> allowed subdomains (path or URL; the "
                               "default URL is checked against its pinned sha256); "
@@ -206,9 +214,10 @@ def parser() -> argparse.ArgumentParser:
                          help="cleaning thresholds: public_c4 = 5 words per line and 3 sentences "
                               "per page; paper_text = 3 words per line and 5 sentences per page")
     options.add_argument("--train_shards", type=int, default=8,
-                         help="at most this many output files for train: pages go to this many "
-                              "buckets by URL hash and each bucket that holds pages is a file "
-                              "(a split with no page: one empty file)")
+                         help="at most this many output files for train (of each language for "
+                              f"{VOCABULARY_LANGUAGES} and {MC4}): pages go to this many buckets "
+                              "by URL hash and each bucket that holds pages is a file (a split "
+                              "with no page: one empty file)")
     options.add_argument("--validation_shards", type=int, default=1,
                          help="at most this many output files for validation (as "
                               "--train_shards)")
@@ -218,25 +227,6 @@ def parser() -> argparse.ArgumentParser:
                          help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
                               "or a gs:// mirror)")
     return options
-
-
-def _is_manifest(path: str) -> bool:
-    return path.endswith(_MANIFEST_SUFFIXES)
-
-
-def wet_paths(inputs: Sequence[str], max_files: Optional[int], base_url: str) -> List[str]:
-    """The WET files named by the inputs, in order; a files.InputError if one names nothing."""
-    paths: List[str] = []
-    for pattern in inputs:
-        for path in files.expand(pattern):
-            if _is_manifest(path):
-                listed = files.read_all(path).decode("utf-8").split()
-                paths.extend(p if "://" in p else base_url.rstrip("/") + "/" + p for p in listed)
-            else:
-                paths.append(path)
-            if max_files is not None and len(paths) >= max_files:
-                return paths[:max_files]
-    return paths
 
 
 def configure(args: argparse.Namespace) -> VariantConfig:
@@ -250,37 +240,36 @@ def configure(args: argparse.Namespace) -> VariantConfig:
 
 
 def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                  paths: Sequence[str]) -> beam.PCollection:
+                  plan: inputs.InputPlan) -> beam.PCollection:
     """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
     return (pipeline
-            | "ReadWet" >> stages.ReadWetFiles(paths, max_record_bytes=4 * config.max_page_chars)
-            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, len(paths))))
+            | "ReadWet" >> stages.ReadWetFiles(plan, max_record_bytes=4 * config.max_page_chars)
+            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, plan.files)))
 
 
-def _split_index(page, partitions: int, splits: Sequence[str], validation_fraction: float) -> int:
-    """The page's split's place in `splits`; the last partition, never written, for a split
-    that has no shards (one hash per page decides it)."""
-    split = split_of(page.url, validation_fraction)
-    return splits.index(split) if split in splits else partitions - 1
+def _page_language(page: Page) -> str:
+    return page.language
+
+
+def _page_split(page: Page, validation_fraction: float) -> str:
+    return split_of(page.url, validation_fraction)
 
 
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                   paths: Sequence[str], output_dir: str, max_shards: Dict[str, int],
+                   plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> None:
-    pages = variant_pages(pipeline, config, resources, paths)
-    languages = config.language.languages
-    for language in languages:
-        directory = output_dir if len(languages) == 1 else FileSystems.join(output_dir, language)
-        if len(languages) > 1:
-            pages_of_language = pages | f"Only_{language}" >> beam.Filter(
-                lambda page, lang: page.language == lang, language)
-        else:
-            pages_of_language = pages
-        splits = list(max_shards)
-        parts = pages_of_language | f"Split_{language}" >> beam.Partition(
-            _split_index, len(splits) + 1, splits, validation_fraction)
-        for split, part in zip(splits, parts):
-            part | f"Write_{language}_{split}" >> WriteShards(directory, split, max_shards[split])
+    """The job: the variant's pages written to their splits, in a folder per language where the
+    variant writes languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
+    pages = variant_pages(pipeline, config, resources, plan)
+    if config.output_languages:
+        folder_of = _page_language
+        folders = () if config.language.detector == "cld3" else config.output_languages
+    else:
+        folder_of, folders = in_output_dir, ("",)
+    pages | "Write" >> WriteShards(output_dir, max_shards,
+                                   functools.partial(_page_split,
+                                                     validation_fraction=validation_fraction),
+                                   folder_of, folders)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
@@ -298,7 +287,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         logging.getLogger("c4").warning(note)
     try:
         missing = missing_lists_error(config, {name for name in LIST_OPTIONS
-                                               if not getattr(args, name)})
+                                               if not getattr(args, name)
+                                               and name not in PINNED_BY_DEFAULT})
         if missing:
             raise ValueError(missing)
         if args.max_files is not None and args.max_files < 1:
@@ -307,36 +297,39 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         max_shards = {"train": args.train_shards, "validation": args.validation_shards}
         if min(max_shards.values()) < 1:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
-        inputs = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
-                                for dump in common_crawl.default_dumps(config.domain_filter)]
-        paths = wet_paths(inputs, args.max_files, args.cc_base_url)
-        if not paths:
-            raise files.InputError(f"the inputs {inputs} name no WET file")
+        sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
+                                 for dump in config.default_dumps]
+        plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
+        if not plan.files:
+            raise files.InputError(f"the inputs {sources} name no WET file")
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
-                                          args.webtext_urls, args.punkt_data)
+                                          args.webtext_urls, args.punkt_data, args.badwords_dir)
     except files.FetchError as error:
         sys.exit(f"error: {error}. {offline_hint(config)}")
     except (ValueError, files.InputError, PunktDataMissing) as error:
         sys.exit(f"error: {error}")
     running_mode = embedded_running_mode(beam_args)
-    warning = running_mode and memory_warning(input_bytes(paths), machine_memory_bytes(),
+    warning = running_mode and memory_warning(plan.estimated_bytes(), machine_memory_bytes(),
                                               running_mode)
     if warning:
         logging.getLogger("c4").warning("warning: %s", warning)
-    logging.getLogger("c4").info("building %s from %d WET files", config.name, len(paths))
+    logging.getLogger("c4").info("building %s from %d WET files", config.name, plan.files)
     options = PipelineOptions(beam_args)
     pipeline = beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
                              options=options)
-    build_pipeline(pipeline, config, resources, paths, args.output, max_shards,
+    build_pipeline(pipeline, config, resources, plan, args.output, max_shards,
                    args.validation_fraction)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.collect_counters(result)
     stats_path = stats.write_stats(counters, config.name, args.output)
+    for language in stats.languages_of(counters):
+        stats.write_stats(stats.of_language(counters, language), config.name,
+                          FileSystems.join(args.output, language), language)
     provenance.write_run_config(provenance.run_config(
-        config, paths, args.validation_fraction, max_shards, resources.list_sha256), args.output)
+        config, plan, args.validation_fraction, max_shards, resources.list_sha256), args.output)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
-                        f"{len(paths):,} WET files", args.output)
+                        f"{plan.files:,} WET files", args.output)
     print(stats.format_table(counters))
     print(f"statistics written to {stats_path}, with {provenance.RUN_CONFIG_FILE} and "
           f"{funnel.FUNNEL_FILE} beside it")

@@ -4,13 +4,16 @@ Rule sets:
 - `paper` (the default): this project's reading of the paper (span dedup, whole-page `{` and
   "lorem ipsum", `”` as an end mark, our URL normalization, ...).
 - `released`: what the public code that made the released C4 does (tensorflow_datasets/text/c4.py
-  and c4_utils.py), page for page, for en, en.noclean, realnewslike and webtextlike: its WET text,
-  URL normalization, cleaning and line dedup (pipelines/released.py, dedup.py `lines` mode).
+  and c4_utils.py), page for page, for en, en.noclean, en.noblocklist, realnewslike and
+  webtextlike: its WET text, URL normalization, cleaning and line dedup (pipelines/released.py,
+  dedup.py `lines` mode).
+`multilingual` (mC4, pipelines/mc4.py) and `en.linededup` have the released rules only.
 The split is the released C4's under both (pipelines/urls.py `split_of`).
 """
 import dataclasses
 from typing import Dict, Optional, Tuple
 
+from pipelines import common_crawl, mc4
 from pipelines.cleaning import PUBLIC_C4_CLEANING, CleaningConfig
 from pipelines.dedup import PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig
 from pipelines.language import LanguageConfig
@@ -20,6 +23,10 @@ RULE_SETS = ("paper", "released")
 DEFAULT_RULES = "paper"
 # A variant name kept from before rule sets: `en` under the released rules.
 RELEASED_EN_ALIAS = "en.linededup"
+MC4 = "multilingual"
+# The paper rules' German, French and Romanian pages, the vocabulary's training mixture (named
+# `multilingual` before mC4 took that name, TFDS's).
+VOCABULARY_LANGUAGES = "de-fr-ro"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,9 +38,17 @@ class VariantConfig:
     dedup: Optional[DedupConfig] = PAPER_SPAN_DEDUP  # None: no text dedup.
     language: LanguageConfig = LanguageConfig()
     filter_badwords: bool = True
+    # The LDNOOBW files of a bad-words list per language (mC4), read from --badwords_dir; empty:
+    # one English list (--badwords).
+    badwords_files: Tuple[str, ...] = ()
+    # The share of pages with a bad word that are dropped (mC4: 0.999, the rest kept by URL hash).
+    badwords_filter_fraction: float = 1.0
+    paragraph_filter: bool = False  # mC4's: at least 3 lines, the 3 longest of 200 characters.
     domain_filter: Optional[str] = None  # None, "realnews" or "webtext".
     max_page_chars: int = 190_000
     splitter: str = "ours"  # Sentence splitter (text/splitters.py): "ours" or "punkt".
+    # The Common Crawl dumps read when no input is given.
+    default_dumps: Tuple[str, ...] = (common_crawl.C4_DUMP,)
 
     def __post_init__(self):
         if self.domain_filter not in (None, "realnews", "webtext"):
@@ -45,19 +60,32 @@ class VariantConfig:
                              f"{SPLITTER_NAMES}")
         if self.rules == "released" and self.dedup not in (None, RELEASED_LINE_DEDUP):
             raise ValueError("the released rules dedup lines (dedup.RELEASED_LINE_DEDUP)")
+        if not 0 < self.badwords_filter_fraction <= 1:
+            raise ValueError("the bad-words filter fraction must be in (0, 1], not "
+                             f"{self.badwords_filter_fraction}")
 
     @property
     def lists(self) -> Tuple[str, ...]:
         """The external lists the variant reads, by the name of the option that gives each
         (pipelines.c4's --badwords, --realnews_domains, --webtext_urls; tfds_c4's keywords)."""
-        reads = (("badwords", self.filter_badwords),
+        reads = (("badwords", self.filter_badwords and not self.badwords_files),
+                 ("badwords_dir", self.filter_badwords and bool(self.badwords_files)),
                  ("realnews_domains", self.domain_filter == "realnews"),
                  ("webtext_urls", self.domain_filter == "webtext"))
         return tuple(name for name, read in reads if read)
 
     @property
     def min_sentences_after_dedup(self) -> int:
-        return self.cleaning.min_sentences_per_page if self.cleaning else 1
+        """Sentences a page needs after dedup: the cleaning's minimum, or none without cleaning
+        (mC4's `remove_duplicate_text(pages, min_num_sentences=0)`)."""
+        return self.cleaning.min_sentences_per_page if self.cleaning else 0
+
+    @property
+    def output_languages(self) -> Tuple[str, ...]:
+        """The languages written to a folder each; empty: one language, in the output folder."""
+        if self.language.detector == "cld3":
+            return mc4.SPLIT_LANGUAGES
+        return self.language.languages if len(self.language.languages) > 1 else ()
 
 
 _EN = VariantConfig(
@@ -87,42 +115,70 @@ VARIANTS: Dict[str, VariantConfig] = {
             _EN, name="webtextlike",
             description="`en` restricted to pages whose normalized URL is in the OpenWebText "
                         "URL lists (Reddit links with at least 3 karma).",
-            domain_filter="webtext"),
+            domain_filter="webtext", default_dumps=common_crawl.WEBTEXTLIKE_DUMPS),
         dataclasses.replace(
-            _EN, name="multilingual",
+            _EN, name="en.noblocklist",
+            description="`en` without the bad-words filter (the released C4's "
+                        "en.noblocklist, AllenAI's variant).",
+            filter_badwords=False),
+        dataclasses.replace(
+            _EN, name=VOCABULARY_LANGUAGES,
             description="German, French and Romanian pages (langdetect p >= 0.99) for the "
                         "vocabulary's training mixture; the same cleaning and dedup, no bad-words "
                         "filter (the list is English). Written to one folder per language. "
                         "Paper rules only.",
             language=LanguageConfig(languages=("de", "fr", "ro")), filter_badwords=False),
+        VariantConfig(
+            name=MC4,
+            description="mC4, the multilingual C4 of the public C4 code (TFDS c4/multilingual "
+                        "3.1.0): 107 CLD3 languages and und from 86 dumps; the paragraph "
+                        "filter, line dedup, per-language bad words (999 in 1,000 of their pages "
+                        "dropped), a train and validation split per language, one folder per "
+                        "language. Released rules only.",
+            rules="released", cleaning=None, dedup=RELEASED_LINE_DEDUP, paragraph_filter=True,
+            language=LanguageConfig(languages=mc4.LANGUAGES, min_probability=mc4.MIN_PROBABILITY,
+                                    detector="cld3"),
+            badwords_files=mc4.BADWORDS_FILES,
+            badwords_filter_fraction=mc4.BADWORDS_FILTER_FRACTION,
+            default_dumps=common_crawl.MC4_DUMPS),
     )
 }
 # The variants published as TFDS configs (tfds_c4) and pre-trained on (deploy.tpu): all but
-# `multilingual`, the vocabulary's training mixture (de, fr, ro in one folder per language),
-# which model/ reads from the pipeline's own output.
-TFDS_VARIANTS = tuple(name for name in VARIANTS if name != "multilingual")
-_RELEASED_VARIANTS = ("en", "en.noclean", RELEASED_EN_ALIAS, "realnewslike", "webtextlike")
+# de-fr-ro, the vocabulary's training mixture, which model/ reads from the pipeline's output.
+TFDS_VARIANTS = tuple(name for name in VARIANTS if name != VOCABULARY_LANGUAGES)
+_RELEASED_VARIANTS = ("en", "en.noclean", "en.noblocklist", RELEASED_EN_ALIAS, "realnewslike",
+                      "webtextlike", MC4)
+# The variants that have the released rules only.
+_RELEASED_ONLY = (RELEASED_EN_ALIAS, MC4)
 
 
 def _under_released_rules(config: VariantConfig) -> VariantConfig:
     """`config` with the released C4's rules: its thresholds (5 words per line, 3 sentences per
     page) and line dedup wherever the variant cleans and dedups."""
+    if config.rules == "released":
+        return config
     return dataclasses.replace(
         config, rules="released",
         cleaning=PUBLIC_C4_CLEANING if config.cleaning else None,
         dedup=RELEASED_LINE_DEDUP if config.dedup else None)
 
 
-def variant(name: str, rules: str = DEFAULT_RULES, splitter: str = "ours") -> VariantConfig:
-    """The configuration of variant `name` under rule set `rules` (`en.linededup` is always `en`
-    under the released rules), splitting sentences with `splitter`."""
+def variant(name: str, rules: Optional[str] = None, splitter: str = "ours") -> VariantConfig:
+    """The configuration of variant `name` under rule set `rules` (None: the variant's own, the
+    paper's but for `en.linededup` and `multilingual`, which have the released rules only),
+    splitting sentences with `splitter`."""
     try:
         config = VARIANTS[name]
     except KeyError:
         raise ValueError(f"unknown variant {name!r}; choose one of {sorted(VARIANTS)}") from None
-    if rules not in RULE_SETS:
+    if rules is not None and rules not in RULE_SETS:
         raise ValueError(f"unknown rule set {rules!r}; choose one of {RULE_SETS}")
-    if name == RELEASED_EN_ALIAS:
+    if name == MC4 and rules == "paper":
+        raise ValueError(
+            f"variant {MC4} is mC4, the public C4 code's multilingual config, which has the "
+            f"released rules only; the German, French and Romanian pages under the paper rules "
+            f"(the vocabulary's mixture, named {MC4} before) are variant {VOCABULARY_LANGUAGES}")
+    if name in _RELEASED_ONLY:
         rules = "released"
     if rules == "released":
         if name not in _RELEASED_VARIANTS:

@@ -79,6 +79,13 @@ _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing.
 class LanguageConfig:
     languages: Tuple[str, ...] = ("en",)
     min_probability: float = 0.99
+    # "langdetect" (C4's: a page outside `languages` or below the probability is dropped) or
+    # "cld3" (mC4's, pipelines/mc4.py: one that CLD3 is unsure of is `und`).
+    detector: str = "langdetect"
+
+    def __post_init__(self):
+        if self.detector not in ("langdetect", "cld3"):
+            raise ValueError(f"unknown language detector {self.detector!r}")
 
 
 def sorted_profiles_factory() -> detector_factory.DetectorFactory:

@@ -1,4 +1,5 @@
-"""Deterministic sharded output: `<dir>/<split>-NNNNN-of-NNNNN.jsonl.gz`, gzipped JSON lines.
+"""Deterministic sharded output: `<dir>/<split>-NNNNN-of-NNNNN.jsonl.gz`, gzipped JSON lines (in
+a folder per language, `<dir>/<language>/...`, for the variants that write languages apart).
 
 Beam's text sink numbers shards and orders lines by bundling, so two runs of the same input
 could differ. Here a page's shard is a hash of its URL, a shard's lines are sorted by URL, and
@@ -23,7 +24,7 @@ import io
 import json
 import pickle
 import tempfile
-from typing import BinaryIO, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import BinaryIO, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
@@ -142,65 +143,110 @@ def encode_shard(pages: Iterable[Page]) -> bytes:
     return buffer.getvalue()
 
 
+# (folder under the output directory, "" for the directory itself; split): one set of files.
+Destination = Tuple[str, str]
+
+
+def _keyed_by_shard(page: Page, folder_of: Callable[[Page], str], split_of: Callable[[Page], str],
+                    max_shards: Dict[str, int]):
+    split = split_of(page)
+    return (folder_of(page), split, bucket_of(page, max_shards[split])), page
+
+
+def in_output_dir(page: Page) -> str:
+    return ""
+
+
+def _occupied_buckets(keys: Iterable[Tuple[str, str, int]]) -> Dict[Destination, List[int]]:
+    occupied: Dict[Destination, List[int]] = {}
+    for folder, split, bucket in keys:
+        occupied.setdefault((folder, split), []).append(bucket)
+    return {destination: sorted(buckets) for destination, buckets in sorted(occupied.items())}
+
+
+def _empty_splits(occupied: Dict[Destination, List[int]], folders: Sequence[str],
+                  splits: Sequence[str]):
+    """((folder, split, bucket 0), None) for each split with no page of a folder that gets
+    files (one of `folders`, or one that holds a page): it is written as one empty file."""
+    for folder in sorted(set(folders) | {folder for folder, _ in occupied}):
+        for split in splits:
+            if (folder, split) not in occupied:
+                yield (folder, split, 0), None
+
+
+def written_counter(folder: str, split: str) -> str:
+    """The `c4.write` counter of a destination's pages: `pages.written:train`, and with the
+    folder (a language) `pages.written:train:de`."""
+    return f"pages.written:{split}:{folder}" if folder else f"pages.written:{split}"
+
+
 class _WriteShardFn(beam.DoFn):
 
-    def __init__(self, directory: str, split: str, sort_budget_bytes: int):
-        self._directory = directory
-        self._split = split
+    def __init__(self, output_dir: str, sort_budget_bytes: int):
+        self._output_dir = output_dir
         self._sort_budget_bytes = sort_budget_bytes
 
     def process(self, keyed, occupied):
-        bucket, pages = keyed
-        numbering = shard_numbering(bucket, occupied)
+        (folder, split, bucket), pages = keyed
+        numbering = shard_numbering(bucket, occupied.get((folder, split), []))
         if numbering is None:
             return
         index, num_shards = numbering
-        path = FileSystems.join(self._directory, shard_name(self._split, index, num_shards))
+        directory = FileSystems.join(self._output_dir, folder) if folder else self._output_dir
+        path = FileSystems.join(directory, shard_name(split, index, num_shards))
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
             # The grouped pages are streamed, never listed: a runner that pages its shuffle
             # (Dataflow) keeps the worker's memory within the sort budget.
             written = write_shard((page for page in pages if page is not None), sink,
                                   self._sort_budget_bytes)
-        Metrics.counter("c4.write", f"pages.written:{self._split}").inc(written.pages)
+        Metrics.counter("c4.write", written_counter(folder, split)).inc(written.pages)
         if written.spilled_runs:
-            Metrics.counter("c4.write", f"runs.spilled:{self._split}").inc(written.spilled_runs)
+            Metrics.counter("c4.write", f"runs.spilled:{split}").inc(written.spilled_runs)
         yield path
 
 
 class WriteShards(beam.PTransform):
-    """Pages of one split -> at most `max_shards` files in `directory`: one per URL-hash bucket
-    that holds pages (shard_numbering), or one empty file for a split with no page.
+    """Pages -> their files under `output_dir`, in one shuffle whatever the number of folders:
+    each page goes to the split `split_of` names, in the folder `folder_of` names (a language;
+    by default the output directory itself), at most `max_shards[split]` files a split: one per
+    URL-hash bucket that holds pages (shard_numbering). Every split of a folder in `folders` or
+    of one that holds a page has files: a split with no page is one empty file.
 
     `sort_budget_bytes`: the lines and keys a shard's writer holds in memory before it spills
     sorted runs to local temporary files; the output is the same whatever the budget.
     """
 
-    def __init__(self, directory: str, split: str, max_shards: int,
+    def __init__(self, output_dir: str, max_shards: Dict[str, int],
+                 split_of: Callable[[Page], str],
+                 folder_of: Callable[[Page], str] = in_output_dir,
+                 folders: Sequence[str] = ("",),
                  sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES):
         super().__init__()
-        if max_shards < 1:
+        if not max_shards or min(max_shards.values()) < 1:
             raise ValueError("the number of shards must be >= 1")
         if sort_budget_bytes < 1:
             raise ValueError("the sort budget must be >= 1 byte")
-        self._directory = directory
-        self._split = split
-        self._max_shards = max_shards
+        self._output_dir = output_dir
+        self._max_shards = dict(max_shards)
+        self._split_of = split_of
+        self._folder_of = folder_of
+        self._folders = tuple(folders)
         self._sort_budget_bytes = sort_budget_bytes
 
     def expand(self, pages):
-        max_shards = self._max_shards
-        keyed = pages | "BucketByUrl" >> beam.Map(lambda page: (bucket_of(page, max_shards), page))
-        # At most max_shards numbers: a side input every writer can hold.
+        keyed = pages | "BucketByUrl" >> beam.Map(_keyed_by_shard, self._folder_of,
+                                                  self._split_of, self._max_shards)
+        # At most max_shards numbers per split and folder: a side input every writer can hold.
         occupied = (keyed
                     | "Buckets" >> beam.Keys()
                     | "DistinctBuckets" >> beam.Distinct()
                     | "ListBuckets" >> beam.combiners.ToList()
-                    | "SortBuckets" >> beam.Map(sorted))
-        # Bucket 0 always has a group, so that a split with no page still writes its empty file.
-        first_bucket = pages.pipeline | "FirstBucket" >> beam.Create([(0, None)])
-        return ((keyed, first_bucket)
+                    | "ByDestination" >> beam.Map(_occupied_buckets))
+        empty = occupied | "EmptySplits" >> beam.FlatMap(_empty_splits, self._folders,
+                                                         tuple(self._max_shards))
+        return ((keyed, empty)
                 | "Merge" >> beam.Flatten()
                 | "GroupShards" >> beam.GroupByKey()
                 | "WriteShard" >> beam.ParDo(
-                    _WriteShardFn(self._directory, self._split, self._sort_budget_bytes),
+                    _WriteShardFn(self._output_dir, self._sort_budget_bytes),
                     occupied=beam.pvalue.AsSingleton(occupied)))

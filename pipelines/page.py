@@ -15,9 +15,9 @@ class Page:
     content_type: str
     content_length: int
     text: str
-    language: str = ""
-    # langdetect's probability of `language`, tagged by the language stage (which every variant
-    # runs) and written out, so a stricter threshold can be applied later without rebuilding.
+    language: str = ""  # Tagged by the language stage, which every variant runs.
+    # The detector's probability of `language` (langdetect's, or CLD3's for mC4), written out,
+    # so a stricter threshold can be applied later without rebuilding.
     language_probability: float = 0.0
     # (index of the WET file in the input list, index of the record in that file[, index of the
     # page in the record under the released rules]): "first seen" for the released rules' URL
@@ -32,5 +32,6 @@ class Page:
                 "timestamp": self.timestamp,
                 "content-type": self.content_type,
                 "content-length": self.content_length,
+                "language": self.language,
                 "language_probability": self.language_probability,
         }

@@ -7,24 +7,20 @@ followed by one), which tells whether two runs read the same files in the same o
 writing 56,000 paths; each external list is recorded with the sha256 of its stored bytes.
 """
 import dataclasses
-import hashlib
 import importlib.metadata
 import json
 import platform
-from typing import Any, Dict, Mapping, Sequence
+from typing import Any, Dict, Mapping
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import VariantConfig
+from pipelines.inputs import InputPlan
 
 RUN_CONFIG_FILE = "run_config.json"
 # The packages whose version changes what a run outputs (the language profiles, the parser of
 # WET records, the runner).
 _VERSIONED_PACKAGES = ("apache-beam", "langdetect", "warcio", "tldextract", "nltk")
-
-
-def input_digest(paths: Sequence[str]) -> str:
-    return hashlib.sha256("".join(path + "\n" for path in paths).encode("utf-8")).hexdigest()
 
 
 def _json_default(value: Any):
@@ -34,7 +30,7 @@ def _json_default(value: Any):
     return repr(value)
 
 
-def run_config(config: VariantConfig, paths: Sequence[str], validation_fraction: float,
+def run_config(config: VariantConfig, plan: InputPlan, validation_fraction: float,
                max_shards: Mapping[str, int], list_sha256: Mapping[str, str]) -> Dict[str, Any]:
     versions = {}
     for package in _VERSIONED_PACKAGES:
@@ -48,8 +44,8 @@ def run_config(config: VariantConfig, paths: Sequence[str], validation_fraction:
         "validation_fraction": validation_fraction,
         # The files of a split are the buckets that got pages, at most these (output.py).
         "max_shards": dict(max_shards),
-        "inputs": {"files": len(paths), "first": paths[0] if paths else None,
-                   "last": paths[-1] if paths else None, "sha256": input_digest(paths)},
+        "inputs": {"files": plan.files, "first": plan.first, "last": plan.last,
+                   "sha256": plan.sha256},
         "lists_sha256": dict(sorted(list_sha256.items())),
         "versions": {"python": platform.python_version(), **versions},
     }

@@ -5,15 +5,15 @@ Counters live in one namespace per stage (`c4.read`, `c4.length`, ...) with one 
 """
 import dataclasses
 import logging
-from typing import Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 from apache_beam.utils.windowed_value import WindowedValue
 
-from pipelines import (badwords, cleaning, dedup, domains, files, language, lists, released,
-                       urls, wet)
+from pipelines import (badwords, cleaning, dedup, domains, files, inputs, language, lists, mc4,
+                       released, urls, wet)
 from pipelines.config import VariantConfig
 from pipelines.page import Page
 from text.sentences import split_sentences
@@ -32,7 +32,8 @@ def _count(stage: str, name: str, value: int = 1):
 @dataclasses.dataclass(frozen=True)
 class Resources:
     """The external lists a variant needs, loaded once when the graph is built."""
-    badword_terms: Sequence[str] = ()
+    # Language -> its bad words: "en" alone for C4, every language with a list for mC4.
+    badwords: Dict[str, Tuple[str, ...]] = dataclasses.field(default_factory=dict)
     realnews_domains: Optional[Dict[str, domains.AllowedSubdomains]] = None
     webtext_url_files: Sequence[str] = ()
     splitter: Splitter = split_sentences  # The sentence splitter config.splitter names, loaded.
@@ -43,17 +44,23 @@ class Resources:
 def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
                    realnews_domains_path: Optional[str] = None,
                    webtext_url_patterns: Sequence[str] = (),
-                   punkt_data: Optional[str] = None) -> Resources:
+                   punkt_data: Optional[str] = None,
+                   badwords_dir: Optional[str] = None) -> Resources:
     """Reads what `config` needs; a ValueError, files.InputError or text.punkt.PunktDataMissing
-    says what is missing or wrong. A list from a pinned URL must match its pin (lists.py)."""
+    says what is missing or wrong. A list from a pinned URL must match its pin (lists.py).
+
+    `badwords_dir`: where mC4's lists are, one file per name of config.badwords_files (a folder,
+    or a URL prefix); None: the pinned LDNOOBW URLs."""
     digests: Dict[str, str] = {}
-    terms: Sequence[str] = ()
-    if config.filter_badwords:
+    terms: Dict[str, Tuple[str, ...]] = {}
+    if config.filter_badwords and config.badwords_files:
+        terms = _per_language_badwords(config, badwords_dir, digests)
+    elif config.filter_badwords:
         if not badwords_path:
             raise ValueError(f"variant {config.name} needs a bad-words list (--badwords)")
         content, digests[badwords_path] = lists.read_list(badwords_path)
-        terms = badwords.parse_badwords(content, badwords_path,
-                                        lower_case=config.rules == "paper")
+        terms = {"en": tuple(badwords.parse_badwords(content, badwords_path,
+                                                     lower_case=config.rules == "paper"))}
     realnews = None
     if config.domain_filter == "realnews":
         if not realnews_domains_path:
@@ -69,6 +76,28 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
         digests.update((path, lists.file_sha256(path)) for path in url_files)
     return Resources(terms, realnews, tuple(url_files), load_splitter(config.splitter, punkt_data),
                      digests)
+
+
+def _per_language_badwords(config: VariantConfig, badwords_dir: Optional[str],
+                           digests: Dict[str, str]) -> Dict[str, Tuple[str, ...]]:
+    """mC4's lists as the public code reads them: each file's terms as written, added to the
+    language its name starts with, less that language's allowlist."""
+    terms: Dict[str, set] = {}
+    for name in config.badwords_files:
+        path = (lists.LDNOOBW_MC4[name].url if badwords_dir is None
+                else badwords_dir.rstrip("/") + "/" + name)
+        try:
+            content, digests[path] = lists.read_list(path)
+        except (files.FetchError, lists.ChecksumMismatch):
+            raise
+        except files.InputError as error:
+            raise files.InputError(f"the bad-words list of {name} for variant {config.name} "
+                                   f"is missing or unreadable ({path}): {error}") from None
+        language = mc4.badwords_language(name)
+        terms.setdefault(language, set()).update(
+            badwords.parse_badwords(content, path, lower_case=False))
+    return {language: tuple(sorted(words - mc4.BADWORDS_ALLOWLIST.get(language, frozenset())))
+            for language, words in sorted(terms.items())}
 
 
 class _ReadWetFileFn(beam.DoFn):
@@ -99,17 +128,33 @@ class _ReadWetFileFn(beam.DoFn):
         _LOG.info("%s: done, %d pages", path, pages)
 
 
-class ReadWetFiles(beam.PTransform):
-    """File paths (local, gs://, https://) -> the Pages of their conversion records."""
+def _listed_files(source: inputs.WetSource):
+    """(index in the input list, path) of a source's files, but those the public C4 code skips
+    as corrupt (counted)."""
+    try:
+        for indexed_path in source.indexed_paths():
+            if inputs.is_known_corrupt(indexed_path[1]):
+                _count("read", "files.skipped:known_corrupt")
+                continue
+            yield indexed_path
+    except files.InputError as error:
+        _LOG.warning("skipping manifest %s: %s", source.manifest, error)
+        _count("read", "manifests.skipped:unreadable")
 
-    def __init__(self, paths: Sequence[str], max_record_bytes: int):
+
+class ReadWetFiles(beam.PTransform):
+    """An input plan (pipelines/inputs.py) -> the Pages of its files' conversion records. The
+    workers list each manifest's files, so the job holds the plan, not the paths."""
+
+    def __init__(self, plan: inputs.InputPlan, max_record_bytes: int):
         super().__init__()
-        self._paths = list(paths)
+        self._plan = plan
         self._max_record_bytes = max_record_bytes
 
     def expand(self, pipeline):
         return (pipeline
-                | "ListFiles" >> beam.Create(list(enumerate(self._paths)))
+                | "ListSources" >> beam.Create(list(self._plan.sources))
+                | "ListFiles" >> beam.FlatMap(_listed_files)
                 | "SpreadFiles" >> beam.Reshuffle()
                 | "ReadRecords" >> beam.ParDo(_ReadWetFileFn(self._max_record_bytes)))
 
@@ -132,6 +177,12 @@ def _within_length(page: Page, max_chars: int) -> bool:
         return False
     _count("length", "pages.passed")
     return True
+
+
+def _passes_paragraph_filter(page: Page) -> bool:
+    reason = mc4.paragraph_drop_reason(page.text)
+    _count("paragraphs", f"pages.dropped:{reason}" if reason else "pages.passed")
+    return reason is None
 
 
 class _NewestPageFn(beam.CombineFn):
@@ -448,21 +499,72 @@ class _LanguageFn(beam.DoFn):
                 item.value, language=detected[0], language_probability=detected[1]))
 
 
-class _BadwordsFn(beam.DoFn):
+class _Cld3LanguageFn(beam.DoFn):
+    """mC4's language stage: CLD3 as the public code builds it, `und` where it is unsure, the
+    page dropped where it is sure of a language mC4 does not have (mc4.cld3_label). Counters:
+    `pages.passed:<language>`, `und.<why>`, `pages.dropped:other_language`."""
 
-    def __init__(self, terms: Sequence[str]):
-        self._terms = list(terms)
-        self._pattern = None
+    def __init__(self, config: language.LanguageConfig):
+        self._config = config
+        self._identifier = None
 
     def setup(self):
-        self._pattern = badwords.compile_badwords(self._terms)
+        import gcld3  # Only mC4's workers need CLD3 (cld3-py, in the `pipeline` extra).
+        self._identifier = gcld3.NNetLanguageIdentifier(min_num_bytes=mc4.CLD3_MIN_BYTES,
+                                                        max_num_bytes=mc4.CLD3_MAX_BYTES)
 
     def process(self, page: Page):
-        if badwords.contains_badword(page.text, self._pattern):
-            _count("badwords", "pages.dropped:badword")
+        try:
+            result = self._identifier.FindLanguage(page.text)
+        except (TypeError, UnicodeError):  # Text CLD3's binding cannot take (lone surrogates).
+            _count("language", "und.unreadable")
+            detected, reason, probability = mc4.UNKNOWN_LANGUAGE, None, 0.0
+        else:
+            detected, reason = mc4.cld3_label(result.language, result.probability,
+                                              result.is_reliable, self._config.languages,
+                                              self._config.min_probability)
+            probability = result.probability
+        if detected is None:
+            _count("language", f"pages.dropped:{reason}")
             return
-        _count("badwords", "pages.passed")
-        yield page
+        if reason:
+            _count("language", f"und.{reason}")
+        _count("language", f"pages.passed:{detected}")
+        yield dataclasses.replace(page, language=detected, language_probability=probability)
+
+
+class _BadwordsFn(beam.DoFn):
+    """Drops a page with a bad word of its language's list; with a filter fraction under 1,
+    the pages the URL hash picks stay (mc4.keeps_page_with_badword). Counters per language
+    (`pages.dropped:badword:de`) where the variant writes languages apart, else totals."""
+
+    def __init__(self, terms: Dict[str, Sequence[str]], filter_fraction: float,
+                 count_languages: bool):
+        self._terms = {language: list(words) for language, words in terms.items()}
+        self._filter_fraction = filter_fraction
+        self._count_languages = count_languages
+        self._matchers = None
+
+    def setup(self):
+        self._matchers = {
+            language: badwords.compile_badwords(
+                words, word_boundaries=language not in mc4.UNSPACED_LANGUAGES)
+            for language, words in self._terms.items()}
+
+    def _count(self, name: str, page: Page):
+        _count("badwords", f"{name}:{page.language}" if self._count_languages else name)
+
+    def process(self, page: Page):
+        matcher = self._matchers.get(mc4.page_language(page.language))
+        if matcher is None or not badwords.contains_badword(page.text, matcher):
+            self._count("pages.passed", page)
+            yield page
+        elif (self._filter_fraction < 1
+              and mc4.keeps_page_with_badword(page.normalized_url, self._filter_fraction)):
+            self._count("pages.passed:kept_with_badword", page)
+            yield page
+        else:
+            self._count("pages.dropped:badword", page)
 
 
 class C4Pages(beam.PTransform):
@@ -486,13 +588,18 @@ class C4Pages(beam.PTransform):
                  | "UrlDedup" >> DedupUrls(config.rules))
         if config.domain_filter:
             pages = pages | "Domains" >> FilterDomains(config, self._resources)
+        if config.paragraph_filter:
+            pages = pages | "Paragraphs" >> beam.Filter(_passes_paragraph_filter)
         if config.cleaning:
             pages = pages | "Clean" >> beam.ParDo(
                 _CleanFn(config.cleaning, config.rules, self._resources.splitter))
         if config.dedup:
             pages = pages | "Dedup" >> DedupText(config.dedup, config.min_sentences_after_dedup,
                                                  self._resources.splitter, self._dedup_buckets)
-        pages = pages | "Language" >> beam.ParDo(_LanguageFn(config.language))
+        detect = (_Cld3LanguageFn if config.language.detector == "cld3" else _LanguageFn)
+        pages = pages | "Language" >> beam.ParDo(detect(config.language))
         if config.filter_badwords:
-            pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(self._resources.badword_terms))
+            pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(
+                self._resources.badwords, config.badwords_filter_fraction,
+                count_languages=bool(config.output_languages)))
         return pages

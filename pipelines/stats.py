@@ -1,12 +1,16 @@
 """The run report: every stage's counters, as `stats.json` and as a readable table."""
 import json
-from typing import Dict
+from typing import Dict, List, Optional
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
-STAGE_ORDER = ("read", "length", "url_dedup", "domains", "clean", "dedup", "language",
-               "badwords", "write")
+from pipelines.mc4 import UNKNOWN_LANGUAGE
+
+STAGE_ORDER = ("read", "released_text", "length", "url_dedup", "domains", "paragraphs", "clean",
+               "dedup", "language", "badwords", "write")
+# The counter of a destination's pages written (output.written_counter), by split and language.
+_WRITTEN_PREFIX = "pages.written:"
 _NAMESPACE_PREFIX = "c4."
 
 Stats = Dict[str, Dict[str, int]]
@@ -39,8 +43,33 @@ def format_table(stats: Stats) -> str:
     return "\n".join(lines)
 
 
-def write_stats(stats: Stats, variant: str, output_dir: str) -> str:
+def languages_of(stats: Stats) -> List[str]:
+    """The languages a run wrote apart (those with a `pages.written:<split>:<language>`
+    counter), sorted; none for a run that wrote one language in its output folder."""
+    return sorted({name.split(":", 2)[2] for name in stats.get("write", {})
+                   if name.startswith(_WRITTEN_PREFIX) and name.count(":") == 2})
+
+
+def of_language(stats: Stats, language: str) -> Stats:
+    """The counters of one language's pages, without the language in their names: the stages
+    after language detection count per language (`pages.passed:de`, `pages.written:train:de`),
+    and `und` has the language stage's reasons for it (`und.not_reliable`)."""
+    suffix = ":" + language
+    selected: Stats = {}
+    for stage, counters in stats.items():
+        for name, value in counters.items():
+            if name.endswith(suffix):
+                selected.setdefault(stage, {})[name[:-len(suffix)]] = value
+            elif language == UNKNOWN_LANGUAGE and name.startswith(UNKNOWN_LANGUAGE + "."):
+                selected.setdefault(stage, {})[name] = value
+    return selected
+
+
+def write_stats(stats: Stats, variant: str, output_dir: str,
+                language: Optional[str] = None) -> str:
     path = FileSystems.join(output_dir, "stats.json")
+    record = {"variant": variant, **({"language": language} if language else {}),
+              "stages": stats}
     with FileSystems.create(path) as sink:
-        sink.write(json.dumps({"variant": variant, "stages": stats}, indent=2).encode("utf-8"))
+        sink.write(json.dumps(record, indent=2).encode("utf-8"))
     return path

@@ -53,8 +53,29 @@ def test_the_cli_refuses_a_pinned_list_that_changed(shared_data, monkeypatch, tm
 def test_webtextlike_reads_the_twelve_dumps_of_the_public_builder():
     assert sorted(common_crawl.WEBTEXTLIKE_DUMPS) == sorted(
         f"CC-MAIN-{version}" for version in tfds_c4_reference.OPENWEBTEXT_CC_VERSIONS)
-    assert common_crawl.default_dumps(variant("en").domain_filter) == (
-        f"CC-MAIN-{tfds_c4_reference.DEFAULT_CC_VERSION}",)
+    assert variant("en").default_dumps == (f"CC-MAIN-{tfds_c4_reference.DEFAULT_CC_VERSION}",)
+    assert variant("webtextlike").default_dumps == common_crawl.WEBTEXTLIKE_DUMPS
+
+
+def test_mc4_reads_the_86_dumps_of_the_public_builder_and_skips_its_corrupt_file():
+    assert common_crawl.MC4_DUMPS == tuple(
+        f"CC-MAIN-{version}" for version in tfds_c4_reference.ALL_CC_VERSIONS)
+    assert len(common_crawl.MC4_DUMPS) == 86
+    assert variant("multilingual").default_dumps == common_crawl.MC4_DUMPS
+    assert common_crawl.KNOWN_CORRUPT_WET_FILES == tfds_c4_reference._KNOWN_CORRUPT_WET_FILES
+
+
+def test_the_mc4_lists_are_pinned_at_the_public_builders_commits(shared_data):
+    """Each of the 28 LDNOOBW files TFDS downloads for mC4 has the URL TFDS names and the pin
+    of the copy in ../shared/data/badwords (taken at those commits)."""
+    assert sorted(lists.LDNOOBW_MC4) == sorted(tfds_c4_reference._BADWORDS_LANGS)
+    for name, pinned in lists.LDNOOBW_MC4.items():
+        expected_url = (tfds_c4_reference._EN_BADWORDS_URL if name == "en"
+                        else tfds_c4_reference._BADWORDS_URL.format(lang=name))
+        assert pinned.url == expected_url
+        stored = (shared_data / "badwords" / name).read_bytes()
+        assert (len(stored), hashlib.sha256(stored).hexdigest()) == (pinned.size, pinned.sha256)
+        assert lists.PINNED_LISTS[pinned.url] == pinned
 
 
 def _empty_manifests(base, dumps):

@@ -1,17 +1,18 @@
 """The warning `python -m pipelines.c4` (and `make run`) gives before it starts when the embedded
 DirectRunner cannot hold the input in this machine's memory."""
+import gzip
 import logging
 
 import pytest
 
-from pipelines import c4
+from pipelines import c4, inputs
 
 GB = 10**9
 
 
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_the_estimate_grows_with_the_input_and_the_warning_names_the_way_beyond(mode):
-    file_bytes = c4.REMOTE_WET_FILE_BYTES
+    file_bytes = inputs.REMOTE_WET_FILE_BYTES
     one, ten = c4.embedded_peak_bytes(file_bytes, mode), c4.embedded_peak_bytes(10 * file_bytes, mode)
     assert one < ten
     assert c4.memory_warning(file_bytes, 24 * GB, mode) is None
@@ -29,8 +30,11 @@ def test_the_estimate_grows_with_the_input_and_the_warning_names_the_way_beyond(
 def test_remote_inputs_count_as_full_size_files_and_local_ones_by_their_size(tmp_path):
     local = tmp_path / "a.warc.wet.gz"
     local.write_bytes(b"x" * 1234)
-    assert c4.input_bytes([str(local), "https://data.commoncrawl.org/a.warc.wet.gz"]) == (
-        1234 + c4.REMOTE_WET_FILE_BYTES)
+    manifest = tmp_path / "wet.paths.gz"
+    manifest.write_bytes(gzip.compress(b"crawl-data/x/a.warc.wet.gz\ncrawl-data/x/b.warc.wet.gz\n"))
+    plan = inputs.plan_inputs([str(local), "https://data.commoncrawl.org/a.warc.wet.gz",
+                               str(manifest)], None, "https://data.commoncrawl.org/")
+    assert plan.estimated_bytes() == 1234 + 3 * inputs.REMOTE_WET_FILE_BYTES
 
 
 @pytest.mark.parametrize("beam_args, mode", [

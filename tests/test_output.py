@@ -126,16 +126,23 @@ def test_runs_are_deleted_once_written_and_on_failure(tmp_path):
     assert files_open_in(tmp_path) == [] and list(tmp_path.iterdir()) == []
 
 
+def always(split):
+    """A split_of that sends every page to `split`."""
+    return lambda page: split
+
+
 def test_write_shards_pipeline_output_does_not_depend_on_the_budget(tmp_path):
     num_shards = 4
     pages = PAGES[:240]
     with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
         created = pipeline | "Pages" >> beam.Create(pages)
-        _ = created | "InMemory" >> WriteShards(str(tmp_path / "memory"), "train", num_shards)
-        _ = created | "Spilled" >> WriteShards(str(tmp_path / "spilled"), "train", num_shards,
-                                               sort_budget_bytes=2_000)
+        _ = created | "InMemory" >> WriteShards(str(tmp_path / "memory"), {"train": num_shards},
+                                                               always("train"))
+        _ = created | "Spilled" >> WriteShards(str(tmp_path / "spilled"), {"train": num_shards},
+                                               always("train"), sort_budget_bytes=2_000)
         _ = (pipeline | "NoPages" >> beam.Create([]).with_output_types(Page)
-             | "Empty" >> WriteShards(str(tmp_path / "empty"), "validation", 2))
+             | "Empty" >> WriteShards(str(tmp_path / "empty"), {"validation": 2},
+                                        always("validation")))
     metrics = pipeline.result.metrics().query(MetricsFilter().with_namespace("c4.write"))
     counters = collections.Counter()
     for counter in metrics["counters"]:
@@ -170,9 +177,11 @@ def test_a_small_split_writes_a_file_per_bucket_it_fills_and_no_empty_one(tmp_pa
     assert len(buckets) < max_shards
     with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
         _ = (pipeline | "Pages" >> beam.Create(pages)
-             | "Write" >> WriteShards(str(tmp_path / "given"), "train", max_shards))
+             | "Write" >> WriteShards(str(tmp_path / "given"), {"train": max_shards},
+                                         always("train")))
         _ = (pipeline | "Reversed" >> beam.Create(pages[::-1])
-             | "WriteReversed" >> WriteShards(str(tmp_path / "reversed"), "train", max_shards))
+             | "WriteReversed" >> WriteShards(str(tmp_path / "reversed"), {"train": max_shards},
+                                                         always("train")))
     names = [shard_name("train", index, len(buckets)) for index in range(len(buckets))]
     for folder in ("given", "reversed"):
         assert sorted(path.name for path in (tmp_path / folder).iterdir()) == names
@@ -181,9 +190,37 @@ def test_a_small_split_writes_a_file_per_bucket_it_fills_and_no_empty_one(tmp_pa
                 page for page in pages if bucket_of(page, max_shards) == bucket)
 
 
+def test_pages_go_to_a_folder_each_in_one_write_and_every_split_of_a_folder_has_a_file(tmp_path):
+    """mC4's output: a folder per language, in one shuffle. A folder named in `folders` has both
+    splits even with no page; a folder that appears only through its pages gets both splits
+    too, the one with no page as one empty file; a folder neither named nor holding a page has
+    none."""
+    pages = PAGES[:30]
+    language = {page.url: ("de" if index % 3 else "fr") for index, page in enumerate(pages)}
+    with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
+        _ = (pipeline | "Pages" >> beam.Create(pages)
+             | "Write" >> WriteShards(str(tmp_path), {"train": 2, "validation": 1},
+                                      always("train"), lambda page: language[page.url],
+                                      folders=("ro",)))
+    metrics = pipeline.result.metrics().query(MetricsFilter().with_namespace("c4.write"))
+    counters = {counter.key.metric.name: counter.committed for counter in metrics["counters"]}
+    assert counters["pages.written:train:de"] == 20 and counters["pages.written:train:fr"] == 10
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["de", "fr", "ro"]
+    for folder in ("de", "fr"):
+        names = sorted(path.name for path in (tmp_path / folder).iterdir())
+        assert names[-1] == shard_name("validation", 0, 1)
+        assert (tmp_path / folder / names[-1]).read_bytes() == reference_shard([])
+        written = [json.loads(line) for name in names[:-1] for line in
+                   gzip.decompress((tmp_path / folder / name).read_bytes()).splitlines()]
+        assert sorted(record["url"] for record in written) == sorted(
+            page.url for page in pages if language[page.url] == folder)
+    assert sorted(path.name for path in (tmp_path / "ro").iterdir()) == [
+        shard_name("train", 0, 1), shard_name("validation", 0, 1)]
+
+
 def test_the_sort_budget_must_be_positive():
     with pytest.raises(ValueError, match="sort budget"):
-        WriteShards("out", "train", 1, sort_budget_bytes=0)
+        WriteShards("out", {"train": 1}, always("train"), sort_budget_bytes=0)
 
 
 def test_memory_is_bounded_by_the_budget_not_by_the_shard():

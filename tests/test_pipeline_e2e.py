@@ -16,7 +16,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from pipelines import c4, stages
+from pipelines import c4, inputs, stages
 from pipelines.config import VARIANTS, variant
 from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
 from pipelines.language import LanguageConfig, LanguageDetector
@@ -62,7 +62,8 @@ def test_en_output_files_and_fields(en_run):
                      "validation-00000-of-00001.jsonl.gz"]
     record = splits["train"][0]
     assert list(record) == ["text", "url", "timestamp", "content-type", "content-length",
-                            "language_probability"]
+                            "language", "language_probability"]
+    assert record["language"] == "en"
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", record["timestamp"])
 
 
@@ -234,8 +235,8 @@ def test_webtextlike_joins_url_lists(shared_data, tmp_path, en_run):
     assert stats["domains"]["url_lines.skipped"] == 1
 
 
-def test_multilingual_writes_a_folder_per_language(shared_data, tmp_path):
-    stats = run_variant(shared_data, tmp_path, "multilingual")
+def test_de_fr_ro_writes_a_folder_per_language(shared_data, tmp_path):
+    stats = run_variant(shared_data, tmp_path, "de-fr-ro")
     for language in ("de", "fr", "ro"):
         records = read_split(tmp_path / language, "train") + read_split(tmp_path / language, "validation")
         assert len(records) == stats["language"].get(f"pages.passed:{language}", 0)
@@ -303,7 +304,7 @@ def test_offline_default_inputs_name_what_the_variant_needs_as_flags_and_make_va
             assert f"{option.flag} {option.example}" in message
             assert f"{option.make_variable}={option.example}" in message
         for option in others:
-            assert option.flag not in message and f"{option.make_variable}=" not in message
+            assert f"{option.flag} " not in message and f" {option.make_variable}=" not in message
     # With local WET files, the first default list is what cannot be fetched.
     with pytest.raises(SystemExit) as exit_info:
         c4.main(["--variant", "realnewslike", "--input", str(shared_data / ROUNDTRIP),
@@ -352,8 +353,10 @@ def test_the_lists_a_variant_names_are_the_ones_it_loads(shared_data):
         resources = stages.load_resources(
             config, str(shared_data / "badwords/en"),
             str(shared_data / "realnews/domain_to_allowed_subdomains.json"),
-            [str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")])
-        loaded = {"badwords": bool(resources.badword_terms),
+            [str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")],
+            badwords_dir=str(shared_data / "badwords"))
+        loaded = {"badwords": bool(resources.badwords) and not config.badwords_files,
+                  "badwords_dir": bool(resources.badwords) and bool(config.badwords_files),
                   "realnews_domains": resources.realnews_domains is not None,
                   "webtext_urls": bool(resources.webtext_url_files)}
         assert {key for key, read in loaded.items() if read} == set(config.lists), name
@@ -406,10 +409,11 @@ def test_manifest_paths_are_prefixed_and_limited(tmp_path):
     manifest.write_bytes(gzip.compress(
         b"crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz\n"
         b"crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz\n"))
-    assert c4.wet_paths([str(manifest)], None, "gs://mirror/") == [
+    assert inputs.wet_paths(inputs.plan_inputs([str(manifest)], None, "gs://mirror/")) == [
         "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz",
         "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz"]
-    assert c4.wet_paths([str(manifest)], 1, "https://data.commoncrawl.org/") == [
+    assert inputs.wet_paths(inputs.plan_inputs([str(manifest)], 1,
+                                               "https://data.commoncrawl.org/")) == [
         "https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz"]
 
 

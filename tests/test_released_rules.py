@@ -194,6 +194,14 @@ def test_variants_under_the_released_rules():
     assert variant("en").rules == "paper" and variant("en").dedup.mode == "spans"
     assert variant("en", splitter="punkt").splitter == "punkt"
     with pytest.raises(ValueError, match="no released rule set"):
-        variant("multilingual", "released")
+        variant("de-fr-ro", "released")
+    noblocklist = variant("en.noblocklist", "released")
+    assert dataclasses.replace(noblocklist, name="en", description="", filter_badwords=True) == (
+        dataclasses.replace(en, description=""))
+    assert variant("multilingual").rules == variant("multilingual", "released").rules == "released"
+    # `multilingual` was the paper rules' German, French and Romanian variant: asking for it
+    # under the paper rules names the variant that has that now.
+    with pytest.raises(ValueError, match="mC4.*variant de-fr-ro"):
+        variant("multilingual", "paper")
     with pytest.raises(ValueError, match="unknown rule set"):
         variant("en", "tfds")

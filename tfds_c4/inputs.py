@@ -15,18 +15,21 @@ from typing import Callable, List, Optional, Sequence
 
 from etils import epath
 
-from pipelines import c4, common_crawl, files, lists
-from pipelines.config import DEFAULT_RULES, VariantConfig
+from pipelines import common_crawl, files, lists, mc4
+from pipelines import inputs as wet_inputs
+from pipelines.config import VariantConfig
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION
 
 MANUAL_WET_DIR = "wet"
-MANUAL_BADWORDS = "badwords/en"
+MANUAL_BADWORDS_DIR = "badwords"
+MANUAL_BADWORDS = f"{MANUAL_BADWORDS_DIR}/en"
 MANUAL_REALNEWS_DOMAINS = "realnews/domain_to_allowed_subdomains.json"
 MANUAL_WEBTEXT_DIR = "openwebtext_urls"
 MANUAL_LAYOUT = f"""\
   {MANUAL_WET_DIR}/       WET files (*.warc.wet.gz, *.wet) or Common Crawl manifests (wet.paths.gz),
                  searched recursively
   {MANUAL_BADWORDS}   the LDNOOBW English list ({lists.LDNOOBW_EN.url})
+  {MANUAL_BADWORDS_DIR}/      multilingual: every LDNOOBW list mC4 reads, named as there (ar, ..., zh)
   {MANUAL_REALNEWS_DOMAINS}
                  realnewslike only ({lists.REALNEWS_DOMAINS.url})
   {MANUAL_WEBTEXT_DIR}/   webtextlike only: OpenWebText URL lists (plain, .gz, .xz), searched recursively
@@ -47,17 +50,24 @@ class BuildOptions:
     and its validation share."""
     wet_files: Sequence[str] = ()  # WET files, globs or manifests (local, gs://, https://).
     max_wet_files: Optional[int] = None  # Only the first N WET files (all if None).
-    # Online, without wet_files: these dumps; if empty, the variant's (common_crawl.default_dumps:
-    # the 12 dumps of Aug 2018 - Jul 2019 for webtextlike, CC-MAIN-2019-18 for the others).
+    # Online, without wet_files: these dumps; if empty, the variant's (VariantConfig.default_dumps:
+    # the 12 dumps of Aug 2018 - Jul 2019 for webtextlike, mC4's 86 for multilingual,
+    # CC-MAIN-2019-18 for the others).
     cc_dumps: Sequence[str] = ()
     cc_base_url: str = common_crawl.BASE_URL  # Prefix of a manifest's relative paths.
     badwords: Optional[str] = None
+    badwords_dir: Optional[str] = None  # multilingual: the folder of its LDNOOBW lists.
+    # multilingual: the languages whose splits are built (codes, or one string "de+fr"); empty:
+    # all of mC4's and und. TFDS cannot write an empty split: a sample has few languages.
+    languages: Sequence[str] = ()
     realnews_domains: Optional[str] = None
     webtext_urls: Sequence[str] = ()  # Paths or globs.
     # The paper's 0.1% by default. Larger only for samples too small to give validation a page;
     # the value used is stored in info.metadata.
     validation_fraction: float = DEFAULT_VALIDATION_FRACTION
-    rules: str = DEFAULT_RULES  # "paper" or "released" (pipelines/config.py).
+    # "paper" or "released" (pipelines/config.py); None: the config's own (paper, but released
+    # for en.linededup and multilingual).
+    rules: Optional[str] = None
     splitter: str = "ours"  # Sentence splitter: "ours" or "punkt" (punkt_tab data, below).
     punkt_data: Optional[str] = None  # The punkt_tab model's folder; default: NLTK_DATA.
 
@@ -66,6 +76,12 @@ class BuildOptions:
             raise ValueError("wet_files and webtext_urls are lists of paths, not one string")
         if self.max_wet_files is not None and self.max_wet_files < 1:
             raise ValueError("max_wet_files must be >= 1")
+        if isinstance(self.languages, str):
+            object.__setattr__(self, "languages", tuple(filter(None, self.languages.split("+"))))
+        unknown = sorted(set(self.languages) - set(mc4.SPLIT_LANGUAGES))
+        if unknown:
+            raise ValueError(f"languages {unknown} are not mC4's; choose among "
+                             f"{' '.join(mc4.SPLIT_LANGUAGES)}")
         if not 0 < self.validation_fraction < 1:
             raise ValueError("validation_fraction must be in (0, 1): TFDS cannot write an empty "
                              f"split, got {self.validation_fraction}")
@@ -74,8 +90,9 @@ class BuildOptions:
 @dataclasses.dataclass(frozen=True)
 class ResolvedInputs:
     """Every input a variant needs, as paths or URLs the pipeline's readers open."""
-    wet_paths: Sequence[str]
+    wet_input: wet_inputs.InputPlan
     badwords: Optional[str]
+    badwords_dir: Optional[str]  # None for multilingual: its pinned URLs, read and checked.
     realnews_domains: Optional[str]
     webtext_urls: Sequence[str]
 
@@ -122,8 +139,8 @@ def _one_file(what: str, explicit: Optional[str], manual_dir: Optional[epath.Pat
     return _download(what, url, download, manual_path, option)
 
 
-def _wet_paths(inputs: BuildOptions, manual_dir: Optional[epath.Path],
-               config: VariantConfig) -> List[str]:
+def _wet_input(inputs: BuildOptions, manual_dir: Optional[epath.Path],
+               config: VariantConfig) -> wet_inputs.InputPlan:
     if inputs.wet_files:
         patterns = list(inputs.wet_files)
     elif manual_dir is not None:
@@ -134,15 +151,15 @@ def _wet_paths(inputs: BuildOptions, manual_dir: Optional[epath.Path],
         # Manifests are read directly rather than through the download manager: Common Crawl
         # publishes no checksums to pin, and the download manager's file names drop the
         # `.paths.gz` suffix by which the pipeline recognises a manifest.
-        dumps = inputs.cc_dumps or common_crawl.default_dumps(config.domain_filter)
+        dumps = inputs.cc_dumps or config.default_dumps
         patterns = [common_crawl.manifest_url(dump, inputs.cc_base_url) for dump in dumps]
     try:
-        paths = c4.wet_paths(patterns, inputs.max_wet_files, inputs.cc_base_url)
+        plan = wet_inputs.plan_inputs(patterns, inputs.max_wet_files, inputs.cc_base_url)
     except files.InputError as error:
         raise MissingInputError(f"WET input unusable: {error}") from None
-    if not paths:
+    if not plan.files:
         raise MissingInputError(f"no WET file listed in {patterns}")
-    return paths
+    return plan
 
 
 def _webtext_urls(inputs: BuildOptions, manual_dir: Optional[epath.Path]) -> List[str]:
@@ -162,8 +179,10 @@ def resolve(config: VariantConfig, inputs: BuildOptions, manual_dir: Optional[st
     """The inputs `config` needs, or a MissingInputError; given a manual_dir, nothing downloads."""
     manual = epath.Path(manual_dir) if manual_dir else None
     fetch = None if manual is not None else download
-    badwords = realnews = None
-    if config.filter_badwords:
+    badwords = badwords_dir = realnews = None
+    if config.filter_badwords and config.badwords_files:
+        badwords_dir = _badwords_dir(config, inputs, manual)
+    elif config.filter_badwords:
         badwords = _one_file("the bad-words list", inputs.badwords, manual, MANUAL_BADWORDS,
                              lists.LDNOOBW_EN.url, "badwords", fetch)
     if config.domain_filter == "realnews":
@@ -171,5 +190,22 @@ def resolve(config: VariantConfig, inputs: BuildOptions, manual_dir: Optional[st
                              MANUAL_REALNEWS_DOMAINS, lists.REALNEWS_DOMAINS.url,
                              "realnews_domains", fetch)
     webtext = _webtext_urls(inputs, manual) if config.domain_filter == "webtext" else []
-    return ResolvedInputs(_wet_paths(inputs, manual, config), badwords, realnews, tuple(webtext))
+    return ResolvedInputs(_wet_input(inputs, manual, config), badwords, badwords_dir, realnews,
+                          tuple(webtext))
+
+
+def _badwords_dir(config: VariantConfig, inputs: BuildOptions,
+                  manual_dir: Optional[epath.Path]) -> Optional[str]:
+    """The folder of mC4's lists: the keyword's, the manual_dir's (every list there, or an
+    error naming the missing ones), or None online (the pipeline reads the pinned URLs)."""
+    if inputs.badwords_dir:
+        return inputs.badwords_dir
+    if manual_dir is None:
+        return None
+    folder = manual_dir / MANUAL_BADWORDS_DIR
+    missing = [name for name in config.badwords_files if not (folder / name).is_file()]
+    if missing:
+        raise _missing(f"the bad-words lists {', '.join(missing)}", str(folder), "badwords_dir",
+                       f" (their pinned sources: {lists.LDNOOBW_MC4[missing[0]].url} ...)")
+    return str(folder)
 

@@ -15,8 +15,9 @@ from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import c4, common_crawl, files, lists, stages, stats
-from pipelines.config import TFDS_VARIANTS, VARIANTS, VariantConfig, variant
+from pipelines import c4, common_crawl, files, lists, mc4, stages, stats
+from pipelines.output import written_counter
+from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.page import Page
 from pipelines.urls import split_of
 from tfds_c4 import inputs as inputs_lib
@@ -71,6 +72,13 @@ _DIFFERENCES = {
                    f"{common_crawl.WEBTEXTLIKE_DUMPS[0]} to {common_crawl.WEBTEXTLIKE_DUMPS[-1]} "
                    "(August 2018 to July 2019); the OpenWebText URL lists must be "
                    "given locally (no pinned public copy); span dedup as in `en`.",
+    "en.noblocklist": " Like AllenAI's released `en.noblocklist`: `en` (span dedup under the "
+                      "paper rules, the released C4's line dedup under rules=released) with no "
+                      "bad-words filter.",
+    MC4: " The public TFDS `c4/multilingual` (mC4), page for page: splits `<language>` and "
+         "`<language>-validation` for each of its 107 languages and `und` (the builder keyword "
+         "languages=de+fr builds some of them); bad words from the LDNOOBW lists of 28 "
+         "languages at commit 5faf2ba (English at 25e679f).",
 }
 
 _MANUAL_INSTRUCTIONS = f"""\
@@ -107,21 +115,23 @@ def _description(config: VariantConfig) -> str:
     return config.description + _DIFFERENCES[config.name] + _COMMON
 
 
-def _example_of(page: Page, split: str):
+def _example_of(page: Page, split: str, language: Optional[str]):
     """(key, features) of a kept page; the normalized URL is unique after URL dedup."""
-    Metrics.counter("c4.write", f"pages.written:{split}").inc()
+    Metrics.counter("c4.write", written_counter(language or "", split)).inc()
     return page.normalized_url, page.to_json_record()
 
 
-def _in_split(page: Page, split: str, validation_fraction: float) -> bool:
-    return split_of(page.url, validation_fraction) == split
+def _in_split(page: Page, split: str, language: Optional[str], validation_fraction: float
+              ) -> bool:
+    return ((language is None or page.language == language)
+            and split_of(page.url, validation_fraction) == split)
 
 
 @beam.ptransform_fn
-def _examples_of_split(pages, split: str, validation_fraction: float):
+def _examples_of_split(pages, split: str, language: Optional[str], validation_fraction: float):
     return (pages
-            | "OnlySplit" >> beam.Filter(_in_split, split, validation_fraction)
-            | "ToExample" >> beam.Map(_example_of, split))
+            | "OnlySplit" >> beam.Filter(_in_split, split, language, validation_fraction)
+            | "ToExample" >> beam.Map(_example_of, split, language))
 
 
 def _existing_manual_dir(dl_manager: tfds.download.DownloadManager) -> Optional[str]:
@@ -139,8 +149,12 @@ def _existing_manual_dir(dl_manager: tfds.download.DownloadManager) -> Optional[
 class T5C4(tfds.core.GeneratorBasedBuilder):
     """C4 variants of the T5 paper, built from Common Crawl with the pipelines/ Beam job."""
 
-    VERSION = tfds.core.Version("1.1.0")
+    VERSION = tfds.core.Version("1.2.0")
     RELEASE_NOTES = {
+        "1.2.0": "New configs multilingual (mC4, the public TFDS c4/multilingual page for page: "
+                 "a split pair per language, builder keywords languages and badwords_dir) and "
+                 "en.noblocklist (en without the bad-words filter). New feature language. "
+                 "The rules keyword defaults to the config's own rule set.",
         "1.1.0": "Validation split changed to the released C4's (MD5 of the TFDS-normalized URL, "
                  "0 modulo 1000), so released C4 validation pages are never in train; builder "
                  "keywords rules=paper|released (released: the public TFDS c4 rules, page for "
@@ -206,6 +220,7 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                 "timestamp": tfds.features.Text(),
                 "content-type": tfds.features.Text(),
                 "content-length": np.int64,
+                "language": tfds.features.Text(),
                 # float32: a tf.train.Example holds no wider float.
                 "language_probability": np.float32,
             }),
@@ -223,17 +238,24 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         try:
             resources = stages.load_resources(config, resolved.badwords,
                                               resolved.realnews_domains, resolved.webtext_urls,
-                                              self._options.punkt_data)
+                                              self._options.punkt_data, resolved.badwords_dir)
         except (ValueError, files.InputError, PunktDataMissing) as error:
             raise MissingInputError(str(error)) from None
-        pages = c4.variant_pages(pipeline, config, resources, resolved.wet_paths)
+        pages = c4.variant_pages(pipeline, config, resources, resolved.wet_input)
         self.info.metadata[VALIDATION_FRACTION_KEY] = self._options.validation_fraction
-        return {split: pages | f"Examples_{split}" >> self._generate_examples(
-                    split, self._options.validation_fraction)
+        fraction = self._options.validation_fraction
+        if config.language.detector != "cld3":
+            return {split: pages | f"Examples_{split}" >> self._generate_examples(
+                        split, None, fraction) for split in SPLITS}
+        return {mc4.split_name(language, split):
+                pages | f"Examples_{language}_{split}" >> self._generate_examples(
+                    split, language, fraction)
+                for language in self._options.languages or mc4.SPLIT_LANGUAGES
                 for split in SPLITS}
 
-    def _generate_examples(self, split: str, validation_fraction: float):  # pylint: disable=arguments-differ
-        return _examples_of_split(split, validation_fraction)  # pylint: disable=no-value-for-parameter
+    def _generate_examples(self, split: str, language: Optional[str],  # pylint: disable=arguments-differ
+                           validation_fraction: float):
+        return _examples_of_split(split, language, validation_fraction)  # pylint: disable=no-value-for-parameter
 
     def _download_and_prepare(self, dl_manager, download_config) -> None:
         try:
@@ -245,7 +267,8 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                 "a split got no pages, and TFDS cannot write an empty split. Validation holds "
                 f"{self._options.validation_fraction:.2%} of pages (by URL hash): build from more "
                 "WET files (a full one keeps thousands of pages), or, for a sample, pass "
-                "a larger validation_fraction (builder keyword). TFDS said: "
+                "a larger validation_fraction (builder keyword); for multilingual, build only "
+                "the languages the input has (builder keyword languages=de+fr+...). TFDS said: "
                 f"{error}") from None
 
     def _process_pipeline_result(self, pipeline_result) -> None:
