@@ -712,12 +712,8 @@ def tiny_head_graph(head, num_classes, features):
             [mtf.Dimension("batch", value.shape[0]), mtf.Dimension("length", value.shape[1])]))
             for key, value in features.items()}
         losses = family.losses(family.build(training=False), batch, "train")
-        inputs = {k: v for k, v in batch.items() if k != "labels"}
-        if head == "multiple_choice":
-            inputs = {k: family.per_choice(v) for k, v in inputs.items()}
-        _, pooled = family.encode(inputs, training=False)
-        outputs = (family.regression_values(pooled, False) if head == "regression"
-                   else family.choice_logits(pooled, False))
+        inputs = family.head.per_example({k: v for k, v in batch.items() if k != "labels"})
+        outputs = family.head.outputs(family.encode(inputs, training=False), False)["logits"]
         lowering = mtf.Lowering(graph, {mesh: placement_mesh_impl.PlacementMeshImpl(
             mtf.Shape([]), mtf.convert_to_layout_rules(""), [""])})
         tensors = [lowering.export_to_tf_tensor(t) for t in (losses.loss, outputs)]

@@ -132,12 +132,12 @@ def lowered_run(family, features, build, assign=None):
 
 def embeddings_only(family, batch):
     with tf.variable_scope("bert"):
-        return {"embeddings": family.embed(batch, training=False)}
+        return {"embeddings": family.embed(batch, training=False)[0]}
 
 
 def mlm_logits(family, batch):
-    sequence, _ = family.encode(batch, training=False)
-    return {"logits": family.mlm_logits(sequence)}
+    return {"logits": family.head.outputs(family.encode(batch, training=False),
+                                          False)["mlm_logits"]}
 
 
 def segabert_family():

@@ -10,8 +10,7 @@ import dataclasses
 import gin
 
 from model.families.bert.activations import ACTIVATIONS
-
-HEADS = ("pretraining", "mlm", "classification", "regression", "multiple_choice", "span")
+from model.families.bert.heads import HEADS
 
 
 @gin.configurable
@@ -20,7 +19,8 @@ class BertConfig:
     """What BERT adds to `ModelConfig`'s sizes (d_model, d_ff, num_heads, d_kv, num_layers,
     dropout_rate)."""
 
-    # pretraining: masked LM + next-sentence prediction; mlm: masked LM alone (SegaBERT);
+    # The head (model/families/bert/heads.py's HEADS): pretraining: masked LM +
+    # next-sentence prediction; mlm: masked LM alone (SegaBERT);
     # classification: `num_classes` classes from the pooled [CLS]; regression: one value from
     # it (STS-B); multiple_choice: one score per choice from each choice's pooled [CLS], a
     # softmax over the `num_classes` choices (SWAG); span: start/end of an answer (SQuAD).
@@ -41,7 +41,7 @@ class BertConfig:
 
     def __post_init__(self) -> None:
         if self.head not in HEADS:
-            raise ValueError(f"unknown BERT head {self.head!r}; choose one of {HEADS}")
+            raise ValueError(f"unknown BERT head {self.head!r}; choose one of {tuple(HEADS)}")
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"BertConfig.hidden_act must be one of {sorted(ACTIVATIONS)}, got "
                              f"{self.hidden_act!r}")

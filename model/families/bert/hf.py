@@ -191,21 +191,8 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                                        shape)
              for key, name in (("bert_input_tokens", "tokens"),
                                ("bert_token_types", "token_types"))}
-    head = family.bert.head
-    if head == "multiple_choice":
-        batch = {key: family.per_choice(value) for key, value in batch.items()}
-    sequence, pooled = family.encode(batch, training=False)
-    if head == "multiple_choice":
-        return {"logits": family.choice_logits(pooled, training=False)}
-    if head == "classification":
-        return {"logits": family.classification_logits(pooled, training=False)}
-    if head == "regression":
-        return {"logits": family.regression_values(pooled, training=False)}
-    if head == "span":
-        start, end = family.span_logits(sequence)
-        return {"start_logits": start, "end_logits": end}
-    return {"mlm_logits": family.mlm_logits(sequence),
-            "nsp_logits": family.next_sentence_logits(pooled)}
+    batch = family.head.per_example(batch)
+    return family.head.outputs(family.encode(batch, training=False), training=False)
 
 
 def conversion(family: type, bert_config: "BertConfig") -> Conversion:

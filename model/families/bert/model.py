@@ -36,7 +36,9 @@ types (and SegaBERT's indices) need, from the run's vocabulary file (DataConfig.
 from gin when the family is made, as BertConfig; without one, the learner's ids). Padding is
 [PAD], id 0 in every vocabulary; attention never looks at it.
 
-Features, each [batch, length] int32 (`feature_keys` per head):
+The heads are classes over this body (model/families/bert/heads.py); the family makes the one
+`BertConfig.head` names. Features, each [batch, length] int32 (`feature_keys`: the body's and
+the head's):
   bert_input_tokens, bert_token_types     every head
   masked_lm_positions, masked_lm_ids, masked_lm_weights   (pretraining, mlm; length = the
                                           most predictions per sequence)
@@ -60,6 +62,7 @@ from model.families.base import ModelFamily
 from model.families.bert import finetune, google, hf, inputs as bert_inputs
 from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.config import BertConfig
+from model.families.bert.heads import HEADS, Encoded, Head
 from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
@@ -67,7 +70,6 @@ from model.families.bert.wordpiece import (LEARNED_IDS, PAD_ID, SpecialIds, Word
                                            special_ids)
 from model.trainer.runs import DataConfig
 
-OUTPUT_LENGTH = "outputs_length"  # the dimension of PREDICT's [batch, decode_length] ids
 _ATTENTION_MASK_BIAS = -10000.0  # BERT's additive bias on padding keys
 
 
@@ -139,6 +141,9 @@ class Bert(ModelFamily):
         super().__init__(config, vocab_size, variable_dtype)
         self.bert = BertConfig()
         self.special = configured_special_ids()
+        # The one place the head's name is read: its class owns its features, losses and
+        # PREDICT output.
+        self.head: Head = HEADS[self.bert.head](self)
 
     # ----------------------------------------------------------------------------------------
     # The run's side: WordPiece, documents made into NSP pairs, heads fine-tuned on one task.
@@ -175,25 +180,16 @@ class Bert(ModelFamily):
         return finetune.run_mode(mode, run, args, BertConfig().head)
 
     # ----------------------------------------------------------------------------------------
-    # Contract with the model core.
+    # Contract with the model core: the body's features and the head's (model/families/bert/heads.py).
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
-        head_keys = {
-            "pretraining": ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights",
-                            "next_sentence_labels"),
-            "mlm": ("masked_lm_positions", "masked_lm_ids", "masked_lm_weights"),
-            "classification": ("labels",),
-            "regression": ("labels",),
-            "multiple_choice": ("labels",),
-            "span": ("start_positions", "end_positions"),
-        }[self.bert.head]
-        return ("bert_input_tokens", "bert_token_types") + head_keys
+        return ("bert_input_tokens", "bert_token_types") + self.head.feature_keys
 
     @property
     def float_feature_keys(self) -> Tuple[str, ...]:
         """A regression head's label is a float value (STS-B's scores from 0 to 5)."""
-        return ("labels",) if self.bert.head == "regression" else ()
+        return self.head.float_feature_keys
 
     def convert_features(self, dataset, sequence_lengths, pack=True):
         raise NotImplementedError(
@@ -210,57 +206,19 @@ class Bert(ModelFamily):
             epsilon=self.bert.adam_epsilon, exclude_from_weight_decay=["layer_norm", "bias"])
 
     def losses(self, model: Built, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
-        if self.bert.head == "multiple_choice":
-            batch = {key: value if key == "labels" else self.per_choice(value)
-                     for key, value in batch.items()}
-        sequence, pooled = self.encode(batch, model.training)
-        if self.bert.head in ("pretraining", "mlm"):
-            return self._pretraining_losses(sequence, pooled, batch, model.training)
-        if self.bert.head == "classification":
-            logits = self.classification_logits(pooled, model.training)
-            return _classification_losses({"classification": (logits, batch["labels"])})
-        if self.bert.head == "multiple_choice":
-            return _classification_losses(
-                {"multiple_choice": (self.choice_logits(pooled, model.training), batch["labels"])})
-        if self.bert.head == "regression":
-            return regression_losses(self.regression_values(pooled, model.training),
-                                     batch["labels"])
-        start, end = self.span_logits(sequence)
-        return _classification_losses({"start": (start, batch["start_positions"]),
-                                       "end": (end, batch["end_positions"])})
+        batch = self.head.per_example(batch)
+        return self.head.losses(self.encode(batch, model.training), batch, model.training)
 
     def predict(self, model: Built, inputs: mtf.Tensor, decode_length: int, beam_size: int = 1,
                 alpha: float = 0.6, **features: mtf.Tensor) -> mtf.Tensor:
-        """classification: [class, 0, ...]; multiple_choice: [choice, 0, ...] (`inputs` the
-        choices' sequences one after the other); regression: [batch, 1] float32 values; span:
-        [batch, 2, length] float32 start and end logits (the answer is chosen over all windows
-        of a question: bert_tasks.best_answer); pretraining / mlm: the most likely piece at
-        every input position. `features`: those of `predict_feature_keys` the input has
-        (SegaBERT's indices), read as in training."""
+        """The head's PREDICT output (heads.py) for `inputs`, the token types read from them
+        (segment B after the first [SEP]). `features`: those of `predict_feature_keys` the
+        input has (SegaBERT's indices), read as in training."""
         del beam_size, alpha
-        if self.bert.head == "multiple_choice":
-            inputs = self.per_choice(inputs)
-            features = {key: self.per_choice(value) for key, value in features.items()}
-        batch = {"bert_input_tokens": inputs,
-                 "bert_token_types": token_types_from_inputs(inputs, self.special.sep),
-                 **features}
-        sequence, pooled = self.encode(batch, model.training)
-        if self.bert.head == "regression":
-            values = self.regression_values(pooled, False)
-            return mtf.reshape(values, values.shape.dims[:1] + [mtf.Dimension(OUTPUT_LENGTH, 1)])
-        if self.bert.head == "span":
-            start, end = self.span_logits(sequence)
-            return mtf.stack([start, end], "span_ends", axis=1)
-        if self.bert.head in ("pretraining", "mlm"):
-            logits = self.mlm_logits(sequence)
-            pieces = mtf.argmax(logits, logits.shape.dims[-1])
-            return _fit_length(pieces, inputs.shape.dims[-1], decode_length)
-        logits = (self.classification_logits(pooled, False)
-                  if self.bert.head == "classification" else self.choice_logits(pooled, False))
-        answer = mtf.cast(mtf.argmax(logits, logits.shape.dims[-1]), tf.int32)
-        slots = mtf.range(inputs.mesh, mtf.Dimension(OUTPUT_LENGTH, decode_length), tf.int32)
-        # [batch, decode_length]: the batch dimension first.
-        return answer * mtf.cast(mtf.equal(slots, 0), tf.int32)
+        batch = self.head.per_example({"bert_input_tokens": inputs, **features})
+        tokens = batch["bert_input_tokens"]
+        batch["bert_token_types"] = token_types_from_inputs(tokens, self.special.sep)
+        return self.head.predict(self.encode(batch, model.training), inputs, decode_length)
 
     # ----------------------------------------------------------------------------------------
     # The encoder.
@@ -273,31 +231,36 @@ class Bert(ModelFamily):
     def vocab_dim(self) -> mtf.Dimension:
         return mtf.Dimension("vocab", self.vocab_size)
 
+    @property
+    def activation(self):
+        """The GELU of the feed-forward and the MLM transform (BertConfig.hidden_act)."""
+        return ACTIVATIONS[self.bert.hidden_act]
+
     def _initializer(self):
         return tf.truncated_normal_initializer(stddev=self.bert.initializer_range)
 
-    def _variable(self, mesh, name, dims, initializer=None):
+    def variable(self, mesh, name, dims, initializer=None):
         return mtf.get_variable(mesh, name, mtf.Shape(dims),
                                 initializer=initializer or self._initializer(),
                                 dtype=self.variable_dtype)
 
-    def _dense(self, x, reduced_dims, new_dims, name, activation=None):
+    def dense(self, x, reduced_dims, new_dims, name, activation=None):
         return mtf.layers.dense(x, new_dims=new_dims, reduced_dims=reduced_dims, use_bias=True,
                                 activation=activation, variable_dtype=self.variable_dtype,
                                 kernel_initializer=self._initializer(), name=name)
 
-    def _layer_norm(self, x, name="layer_norm"):
+    def layer_norm(self, x, name="layer_norm"):
         """LayerNorm over d_model with scale and bias (BERT's, epsilon 1e-12)."""
         with tf.variable_scope(name):
             mean = mtf.reduce_mean(x, reduced_dim=self.d_model)
             centred = x - mean
             variance = mtf.reduce_mean(mtf.square(centred), reduced_dim=self.d_model)
             normed = centred * mtf.rsqrt(variance + self.bert.layer_norm_epsilon)
-            scale = self._variable(x.mesh, "scale", [self.d_model], tf.ones_initializer())
-            bias = self._variable(x.mesh, "bias", [self.d_model], tf.zeros_initializer())
+            scale = self.variable(x.mesh, "scale", [self.d_model], tf.ones_initializer())
+            bias = self.variable(x.mesh, "bias", [self.d_model], tf.zeros_initializer())
             return normed * scale + bias
 
-    def _dropout(self, x, training):
+    def dropout(self, x, training):
         if not training or self.config.dropout_rate == 0.0:
             return x
         return mtf.dropout(x, True, keep_prob=1.0 - self.config.dropout_rate)
@@ -312,22 +275,25 @@ class Bert(ModelFamily):
             raise ValueError(f"sequences of {length_dim.size} tokens exceed BERT's "
                              f"{self.bert.max_positions} positions")
         positions_dim = mtf.Dimension("positions", self.bert.max_positions)
-        table = self._variable(tokens.mesh, "position_embeddings", [positions_dim, self.d_model])
+        table = self.variable(tokens.mesh, "position_embeddings", [positions_dim, self.d_model])
         return mtf.gather(table, mtf.range(tokens.mesh, length_dim, tf.int32), positions_dim)
 
-    def embed(self, batch: Dict[str, mtf.Tensor], training: bool) -> mtf.Tensor:
+    def embed(self, batch: Dict[str, mtf.Tensor], training: bool
+              ) -> Tuple[mtf.Tensor, mtf.Tensor]:
+        """[batch, length, d_model] embedded inputs, and the [vocab, d_model] word embedding
+        (which the MLM head's output shares)."""
         tokens = batch["bert_input_tokens"]
         mesh = tokens.mesh
         with tf.variable_scope("embeddings"):
-            self.word_embeddings = self._variable(mesh, "word_embeddings",
-                                                  [self.vocab_dim, self.d_model])
+            word_embeddings = self.variable(mesh, "word_embeddings",
+                                            [self.vocab_dim, self.d_model])
             types_dim = mtf.Dimension("token_types", self.bert.type_vocab_size)
-            type_table = self._variable(mesh, "token_type_embeddings", [types_dim, self.d_model])
-            x = (mtf.gather(self.word_embeddings, tokens, self.vocab_dim)
+            type_table = self.variable(mesh, "token_type_embeddings", [types_dim, self.d_model])
+            x = (mtf.gather(word_embeddings, tokens, self.vocab_dim)
                  + mtf.gather(type_table, batch["bert_token_types"], types_dim)
                  + self.position_embedding(batch))
-            x = self._layer_norm(x)
-        return self._dropout(x, training)
+            x = self.layer_norm(x)
+        return self.dropout(x, training), word_embeddings
 
     def _self_attention(self, x, key_bias, training):
         length_dim = x.shape.dims[-2]
@@ -335,188 +301,38 @@ class Bert(ModelFamily):
         heads = mtf.Dimension("heads", self.config.num_heads)
         d_kv = mtf.Dimension("d_kv", self.config.d_kv)
         memory = mtf.rename_dimension(x, length_dim.name, memory_dim.name)
-        q = self._dense(x, [self.d_model], [heads, d_kv], "query")
-        k = self._dense(memory, [self.d_model], [heads, d_kv], "key")
-        v = self._dense(memory, [self.d_model], [heads, d_kv], "value")
+        q = self.dense(x, [self.d_model], [heads, d_kv], "query")
+        k = self.dense(memory, [self.d_model], [heads, d_kv], "key")
+        v = self.dense(memory, [self.d_model], [heads, d_kv], "value")
         scores = mtf.einsum([q, k], reduced_dims=[d_kv]) * d_kv.size ** -0.5
         scores += mtf.rename_dimension(key_bias, length_dim.name, memory_dim.name)
-        weights = self._dropout(mtf.softmax(scores, memory_dim), training)
+        weights = self.dropout(mtf.softmax(scores, memory_dim), training)
         context = mtf.einsum([weights, v], reduced_dims=[memory_dim])
-        return self._dense(context, [heads, d_kv], [self.d_model], "output")
+        return self.dense(context, [heads, d_kv], [self.d_model], "output")
 
     def _feedforward(self, x):
         d_ff = mtf.Dimension("d_ff", self.config.d_ff)
-        hidden = self._dense(x, [self.d_model], [d_ff], "intermediate",
-                             activation=ACTIVATIONS[self.bert.hidden_act])
-        return self._dense(hidden, [d_ff], [self.d_model], "output")
+        hidden = self.dense(x, [self.d_model], [d_ff], "intermediate",
+                            activation=self.activation)
+        return self.dense(hidden, [d_ff], [self.d_model], "output")
 
-    def encode(self, batch: Dict[str, mtf.Tensor], training: bool
-               ) -> Tuple[mtf.Tensor, mtf.Tensor]:
-        """[batch, length, d_model] final hidden states and [batch, d_model] pooled [CLS]."""
+    def encode(self, batch: Dict[str, mtf.Tensor], training: bool) -> Encoded:
+        """The final hidden states, the pooled [CLS] and the word embedding, for the head."""
         tokens = batch["bert_input_tokens"]
         key_bias = mtf.cast(mtf.cast(mtf.equal(tokens, PAD_ID), tf.float32) * _ATTENTION_MASK_BIAS,
                             self.variable_dtype.activation_dtype)
         with tf.variable_scope("bert"):
-            x = self.embed(batch, training)
+            x, word_embeddings = self.embed(batch, training)
             with tf.variable_scope("encoder"):
                 for block in range(self.config.num_layers):
                     with tf.variable_scope(f"block_{block:03d}"):
                         with tf.variable_scope("attention"):
                             attended = self._self_attention(x, key_bias, training)
-                            x = self._layer_norm(x + self._dropout(attended, training))
+                            x = self.layer_norm(x + self.dropout(attended, training))
                         with tf.variable_scope("feedforward"):
-                            x = self._layer_norm(x + self._dropout(self._feedforward(x), training))
+                            x = self.layer_norm(x + self.dropout(self._feedforward(x), training))
             with tf.variable_scope("pooler"):
                 first = mtf.gather(x, 0, tokens.shape.dims[-1])
-                pooled = self._dense(first, [self.d_model], [self.d_model], "dense",
-                                     activation=mtf.tanh)
-        return x, pooled
-
-    # ----------------------------------------------------------------------------------------
-    # Heads.
-
-    def mlm_logits(self, hidden: mtf.Tensor) -> mtf.Tensor:
-        """[..., vocab] logits: dense + GELU + layer norm, then the word embedding (tied) and an
-        output bias."""
-        with tf.variable_scope("cls/predictions"):
-            with tf.variable_scope("transform"):
-                hidden = self._dense(hidden, [self.d_model], [self.d_model], "dense",
-                                     activation=ACTIVATIONS[self.bert.hidden_act])
-                hidden = self._layer_norm(hidden)
-            bias = self._variable(hidden.mesh, "output_bias", [self.vocab_dim],
-                                  tf.zeros_initializer())
-            return mtf.einsum([hidden, self.word_embeddings], reduced_dims=[self.d_model]) + bias
-
-    def _pretraining_losses(self, sequence, pooled, batch, training) -> Losses:
-        positions = batch["masked_lm_positions"]
-        predictions_dim = mtf.Dimension("predictions", positions.shape.dims[-1].size)
-        rename = lambda t: mtf.rename_dimension(t, t.shape.dims[-1].name, predictions_dim.name)
-        positions, ids, weights = map(rename, (positions, batch["masked_lm_ids"],
-                                               batch["masked_lm_weights"]))
-        picked = mtf.gather(sequence, positions, sequence.shape.dims[-2])
-        logits = mtf.cast(self.mlm_logits(picked), tf.float32)
-        weights = mtf.cast(weights, tf.float32)
-        mlm = _weighted_cross_entropy(logits, ids, weights)
-        terms = {"masked_lm": mlm}
-        if self.bert.head == "pretraining":
-            nsp_logits = self.next_sentence_logits(pooled)
-            labels = batch["next_sentence_labels"]
-            labels = mtf.reshape(labels, labels.shape.dims[:-1])
-            terms["next_sentence"] = _weighted_cross_entropy(
-                nsp_logits, labels, mtf.ones(pooled.mesh, labels.shape, tf.float32))
-        # BERT's total loss: mean MLM loss over masked pieces + mean NSP loss over examples.
-        loss = mtf.add_n([term.loss for term in terms.values()])
-        metrics = {}
-        for name, term in terms.items():
-            metrics[f"{name}_loss"] = term.per_example_loss
-            metrics[f"{name}_accuracy"] = term.per_example_correct
-        return Losses(loss=loss, objective=loss, metrics=metrics)
-
-    def per_choice(self, flat: mtf.Tensor) -> mtf.Tensor:
-        """[batch, choices * length] (the choices' sequences one after the other) as [batch,
-        choices, length], `num_classes` choices."""
-        batch_dim, flat_dim = flat.shape.dims
-        choices = self.bert.num_classes
-        return mtf.reshape(flat, mtf.Shape([batch_dim, mtf.Dimension("choices", choices),
-                                            mtf.Dimension("length", flat_dim.size // choices)]))
-
-    def choice_logits(self, pooled: mtf.Tensor, training: bool) -> mtf.Tensor:
-        """[batch, choices] scores: a learned vector (and bias) dotted with each choice's
-        pooled [CLS] after dropout (the paper's SWAG head; transformers'
-        BertForMultipleChoice), for a softmax over the choices."""
-        choices_dim = pooled.shape.dims[1]
-        scores = self._dense(self._dropout(pooled, training), [self.d_model],
-                             [mtf.Dimension("score", 1)], "cls/classifier")
-        scores = mtf.reshape(scores, mtf.Shape([pooled.shape.dims[0], choices_dim]))
-        return mtf.cast(mtf.rename_dimension(scores, choices_dim.name, "classes"), tf.float32)
-
-    def regression_values(self, pooled: mtf.Tensor, training: bool) -> mtf.Tensor:
-        """[batch] values: a linear layer with one output on the pooled [CLS] after dropout
-        (the paper's STS-B head; transformers' BertForSequenceClassification, num_labels 1)."""
-        value = self._dense(self._dropout(pooled, training), [self.d_model],
-                            [mtf.Dimension("value", 1)], "cls/classifier")
-        return mtf.cast(mtf.reshape(value, pooled.shape.dims[:1]), tf.float32)
-
-    def next_sentence_logits(self, pooled: mtf.Tensor) -> mtf.Tensor:
-        """[batch, 2] next-sentence logits (0: B follows A) from the pooled [CLS]."""
-        class_dim = mtf.Dimension("classes", 2)
-        return mtf.cast(self._dense(pooled, [self.d_model], [class_dim], "cls/seq_relationship"),
-                        tf.float32)
-
-    def classification_logits(self, pooled: mtf.Tensor, training: bool) -> mtf.Tensor:
-        """BERT's run_classifier: dropout on the pooled [CLS], then a linear layer."""
-        class_dim = mtf.Dimension("classes", self.bert.num_classes)
-        return mtf.cast(self._dense(self._dropout(pooled, training), [self.d_model],
-                                    [class_dim], "cls/classifier"), tf.float32)
-
-    def span_logits(self, sequence: mtf.Tensor) -> Tuple[mtf.Tensor, mtf.Tensor]:
-        """[batch, length] start and end logits: one learned start vector and one end vector,
-        dotted with each final hidden state (BERT's SQuAD head)."""
-        ends_dim = mtf.Dimension("span_ends", 2)
-        logits = mtf.cast(self._dense(sequence, [self.d_model], [ends_dim], "cls/squad"),
-                          tf.float32)
-        return (mtf.gather(logits, 0, ends_dim), mtf.gather(logits, 1, ends_dim))
-
-
-@dataclasses.dataclass(frozen=True)
-class _Term:
-    loss: mtf.Tensor  # scalar mean over weighted items
-    per_example_loss: Tuple[mtf.Tensor, mtf.Tensor]  # ([batch] sums, [batch] weights)
-    per_example_correct: Tuple[mtf.Tensor, mtf.Tensor]
-
-
-def _weighted_cross_entropy(logits: mtf.Tensor, labels: mtf.Tensor, weights: mtf.Tensor
-                            ) -> _Term:
-    """Softmax cross entropy of `labels` under `logits` ([..., classes]) averaged over
-    `weights`; per-example sums for evaluation."""
-    class_dim = logits.shape.dims[-1]
-    labels = mtf.cast(labels, tf.int32)
-    cross_entropy = mtf.layers.softmax_cross_entropy_with_logits(
-        logits, mtf.one_hot(labels, class_dim, dtype=tf.float32), class_dim) * weights
-    correct = mtf.cast(mtf.equal(mtf.cast(mtf.argmax(logits, class_dim), tf.int32), labels),
-                       tf.float32) * weights
-    loss = mtf.reduce_sum(cross_entropy) / mtf.maximum(mtf.reduce_sum(weights), 1e-5)
-    batch_dim = labels.shape.dims[0]
-    per_example = lambda t: mtf.reduce_sum(t, output_shape=mtf.Shape([batch_dim]))
-    return _Term(loss, (per_example(cross_entropy), per_example(weights)),
-                 (per_example(correct), per_example(weights)))
-
-
-def regression_losses(values: mtf.Tensor, labels: mtf.Tensor) -> Losses:
-    """Mean squared error of [batch] `values` against [batch, 1] float labels (transformers'
-    BertForSequenceClassification with one label: MSELoss)."""
-    labels = mtf.reshape(mtf.cast(labels, tf.float32), values.shape)
-    squared_error = mtf.square(values - labels)
-    loss = mtf.reduce_mean(squared_error)
-    ones = mtf.ones(values.mesh, values.shape, tf.float32)
-    return Losses(loss=loss, objective=loss, metrics={"squared_error": (squared_error, ones)})
-
-
-def _classification_losses(heads: Dict[str, Tuple[mtf.Tensor, mtf.Tensor]]) -> Losses:
-    """Mean over heads of each head's mean cross entropy ([batch, 1] labels); accuracy counts an
-    example correct only when every head is."""
-    terms = {}
-    for name, (logits, labels) in heads.items():
-        labels = mtf.reshape(labels, labels.shape.dims[:-1])
-        terms[name] = _weighted_cross_entropy(logits, labels,
-                                              mtf.ones(logits.mesh, labels.shape, tf.float32))
-    loss = mtf.add_n([t.loss for t in terms.values()]) / float(len(terms))
-    first = next(iter(terms.values()))
-    all_correct = first.per_example_correct[0]
-    for term in list(terms.values())[1:]:
-        all_correct *= term.per_example_correct[0]
-    per_example_loss = (mtf.add_n([t.per_example_loss[0] for t in terms.values()])
-                        / float(len(terms)))
-    return Losses(loss=loss, objective=loss, metrics={
-        "loss": (per_example_loss, first.per_example_loss[1]),
-        "accuracy": (all_correct, first.per_example_correct[1])})
-
-
-def _fit_length(ids: mtf.Tensor, length_dim: mtf.Dimension, decode_length: int) -> mtf.Tensor:
-    """[batch, length] ids as [batch, decode_length]: cut or zero padded."""
-    ids = mtf.cast(ids, tf.int32)
-    if length_dim.size >= decode_length:
-        ids = mtf.slice(ids, 0, decode_length, length_dim.name)
-    else:
-        ids = mtf.pad(ids, [0, decode_length - length_dim.size], length_dim.name)
-    return mtf.rename_dimension(ids, length_dim.name, OUTPUT_LENGTH)
+                pooled = self.dense(first, [self.d_model], [self.d_model], "dense",
+                                    activation=mtf.tanh)
+        return Encoded(x, pooled, word_embeddings)

@@ -142,7 +142,7 @@ class SegaBert(Bert):
         embeddings = []
         for key, table_name, size in zip(structure.INDEX_KEYS, TABLES, rows):
             rows_dim = mtf.Dimension(table_name, size)
-            table = self._variable(tokens.mesh, table_name, [rows_dim, self.d_model])
+            table = self.variable(tokens.mesh, table_name, [rows_dim, self.d_model])
             # The data path keeps indices within the rows (model/families/segabert/structure.py); decoding's
             # derived ones are clamped the same way.
             embeddings.append(mtf.gather(table, mtf.minimum(indices[key], size - 1), rows_dim))

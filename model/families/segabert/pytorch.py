@@ -99,8 +99,7 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
     batch = {key: mtf.import_tf_tensor(mesh, tf.constant(np.asarray(inputs[name], np.int32)),
                                        shape)
              for key, name in names.items()}
-    sequence, _ = family.encode(batch, training=False)
-    return {"mlm_logits": family.mlm_logits(sequence)}
+    return family.head.outputs(family.encode(batch, training=False), training=False)
 
 
 def conversion(family: type, bert_config: Callable[[], "BertConfig"]) -> Conversion:
