@@ -266,3 +266,62 @@ def test_the_oracle_is_deterministic_across_processes(oracle, inputs, shared_dat
                     *map(str, inputs)], cwd=REPO, check=True, capture_output=True,
                    env={**os.environ, "PYTHONHASHSEED": "12345", "TF_CPP_MIN_LOG_LEVEL": "3"})
     assert json.loads(result.read_text()) == oracle
+
+
+# Our pipeline against the oracle.
+
+def _ours(output: pathlib.Path, wet_paths, badwords_dir):
+    """Our command line (in this process, DirectRunner) on the inputs: {url: fields}, each page
+    under TFDS's split name (`de` for DIR/de/train-*, `de-validation` for DIR/de/validation-*)."""
+    from pipelines import c4 as our_c4
+    our_c4.main(["--variant", "multilingual", "--input", *map(str, wet_paths),
+                 "--output", str(output), "--badwords_dir", str(badwords_dir),
+                 "--train_shards", "2"])
+    pages = {}
+    for split, suffix in (("train", ""), ("validation", "-validation")):
+        for shard in sorted(output.glob(f"*/{split}-*.jsonl.gz")):
+            with gzip.open(shard, "rt", encoding="utf-8") as records:
+                for line in records:
+                    record = json.loads(line)
+                    assert record["url"] not in pages, record["url"]
+                    pages[record["url"]] = {
+                        "text": record["text"], "timestamp": record["timestamp"],
+                        "content-type": record["content-type"],
+                        "content-length": str(record["content-length"]),
+                        "language": record["language"], "split": shard.parent.name + suffix,
+                        "folder": shard.parent.name}
+    return pages
+
+
+@pytest.fixture(scope="module")
+def ours(inputs, shared_data, tmp_path_factory):
+    return _ours(tmp_path_factory.mktemp("mc4-ours"), inputs, shared_data / "badwords")
+
+
+def _by_split(pages):
+    splits = collections.defaultdict(dict)
+    for url, fields in pages.items():
+        splits[fields["split"]][url] = fields
+    return splits
+
+
+def test_our_mc4_equals_tfds_per_language_split_page_for_page(oracle, ours):
+    """Per TFDS split (`de`, `de-validation`, ..., `und`): the same URLs, and for each page the
+    same text, timestamp and language."""
+    expected, got = _by_split(oracle), _by_split(ours)
+    assert len(expected) >= 30 and sum(map(len, expected.values())) >= 700
+    assert sorted(got) == sorted(expected)  # The same splits,
+    for split, pages in expected.items():
+        assert sorted(got[split]) == sorted(pages), split  # the same URLs in each,
+        for url, fields in pages.items():  # and for each the same text, timestamp, language.
+            ours_fields = got[split][url]
+            assert ({key: ours_fields[key] for key in ("text", "timestamp", "language")}
+                    == {key: fields[key] for key in ("text", "timestamp", "language")}), url
+            assert ours_fields["folder"] == fields["language"], url
+
+
+def test_our_mc4_keeps_tfds_wet_metadata(oracle, ours):
+    assert set(ours) == set(oracle)
+    for url, fields in oracle.items():
+        assert (ours[url]["content-type"], ours[url]["content-length"]) == (
+            fields["content-type"], fields["content-length"]), url
