@@ -26,7 +26,7 @@ from typing import Mapping, Optional, Sequence
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
 from model.trainer.gin_files import GIN_DIR, literal_bindings
-from pipelines.config import TFDS_VARIANTS
+from pipelines.config import PRETRAINING_VARIANTS
 
 
 def _pinned_version(name: str) -> str:
@@ -451,7 +451,7 @@ def _parser() -> argparse.ArgumentParser:
                             f"{name}: {', '.join(family.sizes())}"
                             for name, family in FAMILIES.items())
                         + "), or a size file PATH.gin of this checkout")
-    parser.add_argument("--variant", default="en", choices=TFDS_VARIANTS,
+    parser.add_argument("--variant", default="en", choices=PRETRAINING_VARIANTS,
                         help="the C4 variant to pre-train on (prepared as TFDS on gs://)")
     parser.add_argument("--bucket", type=arguments.gcs_path,
                         help="gs://BUCKET: model_dir and tfds_data_dir go under it unless given")

@@ -146,6 +146,9 @@ VARIANTS: Dict[str, VariantConfig] = {
 # The variants published as TFDS configs (tfds_c4) and pre-trained on (deploy.tpu): all but
 # de-fr-ro, the vocabulary's training mixture, which model/ reads from the pipeline's output.
 TFDS_VARIANTS = tuple(name for name in VARIANTS if name != VOCABULARY_LANGUAGES)
+# The TFDS configs with one train split, which T5 pre-trains on (deploy.tpu): all but mC4, whose
+# splits are per language (a mixture of languages, as mT5's, reads them).
+PRETRAINING_VARIANTS = tuple(name for name in TFDS_VARIANTS if name != MC4)
 _RELEASED_VARIANTS = ("en", "en.noclean", "en.noblocklist", RELEASED_EN_ALIAS, "realnewslike",
                       "webtextlike", MC4)
 # The variants that have the released rules only.

@@ -5,6 +5,7 @@ on bundles of its own choosing and in any order. These tests serialise the graph
 submission does, and run the pipeline on Beam's portable FnAPI path with several worker
 processes, expecting byte-identical output to a single-process run.
 """
+import gzip
 import json
 import pathlib
 
@@ -14,7 +15,7 @@ from apache_beam.internal import pickler
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 
-from pipelines import c4, config, stages
+from pipelines import c4, common_crawl, config, inputs, stages
 from pipelines.provenance import RUN_CONFIG_FILE
 
 # Dataflow refuses job requests over 10 MB; the graph carries the pickled word and domain lists.
@@ -53,17 +54,22 @@ def test_multi_process_run_writes_the_same_bytes_as_one_process(tmp_path, shared
         assert multi[name] == content, f"{name} differs between the runs"
 
 
-def variant_graph(variant: str, shared_data: pathlib.Path, output: pathlib.Path) -> beam.Pipeline:
-    """The full graph of a variant, built as `pipelines.c4.main` builds it, without running."""
+def variant_graph(variant: str, shared_data: pathlib.Path, output: pathlib.Path,
+                  wet_input: list[str] = ()) -> beam.Pipeline:
+    """The full graph of a variant, built as `pipelines.c4.main` builds it, without running
+    (by default on the realistic WET samples)."""
     variant_config = config.variant(variant)
     resources = stages.load_resources(
         variant_config,
         badwords_path=str(shared_data / "badwords" / "en"),
         realnews_domains_path=str(shared_data / "realnews" / "domain_to_allowed_subdomains.json"),
-        webtext_url_patterns=[str(shared_data / "openwebtext_urls" / "lsb-webtext" / "*.gz")])
+        webtext_url_patterns=[str(shared_data / "openwebtext_urls" / "lsb-webtext" / "*.gz")],
+        badwords_dir=str(shared_data / "badwords"))
+    plan = inputs.plan_inputs(wet_input or realistic_wet_files(shared_data), None,
+                              common_crawl.BASE_URL)
     pipeline = beam.Pipeline(options=PipelineOptions(["--pickle_library=cloudpickle"]))
-    c4.build_pipeline(pipeline, variant_config, resources, realistic_wet_files(shared_data),
-                      str(output), {"train": 2, "validation": 1})
+    c4.build_pipeline(pipeline, variant_config, resources, plan, str(output),
+                      {"train": 2, "validation": 1})
     return pipeline
 
 
@@ -101,3 +107,34 @@ def test_every_function_of_the_graph_survives_pickling(variant, shared_data, tmp
 
 def transform_names(proto) -> set[str]:
     return {transform.unique_name for transform in proto.components.transforms.values()}
+
+
+# Common Crawl's dumps hold 56,000 to 90,000 WET files; the issue's figure for mC4's planning.
+FILES_PER_DUMP = 56_000
+
+
+def test_the_job_of_all_86_mc4_dumps_stays_far_under_dataflows_limit(shared_data, tmp_path):
+    """mC4 over its 86 dumps, 4.8 million WET files, from manifests (synthetic, offline): the
+    job holds one entry per manifest, so its graph is the size of a one-file job, whereas the
+    public code's job file reached 38 MB (tensorflow/datasets#2711)."""
+    listing = "".join(f"crawl-data/CC-MAIN-2019-18/segments/1555578{index:06d}.0/wet/"
+                      f"CC-MAIN-20190418101243-20190418123243-{index:05d}.warc.wet.gz\n"
+                      for index in range(FILES_PER_DUMP))
+    compressed = gzip.compress(listing.encode("ascii"), compresslevel=1)
+    manifests = []
+    for dump in common_crawl.MC4_DUMPS:
+        manifest = tmp_path / "crawl-data" / dump / "wet.paths.gz"
+        manifest.parent.mkdir(parents=True)
+        manifest.write_bytes(compressed)
+        manifests.append(str(manifest))
+    plan = inputs.plan_inputs(manifests, None, common_crawl.BASE_URL)
+    assert plan.files == len(common_crawl.MC4_DUMPS) * FILES_PER_DUMP
+    whole = variant_graph("multilingual", shared_data, tmp_path / "out", manifests)
+    one_file = variant_graph("multilingual", shared_data, tmp_path / "out",
+                             realistic_wet_files(shared_data)[:1])
+    size = whole.to_runner_api().ByteSize()
+    print(f"mC4 job of {plan.files:,} WET files: {size:,} bytes serialized "
+          f"({size / DATAFLOW_REQUEST_LIMIT_BYTES:.1%} of Dataflow's limit; one file: "
+          f"{one_file.to_runner_api().ByteSize():,} bytes)")
+    assert size < DATAFLOW_REQUEST_LIMIT_BYTES / 10
+    assert size < one_file.to_runner_api().ByteSize() + 200_000
