@@ -1,7 +1,9 @@
 """The mC4 oracle: TFDS's own `multilingual` chain (tests/support/tfds_reference.py, `tfds_mc4`)
-on the shared realistic WET samples and on the synthetic file of tests/support/multilingual_wet.py,
-whose pages each exercise one rule. These tests check the oracle itself (and the synthetic file):
-that every rule of c4.py's `multilingual` config shows in what it returns.
+on the shared realistic WET samples (and the real whirlwind record) and on the two synthetic files
+of tests/support/multilingual_wet.py, whose pages each exercise one rule. The first tests check
+the oracle itself (and the synthetic files): that every rule of c4.py's `multilingual` config
+shows in what it returns. The last ones hold our `--variant multilingual` to it, per language
+split, page for page.
 """
 import collections
 import gzip
@@ -25,20 +27,23 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 REALISTIC = ("wet/realistic/CC-MAIN-2019-30-part-0.warc.wet.gz",
              "wet/realistic/CC-MAIN-2019-30-part-1.warc.wet.gz",
              "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz")
+WHIRLWIND = "wet/whirlwind-python/whirlwind.warc.wet.gz"  # A real CC-MAIN-2024-22 record.
 SPLITS = {name for lang in c4.MC4_LANGUAGES + [c4_utils.UNKNOWN_LANGUAGE]
           for name in (lang, f"{lang}-validation")}
 
 
 @pytest.fixture(scope="module")
 def synthetic(tmp_path_factory):
-    """(path, pages) of the synthetic multilingual WET file."""
-    path = tmp_path_factory.mktemp("mc4-wet") / "mc4-synthetic.warc.wet.gz"
-    return path, multilingual_wet.write_multilingual_wet(path)
+    """([paths], pages) of the two synthetic multilingual WET files, in input order."""
+    folder = tmp_path_factory.mktemp("mc4-wet")
+    first, second = folder / "mc4-synthetic.warc.wet.gz", folder / "mc4-synthetic-2.warc.wet.gz"
+    pages = multilingual_wet.write_multilingual_wet(first)
+    return [first, second], pages + multilingual_wet.write_second_wet(second)
 
 
 @pytest.fixture(scope="module")
 def inputs(shared_data, synthetic):
-    return [shared_data / path for path in REALISTIC] + [synthetic[0]]
+    return [shared_data / path for path in REALISTIC + (WHIRLWIND,)] + synthetic[0]
 
 
 @pytest.fixture(scope="module")
@@ -64,32 +69,34 @@ def _url_hash(url):
 
 # The synthetic file.
 
-def test_the_synthetic_file_is_well_formed_deterministic_and_fast(tmp_path, synthetic):
-    path, pages = synthetic
+def test_the_synthetic_files_are_well_formed_deterministic_and_fast(tmp_path, synthetic):
+    (first, second), pages = synthetic
     start = time.process_time()
-    again = multilingual_wet.write_multilingual_wet(tmp_path / path.name)
+    again = multilingual_wet.write_multilingual_wet(tmp_path / first.name)
     cpu = time.process_time() - start
-    assert (tmp_path / path.name).read_bytes() == path.read_bytes()
-    assert again == pages
-    assert cpu < 3, cpu  # About 0.5-0.8 s here; the bound leaves room for a busy machine.
-    assert 250 <= len(pages) <= 400
-    data, members = path.read_bytes(), 0
-    while data:  # One gzip member per record.
-        stream = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        stream.decompress(data)
-        data, members = stream.unused_data, members + 1
-    with open(path, "rb") as stream:
-        records = list((record.rec_type, record.rec_headers, record.content_stream().read())
-                       for record in ArchiveIterator(stream))
-    assert members == len(records) == len(pages) + 1
-    assert records[0][0] == "warcinfo"
-    for (kind, headers, payload), page in zip(records[1:], pages):
-        assert kind == "conversion"
-        assert headers.get_header("WARC-Target-URI") == page.url
-        assert headers.get_header("WARC-Date") == page.timestamp
-        assert headers.get_header("Content-Type") == "text/plain"
-        assert int(headers.get_header("Content-Length")) == len(payload)
-        assert payload.decode("utf-8") == page.text
+    assert (tmp_path / first.name).read_bytes() == first.read_bytes()
+    assert again == [page for page in pages if page.file == 0]
+    assert cpu < 3, cpu  # About 0.5 s here; the bound leaves room for a busy machine.
+    assert 300 <= len(again) <= 400
+    for number, path in enumerate((first, second)):
+        in_file = [page for page in pages if page.file == number]
+        data, members = path.read_bytes(), 0
+        while data:  # One gzip member per record.
+            stream = zlib.decompressobj(zlib.MAX_WBITS | 16)
+            stream.decompress(data)
+            data, members = stream.unused_data, members + 1
+        with open(path, "rb") as stream:
+            records = list((record.rec_type, record.rec_headers, record.content_stream().read())
+                           for record in ArchiveIterator(stream))
+        assert members == len(records) == len(in_file) + 1
+        assert records[0][0] == "warcinfo"
+        for (kind, headers, payload), page in zip(records[1:], in_file):
+            assert kind == "conversion"
+            assert headers.get_header("WARC-Target-URI") == page.url
+            assert headers.get_header("WARC-Date") == page.timestamp
+            assert headers.get_header("Content-Type") == "text/plain"
+            assert int(headers.get_header("Content-Length")) == len(payload)
+            assert payload.decode("utf-8") == page.text
     assert {page.language for page in pages} == {"", "de", "fr", "ro", "en", "ja", "zh", "ru"}
 
 
@@ -101,7 +108,7 @@ def test_every_page_has_tfds_fields_and_split(oracle):
         assert fields["split"] in SPLITS, url
         assert fields["split"].split("-validation")[0] == fields["language"]
         assert fields["split"].endswith("-validation") == (_url_hash(url) % 1000 == 0)
-        assert fields["content-type"] == "text/plain" and fields["content-length"].isdigit()
+        assert fields["content-type"].startswith("text/") and fields["content-length"].isdigit()
         assert fields["timestamp"] and fields["text"]
 
 
@@ -145,7 +152,7 @@ def test_the_paragraph_filter_edges(oracle, by_kind):
 
 def test_url_dedup_keeps_the_newest_page_and_the_first_of_a_tie(oracle, by_kind):
     for kind in ("url-newest-last", "url-newest-first", "url-same-date", "url-newest-middle",
-                 "url-normalized"):
+                 "url-normalized", "url-quirks", "cross-newer", "cross-older", "cross-same-date"):
         (kept,), lost = by_kind[kind + "-kept"], by_kind[kind + "-lost"]
         fields = oracle[kept.url]
         assert fields["timestamp"] == kept.timestamp, kind
@@ -154,6 +161,9 @@ def test_url_dedup_keeps_the_newest_page_and_the_first_of_a_tie(oracle, by_kind)
         assert lost_only and not set(_lines(fields["text"])) & lost_only, kind
         assert not {page.url for page in lost} - {kept.url} & set(oracle), kind
     assert set(oracle) & {page.url for page in by_kind["url-normalized-lost"]} == set()
+    assert all(page.url in oracle for page in by_kind["url-quirks-distinct"])
+    assert {page.file for page in by_kind["cross-newer-kept"] + by_kind["cross-older-lost"]
+            + by_kind["cross-same-date-lost"]} == {1}  # In the second file.
     # The newest version fails a later filter: the page goes, the older one does not return.
     for kind in ("url-newest-filtered-lost", "url-newest-badword-lost"):
         assert {page.url for page in by_kind[kind]} & set(oracle) == set(), kind
@@ -179,6 +189,15 @@ def test_line_dedup_leaves_every_line_on_one_page_once(oracle, by_kind):
               if oracle[page.url]["text"] == page.text.split("\n")[-1]]
     assert len(to_und) >= 4
     assert all(oracle[page.url]["language"] == "und" for page in to_und)
+    # `ß` upper-cases to `SS`: the line in capitals is another line.
+    lower, upper = by_kind["line-dedup-sharp-s"]
+    assert "ß" in lower.text.split("\n")[0] and "ß" not in upper.text.split("\n")[0]
+    assert oracle[lower.url]["text"] == lower.text and oracle[upper.url]["text"] == upper.text
+    # CLD3's minimum: a page left with 99 bytes is `und`.
+    short = {len(page.text.split("\n")[-1].encode("utf-8")): oracle[page.url]
+             for page in by_kind["line-dedup-to-short"]
+             if oracle[page.url]["text"] == page.text.split("\n")[-1]}
+    assert short[99]["language"] == "und" and short[130]["language"] == "de"
     # The page with a shared line in capitals keeps it only if it owns the line.
     shared = {line.lower() for page in by_kind["line-dedup-case"]
               for line in page.text.split("\n")[:1]}
@@ -186,11 +205,13 @@ def test_line_dedup_leaves_every_line_on_one_page_once(oracle, by_kind):
 
 
 def test_the_soft_bad_words_filter(oracle, by_kind):
-    dropped = ("badword", "badword-fr-CA", "badword-capitals", "script-badword")
+    dropped = ("badword", "badword-fr-CA", "badword-capitals", "script-badword",
+               "badword-edge-match")
     for kind in dropped:
         assert by_kind[kind] and not {page.url for page in by_kind[kind]} & set(oracle), kind
     for kind in ("badword-soft-kept", "badword-inside-word", "badword-capitalized-term",
-                 "badword-other-list", "badword-no-list", "script-allowlisted"):
+                 "badword-other-list", "badword-no-list", "script-allowlisted",
+                 "badword-edge-nomatch"):
         assert all(page.url in oracle for page in by_kind[kind]), kind
     assert {page.language for page in by_kind["badword-soft-kept"]} == {"de", "fr", "en"}
     assert {oracle[page.url]["language"] for page in by_kind["script-allowlisted"]} == {"ja", "zh"}
@@ -233,6 +254,13 @@ def test_und_pages(oracle, by_kind):
     assert sum(oracle[page.url]["language"] == "und" for page in by_kind["mixed"]) >= 2
 
 
+def test_cld3_reads_the_first_10000_bytes(oracle, by_kind):
+    (page,) = by_kind["cld3-first-10000-bytes"]
+    german = page.text[:page.text.index("\n", 10_000)]
+    assert len(german.encode("utf-8")) < 10_400 < 4 * 10_000 < len(page.text.encode("utf-8"))
+    assert oracle[page.url]["language"] == "de"  # Four fifths of it are French.
+
+
 def test_the_length_limit(oracle, by_kind):
     (kept,), (lost,) = by_kind["length-190000-kept"], by_kind["length-190001-lost"]
     assert len(kept.text) == 190_000 and len(lost.text) == 190_001
@@ -254,6 +282,17 @@ def test_what_tfds_reads_from_a_wet_record(oracle, by_kind):
     assert oracle[separators.url]["text"] == separators.text  # U+2028, U+0085, FF: no breaks.
     for kind in ("parse-empty", "parse-blank"):
         assert by_kind[kind][0].url not in oracle
+    # Header lines in the text set the page's fields; a `WARC/1.0` line ends the page.
+    (header_lines,) = by_kind["parse-header-lines"]
+    fields = oracle[header_lines.url]
+    assert (fields["content-type"], fields["content-length"]) == (
+        "text/html; charset=UTF-8", "5120")
+    assert fields["text"] == "\n".join(line for line in header_lines.text.split("\n")
+                                       if not line.startswith("Content-"))
+    (warc_date,) = by_kind["parse-warc-date"]
+    assert oracle[warc_date.url]["timestamp"] == "2031-01-01T00:00:00Z"
+    (delimiter,) = by_kind["parse-warc-delimiter"]
+    assert oracle[delimiter.url]["text"] == "\n".join(delimiter.text.split("\n")[:3])
 
 
 def test_the_oracle_is_deterministic_across_processes(oracle, inputs, shared_data, tmp_path):

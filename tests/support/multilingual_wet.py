@@ -11,9 +11,10 @@ with the rule it exercises (`SyntheticPage.kind`):
   per language with a URL in the validation split (MD5 of the URL modulo 1000 is 0);
 - the paragraph filter's edges: 2 paragraphs; a third line of 199 characters, or of exactly 200;
   only lines under 200 characters; many short lines beside 3 paragraphs;
-- line dedup: boilerplate shared by many pages, a shared line in another case, a line twice on
-  one page, a page copied to another URL (one of the two loses every line and goes), pages whose
-  only own line is short (after dedup too short for CLD3: `und`);
+- line dedup: boilerplate shared by many pages, a shared line in another case (and one with
+  `ß`, whose capitals `SS` lower-case to another line), a line twice on one page, a page copied to
+  another URL (one of the two loses every line and goes), pages whose only own line is short
+  (after dedup under or about CLD3's 100 bytes: `und`, or not);
 - URL dedup: the same URL at different WARC-Dates (the newest kept, wherever it is in the input),
   at the same date (the first kept), under spellings that normalize alike (`http://www.`,
   `?utm_...`, a trailing slash), a newest version that the paragraph filter or the bad words
@@ -23,14 +24,26 @@ with the rule it exercises (`SyntheticPage.kind`):
   kept 0.1%; French pages with a term only `fr-CA-u-sd-caqc` has (it counts for `fr`); a term
   inside a longer word (no match), in capitals (matches: the text is lower-cased), the de list's
   capitalized `MILF` (never matches, for the same reason); a term of another language's list (no
-  match), on a Romanian page (Romanian has no list);
+  match), on a Romanian page (Romanian has no list); a term next to punctuation, at the start or
+  the end of the text (matches), followed by a digit, an underscore or an accented letter (no
+  match: word characters), terms of several words or with an apostrophe, an emoji term between
+  spaces (matches) or between letters (no match);
 - Japanese and Chinese pages (their terms match without word boundaries) with an allowlisted
   term (`女の子`, `性`: kept) or a listed one (dropped); Russian pages with and without a term;
 - `und`: pages of digits only, of symbols, of paragraphs in four languages;
+- CLD3 reads the first 10,000 bytes: a page German for its first 10,000 bytes and French after;
 - the 190,000-character limit (a page of exactly 190,000 characters, kept; one more, dropped);
 - parsing: CRLF line ends, blank and indented lines, a lone CR (a line break to TFDS's reader),
   lines that start with `Content-` or `WARC` (TFDS's reader takes them for headers and drops
-  them), U+2028, U+0085 and form feeds inside lines (not line breaks to TFDS), empty records.
+  them), header lines in the text (`Content-Type: ...`, `Content-Length: ...`, `WARC-Date: ...`
+  set the page's fields to TFDS's reader; a `WARC/1.0` line ends the page there), U+2028, U+0085 and form feeds
+  inside lines (not line breaks to TFDS), empty records;
+- URL spellings that normalize alike or not (`?refresh=`, `?ref`, `//` at the end, `&utm_`
+  after another parameter, `HTTPS://`).
+
+`write_second_wet` writes a second, small file whose pages repeat URLs and lines of the first:
+a newer version (kept), an older one and one at the same date (the first file's kept: the first
+in input order), and boilerplate lines of the first file (line dedup across files).
 
 The file holds one gzip member per WARC record, a `warcinfo` record first, then `conversion`
 records with WARC-Target-URI, WARC-Date, `Content-Type: text/plain` and a correct
@@ -81,6 +94,7 @@ class SyntheticPage:
     text: str
     kind: str  # The rule the page exercises.
     language: str = ""  # The language its text is written in ('' for digits, mixes, ...).
+    file: int = 0  # 0: write_multilingual_wet's file; 1: write_second_wet's.
 
 
 def write_wet(path: pathlib.Path, pages: Iterable[SyntheticPage]) -> int:
@@ -111,7 +125,15 @@ def write_wet(path: pathlib.Path, pages: Iterable[SyntheticPage]) -> int:
 def write_multilingual_wet(path: pathlib.Path, seed: int = 0,
                            shared_data: pathlib.Path = SHARED_DATA) -> List[SyntheticPage]:
     """Writes the file (see the module's docstring); returns its pages in input order."""
-    pages = multilingual_pages(seed, shared_data)
+    pages = [page for page in multilingual_pages(seed, shared_data) if page.file == 0]
+    write_wet(path, pages)
+    return pages
+
+
+def write_second_wet(path: pathlib.Path, seed: int = 0,
+                     shared_data: pathlib.Path = SHARED_DATA) -> List[SyntheticPage]:
+    """Writes the second file, to be read after the first (see the module's docstring)."""
+    pages = [page for page in multilingual_pages(seed, shared_data) if page.file == 1]
     write_wet(path, pages)
     return pages
 
@@ -250,12 +272,23 @@ class _Builder:
         self.pages: List[SyntheticPage] = []
         self.day = 0
 
-    def sentence(self, lang: str, max_len: int = 400) -> str:
+    def sentence(self, lang: str, max_len: int = 400, wanted=lambda sentence: True) -> str:
         pool = self.pools[lang]
         for index in range(len(pool) - 1, -1, -1):
-            if len(pool[index]) <= max_len:
+            if len(pool[index]) <= max_len and wanted(pool[index]):
                 return pool.pop(index)
         raise AssertionError(f"out of {lang} sentences")
+
+    def cut_bytes(self, lang: str, size: int) -> str:
+        """A line of exactly `size` bytes in UTF-8 (whole characters, no whitespace at the
+        ends), real text topped up with full stops."""
+        text = self.line(lang, size)
+        while len(text.encode("utf-8")) > size:
+            text = text[:-1]
+        text = text.rstrip()
+        text += "." * (size - len(text.encode("utf-8")))
+        assert len(text.encode("utf-8")) == size and text == text.strip()
+        return text
 
     def line(self, lang: str, min_len: int = 200, max_len: int = 600) -> str:
         """A paragraph: real sentences joined until min_len characters or more."""
@@ -283,8 +316,9 @@ class _Builder:
         return (f"2019-04-{1 + self.day % 28:02d}T{self.day % 24:02d}:"
                 f"{self.rng.randrange(60):02d}:{self.rng.randrange(60):02d}Z")
 
-    def add(self, url: str, text: str, kind: str, lang: str = "", date: str = "") -> None:
-        self.pages.append(SyntheticPage(url, date or self.date(), text, kind, lang))
+    def add(self, url: str, text: str, kind: str, lang: str = "", date: str = "",
+            file: int = 0) -> None:
+        self.pages.append(SyntheticPage(url, date or self.date(), text, kind, lang, file))
 
     def paragraphs(self, lang: str, count: int) -> List[str]:
         return [self.line(lang) for _ in range(count)]
@@ -483,4 +517,79 @@ def multilingual_pages(seed: int = 0, shared_data: pathlib.Path = SHARED_DATA
     b.add("https://ro-parse.example/separators", "\n".join(lines), "parse-separators", "ro")
     b.add("https://empty.example/nothing", "", "parse-empty")
     b.add("https://empty.example/blank", "\n \n\t\n", "parse-blank")
+    lines = b.paragraphs("de", 4)
+    lines.insert(1, "Content-Type: text/html; charset=UTF-8")
+    lines.insert(3, "Content-Length: 5120")
+    b.add("https://de-parse.example/header-lines", "\n".join(lines), "parse-header-lines", "de")
+    lines = b.paragraphs("de", 4)
+    lines.insert(2, "WARC-Date: 2031-01-01T00:00:00Z")
+    b.add("https://de-parse.example/warc-date", "\n".join(lines), "parse-warc-date", "de")
+    lines = b.paragraphs("fr", 5)
+    b.add("https://fr-parse.example/warc-delimiter", "\n".join(lines[:3] + ["WARC/1.0"] + lines[3:]),
+          "parse-warc-delimiter", "fr")
+
+    # Line dedup: `ß` upper-cases to `SS`, which lower-cases to `ss`: another line.
+    sharp = b.sentence("de", wanted=lambda sentence: "ß" in sentence)
+    sharp_line = sharp + " " + b.line("de")
+    b.add("https://de-sharp-s.example/lower", "\n".join([sharp_line] + b.paragraphs("de", 3)),
+          "line-dedup-sharp-s", "de")
+    b.add("https://de-sharp-s.example/upper", "\n".join([sharp_line.upper()]
+                                                        + b.paragraphs("de", 3)),
+          "line-dedup-sharp-s", "de")
+    # What CLD3 gets after dedup: a line of about its 100-byte minimum (umlauts: 2 bytes each).
+    for size in (99, 100, 101, 130):
+        b.add(f"https://de-boilerplate.example/short/{size}",
+              "\n".join(boilerplate["de"][0] + [b.cut_bytes("de", size)]),
+              "line-dedup-to-short", "de")
+
+    # Bad words next to other characters (German `arschloch`, English `2 girls 1 cup` and the
+    # emoji, Russian `dolboy'eb`).
+    edges = ((1, "de", "match", lambda line: line.replace(" ", " arschloch! ", 1)),
+             (0, "de", "match", lambda line: "Arschloch " + line),  # At the text's start,
+             (2, "de", "match", lambda line: line + " arschloch"),  # at its end.
+             (1, "de", "nomatch", lambda line: line.replace(" ", " arschloch2 ", 1)),
+             (1, "de", "nomatch", lambda line: line.replace(" ", " arschloch_ ", 1)),
+             (1, "de", "nomatch", lambda line: line.replace(" ", " arschloché ", 1)),
+             (1, "en", "match", lambda line: line.replace(" ", " 2 girls 1 cup ", 1)),
+             (1, "en", "match", lambda line: line.replace(" ", " \U0001f595 ", 1)),
+             (1, "en", "nomatch", lambda line: line.replace(" ", "\U0001f595", 1)),
+             (1, "ru", "match", lambda line: line.replace(" ", " dolboy'eb ", 1)))
+    for number, (at, lang, outcome, edit) in enumerate(edges):
+        lines = b.paragraphs(lang, 3)
+        lines[at] = edit(lines[at])
+        b.add(_searched_url(f"https://{lang}-edge{number}.example/p{{n}}", not_kept),
+              "\n".join(lines), f"badword-edge-{outcome}", lang)
+
+    # CLD3 reads the first 10,000 bytes: German up to there, French after.
+    german, french = [], []
+    while len("\n".join(german).encode("utf-8")) < 10_100:
+        german.append(b.line("de"))
+    while len("\n".join(french).encode("utf-8")) < 40_000:
+        french.append(b.line("fr"))
+    b.add("https://de-fr.example/long", "\n".join(german + french), "cld3-first-10000-bytes", "de")
+
+    # URL spellings.
+    for url, date, kind in (("http://www.q.example/p?ref=abc", "2019-04-02T00:00:00Z", "lost"),
+                            ("https://q.example/p?refresh=1", "2019-04-03T00:00:00Z", "lost"),
+                            ("https://q.example/p//", "2019-04-05T00:00:00Z", "kept"),
+                            ("https://q.example/p?x=1&utm_source=a", "2019-04-04T00:00:00Z",
+                             "distinct"),
+                            ("HTTPS://q.example/p", "2019-04-04T00:00:00Z", "distinct")):
+        b.add(url, ordinary("en"), f"url-quirks-{kind}", "en", date)
+
+    # The second file: the same URLs again, and lines of the first file.
+    for lang, kind, first_date, second_date in (
+            ("de", "cross-newer", "2019-04-10T00:00:00Z", "2019-05-10T00:00:00Z"),
+            ("fr", "cross-older", "2019-04-10T00:00:00Z", "2019-03-10T00:00:00Z"),
+            ("ro", "cross-same-date", "2019-04-10T00:00:00Z", "2019-04-10T00:00:00Z")):
+        url = f"https://{lang}-cross.example/{kind}"
+        newer_second = second_date > first_date
+        b.add(url, ordinary(lang), kind + ("-lost" if newer_second else "-kept"), lang, first_date)
+        b.add(url, ordinary(lang), kind + ("-kept" if newer_second else "-lost"), lang,
+              second_date, file=1)
+    for lang in ("de", "en"):
+        for number in range(2):
+            lines = b.paragraphs(lang, 3) + [boilerplate[lang][0][number]]
+            b.add(f"https://{lang}-cross.example/boilerplate/{number}", "\n".join(lines),
+                  "cross-boilerplate", lang, file=1)
     return b.pages
