@@ -6,7 +6,9 @@ under it the drop reasons with their counts (and, for `read`, the records and fi
 Where a stage counts its kept pages in more than one counter (by kind, such as the split or the
 language, or dedup's `pages.passed` and `pages.passed:shortened`, disjoint), a line of their own
 gives the sum drawn as stats.json's counters: `kept 1,067 = pages.passed 1,050 +
-pages.passed:shortened 17`. Hand-written SVG, so any browser opens it and no plotting library is
+pages.passed:shortened 17`. A stage that counts per language (mC4's language, bad-words and write
+stages: one counter per language and reason) lists its largest parts and sums the rest, as
+`+ 96 more 1,204`. Hand-written SVG, so any browser opens it and no plotting library is
 needed.
 """
 import dataclasses
@@ -28,6 +30,8 @@ _LINE_HEIGHT = 14
 _TOP = 44
 _WIDTH = _LABEL_WIDTH + _BAR_WIDTH + 220
 _REASON_CHARS_PER_LINE = 110  # At 11 px, about the width right of the stage labels.
+# The parts (drop reasons, kept counters) a stage lists by name; past that, the rest are summed.
+_MAX_NAMED_PARTS = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,14 +73,27 @@ def _wrapped(parts: List[str], separator: str, first: str = "") -> List[str]:
     return lines
 
 
+def _largest_parts(counts: Dict[str, int], in_name_order: bool = False) -> List[str]:
+    """`name count` of each part, largest first (or by name), the parts past _MAX_NAMED_PARTS
+    summed in one `+ N more` part."""
+    parts = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    named, rest = ((parts, []) if len(parts) <= _MAX_NAMED_PARTS
+                   else (parts[:_MAX_NAMED_PARTS - 1], parts[_MAX_NAMED_PARTS - 1:]))
+    if in_name_order:
+        named.sort()
+    shown = [f"{name} {count:,}" for name, count in named]
+    if rest:
+        shown.append(f"{len(rest)} more {sum(count for _, count in rest):,}")
+    return shown
+
+
 def _reason_lines(row: FunnelRow) -> List[str]:
     """The drop reasons (largest first) and skip counts; then, on lines of their own, the kept
     counters that add up to the kept pages, where there are several or one names a kind."""
-    lines = _wrapped([f"{reason} {count:,}" for reason, count in
-                      sorted(row.dropped.items(), key=lambda item: (-item[1], item[0]))]
+    lines = _wrapped(_largest_parts(row.dropped)
                      + [f"{name} {count:,}" for name, count in sorted(row.skipped.items())], " · ")
     if len(row.kept_counters) > 1 or any(":" in name for name in row.kept_counters):
-        lines += _wrapped([f"{name} {count:,}" for name, count in sorted(row.kept_counters.items())],
+        lines += _wrapped(_largest_parts(row.kept_counters, in_name_order=True),
                           " + ", first=f"kept {row.kept:,} = ")
     return lines
 

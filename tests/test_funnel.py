@@ -71,3 +71,21 @@ def test_kept_pages_are_drawn_as_the_sum_of_the_counters_stats_json_names():
     # One kept counter, unqualified: the bar's "900 kept" is stats.json's number, no sum line.
     assert not any(line.startswith("kept ") for line in _lines(badwords))
     assert "900 kept, 167 dropped" in _lines(badwords)
+
+
+def test_a_stage_counted_per_language_names_its_largest_languages_and_sums_the_rest():
+    """mC4's language stage has a kept counter per language (108 of them at scale): the funnel
+    names the largest and sums the others, so the picture keeps its size."""
+    passed = {f"pages.passed:l{index:03d}": 1000 - index for index in range(100)}
+    dropped = {f"pages.dropped:badword:l{index:03d}": 100 - index for index in range(100)}
+    stats = {"language": dict(passed), "badwords": dropped}
+    language, badwords = _stages(funnel.funnel_svg(stats, "mC4"))
+    text = " ".join(_lines(language))
+    named = funnel._MAX_NAMED_PARTS - 1
+    assert all(f"pages.passed:l{index:03d}" in text for index in range(named))
+    assert f"pages.passed:l{named:03d}" not in text
+    rest = sum(1000 - index for index in range(named, 100))
+    assert f"{100 - named} more {rest:,}" in text
+    assert int(language.get("data-kept")) == sum(passed.values())
+    assert f"badword:l000 100" in " ".join(_lines(badwords)) and "more" in " ".join(_lines(badwords))
+    assert len(_lines(language)) <= 6

@@ -14,9 +14,10 @@ import tensorflow_datasets as tfds
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfds_c4
-from pipelines import c4
+from pipelines import c4, mc4
 from pipelines.domains import offline_domain_extractor
 from pipelines.urls import normalize_url
+from pipelines.config import PRETRAINING_VARIANTS
 from tfds_c4.t5_c4 import TFDS_VARIANTS
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -63,7 +64,8 @@ def manual_dir(shared_data, tmp_path_factory) -> pathlib.Path:
     directory = tmp_path_factory.mktemp("manual")
     for relative in SAMPLE_WET:
         _link(shared_data / relative, directory / "wet" / pathlib.Path(relative).name)
-    _link(shared_data / "badwords/en", directory / "badwords/en")
+    for name in mc4.BADWORDS_FILES:  # en for the English configs, all for multilingual.
+        _link(shared_data / "badwords" / name, directory / "badwords" / name)
     # The samples' RealNews pages are all released C4 validation pages, so they never reach
     # train: the list also names the domains of every fifth CC-MAIN-2019-30 sample page.
     realnews = json.loads((shared_data / "realnews/domain_to_allowed_subdomains.json").read_text())
@@ -140,14 +142,15 @@ def builds(manual_dir, shared_data, tmp_path_factory):
 
 
 def test_configs_are_the_consumer_variants():
-    assert TFDS_VARIANTS == ("en", "en.noclean", "en.linededup", "realnewslike", "webtextlike")
+    assert TFDS_VARIANTS == ("en", "en.noclean", "en.linededup", "realnewslike", "webtextlike",
+                             "en.noblocklist", "multilingual")
     builder_configs = {config.name: config for config in tfds_c4.T5C4.BUILDER_CONFIGS}
     assert list(builder_configs) == list(TFDS_VARIANTS)
     assert "span" in builder_configs["en"].description
     assert "line" in builder_configs["en.linededup"].description
 
 
-@pytest.mark.parametrize("config", TFDS_VARIANTS)
+@pytest.mark.parametrize("config", PRETRAINING_VARIANTS)
 def test_build_matches_the_standalone_pipeline(builds, config):
     builder, data_dir, (expected_counters, expected_records) = builds(config)
     loaded = loaded_pages(config, data_dir)
@@ -163,6 +166,34 @@ def test_build_matches_the_standalone_pipeline(builds, config):
     validation = {normalize_url(record["url"]) for record in loaded["validation"]}
     assert not train & validation
     assert len(train) == len(loaded["train"])
+
+
+def test_multilingual_splits_per_language_match_the_standalone_pipeline(manual_dir, shared_data,
+                                                                      tmp_path):
+    """t5_c4/multilingual (mC4) on every sample: `tfds.load(..., split="en")` and `"und"` read
+    what the standalone job writes to en/ and und/; the languages keyword names the splits."""
+    wet_files = [str(shared_data / "wet" / "*" / "*")]
+    builder = build("multilingual", tmp_path / "tfds", manual_dir, wet_files=wet_files,
+                    languages="en+und", validation_fraction=VALIDATION_FRACTION)
+    assert sorted(builder.info.splits) == ["en", "en-validation", "und", "und-validation"]
+    output = tmp_path / "standalone"
+    c4.main(["--variant", "multilingual", "--input", *wet_files, "--output", str(output),
+             "--badwords_dir", str(manual_dir / "badwords"),
+             "--validation_fraction", str(VALIDATION_FRACTION)])
+    for language in ("en", "und"):
+        for split in SPLITS:
+            name = mc4.split_name(language, split)
+            loaded = [{key: value.decode() for key, value in example.items()
+                       if key in ("url", "text", "language")}
+                      for example in tfds.as_numpy(tfds.load("t5_c4/multilingual", split=name,
+                                                             data_dir=str(tmp_path / "tfds")))]
+            expected = [json.loads(line) for path in sorted((output / language).glob(
+                f"{split}-*.jsonl.gz")) for line in gzip.open(path, "rt", encoding="utf-8")]
+            assert loaded, name
+            assert sorted((r["url"], r["text"], r["language"]) for r in loaded) == sorted(
+                (r["url"], r["text"], language) for r in expected), name
+    with pytest.raises(ValueError, match="not mC4's"):
+        tfds.builder("t5_c4/multilingual", data_dir=str(tmp_path), languages="en+xx")
 
 
 def test_loaded_examples_have_every_feature(builds):
