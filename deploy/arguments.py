@@ -71,6 +71,18 @@ def launcher_readable_path(value: str) -> str:
     return value
 
 
+def launcher_readable_folder(value: str) -> str:
+    """A folder the launcher reads files from before submitting: local (must exist), gs:// or a
+    URL prefix."""
+    if value.startswith(("http://", "https://")):
+        return value
+    if value.startswith("gs://"):
+        return gcs_path(value)
+    if not pathlib.Path(value).is_dir():
+        raise argparse.ArgumentTypeError(f"{value!r}: no such folder")
+    return value
+
+
 def positive_int(value: str) -> int:
     try:
         number = int(value)

@@ -22,10 +22,12 @@ from pipelines.config import VARIANTS as VARIANT_CONFIGS
 
 VARIANTS = tuple(VARIANT_CONFIGS)
 
-# The paper's WebText-like corpus read the 12 monthly dumps from August 2018 to July 2019.
+# The paper's WebText-like corpus read the 12 monthly dumps from August 2018 to July 2019; mC4
+# (the public code's 3.1.0) the 86 dumps of 2013 to 2022.
 DUMP_PRESETS = {
     "c4-paper": (common_crawl.C4_DUMP,),
     "webtextlike-paper": common_crawl.WEBTEXTLIKE_DUMPS,
+    "mc4": common_crawl.MC4_DUMPS,
 }
 DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 
@@ -66,6 +68,7 @@ class DataflowJob:
     max_files: Optional[int] = None
     cc_base_url: str = DEFAULT_CC_BASE_URL
     badwords: Optional[str] = None
+    badwords_dir: Optional[str] = None
     realnews_domains: Optional[str] = None
     webtext_urls: tuple[str, ...] = ()
     extra_beam_args: tuple[str, ...] = ()
@@ -107,6 +110,8 @@ def pipeline_argv(job: DataflowJob) -> list[str]:
     argv += ["--output", job.output]
     if job.badwords:
         argv += ["--badwords", job.badwords]
+    if job.badwords_dir:
+        argv += ["--badwords_dir", job.badwords_dir]
     if job.realnews_domains:
         argv += ["--realnews_domains", job.realnews_domains]
     if job.webtext_urls:
@@ -182,6 +187,9 @@ def _parser() -> argparse.ArgumentParser:
     # The launcher reads these two before submitting (the pipeline's defaults are pinned URLs);
     # the workers read the WebText URL lists themselves, so those must be on gs:// or https://.
     parser.add_argument("--badwords", type=arguments.launcher_readable_path)
+    parser.add_argument("--badwords_dir", type=arguments.launcher_readable_folder,
+                        help="multilingual: the folder of the LDNOOBW lists per language "
+                             "(default: the pinned URLs)")
     parser.add_argument("--realnews_domains", type=arguments.launcher_readable_path)
     parser.add_argument("--webtext_urls", nargs="+", type=arguments.remote_path, default=[])
     parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
@@ -218,6 +226,11 @@ def _check_variant_resources(parser: argparse.ArgumentParser, args: argparse.Nam
     if args.variant != "realnewslike" and args.realnews_domains:
         parser.error(f"--realnews_domains only applies to --variant realnewslike, "
                      f"not {args.variant}")
+    if args.variant != "multilingual" and args.badwords_dir:
+        parser.error(f"--badwords_dir only applies to --variant multilingual, not {args.variant}")
+    if args.variant == "multilingual" and args.badwords:
+        parser.error("--variant multilingual reads a list per language: give --badwords_dir, "
+                     "not --badwords")
 
 
 def _cc_base_url(parser: argparse.ArgumentParser, value: str) -> str:
@@ -246,7 +259,8 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
         experiments=tuple(args.experiments), sdk_container_image=args.sdk_container_image,
         service_account_email=args.service_account_email, max_files=args.max_files,
         cc_base_url=_cc_base_url(parser, args.cc_base_url),
-        badwords=args.badwords, realnews_domains=args.realnews_domains,
+        badwords=args.badwords, badwords_dir=args.badwords_dir,
+        realnews_domains=args.realnews_domains,
         webtext_urls=tuple(args.webtext_urls), extra_beam_args=tuple(extra_beam_args))
     return job, args.dry_run
 

@@ -127,6 +127,20 @@ def test_webtextlike_preset_reads_the_papers_twelve_dumps():
     assert option_values(argv, "--webtext_urls") == ["gs://my-bucket/webtext/RS_2019-01.gz"]
 
 
+def test_the_mc4_preset_reads_its_86_dumps_and_the_lists_per_language(shared_data):
+    """`--variant multilingual --dump_preset mc4`: the job reads the 86 manifests (listed on
+    the workers: pipelines/inputs.py) and the folder of lists per language, and its argv is
+    what the pipeline understands."""
+    from pipelines import c4, common_crawl
+    argv = dataflow_argv("--variant", "multilingual", "--dump_preset", "mc4",
+                         "--badwords_dir", str(shared_data / "badwords"))
+    args, _ = c4.parser().parse_known_args(argv)
+    assert args.variant == "multilingual" and args.badwords_dir == str(shared_data / "badwords")
+    assert args.input == [common_crawl.manifest_url(dump) for dump in common_crawl.MC4_DUMPS]
+    assert option_values(argv, "--job_name")[0].startswith(
+        "c4-multilingual-2013-20-to-2022-27-86dumps-")
+
+
 def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():
     dumps = dataflow.DUMP_PRESETS["webtextlike-paper"]
     name = dataflow.job_name("en.linededup", dumps, None)
@@ -158,6 +172,12 @@ def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():
     (["--variant", "en", "--dump", "CC-MAIN-2019-18",
       "--realnews_domains", "gs://my-bucket/domains.json"],
      "--realnews_domains only applies to --variant realnewslike"),
+    (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--badwords_dir", "gs://my-bucket/bw"],
+     "--badwords_dir only applies to --variant multilingual"),
+    (["--variant", "multilingual", "--dump_preset", "mc4",
+      "--badwords", "gs://my-bucket/badwords/en"], "give --badwords_dir, not --badwords"),
+    (["--variant", "multilingual", "--dump_preset", "mc4", "--badwords_dir", "/no/such"],
+     "no such folder"),
     (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--max_num_workers", "0"],
      "must be at least 1"),
     (["--variant", "en", "--dump", "CC-MAIN-2019-18", "--cc_base_url", "ftp://cc/"],
