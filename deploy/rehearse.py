@@ -5,8 +5,8 @@ the same bytes.
 
     python -m deploy.rehearse            # or: make rehearse
 
-rehearses the C4 job (workers: the `pipeline` extra) and the TFDS build of t5_c4/en (workers:
-the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/. A
+rehearses the C4 job, the mC4 job (workers: the `pipeline` extra) and the TFDS build of t5_c4/en
+(workers: the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/. A
 remote worker imports the project and its packages afresh and receives every function of the
 job pickled, so the rehearsal fails, as Dataflow would, where the DirectRunner (one process with
 the launcher's whole environment) does not: a package the workers lack, state a module held in
@@ -183,6 +183,15 @@ def c4_job(inputs: Sequence[str], badwords: pathlib.Path) -> Job:
     return Job("c4-en", command, "pipeline")
 
 
+def mc4_job(inputs: Sequence[str], badwords_dir: pathlib.Path) -> Job:
+    """mC4 (`--variant multilingual`): CLD3 and the lists per language on the workers."""
+    def command(options: Sequence[str], output: pathlib.Path) -> list[str]:
+        return [sys.executable, "-m", "pipelines.c4", "--variant", "multilingual",
+                "--input", *inputs, "--badwords_dir", str(badwords_dir),
+                "--output", str(output), *options]
+    return Job("c4-multilingual", command, "pipeline")
+
+
 def tfds_job(manual_dir: pathlib.Path) -> Job:
     """`tfds build t5_c4/en` from a manual_dir (tfds_c4/inputs.py's layout); 5% validation so
     that the samples put pages in both splits."""
@@ -221,7 +230,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                         default=sorted(glob.glob(str(SHARED_DATA / "wet" / "*" / "*"))),
                         help="WET files (default: the shared samples)")
     parser.add_argument("--badwords", type=pathlib.Path, default=SHARED_DATA / "badwords" / "en")
-    parser.add_argument("--jobs", nargs="+", choices=("c4", "tfds"), default=["c4", "tfds"])
+    parser.add_argument("--badwords_dir", type=pathlib.Path, default=SHARED_DATA / "badwords",
+                        help="mC4's lists per language")
+    parser.add_argument("--jobs", nargs="+", choices=("c4", "mc4", "tfds"),
+                        default=["c4", "mc4", "tfds"])
     parser.add_argument("--envs", type=pathlib.Path, default=REPO_ROOT / ".venv-worker",
                         help="where the worker environments are made (one folder per extra)")
     parser.add_argument("--timeout", type=float, default=JOB_TIMEOUT_S,
@@ -233,6 +245,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as workdir:
         workdir = pathlib.Path(workdir)
         jobs = {"c4": lambda: c4_job(args.input, args.badwords),
+                "mc4": lambda: mc4_job(args.input, args.badwords_dir),
                 "tfds": lambda: tfds_job(manual_dir(workdir / "manual", args.input,
                                                     args.badwords))}
         for name in args.jobs:

@@ -50,6 +50,19 @@ def test_c4_job_on_lean_workers_writes_the_direct_runners_bytes(pipeline_env, sh
         verdict.direct.files)
 
 
+def test_mc4_job_on_lean_workers_writes_the_direct_runners_bytes(pipeline_env, shared_data,
+                                                                   tmp_path):
+    """mC4 on the pipeline extra's workers: CLD3 (cld3-py) is there, the lists per language
+    travel with the job, and each language's folder comes out byte for byte."""
+    job = rehearse.mc4_job([str(shared_data / path) for path in SAMPLE_WET],
+                           shared_data / "badwords")
+    (verdict,) = rehearse.rehearse_in_env([job], pipeline_env, tmp_path, TIMEOUT_S)
+    assert verdict.passed, verdict.report()
+    written = set(verdict.direct.files)
+    assert {"stats.json", "en/stats.json", "und/validation-00000-of-00001.jsonl.gz"} <= written
+    assert any(name.startswith("en/train-") for name in written)
+
+
 def test_a_well_behaved_toy_passes(toy_pool, tmp_path):
     verdict = rehearse.rehearse(toy_job("clean"), toy_pool, tmp_path, TIMEOUT_S)
     assert verdict.passed, verdict.report()
