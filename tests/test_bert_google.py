@@ -354,12 +354,27 @@ def test_random_pieces_skip_the_reserved_ids():
 
 
 def test_the_model_reads_the_run_vocabularys_special_ids(google_folder):
-    """PREDICT's token types (and SegaBERT's indices) split at the run's [SEP]."""
+    """PREDICT's token types (and SegaBERT's indices) split at the run's [SEP]: the run gives
+    its vocabulary to the family through the model function's setup; the model reads no gin."""
     from model.families.bert.model import Bert
+    from model.trainer.mesh import MeshConfig
+    from model.trainer.model_fn import ModelFnSetup, OptimizationConfig
     config = ModelConfig(architecture="bert", d_model=16, d_ff=32, num_heads=2, d_kv=8)
+    path = str(google_folder / google.VOCABULARY)
     assert Bert(config, 120).special == wordpiece.LEARNED_IDS
-    gin.bind_parameter("DataConfig.vocabulary", str(google_folder / google.VOCABULARY))
-    assert Bert(config, 120).special == GOOGLE_IDS
+    gin.bind_parameter("DataConfig.vocabulary", path)
+    assert Bert(config, 120).special == wordpiece.LEARNED_IDS
+    run = runs.Run(Bert, config, MeshConfig(), OptimizationConfig(), runs.DataConfig(),
+                   runs.TrainConfig(), "unused")
+    assert run.model_vocabulary.special == GOOGLE_IDS
+    setup = ModelFnSetup(family_class=Bert, model_config=config, mesh_config=MeshConfig(),
+                         optimization=OptimizationConfig(), vocab_size=120, model_dir="unused",
+                         save_checkpoints_steps=1, keep_checkpoint_max=1, decode_length=4,
+                         train_steps=1, vocabulary=run.model_vocabulary)
+    assert setup.family.special == GOOGLE_IDS
+    gin.clear_config()
+    assert runs.Run(Bert, config, MeshConfig(), OptimizationConfig(), runs.DataConfig(),
+                    runs.TrainConfig(), "unused").model_vocabulary is None
 
 
 @pytest.mark.parametrize("pieces,message", [

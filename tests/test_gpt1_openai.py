@@ -127,6 +127,10 @@ def test_special_tokens_follow_the_pieces_as_openai_appended_them(bpe_folder, sh
     assert [ours.pieces[i] for i in (special.start, special.delimiter, special.extract)] == \
         ["_start_", "_delimiter_", "_classify_"] == list(bpe.SPECIAL_TOKENS)
     assert special.start == len(pieces)
+    # The model is given the run's vocabulary (model_fn.ModelFnSetup): the same ids.
+    from model.trainer.model_config import ModelConfig
+    assert GPT1(ModelConfig(), ours.vocab_size, run_vocabulary=ours).special == special
+    assert GPT1(ModelConfig(), ours.vocab_size).special.extract == special.extract - 2
     from model.tasks import discriminative
     path = shared_data / "tasks/story_cloze/cloze_test_val__spring2016.csv"
     example = next(iter(discriminative.examples("story_cloze", "validation", [str(path)])))
@@ -413,7 +417,7 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     conversion = convert.resolve("gpt1", "hf", "export").conversion()
     assert conversion.model_class == "OpenAIGPTDoubleHeadsModel"
     ours = checkpoints.checkpoint_outputs(conversion, ModelConfig(), str(tmp_path / "tuned"),
-                                          {"head_tokens": head_tokens})
+                                          {"head_tokens": head_tokens}, vocabulary)
     assert ours["logits"].shape == (len(examples), 2, N_CTX, vocabulary.vocab_size)
     assert_close({"logits": ours["logits"]}, {"logits": theirs["logits"]})
     # A head a few steps from its fresh start scores small: within 1e-5 of its largest score.
@@ -425,5 +429,5 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     assert np.abs(exported.transformer.tokens_embed.weight[-3:].detach().numpy()).min() > 0
     fresh = checkpoints.checkpoint_outputs(conversion, ModelConfig(),
                                            str(tmp_path / "tuned" / "model.ckpt-0"),
-                                           {"head_tokens": head_tokens})["mc_logits"]
+                                           {"head_tokens": head_tokens}, vocabulary)["mc_logits"]
     assert np.abs(fresh - ours["mc_logits"]).max() > 0.1 * np.abs(ours["mc_logits"]).max()

@@ -67,10 +67,13 @@ class ModelFamily(Family, abc.ABC):
     gradient_clip_norm: ClassVar[Optional[float]] = None
 
     def __init__(self, config: Any, vocab_size: int,
-                 variable_dtype: mtf.VariableDType = mtf.VariableDType()):
+                 variable_dtype: mtf.VariableDType = mtf.VariableDType(),
+                 run_vocabulary: Optional[Vocabulary] = None):
         self.config = config
         self.vocab_size = vocab_size
         self.variable_dtype = variable_dtype
+        # The run's vocabulary (None: no run's, as in a checkpoint conversion).
+        self.run_vocabulary = run_vocabulary
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:

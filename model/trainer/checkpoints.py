@@ -139,10 +139,11 @@ class TransformersFormat(CheckpointFormat):
 # --- Our model's graph -----------------------------------------------------------------------
 
 def _graph(conv: Conversion, config: ModelConfig, vocab_size: int,
-           inputs: Mapping[str, np.ndarray], with_optimizer: bool):
+           inputs: Mapping[str, np.ndarray], with_optimizer: bool, vocabulary: Any = None):
     """Builds our model in the default graph: (lowering, {output: tf tensor}); with
-    `with_optimizer`, the family's optimizer slots and the global step exist too."""
-    family = conv.family_class(config, vocab_size)
+    `with_optimizer`, the family's optimizer slots and the global step exist too. The family is
+    given `vocabulary` as a run's (its special ids; None: the family's own)."""
+    family = conv.family_class(config, vocab_size, run_vocabulary=vocabulary)
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
     outputs = conv.mtf_outputs(family, mesh, inputs)
@@ -172,13 +173,16 @@ def model_shapes(conv: Conversion, config: ModelConfig, vocab_size: int,
 
 
 def checkpoint_outputs(conv: Conversion, config: ModelConfig, checkpoint: str,
-                       inputs: Mapping[str, np.ndarray]) -> Dict[str, np.ndarray]:
+                       inputs: Mapping[str, np.ndarray], vocabulary: Any = None
+                       ) -> Dict[str, np.ndarray]:
     """Our model's outputs (conv.mtf_outputs: logits) for `inputs` with the trainable variables
-    of `checkpoint` (a path or a directory's newest)."""
+    of `checkpoint` (a path or a directory's newest), the family given `vocabulary` as a run's
+    (GPT-1's head finds OpenAI's extract token by it)."""
     path = warm_start.checkpoint_path(checkpoint)
     vocab_size = warm_start.checkpoint_variables(path)[conv.embedding][0][0]
     with tf.Graph().as_default():
-        lowering, outputs = _graph(conv, config, vocab_size, inputs, with_optimizer=False)
+        lowering, outputs = _graph(conv, config, vocab_size, inputs, with_optimizer=False,
+                                   vocabulary=vocabulary)
         with tf.Session() as session:
             tf.train.Saver(tf.trainable_variables()).restore(session, path)
             session.run(lowering.copy_masters_to_slices())

@@ -12,7 +12,10 @@ What is asked, and when:
 - before any model is built, of the class: the `vocabulary` a run's `DataConfig.vocabulary`
   names, and the pre-training examples (`training_stream`, `validation_examples`) made with
   the family's feature converter (`converter`);
-- once per run, the class is called as `family(model_config, vocab_size, variable_dtype)`;
+- once per run, the class is called as `family(model_config, vocab_size, variable_dtype,
+  run_vocabulary=...)`, `run_vocabulary` the run's vocabulary (`vocabulary` of DataConfig's
+  file; None where no run names one, as in a checkpoint conversion): what a model reads of it
+  (BERT's [SEP] id, GPT-1's special tokens' order) comes from there, never from gin;
 - in each mode of the model function, of that object: `build` the Mesh TensorFlow model, then
   for TRAIN and EVAL the `feature_keys` it reads (`float_feature_keys` as float32) and its
   `losses`, for PREDICT `predict` on `inputs` (plus `predict_feature_keys` the input has);
@@ -55,7 +58,8 @@ class Family(Protocol):
     gradient_clip_norm: ClassVar[Optional[float]]
 
     def __init__(self, config: Any, vocab_size: int,
-                 variable_dtype: mtf.VariableDType = ...) -> None: ...
+                 variable_dtype: mtf.VariableDType = ...,
+                 run_vocabulary: Optional[Vocabulary] = None) -> None: ...
 
     # ---- The run's side (class methods).
 

@@ -31,6 +31,7 @@ import gin
 import tensorflow.compat.v1 as tf
 from tensorflow_estimator.python.estimator.tpu import tpu_estimator
 
+from model.data.vocabulary import Vocabulary
 from model.trainer import finetune_methods, hooks, schedules, warm_start
 from model.trainer.family import Family
 from model.trainer.mesh import MeshConfig, mesh_impl
@@ -112,11 +113,13 @@ class ModelFnSetup:
     # PREDICT: greedy (beam_size 1) or beam search with length penalty alpha (a task's Decoding).
     beam_size: int = 1
     alpha: float = 0.6
+    # The run's vocabulary, given to the family (None: the run names none).
+    vocabulary: Optional[Vocabulary] = None
 
     @property
     def family(self) -> Family:
         return self.family_class(self.model_config, self.vocab_size,
-                                 self.precision.variable_dtype)
+                                 self.precision.variable_dtype, run_vocabulary=self.vocabulary)
 
 
 def import_features(features: Dict[str, tf.Tensor], keys: Sequence[str], mesh: mtf.Mesh,

@@ -138,9 +138,11 @@ def make_estimator(family: "type[Family]", model_config: ModelConfig, mesh_confi
                    vocab_size: int, batch_size: int,
                    precision: PrecisionConfig = PrecisionConfig(),
                    fine_tuning: FineTuningMethod = FineTuningMethod(), beam_size: int = 1,
-                   alpha: float = 0.6, session_start: int = 0) -> tpu_estimator.TPUEstimator:
+                   alpha: float = 0.6, session_start: int = 0,
+                   vocabulary: Optional[Vocabulary] = None) -> tpu_estimator.TPUEstimator:
     """The estimator of a run; training it trains TrainConfig.train_steps from the run's first
-    step, in a session that starts at `session_start` (ModelFnSetup)."""
+    step, in a session that starts at `session_start` (ModelFnSetup). The family is given
+    `vocabulary`, the run's."""
     setup = ModelFnSetup(
         family_class=family, model_config=model_config, mesh_config=mesh_config, optimization=optimization,
         vocab_size=vocab_size, model_dir=model_dir,
@@ -150,7 +152,7 @@ def make_estimator(family: "type[Family]", model_config: ModelConfig, mesh_confi
         session_start=session_start, use_tpu=train_config.use_tpu,
         precision=precision, init_checkpoint=train_config.init_checkpoint,
         warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=fine_tuning,
-        beam_size=beam_size, alpha=alpha)
+        beam_size=beam_size, alpha=alpha, vocabulary=vocabulary)
     cluster = None
     if train_config.use_tpu:
         cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
@@ -185,6 +187,12 @@ class Run:
             raise ValueError("DataConfig.vocabulary (the vocabulary file) is not set")
         return self.family.vocabulary(self.data_config.vocabulary)
 
+    @property
+    def model_vocabulary(self) -> Optional[Vocabulary]:
+        """The vocabulary the family's model is given (None: the run names none, as a run of
+        synthetic examples)."""
+        return self.vocabulary if self.data_config.vocabulary else None
+
     def training_examples(self):
         """The training text's examples, epoch after epoch, resumable at a recorded position
         (model/trainer/input_position.py)."""
@@ -203,7 +211,8 @@ class Run:
         return make_estimator(self.family, self.model_config, self.mesh_config, self.optimization,
                               self.train_config, self.model_dir,
                               self.vocabulary.vocab_size, batch_size, self.precision,
-                              self.fine_tuning, beam_size, alpha)
+                              self.fine_tuning, beam_size, alpha,
+                              vocabulary=self.model_vocabulary)
 
 
 def first_step(run: Run) -> int:
@@ -226,7 +235,8 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
                                        train_steps=max_steps or run.train_config.train_steps)
     estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
                                train_config, run.model_dir, vocab_size, batch_size,
-                               run.precision, run.fine_tuning, session_start=start_step)
+                               run.precision, run.fine_tuning, session_start=start_step,
+                               vocabulary=run.model_vocabulary)
     target = base_step + train_config.train_steps
     if start_step < target:
         progress(f"training {run.model_config.architecture} in {run.model_dir}: "
@@ -262,7 +272,7 @@ def evaluate(run: Run, examples: Examples, vocab_size: int,
                                                             // feature_length(examples())))
     estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
                                run.train_config, run.model_dir, vocab_size, batch_size,
-                               run.precision)
+                               run.precision, vocabulary=run.model_vocabulary)
     progress(f"evaluating {checkpoint}")
     results = estimator.evaluate(
         lambda params: examples().batch(params["batch_size"], drop_remainder=True),

@@ -32,8 +32,8 @@ function's other settings are bound once per process.
 Special ids are the vocabulary's (model/families/bert/wordpiece.py): ours [PAD] 0, [UNK] 1,
 [CLS] 2, [SEP] 3, [MASK] 4; Google's [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103. The
 data path reads them from the vocabulary it tokenises with; the model, which PREDICT's token
-types (and SegaBERT's indices) need, from the run's vocabulary file (DataConfig.vocabulary, read
-from gin when the family is made, as BertConfig; without one, the learner's ids). Padding is
+types (and SegaBERT's indices) need, from the run's vocabulary, which the trainer gives the
+family (`run_vocabulary`; without one, the learner's ids). Padding is
 [PAD], id 0 in every vocabulary; attention never looks at it.
 
 The heads are classes over this body (model/families/bert/heads.py); the family makes the one
@@ -54,7 +54,7 @@ SegaBERT subclasses this family and replaces `position_embedding` (and `feature_
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import tensorflow.compat.v1 as tf
 
@@ -66,9 +66,7 @@ from model.families.bert.heads import HEADS, Encoded, Head
 from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
-from model.families.bert.wordpiece import (LEARNED_IDS, PAD_ID, SpecialIds, WordPieceVocabulary,
-                                           special_ids)
-from model.trainer.runs import DataConfig
+from model.families.bert.wordpiece import LEARNED_IDS, PAD_ID, SpecialIds, WordPieceVocabulary
 
 _ATTENTION_MASK_BIAS = -10000.0  # BERT's additive bias on padding keys
 
@@ -109,13 +107,6 @@ class Built:
     training: bool
 
 
-def configured_special_ids() -> SpecialIds:
-    """The reserved ids of the run's vocabulary (DataConfig.vocabulary as gin binds it; none
-    bound: the learner's)."""
-    path = DataConfig().vocabulary
-    return special_ids(path) if path else LEARNED_IDS
-
-
 def token_types_from_inputs(tokens: mtf.Tensor, sep_id: int) -> mtf.Tensor:
     """Segment B (type 1) is every token after the first [SEP] (`sep_id`); A (0) up to it."""
     length_dim = tokens.shape.dims[-1]
@@ -137,10 +128,13 @@ class Bert(ModelFamily):
     # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
     warm_start_continues_training = False
 
-    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
-        super().__init__(config, vocab_size, variable_dtype)
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
+                 run_vocabulary: Optional[WordPieceVocabulary] = None):
+        super().__init__(config, vocab_size, variable_dtype, run_vocabulary)
         self.bert = BertConfig()
-        self.special = configured_special_ids()
+        # The run's reserved ids (none: the learner's), for PREDICT's token types.
+        self.special: SpecialIds = (run_vocabulary.special if run_vocabulary is not None
+                                    else LEARNED_IDS)
         # The one place the head's name is read: its class owns its features, losses and
         # PREDICT output.
         self.head: Head = HEADS[self.bert.head](self)

@@ -40,9 +40,9 @@ Special tokens: GPT-1's start, delimiter and extract tokens are the last three i
 vocabulary (model/families/gpt1/inputs.py `special_tokens`): OpenAI's `_start_`, `_delimiter_`,
 `_classify_` appended after its BPE pieces (model/families/gpt1/bpe.py, `GPT1.vocabulary` reads
 it for an encoder file), or the sentinel pieces `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` of
-our SentencePiece vocabularies (the last ids, counting down; the vocabulary that gin's
-DataConfig.vocabulary names says which order) (ordinary text never produces them, and the `lm` objective uses no
-sentinels), so pre-trained and fine-tuned models share one embedding; with a head, their three
+our SentencePiece vocabularies (the last ids, counting down; the run's vocabulary, which the
+trainer gives the family, says which order) (ordinary text never produces them, and the `lm`
+objective uses no sentinels), so pre-trained and fine-tuned models share one embedding; with a head, their three
 rows, in and out, are fresh ones (`gpt1/head/special_embedding`), as OpenAI appended theirs at
 fine-tuning. The auxiliary LM loss covers each sequence up to its extract token, not by its ids:
 OpenAI's BPE has a piece at id 0, our padding.
@@ -50,7 +50,7 @@ OpenAI's BPE has a piece at id 0, our padding.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
 
@@ -66,7 +66,6 @@ from model.trainer.checkpoints import TransformersFormat
 from model.trainer.losses import Losses, token_losses
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
-from model.trainer.runs import DataConfig
 
 ARCHITECTURE = "gpt1"
 INITIALIZER_STDDEV = 0.02
@@ -219,11 +218,13 @@ class GPT1(ModelFamily):
     # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
     warm_start_continues_training = False
 
-    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
-        super().__init__(config, vocab_size, variable_dtype)
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
+                 run_vocabulary: Optional[Vocabulary] = None):
+        super().__init__(config, vocab_size, variable_dtype, run_vocabulary)
         self.gpt1 = GPT1Config()
-        # The run's vocabulary says the special tokens' order (as gin binds it; ours without).
-        self.special = special_tokens(vocab_size, is_encoder_file(DataConfig().vocabulary))
+        # The run's vocabulary says the special tokens' order (OpenAI's BPE, or ours: also
+        # without one).
+        self.special = special_tokens(vocab_size, isinstance(run_vocabulary, BpeVocabulary))
 
     @classmethod
     def checkpoint_formats(cls):

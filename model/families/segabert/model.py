@@ -96,8 +96,9 @@ class SegaBert(Bert):
     # fresh_on_warm_start is BERT's: new heads start fresh. (Masked LM alone never trains the
     # pooler: a pre-trained checkpoint has its initial weights.)
 
-    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType()):
-        super().__init__(config, vocab_size, variable_dtype)
+    def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
+                 run_vocabulary=None):
+        super().__init__(config, vocab_size, variable_dtype, run_vocabulary)
         if self.bert.head == "pretraining":
             raise ValueError("SegaBERT pre-trains with masked LM alone: set BertConfig.head = "
                              "'mlm' (model/gin/segabert/)")
