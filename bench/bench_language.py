@@ -9,8 +9,9 @@ languages, longer texts). Timed, one thread, rounds interleaved, median of the r
 - ours with a cold word cache (a fresh LanguageDetector, its construction not timed) and warm
   (the same pages again), in batches of the pipeline stage's size (`_LANGUAGE_BATCH`);
 - the start-up of the first LanguageDetector() in a fresh process (later ones share its tables);
-- with `--before FILE`, the same for another version of pipelines/language.py (e.g. a copy of
-  the previous one), for before/after figures from one run.
+- with `--before FILE`, the same for another version of the detector in one file (the module
+  pipelines/language.py was before it became a package: `git show 7f6814f:pipelines/language.py
+  > /tmp/language_before.py`), for before/after figures from one run.
 Every result is checked to equal the library's.
 """
 import os
@@ -106,7 +107,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--raw", action="store_true", help="WET text, not cleaned")
-    parser.add_argument("--before", help="another pipelines/language.py to time alongside")
+    parser.add_argument("--before", help="another version of the detector, in one file, to time alongside")
     args = parser.parse_args()
 
     texts = read_texts(args.raw)

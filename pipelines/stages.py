@@ -15,6 +15,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from pipelines import (badwords, cleaning, dedup, domains, files, inputs, language, lists, mc4,
                        released, urls, wet)
 from pipelines.config import VariantConfig
+from pipelines.language import cld3
 from pipelines.page import Page
 from text.sentences import split_sentences
 from text.splitters import Splitter, load_splitter
@@ -509,21 +510,17 @@ class _Cld3LanguageFn(beam.DoFn):
         self._identifier = None
 
     def setup(self):
-        import gcld3  # Only mC4's workers need CLD3 (cld3-py, in the `pipeline` extra).
-        self._identifier = gcld3.NNetLanguageIdentifier(min_num_bytes=mc4.CLD3_MIN_BYTES,
-                                                        max_num_bytes=mc4.CLD3_MAX_BYTES)
+        self._identifier = cld3.Cld3Identifier()
 
     def process(self, page: Page):
-        try:
-            result = self._identifier.FindLanguage(page.text)
-        except (TypeError, UnicodeError):  # Text CLD3's binding cannot take (lone surrogates).
+        answer = self._identifier.find_language(page.text)
+        if answer is None:
             _count("language", "und.unreadable")
             detected, reason, probability = mc4.UNKNOWN_LANGUAGE, None, 0.0
         else:
-            detected, reason = mc4.cld3_label(result.language, result.probability,
-                                              result.is_reliable, self._config.languages,
+            detected, reason = mc4.cld3_label(*answer, self._config.languages,
                                               self._config.min_probability)
-            probability = result.probability
+            probability = answer.probability
         if detected is None:
             _count("language", f"pages.dropped:{reason}")
             return

@@ -11,6 +11,8 @@ from langdetect import detector_factory
 
 from pipelines.files import open_raw
 from pipelines import language
+from pipelines.language import detector as detector_module
+from pipelines.language import draws, trials
 from pipelines.language import LanguageConfig, LanguageDetector, language_drop_reason
 from pipelines.page import Page
 from pipelines.wet import read_wet
@@ -86,7 +88,7 @@ def test_random_draws_past_the_precomputed_stream(sample_results):
     # langdetect's draws are read from a stream of Mersenne Twister words computed ahead; a
     # stream of 8 words must grow, mid-trial and mid-Gaussian, to the same results.
     detector = LanguageDetector()
-    detector._draws = language._DrawStream(language.LANGDETECT_SEED, size=8)
+    detector._draws = draws.DrawStream(language.LANGDETECT_SEED, size=8)
     texts = list(sample_results)[:40:4]
     assert detector.probabilities_of_texts(texts) == [sample_results[text] for text in texts]
 
@@ -189,7 +191,7 @@ def test_every_whitespace_and_case_rule_as_langdetect(detector, reference, refer
     # character, between, before and after words, doubled, and next to upper-case letters
     # (astral ones too), with lone surrogates.
     whitespace = [chr(code) for code in range(sys.maxunicode + 1) if chr(code).isspace()]
-    assert "".join(whitespace) == language._WHITESPACE
+    assert "".join(whitespace) == detector_module._WHITESPACE
     words = ["Hello", "WORLD", "naïve", "Ünïcödé", "ÀB", "\U00010400\U00010401x", "日本語",
              "Привет", "x\ud800y", "a.b,c", "", "THE"]
     texts = [space.join(words[:index] + [""]) + first + text_end
@@ -209,7 +211,7 @@ def test_every_whitespace_and_case_rule_as_langdetect(detector, reference, refer
 def test_choices_scanned_again_when_a_text_needs_more(sample_results, monkeypatch):
     # The choices of a batch's texts are found among the first words of the stream and found
     # again over twice as many when one runs out, mid-trial and before a Gaussian's 4 words.
-    monkeypatch.setattr(language, "_INITIAL_WORDS", 8)
+    monkeypatch.setattr(trials, "_INITIAL_WORDS", 8)
     texts = list(sample_results)[:60:3]
     assert LanguageDetector().probabilities_of_texts(texts) == [
         sample_results[text] for text in texts]
@@ -218,7 +220,7 @@ def test_choices_scanned_again_when_a_text_needs_more(sample_results, monkeypatc
 def test_token_cache_emptied_when_full(sample_results, monkeypatch):
     # The cache of tokens' n-grams starts afresh once it holds more than its limit, and the
     # tokens it dropped are computed again.
-    monkeypatch.setattr(language, "_MAX_CACHED_TOKENS", 50)
+    monkeypatch.setattr(detector_module, "_MAX_CACHED_TOKENS", 50)
     detector = LanguageDetector()
     texts = list(sample_results)[:40]
     for start in (0, 10, 20, 0):
