@@ -35,9 +35,9 @@ with the rule it exercises (`SyntheticPage.kind`):
 - the 190,000-character limit (a page of exactly 190,000 characters, kept; one more, dropped);
 - parsing: CRLF line ends, blank and indented lines, a lone CR (a line break to TFDS's reader),
   lines that start with `Content-` or `WARC` (TFDS's reader takes them for headers and drops
-  them), header lines in the text (`Content-Type: ...`, `Content-Length: ...`, `WARC-Date: ...`
-  set the page's fields to TFDS's reader; a `WARC/1.0` line ends the page there), U+2028, U+0085 and form feeds
-  inside lines (not line breaks to TFDS), empty records;
+  them), header lines in the text (`Content-Type: ...`, `Content-Length: ...`, `WARC-Date:
+  ...` set the page's fields to TFDS's reader; a `WARC/1.0` line ends the page there), U+2028,
+  U+0085 and form feeds inside lines (not line breaks to TFDS), empty records;
 - URL spellings that normalize alike or not (`?refresh=`, `?ref`, `//` at the end, `&utm_`
   after another parameter, `HTTPS://`).
 
@@ -107,10 +107,11 @@ def write_wet(path: pathlib.Path, pages: Iterable[SyntheticPage]) -> int:
         writer = WARCWriter(sink, gzip=True)
         info = (f"software: tests/support/multilingual_wet.py\r\nisPartOf: mC4 oracle samples\r\n"
                 f"description: real text arranged to exercise mC4's rules\r\n").encode()
+        info_id = uuid.uuid5(uuid.NAMESPACE_URL, path.name)
         writer.write_record(writer.create_warc_record(
             "", "warcinfo", payload=io.BytesIO(info), warc_content_type="application/warc-fields",
             warc_headers_dict={"WARC-Date": "2019-04-26T00:00:00Z", "WARC-Filename": path.name,
-                               "WARC-Record-ID": f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, path.name)}>"}))
+                               "WARC-Record-ID": f"<urn:uuid:{info_id}>"}))
         for number, page in enumerate(pages):
             record_id = uuid.uuid5(uuid.NAMESPACE_URL, f"{number} {page.url}")
             writer.write_record(writer.create_warc_record(
@@ -456,7 +457,8 @@ def multilingual_pages(seed: int = 0, shared_data: pathlib.Path = SHARED_DATA
     b.add("https://ro-words.example/no-list", "\n".join(lines), "badword-no-list", "ro")
 
     # Other scripts.
-    for lang, allowed, listed in (("ja", "女の子", "オナニー"), ("zh", "性", "乳房"), ("ru", None, "mudack")):
+    for lang, allowed, listed in (("ja", "女の子", "オナニー"), ("zh", "性", "乳房"),
+                                  ("ru", None, "mudack")):
         spaced = lang == "ru"
         b.add(f"https://{lang}-script.example/clean", "\n".join(b.paragraphs(lang, 3)),
               "script", lang)
@@ -525,8 +527,8 @@ def multilingual_pages(seed: int = 0, shared_data: pathlib.Path = SHARED_DATA
     lines.insert(2, "WARC-Date: 2031-01-01T00:00:00Z")
     b.add("https://de-parse.example/warc-date", "\n".join(lines), "parse-warc-date", "de")
     lines = b.paragraphs("fr", 5)
-    b.add("https://fr-parse.example/warc-delimiter", "\n".join(lines[:3] + ["WARC/1.0"] + lines[3:]),
-          "parse-warc-delimiter", "fr")
+    b.add("https://fr-parse.example/warc-delimiter",
+          "\n".join(lines[:3] + ["WARC/1.0"] + lines[3:]), "parse-warc-delimiter", "fr")
 
     # Line dedup: `ß` upper-cases to `SS`, which lower-cases to `ss`: another line.
     sharp = b.sentence("de", wanted=lambda sentence: "ß" in sentence)

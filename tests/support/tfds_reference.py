@@ -3,11 +3,14 @@
 tensorflow_datasets/text/c4_utils.py (4.9.10) run in plain Python, page by page, for the
 configs en, en.noclean, realnewslike and webtextlike (`tfds_c4`: the oracle of
 tests/test_released_c4.py and the baseline of bench/bench_vs_tfds.py), and for `multilingual`,
-mC4 (`tfds_mc4`: the oracle of tests/test_mc4_oracle.py and the baseline of bench/bench_mc4.py). Only TFDS and the standard library are imported,
-so a process that runs it pays TFDS's start-up, not ours. The caller patches what must be
-patched (the sentence splitter, tldextract's suffix list, langdetect's seed).
+mC4 (`tfds_mc4`: the oracle of tests/test_mc4_oracle.py and the baseline of bench/bench_mc4.py;
+`tfds_mc4_beam` runs c4.py's own Beam graph of that config instead, to check the chain against
+it). Only TFDS and the standard library are imported (and Beam, TFDS's, by `tfds_mc4_beam`), so
+a process that runs it pays TFDS's start-up, not ours. The caller patches what must be patched
+(the sentence splitter, tldextract's suffix list, langdetect's seed).
 """
 import collections
+import functools
 import json
 import pathlib
 
@@ -146,3 +149,79 @@ def tfds_mc4(wet_paths, badwords_dir):
                        "content-length": page.content_length,
                        "language": page.language, "split": tfds_mc4_split(page)}
             for page in pages}
+
+
+def tfds_mc4_beam(wet_paths, badwords_dir, work_dir,
+                  beam_args=("--direct_num_workers=1", "--direct_running_mode=in_memory")):
+    """TFDS's own Beam graph of `multilingual`, run on the DirectRunner: c4.py's
+    `C4._get_pages_pcollection` (with the config's builder_config) and `C4._build_pcollection`
+    for each of `_split_generators`' splits, unchanged. The WET files are given as c4.py reads
+    them: a wet.paths manifest of relative paths, each already in the download folder (linked),
+    so `_download_wet_file` finds it and downloads nothing; the bad-words files as
+    `download_and_extract` would return them. The examples go to gzipped JSON lines under
+    work_dir/out (TFDS's own writer, tfrecord shards, is left out). Returns
+    {url: {text, timestamp, content-type, content-length, language, split}}; the language is
+    the split's (TFDS's examples carry none). URL ties go where Beam's combine takes them."""
+    import glob
+    import gzip
+    import json
+    import os
+    import types
+
+    import apache_beam as beam
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    work_dir = pathlib.Path(work_dir)
+    download_dir = work_dir / "downloads"
+    relative = []
+    for number, path in enumerate(wet_paths):
+        name = f"crawl-data/CC-MAIN-oracle/segments/{number}/wet/{pathlib.Path(path).name}"
+        target = download_dir / "c4_wet_files" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.symlink(os.path.abspath(path), target)
+        relative.append(name)
+    manifest = work_dir / "wet.paths"
+    manifest.write_text("".join(f"{name}\n" for name in relative))
+    file_paths = {"wet_path_urls": [str(manifest)],
+                  "badwords": {lang: str(pathlib.Path(badwords_dir) / lang)
+                               for lang in c4._BADWORDS_LANGS}}
+    config = next(config for config in c4.C4.BUILDER_CONFIGS if config.name == "multilingual")
+    builder = types.SimpleNamespace(builder_config=config)  # What the two methods read of self.
+    dl_manager = types.SimpleNamespace(download_dir=str(download_dir))
+
+    def in_split(page, lang, predicate_fn):  # _split_generators' `_filter`.
+        return page.language == lang and c4_utils.get_hashed_url_filter_fn(predicate_fn)(page)
+
+    def train(value):
+        return value % 1000 != 0
+
+    def validation(value):
+        return value % 1000 == 0
+
+    @beam.ptransform_fn
+    def build_split(pages, pipeline, split, split_filter_fn):  # As TFDS labels it: the split.
+        return c4.C4._build_pcollection(builder, pipeline, split, pages, split_filter_fn)
+
+    out = work_dir / "out"
+    with beam.Pipeline(options=PipelineOptions(list(beam_args))) as pipeline:
+        pages = c4.C4._get_pages_pcollection(builder, pipeline, file_paths, dl_manager)
+        examples = []
+        for lang in config.languages + [c4_utils.UNKNOWN_LANGUAGE]:
+            for split, predicate_fn in ((lang, train), (f"{lang}-validation", validation)):
+                examples.append(
+                    pages
+                    | split >> build_split(pipeline, split, functools.partial(
+                        in_split, lang=lang, predicate_fn=predicate_fn))
+                    | f"tag_{split}" >> beam.Map(
+                        lambda example, split=split, lang=lang: json.dumps(
+                            {**example[1], "split": split, "language": lang})))
+        (examples | "flatten_splits" >> beam.Flatten()
+         | "write" >> beam.io.WriteToText(str(out), file_name_suffix=".jsonl.gz"))
+    result = {}
+    for shard in sorted(glob.glob(f"{out}*.jsonl.gz")):
+        with gzip.open(shard, "rt", encoding="utf-8") as records:
+            for line in records:
+                record = json.loads(line)
+                assert record["url"] not in result, record["url"]
+                result[record.pop("url")] = record
+    return result
