@@ -25,6 +25,8 @@ from typing import Mapping, Optional, Sequence
 
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
+from model import families
+from model.families.base import TPULaunch
 from model.trainer.gin_files import GIN_DIR, literal_bindings
 from pipelines.config import PRETRAINING_VARIANTS
 
@@ -46,7 +48,8 @@ DEFAULT_STAGES = ("create", "install", "train")
 
 # Model sizes and the batch are model/gin's: a family's size file (sizes/NAME.gin for T5,
 # gpt1/base.gin, bert/large.gin, ...) and its pre-training files (pretrain.gin, the --mode
-# pretrain default, then the family's), read here with gin's parser (no TensorFlow). The trainer
+# pretrain default, then the family's), read here with gin's parser; which files, the vocabulary
+# and the model parallelism sizes need are the family's (`ModelFamily.tpu_launch`). The trainer
 # reads the same files on the TPU host, and tpu.gin (use the TPU, T5's bfloat16 precision). The
 # mesh layout (which tensor dimension goes to which mesh axis) is the trainer's own default
 # (model/trainer/mesh.py), so the launcher binds only the mesh shape.
@@ -56,22 +59,32 @@ TPU_GIN = "tpu.gin"
 
 @dataclasses.dataclass(frozen=True)
 class Family:
-    """What the launcher adds to a family's gin files: where its sizes are and which files
-    configure its pre-training."""
+    """A family the launcher pre-trains: its package's name and what it says of its launch
+    (model/families/base.py's TPULaunch: sizes, pre-training files, vocabulary, parallelism)."""
 
     name: str
-    size_dir: str  # under model/gin/: the family's size files (those that bind d_model)
-    # Ids of the vocabulary the layout splits over the `model` mesh axis: T5 pads its
-    # SentencePiece vocabulary to a multiple of 128 (32,128); GPT-1's 40,478 (OpenAI's BPE) and
-    # BERT's and SegaBERT's 30,522 WordPiece pieces are not padded (divisible by 2 only). The
-    # launcher does not read --vocabulary (on gs://), so it plans for the family's own.
-    vocab_size: int
-    pretrain_gin: tuple[str, ...]  # read after pretrain.gin
-    architecture_gin: tuple[str, ...] = ()  # T5's size files name no architecture
-    # Model parallelism needed on 8-core TPUs (v2-8/v3-8) by size name: below it the weights,
-    # gradients and activations of one replica do not fit one core's memory. Sizes not listed
-    # fit one core.
-    min_model_parallelism: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    launch: TPULaunch
+    architectures: tuple[str, ...] = ()  # the ModelConfig.architecture values it builds
+
+    @property
+    def size_dir(self) -> str:
+        return self.launch.size_dir
+
+    @property
+    def vocab_size(self) -> int:
+        return self.launch.vocab_size
+
+    @property
+    def pretrain_gin(self) -> tuple[str, ...]:
+        return tuple(self.launch.pretrain_gin)
+
+    @property
+    def architecture_gin(self) -> tuple[str, ...]:
+        return tuple(self.launch.architecture_gin)
+
+    @property
+    def min_model_parallelism(self) -> Mapping[str, int]:
+        return self.launch.min_model_parallelism
 
     def sizes(self) -> dict[str, pathlib.Path]:
         """{size name: size file}, smallest first (as the README's mesh table)."""
@@ -99,17 +112,26 @@ class Family:
         return self.pretrain_bindings()["TrainConfig.train_steps"]
 
 
-# BERT pre-trains in two phases; the launcher starts phase 1 (90% of the steps at 128 pieces).
-FAMILIES = {family.name: family for family in (
-    Family("t5", "sizes", 32_128, (), ("architectures/encoder_decoder.gin",),
-           # The T5 authors' model parallelism for the sizes that need it.
-           {"base": 2, "large": 8, "3B": 8, "11B": 8}),
-    Family("gpt1", "gpt1", 40_478, ("gpt1/pretrain.gin",)),
-    Family("bert", "bert", 30_522, ("bert/pretrain_128.gin",)),
-    Family("segabert", "segabert", 30_522, ("segabert/pretrain.gin",)),
-)}
-# ModelConfig.architecture of a size file -> its family (T5's size files bind none).
-ARCHITECTURE_FAMILIES = {"gpt1": "gpt1", "bert": "bert", "segabert": "segabert"}
+def launched_families() -> dict[str, Family]:
+    """{package name: Family} of the registered families that say how they launch (`--family`
+    takes the package's name, as model.convert's)."""
+    found: dict[str, Family] = {}
+    for family in families.REGISTRY.families:
+        if family.tpu_launch is None:
+            continue
+        package = family.__module__.split(".")[-2]
+        if package in found:
+            raise ValueError(f"two families of package {package} say how they launch")
+        found[package] = Family(package, family.tpu_launch, tuple(family.architectures))
+    return found
+
+
+FAMILIES = launched_families()
+# ModelConfig.architecture of a size file -> its family; a size file that names none is the
+# family's whose launch reads an architecture file first (T5's).
+ARCHITECTURE_FAMILIES = {architecture: family.name for family in FAMILIES.values()
+                         if not family.architecture_gin for architecture in family.architectures}
+(DEFAULT_FAMILY,) = [family.name for family in FAMILIES.values() if family.architecture_gin]
 
 
 def _approximate_parameters(bindings: dict) -> int:
@@ -173,9 +195,10 @@ def size_file(path: str) -> Size:
         raise ValueError(f"{path} binds no ModelConfig sizes")
     architecture = bindings.get("ModelConfig.architecture")
     if architecture and architecture not in ARCHITECTURE_FAMILIES:
-        raise ValueError(f"{path}: the launcher pre-trains T5 (size files without an "
-                         f"architecture), GPT-1, BERT and SegaBERT, not {architecture!r}")
-    family = ARCHITECTURE_FAMILIES[architecture] if architecture else "t5"
+        raise ValueError(f"{path}: the launcher pre-trains {DEFAULT_FAMILY} (size files without "
+                         f"an architecture) and the architectures "
+                         f"{', '.join(sorted(ARCHITECTURE_FAMILIES))}, not {architecture!r}")
+    family = ARCHITECTURE_FAMILIES[architecture] if architecture else DEFAULT_FAMILY
     return Size(FAMILIES[family], local.stem, str(relative))
 
 
@@ -479,7 +502,7 @@ def _size(family: Optional[str], size: str) -> Size:
     """--family and --size: a named size of the family (T5 by default), or a size file whose
     family must agree with --family when both are given."""
     if not size.endswith(".gin"):
-        return named_size(family or "t5", size)
+        return named_size(family or DEFAULT_FAMILY, size)
     chosen = size_file(size)
     if family and family != chosen.family.name:
         raise ValueError(f"{size} is a {chosen.family.name} size, not {family}")
@@ -497,7 +520,8 @@ def parse_run(argv: Sequence[str]) -> tuple[TpuRun, tuple[str, ...], bool]:
     except ValueError as error:
         parser.error(str(error))
     # T5's model directories keep their names (SIZE-VARIANT); the other families' say which.
-    run_name = size.name if size.family.name == "t5" else f"{size.family.name}-{size.name}"
+    run_name = (size.name if size.family.name == DEFAULT_FAMILY
+                else f"{size.family.name}-{size.name}")
     run = TpuRun(
         project=args.project, zone=args.zone, tpu_name=args.tpu_name,
         accelerator=args.accelerator_type, size=size, variant=args.variant,

@@ -556,6 +556,31 @@ def test_pod_slice_uses_the_pod_image_and_the_slice_name():
     assert r'MeshConfig.mesh_shape=\"model:8,batch:32\"' in script
 
 
+def test_the_launcher_plans_each_registered_family_as_the_family_says(monkeypatch):
+    """deploy/tpu.py keeps no family list of its own: a registered family that says how it
+    launches (`ModelFamily.tpu_launch`: sizes, pre-training files, vocabulary, parallelism) is
+    one the launcher plans, under its package's name; adding one changes nothing here."""
+    from model import families
+    from model.families.base import Registry, TPULaunch
+    from model.families.bert.model import Bert
+    assert {name: family.launch for name, family in tpu.launched_families().items()} == {
+        family.__module__.split(".")[-2]: family.tpu_launch
+        for family in families.REGISTRY.families if family.tpu_launch}
+    assert tpu.DEFAULT_FAMILY == "t5" and tpu.ARCHITECTURE_FAMILIES == {
+        "gpt1": "gpt1", "bert": "bert", "segabert": "segabert"}
+
+    class Toy(Bert):  # a family of package "tests" (this module's)
+        name = "toy"
+        architectures = ("toy",)
+        tpu_launch = TPULaunch("bert", ("bert/pretrain_128.gin",), 30_000)
+
+    monkeypatch.setattr(families, "REGISTRY", Registry(families.REGISTRY.families + (Toy,)))
+    toy = tpu.launched_families()["tests"]
+    assert (toy.architectures, toy.vocab_size, toy.pretrain_gin) == (
+        ("toy",), 30_000, ("bert/pretrain_128.gin",))
+    assert "base" in toy.sizes() and toy.batch_sequences() == 256
+
+
 @pytest.mark.parametrize("accelerator, family, size", [
     (accelerator, family, size)
     for accelerator in ("v2-8", "v3-8", "v3-32", "v3-256", "v4-64", "v4-512")
