@@ -211,3 +211,36 @@ def test_known_corrupt_files_are_skipped_and_counted(shared_data, tmp_path):
                      "--output", str(tmp_path / "out")])
     assert stats["read"]["files.skipped:known_corrupt"] == 1
     assert stats["read"]["files.read"] == 1
+
+
+def test_the_job_writes_a_folder_per_language_with_its_statistics(shared_data, tmp_path):
+    """`--variant multilingual` on the realistic samples: each language that has pages gets a
+    folder with both splits and a stats.json of its own counters, every record in it carries
+    that language, and the counters add up from detection to the files."""
+    import gzip
+    import json
+    output = tmp_path / "out"
+    stats = c4.main(["--variant", "multilingual", "--input",
+                     str(shared_data / "wet/realistic/*.warc.wet.gz"),
+                     "--badwords_dir", str(shared_data / "badwords"), "--output", str(output)])
+    folders = sorted(path.name for path in output.iterdir() if path.is_dir())
+    assert {"en", "und", "es", "fr"} <= set(folders) and set(folders) <= set(mc4.SPLIT_LANGUAGES)
+    for language in folders:
+        own = json.loads((output / language / "stats.json").read_text())
+        assert own["language"] == language and own["variant"] == "multilingual"
+        detected = own["stages"]["language"]["pages.passed"]
+        badwords_stage = own["stages"]["badwords"]
+        written = own["stages"]["write"]
+        assert detected == stats["language"][f"pages.passed:{language}"]
+        assert detected == sum(badwords_stage.values())
+        assert (written.get("pages.written:train", 0) + written.get("pages.written:validation", 0)
+                == detected - badwords_stage.get("pages.dropped:badword", 0))
+        records = [json.loads(line) for path in sorted((output / language).glob("*.jsonl.gz"))
+                   for line in gzip.open(path, "rt", encoding="utf-8")]
+        assert {record["language"] for record in records} <= {language}
+        assert sorted(path.name.split("-")[0] for path in (output / language).glob("*.jsonl.gz")
+                      )[-1] == "validation"
+    und = json.loads((output / "und" / "stats.json").read_text())["stages"]["language"]
+    assert und["pages.passed"] == und.get("und.not_reliable", 0) + und.get(
+        "und.low_probability", 0) + und.get("und.unreadable", 0)
+    assert (output / "funnel.svg").is_file() and (output / "run_config.json").is_file()
