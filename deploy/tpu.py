@@ -25,10 +25,17 @@ from typing import Mapping, Optional, Sequence
 
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
-from model import families
-from model.families.base import TPULaunch
 from model.trainer.gin_files import GIN_DIR, literal_bindings
+from model.trainer.verbosity import quiet_libraries
 from pipelines.config import PRETRAINING_VARIANTS
+
+if __name__ == "__main__":
+    # The family registry below imports TensorFlow: its start-up lines stay off stderr, as the
+    # model command lines keep them (their --verbosity 0).
+    quiet_libraries(0)
+
+from model import families  # noqa: E402  (after the log level above)
+from model.families.base import TPULaunch  # noqa: E402
 
 
 def _pinned_version(name: str) -> str:
