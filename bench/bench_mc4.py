@@ -2,6 +2,7 @@
 and what all 86 dumps would cost at that rate.
 
     python bench/bench_mc4.py [--repeats 3] [--synthetic] [--tfds_beam] [--input_pages N]
+    python bench/bench_mc4.py --stages   # where TFDS's chain spends its time
 
 Every measurement is a fresh child process pinned to one core, with one thread for numpy and
 TensorFlow, measured by its own CPU time and peak RSS (`os.wait4`). The runs are interleaved (ours,
@@ -48,6 +49,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -83,6 +85,45 @@ def run_tfds_beam_job(paths):
     with tempfile.TemporaryDirectory() as folder:
         pages = tfds_mc4_beam(paths, BADWORDS_DIR, folder)
     print(json.dumps({"pages_out": len(pages)}))
+
+
+def _timed(function):
+    start = time.process_time()
+    result = function()
+    return result, time.process_time() - start
+
+
+def tfds_stage_costs(paths):
+    """CPU seconds of each stage of TFDS's chain (tfds_mc4's steps, one by one, in this process)
+    on the pages of paths: where TFDS's marginal time goes. Start-up (TensorFlow's import on the
+    first read, CLD3's model) is paid first, on the one-record file."""
+    from tensorflow_datasets.text import c4_utils
+
+    from tests.support import tfds_reference
+    list(c4_utils.split_wet_file(SMALL_INPUT[0]))
+    predict = tfds_reference.tfds_language_fn()
+    list(predict.process(c4_utils.PageFeatures(url="u", text="Einige deutsche Worte. " * 10)))
+    costs = {}
+    pages, costs["read WET"] = _timed(lambda: [
+        page for path in paths for page in c4_utils.split_wet_file(str(path))])
+    read = len(pages)
+
+    def newest():
+        by_url = {}
+        for page in pages:
+            if c4_utils.is_valid_length(page):
+                by_url.setdefault(page.normalized_url, []).append(page)
+        return [c4_utils.select_newest_page(group) for group in by_url.values()]
+    pages, costs["length, URL dedup"] = _timed(newest)
+    pages, costs["paragraph filter"] = _timed(lambda: [
+        page for page in pages if c4_utils.paragraph_filter(page)])
+    pages, costs["line dedup"] = _timed(lambda: tfds_reference._tfds_dedup(pages, 0))
+    pages, costs["CLD3"] = _timed(lambda: [kept for page in pages
+                                           for kept in predict.process(page)])
+    keep = c4_utils.get_badwords_filter_fn(tfds_reference.tfds_mc4_badwords(BADWORDS_DIR), 0.999)
+    pages, costs["bad words"] = _timed(lambda: [page for page in pages if keep(page)])
+    _, costs["split"] = _timed(lambda: [tfds_reference.tfds_mc4_split(page) for page in pages])
+    return read, costs
 
 
 def command(side, paths, output):
@@ -199,6 +240,8 @@ def main():
     parser.add_argument("--input_pages", type=int, default=0,
                         help="instead of the samples, one synthetic WET file of this many pages "
                              "(bench/synthetic_wet.py)")
+    parser.add_argument("--stages", action="store_true",
+                        help="only print the CPU cost of each stage of TFDS's chain")
     parser.add_argument("--tfds_child", nargs="+", help=argparse.SUPPRESS)
     parser.add_argument("--tfds_beam_child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -207,6 +250,12 @@ def main():
         return
     if args.tfds_beam_child:
         run_tfds_beam_job(args.tfds_beam_child)
+        return
+    if args.stages:
+        read, costs = tfds_stage_costs(FULL_INPUT)
+        print(f"TFDS's chain, CPU ms per page read ({read:,} pages of the samples), one process: "
+              + ", ".join(f"{stage} {seconds / read * 1000:.2f}"
+                          for stage, seconds in costs.items()))
         return
     sides = SIDES + ((TFDS_BEAM,) if args.tfds_beam else ())
     check_ours_ready()
