@@ -21,7 +21,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model.families.bert import google, inputs as bert_inputs, wordpiece
-from model.trainer import checkpoints, runs
+from model.convert import checkpoints
+from model.trainer import runs
 from model.trainer.model_config import ModelConfig
 from tests.support.convert import (GOOGLE_RESERVED, VOCAB, assert_close, conversion,
                                    randomized, run_convert)

@@ -40,7 +40,8 @@ def test_help_names_the_command_and_prints_nothing_else(module):
 
 
 def test_convert_help_lists_every_family_and_format_of_the_registry():
-    from model import convert, families
+    from model import families
+    from model.convert import command as convert
     text = help_text("model.convert")
     for package in convert.convertible_families():
         assert f"{package}: " in text

@@ -1,11 +1,11 @@
-"""model/convert.py and model/trainer/checkpoints.py: transformers folders in, transformers
+"""model/convert/command.py and model/convert/checkpoints.py: transformers folders in, transformers
 folders out (format `hf` of each family).
 
 Each round trip starts from a tiny random model made by transformers' own classes (the
 reference: T5ForConditionalGeneration of modeling_t5.py, OpenAIGPTLMHeadModel of
 modeling_openai.py, BertForPreTraining of modeling_bert.py) and saved by `save_pretrained`. It is
 imported with `python -m model.convert import`, our Mesh TensorFlow model is run on the
-imported checkpoint (model/trainer/checkpoints.py `checkpoint_outputs`: the family's own
+imported checkpoint (model/convert/checkpoints.py `checkpoint_outputs`: the family's own
 graph) and its logits compared with transformers' within 1e-5 of the largest logit (T5:
 teacher-forced decoder logits; GPT-1: LM logits; BERT: MLM and NSP logits); then the checkpoint
 is exported with `python -m model.convert export` and the exported model, loaded by
@@ -20,9 +20,10 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import convert
+from model.convert import command as convert
 from model import families
-from model.trainer import checkpoints, runs
+from model.convert import checkpoints
+from model.trainer import runs
 from model.trainer.model_config import ModelConfig
 
 torch = pytest.importorskip("torch")

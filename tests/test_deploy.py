@@ -317,7 +317,7 @@ def third_party_imports(entry: str, left_out: frozenset = frozenset()) -> set[st
 
 
 CONVERSION_MODULES = frozenset({
-    "model.trainer.checkpoints", "model.families.t5.hf", "model.families.t5.mesh_tf",
+    "model.convert.checkpoints", "model.families.t5.hf", "model.families.t5.mesh_tf",
     "model.families.gpt1.hf", "model.families.gpt1.openai", "model.families.bert.hf",
     "model.families.bert.google", "model.families.segabert.pytorch"})
 
@@ -329,7 +329,7 @@ CONVERSION_MODULES = frozenset({
     # transformers in the functions that convert: that is the export extra's.
     ("model", "model.train", CONVERSION_MODULES),
     ("export", "model.train", frozenset()),
-    ("export", "model.convert", frozenset()),
+    ("export", "model.convert.__main__", frozenset()),
 ])
 def test_each_extra_installs_every_package_its_code_imports(extra, entry, left_out):
     """What a worker would fail on at import or in a DoFn, found without running it."""

@@ -253,7 +253,8 @@ def test_release_imports_with_transformers_logits_and_exports(release, tmp_path,
     import gin
     import numpy as np
     import torch
-    from model.trainer import checkpoints, runs
+    from model.convert import checkpoints
+    from model.trainer import runs
     from model.trainer.model_config import ModelConfig
     from tests.support.convert import assert_close, conversion, run_convert
     folder, reference = release
@@ -371,9 +372,11 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     import gin
     import numpy as np
     import torch
-    from model import convert, train
+    from model import train
+    from model.convert import command as convert
     from model.tasks import discriminative
-    from model.trainer import checkpoints, runs
+    from model.convert import checkpoints
+    from model.trainer import runs
     from model.trainer.model_config import ModelConfig
     from tests.support.convert import assert_close, run_convert
     folder, reference = release

@@ -20,8 +20,9 @@ import gin
 import numpy as np
 import pytest
 
-from model import convert
-from model.trainer import checkpoints, runs
+from model.convert import command as convert
+from model.convert import checkpoints
+from model.trainer import runs
 from model.trainer.model_config import ModelConfig
 from tests.support.convert import VOCAB, assert_close, run_convert
 

@@ -17,7 +17,8 @@ import pytest
 import tensorflow.compat.v1 as tf
 
 from model import families
-from model.trainer import checkpoints, runs
+from model.convert import checkpoints
+from model.trainer import runs
 from tests.support.convert import (CLASSES, assert_close, our_logits, run_convert,
                                    transformers_logits)
 from tests.support.t5_reference import VOCAB_SIZE, reference_variables

@@ -30,7 +30,7 @@ import tensorflow as tf2
 
 from model.data import features, inputs
 from model.data.vocabulary import Vocabulary
-from model.trainer.checkpoints import CheckpointFormat
+from model.convert.checkpoints import CheckpointFormat
 from model.trainer.family import Family
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
@@ -170,7 +170,7 @@ class ModelFamily(Family, abc.ABC):
         """{format name: CheckpointFormat} of the checkpoints this family converts from and to
         (`python -m model.convert import|export --family PACKAGE --format NAME`, PACKAGE the
         name of the family's package under model/families/). Each format is a module of the
-        family's package over model/trainer/checkpoints.py; the objects are made when the
+        family's package over model/convert/checkpoints.py; the objects are made when the
         command line asks, after gin is parsed, and read gin only when they convert."""
         return {}
 

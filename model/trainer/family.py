@@ -2,7 +2,7 @@
 
 The trainer owns it and knows no family by name: a run (model/trainer/runs.py) carries a class
 of this protocol, the model function (model/trainer/model_fn.py) configures one object of it per
-run and calls it, and checkpoint conversion (model/trainer/checkpoints.py) builds one to name its
+run and calls it, and checkpoint conversion (model/convert/checkpoints.py) builds one to name its
 variables. Families implement it through model/families/base.py's `ModelFamily`, which adds
 what the registry and the command line ask of a family (its name, architectures, task runs,
 exports, checkpoint formats) and the run-side recipe every family shares (the pre-training

@@ -44,7 +44,7 @@ import tensorflow.compat.v1 as tf
 from model.families.bert import hf
 from model.families.bert.config import BertConfig
 from model.families.bert.wordpiece import WordPieceVocabulary
-from model.trainer.checkpoints import CheckpointFormat, Conversion, ConversionError, import_state
+from model.convert.checkpoints import CheckpointFormat, Conversion, ConversionError, import_state
 
 
 CHECKPOINT = "bert_model.ckpt"

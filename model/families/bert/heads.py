@@ -9,7 +9,8 @@ conversion compares); the family picks one class, once, from `BertConfig.head` (
                                           (BertForSequenceClassification)
   regression        RegressionHead        one value on it (STS-B; the same, num_labels 1)
   multiple_choice   MultipleChoiceHead    a score per choice's [CLS] (SWAG; BertForMultipleChoice)
-  span              SpanHead              an answer's start and end (SQuAD; BertForQuestionAnswering)
+  span              SpanHead              an answer's start and end (SQuAD;
+                                          BertForQuestionAnswering)
 
 A head's variables are named as they always were (`cls/predictions/...`, `cls/seq_relationship`,
 `cls/classifier`, `cls/squad`), so every checkpoint written before loads. The body's layers

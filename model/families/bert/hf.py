@@ -9,7 +9,7 @@ weight/bias. The MLM decoder is the word embedding (tied) with `cls.predictions.
 Our GELU is BertConfig.hidden_act by transformers' own name: by default "gelu_new", the tanh
 approximation (mtf.gelu, as Google's modeling.py); "gelu" is the exact erf form.
 `gin_bindings` reads a transformers BertConfig back into our gin bindings, `mtf_outputs` runs
-our model, and `conversion` ties them together for format `hf` (model/trainer/checkpoints.py).
+our model, and `conversion` ties them together for format `hf` (model/convert/checkpoints.py).
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import tensorflow.compat.v1 as tf
 from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.config import BertConfig
 from model.families.bert.wordpiece import CLS, MASK, PAD, SEP, UNK
-from model.trainer.checkpoints import Conversion
+from model.convert.checkpoints import Conversion
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 

@@ -63,7 +63,7 @@ from model.families.bert import finetune, google, hf, inputs as bert_inputs
 from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.config import BertConfig
 from model.families.bert.heads import HEADS, Encoded, Head
-from model.trainer.checkpoints import TransformersFormat
+from model.convert.checkpoints import TransformersFormat
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
 from model.families.bert.wordpiece import LEARNED_IDS, PAD_ID, SpecialIds, WordPieceVocabulary
@@ -177,7 +177,7 @@ class Bert(ModelFamily):
         return finetune.run_mode(mode, run, args, BertConfig().head)
 
     # ----------------------------------------------------------------------------------------
-    # Contract with the model core: the body's features and the head's (model/families/bert/heads.py).
+    # Contract with the model core: the body's features and the head's (heads.py).
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:

@@ -38,7 +38,7 @@ reads one sequence's last token through a Linear without bias, where ours has a 
 a symmetric pair's two orders.
 
 `gin_bindings` reads an OpenAIGPTConfig back into our gin bindings, `mtf_outputs` runs our
-model, and `conversion` ties them together for format `hf` (model/trainer/checkpoints.py).
+model, and `conversion` ties them together for format `hf` (model/convert/checkpoints.py).
 """
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ import tensorflow.compat.v1 as tf
 from model.tasks import discriminative
 from model.families.gpt1.bpe import SPECIAL_TOKENS, UNKNOWN_PIECE_ID, BpeVocabulary
 from model.families.gpt1.config import GPT1Config
-from model.trainer.checkpoints import Conversion, ConversionError, sentencepiece_tokenizer
+from model.convert.checkpoints import Conversion, ConversionError, sentencepiece_tokenizer
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 

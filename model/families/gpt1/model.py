@@ -42,10 +42,10 @@ vocabulary (model/families/gpt1/inputs.py `special_tokens`): OpenAI's `_start_`,
 it for an encoder file), or the sentinel pieces `<extra_id_0>`, `<extra_id_1>`, `<extra_id_2>` of
 our SentencePiece vocabularies (the last ids, counting down; the run's vocabulary, which the
 trainer gives the family, says which order) (ordinary text never produces them, and the `lm`
-objective uses no sentinels), so pre-trained and fine-tuned models share one embedding; with a head, their three
-rows, in and out, are fresh ones (`gpt1/head/special_embedding`), as OpenAI appended theirs at
-fine-tuning. The auxiliary LM loss covers each sequence up to its extract token, not by its ids:
-OpenAI's BPE has a piece at id 0, our padding.
+objective uses no sentinels), so pre-trained and fine-tuned models share one embedding; with a
+head, their three rows, in and out, are fresh ones (`gpt1/head/special_embedding`), as OpenAI
+appended theirs at fine-tuning. The auxiliary LM loss covers each sequence up to its extract
+token, not by its ids: OpenAI's BPE has a piece at id 0, our padding.
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ from model.families.gpt1.bpe import BpeVocabulary, is_encoder_file
 from model.families.gpt1.config import GPT1Config
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
 from model.tasks import discriminative
-from model.trainer.checkpoints import TransformersFormat
+from model.convert.checkpoints import TransformersFormat
 from model.trainer.losses import Losses, token_losses
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf

@@ -15,7 +15,7 @@ ln_2 g and b. transformers' `load_tf_weights_in_openai_gpt` reads the same files
 names beside them that the release does not have) into OpenAIGPTModel, whose names these are
 once the `w`'s convolution axis of size 1 is dropped, and which our GPT-1 maps to
 (model/families/gpt1/hf.py): the release is read into that state dict and imported as a
-transformers folder is, every check alike (model/trainer/checkpoints.py `import_state`).
+transformers folder is, every check alike (model/convert/checkpoints.py `import_state`).
 
 What the files do not say: the number of heads (OpenAI's train.py default, 12, unless gin binds
 `ModelConfig.num_heads`), the layer-norm epsilon (train.py's 1e-5), the activation (its tanh
@@ -35,7 +35,8 @@ from typing import Callable, Dict, List, Sequence, Tuple
 import numpy as np
 
 from model.families.gpt1 import bpe, hf
-from model.trainer import checkpoints, runs
+from model.convert import checkpoints
+from model.trainer import runs
 
 SHAPES_FILE = "params_shapes.json"
 PARAMETER_FILES = tuple(f"params_{n}.npy" for n in range(10))

@@ -20,7 +20,7 @@ Their names are BERT's in transformers (model/families/bert/hf.py) but for
   sentence_index_, paragraph_index_embeddings), summed in place of BERT's position table;
 - attention: one `attention.self.query_key_value` Linear [3 * hidden, hidden], the query, key and
   value outputs one after the other (their forward splits the output in three).
-`authors_state` gives their names from ours; the import inverts it (model/trainer/checkpoints.py).
+`authors_state` gives their names from ours; the import inverts it (model/convert/checkpoints.py).
 
 Two tensors of theirs have no place in our SegaBERT and are left out, as the written gin file
 says: `bert.embeddings.position_embeddings` (their forward reads it only when an input has no
@@ -45,7 +45,7 @@ from model.families.bert import hf as bert_hf
 from model.families.bert.config import BertConfig
 from model.families.segabert import structure
 from model.trainer import runs
-from model.trainer.checkpoints import (CheckpointFormat, Conversion, ConversionError,
+from model.convert.checkpoints import (CheckpointFormat, Conversion, ConversionError,
                                        import_state, read_weights)
 from model.trainer.mtf_compat import mtf
 

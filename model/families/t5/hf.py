@@ -28,7 +28,7 @@ every parameter of the PyTorch model is first set to NaN and must have been over
 The tokenizer: our vocabulary is the SentencePiece model plus 100 sentinels appended in reverse
 order, which is exactly what T5Tokenizer does with `extra_ids=100` over the same `spiece.model`,
 so the trained model file is exported as `spiece.model` with the tokenizer's config
-(model/trainer/checkpoints.py's `sentencepiece_tokenizer`, written by `write_tokenizer` as
+(model/convert/checkpoints.py's `sentencepiece_tokenizer`, written by `write_tokenizer` as
 every family's export writes its vocabulary's).
 
 Only the encoder-decoder (T5's own architecture, no adapters) has a Hugging Face counterpart. T5.1.0's
@@ -37,10 +37,10 @@ logits are tied to the embedding and scaled by d_model**-0.5 in both; T5.1.1's
 reads as `lm_head`, and its gated-GELU `wi_0`/`wi_1` as `feed_forward_proj = "gated-gelu"`
 (transformers' gelu_new: the tanh form, as mtf.gelu).
 
-Without `DataConfig.vocabulary` (a checkpoint imported from transformers by model/convert.py,
+Without `DataConfig.vocabulary` (a checkpoint imported from transformers by model/convert/command.py,
 say), the vocabulary's size is the checkpoint's embedding rows and no tokenizer is written.
 
-Import (format `hf`, `HFFormat`: model/trainer/checkpoints.py) reads a transformers folder
+Import (format `hf`, `HFFormat`: model/convert/checkpoints.py) reads a transformers folder
 through `t5_state_dict`, our names for transformers' (the direction of `load_tf_weights_in_t5`),
 and `gin_bindings`, the inverse of `hf_config`; export is `export` above.
 """
@@ -58,7 +58,7 @@ from model.data.vocabulary import EOS_ID, PAD_ID
 from model.families.t5 import finetune
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
-from model.trainer.checkpoints import (Conversion, TransformersFormat, sentencepiece_tokenizer,
+from model.convert.checkpoints import (Conversion, TransformersFormat, sentencepiece_tokenizer,
                                        write_tokenizer)
 from model.trainer.decoding import DecodingConfig
 from model.trainer.model_config import ModelConfig

@@ -33,7 +33,8 @@ import tensorflow.compat.v1 as tf
 
 from model.families.t5 import hf
 from model.families.t5.architectures import VOCAB_DIVISOR, Architecture
-from model.trainer import checkpoints, warm_start
+from model.convert import checkpoints
+from model.trainer import warm_start
 from model.trainer.model_config import ModelConfig
 from model.trainer.warm_start import VariableSpec
 

@@ -10,7 +10,7 @@ of the formats it declares (`ModelFamily.checkpoint_formats`: `hf`, transformers
 save_pretrained folders, for T5, GPT-1 and BERT; the released checkpoints: `t5`, `openai`,
 `google` and SegaBERT's `pytorch`), each a module of the family's package over the shared
 machinery of
-model/trainer/checkpoints.py, which says what an import checks and writes. This command line
+model/convert/checkpoints.py, which says what an import checks and writes. This command line
 parses, resolves the family and its format, and calls it.
 
 Import writes DIR/model.ckpt-0 and DIR/operative_config.gin; fine-tune it with
@@ -41,20 +41,13 @@ import json
 import sys
 from typing import Dict, Optional, Sequence
 
-from model.trainer.verbosity import add_verbosity_flag, quiet_libraries, verbosity_in
+import gin
 
-if __name__ == "__main__":
-    # TensorFlow reads its C++ log level when it is imported: set before the imports below, as
-    # model/train.py's command line does.
-    quiet_libraries(verbosity_in(sys.argv[1:]))
-
-import gin  # noqa: E402  (after the log level above)
-
-from model import families  # noqa: E402
-from model.tasks import evaluation  # noqa: E402
-from model.trainer import runs  # noqa: E402
-from model.trainer.checkpoints import (  # noqa: E402
-    CheckpointFormat, ConversionError, check_new_folder)
+from model import families
+from model.convert.checkpoints import CheckpointFormat, ConversionError, check_new_folder
+from model.tasks import evaluation
+from model.trainer import runs
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries
 
 
 def convertible_families() -> Dict[str, type]:
@@ -160,6 +153,3 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())
