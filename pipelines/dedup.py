@@ -194,9 +194,11 @@ def remove_units(text: str, units: Sequence[Unit], config: DedupConfig,
     return "\n".join(rebuilt)
 
 
-def needs_check(config: DedupConfig, may_lose_units: bool) -> bool:
-    """Whether a page must be cut and pass the sentence minimum again after dedup."""
-    return may_lose_units or config.mode == "lines"
+def needs_check(config: DedupConfig, may_lose_units: bool, min_sentences: int) -> bool:
+    """Whether a page must be cut and pass the sentence minimum again after dedup: where it may
+    have lost a unit, and under `lines` where sentences are counted again (not with no minimum,
+    as mC4's)."""
+    return may_lose_units or (config.mode == "lines" and min_sentences > 0)
 
 
 def drop_reason_after_dedup(text: str, config: DedupConfig, split: Splitter,
@@ -204,6 +206,8 @@ def drop_reason_after_dedup(text: str, config: DedupConfig, split: Splitter,
     """Why a page is dropped after dedup (nothing left, too few sentences), or None."""
     if not text.strip():
         return "empty_after_dedup"
+    if not min_sentences:
+        return None
     enough = (len(split(text)) >= min_sentences if config.mode == "lines"
               else has_sentences(text, min_sentences, split))
     if not enough:

@@ -403,7 +403,7 @@ class _ApplyRemovalsFn(beam.DoFn):
         _, grouped = joined
         messages = set(grouped["removals"])
         for page in grouped["pages"]:
-            if not dedup.needs_check(self._config, bool(messages)):
+            if not dedup.needs_check(self._config, bool(messages), self._min_sentences):
                 # Most pages lose nothing, and passed the sentence minimum when they were cleaned.
                 _count("dedup", "pages.passed")
                 yield page
