@@ -6,6 +6,7 @@ They are argparse `type=` callables, so a bad value ends the launcher with
 import argparse
 import pathlib
 import re
+from typing import Optional
 
 # Cloud Storage bucket names: 3-63 characters, lower-case letters, digits, '-', '_' and '.',
 # starting and ending with a letter or digit.
@@ -60,27 +61,30 @@ def remote_path(value: str) -> str:
         "(gsutil cp FILE gs://BUCKET/...) and pass the gs:// path")
 
 
-def launcher_readable_path(value: str) -> str:
-    """A file the launcher itself reads before submitting: local (must exist), gs:// or URL."""
+def _remote(value: str) -> Optional[str]:
+    """A URL as given or a checked gs:// path; None for a local path."""
     if value.startswith(("http://", "https://")):
         return value
     if value.startswith("gs://"):
         return gcs_path(value)
-    if not pathlib.Path(value).is_file():
+    return None
+
+
+def launcher_readable_path(value: str) -> str:
+    """A file the launcher itself reads before submitting: local (must exist), gs:// or URL."""
+    remote = _remote(value)
+    if remote is None and not pathlib.Path(value).is_file():
         raise argparse.ArgumentTypeError(f"{value!r}: no such file")
-    return value
+    return remote or value
 
 
 def launcher_readable_folder(value: str) -> str:
     """A folder the launcher reads files from before submitting: local (must exist), gs:// or a
     URL prefix."""
-    if value.startswith(("http://", "https://")):
-        return value
-    if value.startswith("gs://"):
-        return gcs_path(value)
-    if not pathlib.Path(value).is_dir():
+    remote = _remote(value)
+    if remote is None and not pathlib.Path(value).is_dir():
         raise argparse.ArgumentTypeError(f"{value!r}: no such folder")
-    return value
+    return remote or value
 
 
 def positive_int(value: str) -> int:
