@@ -26,7 +26,7 @@ from typing import Optional, Sequence  # noqa: E402
 import gin  # noqa: E402
 
 from model import families  # noqa: E402
-from model.tasks import evaluation, selection  # noqa: E402
+from model.tasks import selection, task_runs  # noqa: E402
 from model.trainer import runs  # noqa: E402
 
 
@@ -62,7 +62,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.mode == "export":
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")
-            checkpoint = evaluation.resolve_checkpoint(args.model_dir, args.checkpoint, args.task)
+            checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint, args.task)
             runs.progress(f"exporting {checkpoint}")
             print(json.dumps(run.family.export(run, args.export_dir, checkpoint, args.task)))
         elif selection.uses_tasks(args):
@@ -71,14 +71,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             step = runs.train(run, run.training_examples(), run.vocabulary.vocab_size)
             print(json.dumps({"step": step}))
         elif args.mode == "eval":
-            checkpoint = evaluation.resolve_checkpoint(args.model_dir, args.checkpoint)
+            checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint)
             print(json.dumps(runs.evaluate(run, run.validation_examples,
                                            run.vocabulary.vocab_size, checkpoint)))
         else:
             if not args.input_file:
                 raise ValueError("--mode decode needs --input_file")
             texts = pathlib.Path(args.input_file).read_text().splitlines()
-            checkpoint = evaluation.resolve_checkpoint(args.model_dir, args.checkpoint)
+            checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint)
             decodes = runs.decode(run, texts, run.data_config.inputs_length, checkpoint)
             out = "\n".join(decodes) + "\n"
             if args.output_file:

@@ -9,7 +9,7 @@ import types
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.tasks import evaluation
+from model.tasks import task_runs
 from model.trainer import checkpoint_state, runs
 
 
@@ -31,7 +31,7 @@ def test_kept_checkpoints_are_named_within_the_model_directory(tmp_path, monkeyp
     monkeypatch.chdir(tmp_path)
     fake_checkpoints(tmp_path / "runs" / "t5_rte", 4, 6, 8)
     model_dir = "runs/t5_rte" if relative else str(tmp_path / "runs" / "t5_rte")
-    assert evaluation.keep_only(model_dir, [4, 8]) == [4, 8]
+    assert checkpoint_state.keep_only(model_dir, [4, 8]) == [4, 8]
     assert state_names(tmp_path / "runs" / "t5_rte") == ["model.ckpt-8", "model.ckpt-4",
                                                          "model.ckpt-8"]
     assert tf.train.latest_checkpoint(model_dir) == f"{model_dir}/model.ckpt-8"
@@ -50,7 +50,7 @@ def test_an_import_into_an_absolute_folder_names_its_checkpoint_within_it(tmp_pa
 # What resolves a run's newest checkpoint: --checkpoint's default (export, eval, decode), and
 # the trainer's decode and validation when given none.
 NEWEST = {
-    "resolve_checkpoint": lambda model_dir: evaluation.resolve_checkpoint(model_dir, ""),
+    "resolve_checkpoint": lambda model_dir: task_runs.resolve_checkpoint(model_dir, ""),
     "decode": lambda model_dir: runs.decode(types.SimpleNamespace(model_dir=model_dir), ["x"], 8),
     "evaluate": lambda model_dir: runs.evaluate(types.SimpleNamespace(model_dir=model_dir),
                                                 None, 0),
@@ -71,7 +71,7 @@ def test_a_state_naming_a_missing_checkpoint_says_which_and_what_to_choose(tmp_p
     assert "model.ckpt-4, model.ckpt-6" in message
     assert "--checkpoint model.ckpt-6" in message and "--checkpoint best" in message
     # The checkpoint it suggests is one --checkpoint resolves.
-    assert evaluation.resolve_checkpoint(str(model_dir), "model.ckpt-6") == f"{model_dir}/model.ckpt-6"
+    assert task_runs.resolve_checkpoint(str(model_dir), "model.ckpt-6") == f"{model_dir}/model.ckpt-6"
 
 
 def test_checkpoints_without_a_state_are_listed(tmp_path):
@@ -91,4 +91,4 @@ def test_a_name_is_the_model_directorys_before_the_working_directorys(tmp_path, 
     monkeypatch.chdir(tmp_path)
     fake_checkpoints(tmp_path, 8)  # the working directory is another run's
     fake_checkpoints(tmp_path / "runs" / "t5_rte", 8)
-    assert evaluation.resolve_checkpoint("runs/t5_rte", "model.ckpt-8") == "runs/t5_rte/model.ckpt-8"
+    assert task_runs.resolve_checkpoint("runs/t5_rte", "model.ckpt-8") == "runs/t5_rte/model.ckpt-8"

@@ -23,7 +23,7 @@ import tfds_c4  # noqa: F401  (registers t5_c4)
 
 from model import families
 from model import train
-from model.tasks import evaluation
+from model.tasks import task_runs
 from model.trainer import runs
 from model.trainer.hooks import LOSS_LOG_NAME, NonFiniteLossError
 from model.trainer.mesh import MeshConfig
@@ -300,16 +300,16 @@ def run_with_best(pretrained, tmp_path) -> pathlib.Path:
 
 def test_checkpoints_resolve_by_the_names_the_run_prints(run_with_best):
     model_dir = str(run_with_best)
-    assert evaluation.resolve_checkpoint(model_dir, "model.ckpt-40") == f"{model_dir}/model.ckpt-40"
-    assert evaluation.resolve_checkpoint(model_dir, f"{model_dir}/model.ckpt-40") == \
+    assert task_runs.resolve_checkpoint(model_dir, "model.ckpt-40") == f"{model_dir}/model.ckpt-40"
+    assert task_runs.resolve_checkpoint(model_dir, f"{model_dir}/model.ckpt-40") == \
         f"{model_dir}/model.ckpt-40"
-    assert evaluation.resolve_checkpoint(model_dir, "") == f"{model_dir}/model.ckpt-60"
-    assert evaluation.resolve_checkpoint(model_dir, "best", "glue_rte") == f"{model_dir}/model.ckpt-40"
-    assert evaluation.resolve_checkpoint(model_dir, "best", "glue_cola") == f"{model_dir}/model.ckpt-60"
+    assert task_runs.resolve_checkpoint(model_dir, "") == f"{model_dir}/model.ckpt-60"
+    assert task_runs.resolve_checkpoint(model_dir, "best", "glue_rte") == f"{model_dir}/model.ckpt-40"
+    assert task_runs.resolve_checkpoint(model_dir, "best", "glue_cola") == f"{model_dir}/model.ckpt-60"
     with pytest.raises(ValueError, match="names .*model.ckpt-40.*model.ckpt-60.*--task"):
-        evaluation.resolve_checkpoint(model_dir, "best")  # two tasks, two best steps
+        task_runs.resolve_checkpoint(model_dir, "best")  # two tasks, two best steps
     with pytest.raises(FileNotFoundError, match=r"--checkpoint model.ckpt-20: no checkpoint"):
-        evaluation.resolve_checkpoint(model_dir, "model.ckpt-20")  # rotated away
+        task_runs.resolve_checkpoint(model_dir, "model.ckpt-20")  # rotated away
 
 
 def test_export_takes_the_best_checkpoint_and_says_which(run_with_best, tmp_path, capsys,

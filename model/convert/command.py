@@ -45,7 +45,7 @@ import gin
 
 from model import families
 from model.convert.checkpoints import CheckpointFormat, ConversionError, check_new_folder
-from model.tasks import evaluation
+from model.tasks import task_runs
 from model.trainer import runs
 from model.trainer.verbosity import add_verbosity_flag, quiet_libraries
 
@@ -102,7 +102,7 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, output: str
     if run.family is not expected:
         raise ConversionError(f"--family {family} exports architectures {expected.architectures}; "
                               f"the gin configuration says {run.model_config.architecture!r}")
-    path = evaluation.resolve_checkpoint(model_dir, checkpoint)
+    path = task_runs.resolve_checkpoint(model_dir, checkpoint)
     runs.progress(f"exporting {path}")
     return chosen.export_checkpoint(run, output, path)
 

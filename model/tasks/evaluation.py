@@ -3,8 +3,9 @@ the predictions with the task's metrics, record everything, and pick the best ch
 task, as the paper reports (the best validation score over the checkpoints of a fine-tuning
 run). T5 decodes text, scored as text (`task.score`: the task's postprocessing, then its
 metrics; `decoded`); GPT-1's and BERT's heads answer in the task's label space (class ids,
-values, answer texts), scored by the same metrics as they are (`answered`). Each family's
-task run goes through `task_run`: fine-tune keeping every checkpoint, score, keep the best.
+values, answer texts), scored by the same metrics as they are (`answered`). A family's task run
+(model/tasks/task_runs.py: fine-tune keeping every checkpoint, score here, keep the best) and
+the checkpoint a command names are not this module's: it scores, records and selects.
 
 Beside the checkpoints, per task and split (`MODEL_DIR/eval/<task>/<split>/`):
   predictions-<step>.jsonl   {"inputs", "targets", "prediction"} per example, in input order
@@ -26,13 +27,11 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
-import os
 import pathlib
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 import tensorflow as tf2
-import tensorflow.compat.v1 as tf
 
 from model import tasks
 from model.tasks import Decoding, Task, discriminative, metrics
@@ -118,13 +117,6 @@ def data_description(task: str, split: str, files: Mapping[Tuple[str, str], Tupl
     if task in tasks.names():
         return TaskData(files, data_dir).describe(tasks.get(task), split)
     return f"local files {', '.join(files.get((task, split), ()))}"
-
-
-def trained_steps(run: runs.Run) -> List[int]:
-    """The steps of the checkpoints this run trained: after its first step (the warm-start
-    checkpoint's, or 0), whose checkpoint holds the weights it started from."""
-    first = runs.first_step(run)
-    return [step for step in checkpoint_state.checkpoint_steps(run.model_dir) if step > first]
 
 
 def decode_texts(run: runs.Run, checkpoint: str, texts: Sequence[str], decoding: Decoding) -> List[str]:
@@ -287,83 +279,3 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: Sco
         (directory / BENCHMARKS_NAME).write_text(json.dumps(averages, indent=1, sort_keys=True) + "\n")
         runs.progress(", ".join(f"{name} {value:.2f}" for name, value in sorted(averages.items())))
     return best
-
-
-def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
-             train: Optional[Callable[[runs.Run], Any]] = None) -> Dict[str, dict]:
-    """A family's `--mode finetune|eval|decode` with a task, scored by `score`:
-    finetune: `train(run)` keeping every checkpoint, then every checkpoint scored, the best per
-    task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
-    ({"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}});
-    eval: the checkpoints not yet scored are scored; returns the best;
-    decode: the newest checkpoint is scored; returns {"<task>/<split>": {"step", "scores"}}.
-    The candidates are the checkpoints this run trained (`trained_steps`): never the weights it
-    started from (T5's warm-start checkpoint, whose step the run continues, is in the model
-    directory too; the t5 library would score it, uselessly: it has not seen the task)."""
-    if mode not in ("finetune", "eval", "decode"):
-        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
-    if mode == "finetune":
-        if train is None:
-            raise ValueError("finetune needs a training function")
-        train(dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
-                                                                         keep_checkpoint_max=0)))
-    if not checkpoint_state.checkpoint_steps(run.model_dir):
-        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
-    candidates = trained_steps(run)
-    if not candidates:
-        raise FileNotFoundError(f"no checkpoint trained by this run in {run.model_dir} (the "
-                                f"weights it started from, step {runs.first_step(run)}, are not scored)")
-    if mode == "decode":
-        newest = max(candidates)
-        evaluate_checkpoints(run, eval_sets, score, steps=[newest])
-        return {s.name: {"step": newest, "scores": recorded_scores(run.model_dir, s)[newest]}
-                for s in eval_sets}
-    best = evaluate_checkpoints(run, eval_sets, score, steps=candidates)
-    if mode == "finetune":
-        newest = sorted(checkpoint_state.checkpoint_steps(run.model_dir)
-                        )[-run.train_config.keep_checkpoint_max:]
-        keep_only(run.model_dir, set(newest) | {b["step"] for b in best.values()})
-    return best
-
-
-def keep_only(model_dir: str, steps: Iterable[int]) -> List[int]:
-    """Deletes the checkpoints of other steps and lists the kept ones in the checkpoint state
-    (the newest stays the latest). Returns the kept steps."""
-    available = checkpoint_state.checkpoint_steps(model_dir)
-    kept = sorted(set(steps) & set(available))
-    for step, path in available.items():
-        if step not in kept:
-            for name in tf.io.gfile.glob(path + ".*"):
-                tf.io.gfile.remove(name)
-    if kept:
-        checkpoint_state.write_state(model_dir, [available[step] for step in kept])
-    return kept
-
-
-def resolve_checkpoint(model_dir: str, name: str, task: Optional[str] = None) -> str:
-    """The checkpoint `--checkpoint NAME` means: "" the newest of `model_dir`; "best" the one
-    `model_dir`/eval/best.json names (for `task` where it names several); a path, or a name as
-    best.json and the progress lines print it (`model.ckpt-360`) relative to `model_dir`."""
-    if not name:
-        newest = checkpoint_state.newest_checkpoint(model_dir)
-        if not newest:
-            raise FileNotFoundError(f"no checkpoint in {model_dir}")
-        return newest
-    if name == "best":
-        best_file = pathlib.Path(model_dir) / EVAL_DIR / BEST_NAME
-        if not best_file.is_file():
-            raise FileNotFoundError(f"--checkpoint best: no {best_file} (--mode eval --task T "
-                                    "writes it)")
-        best = json.loads(best_file.read_text())
-        named = {entry["checkpoint"] for key, entry in best.items()
-                 if not task or key.split("/")[0] == task}
-        if len(named) != 1:
-            raise ValueError(f"--checkpoint best: {best_file} names {sorted(named) or 'none'}"
-                             + (f" for {task}" if task else "; choose one with --task"))
-        name = named.pop()
-    # The model directory's name first: a same-named checkpoint in the working directory is
-    # another run's.
-    for candidate in (os.path.join(model_dir, name), name):
-        if tf.io.gfile.exists(candidate + ".index"):
-            return candidate
-    raise FileNotFoundError(f"--checkpoint {name}: no checkpoint {name} (nor in {model_dir})")

@@ -1,5 +1,5 @@
-"""A model directory's checkpoints: which ones it holds, and which one is the newest (its
-checkpoint state, the `checkpoint` file). The state names them relative to the directory, as
+"""A model directory's checkpoints: which ones it holds, which one is the newest (its
+checkpoint state, the `checkpoint` file), and keeping only some (`keep_only`). The state names them relative to the directory, as
 the trainer's saver writes it (`save_relative_paths`), whether the directory is given as a
 relative path, an absolute one or a URL: a run reads the same from any working directory, and
 after its folder moves.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from typing import Dict, Optional, Sequence
+from typing import Dict, Iterable, List, Optional, Sequence
 
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
@@ -38,6 +38,20 @@ def write_state(model_dir: str, paths: Sequence[str]) -> None:
     # they are from here, stores the names within the directory in every case.
     tf2.__internal__.train.update_checkpoint_state(
         model_dir, paths[-1], all_model_checkpoint_paths=list(paths), save_relative_paths=True)
+
+
+def keep_only(model_dir: str, steps: Iterable[int]) -> List[int]:
+    """Deletes the checkpoints of other steps and lists the kept ones in the checkpoint state
+    (the newest stays the latest). Returns the kept steps."""
+    available = checkpoint_steps(model_dir)
+    kept = sorted(set(steps) & set(available))
+    for step, path in available.items():
+        if step not in kept:
+            for name in tf.io.gfile.glob(path + ".*"):
+                tf.io.gfile.remove(name)
+    if kept:
+        write_state(model_dir, [available[step] for step in kept])
+    return kept
 
 
 def _missing_newest(model_dir: str, named: Optional[str], held: Sequence[str]) -> str:

@@ -41,7 +41,7 @@ import tensorflow as tf
 from model import tasks
 from model.families.bert.inputs import padded, trimmed_segments
 from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
-from model.tasks import Task, discriminative, evaluation
+from model.tasks import Task, discriminative, evaluation, task_runs
 from model.tasks.selection import validation_splits
 from model.tasks.sources import parse_task_files
 from model.trainer import runs
@@ -409,7 +409,7 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
     """finetune: train the head on the task's train split for TrainConfig.train_steps (from
     step 0: warm start restores the weights only), then score every checkpoint the run trained
     on every validation split (GLUE MNLI has two) and keep the best; eval: score those not yet
-    scored; decode: score the newest (evaluation.task_run, as for every family)."""
+    scored; decode: score the newest (task_runs.task_run, as for every family)."""
     if head in ("pretraining", "mlm"):
         raise ValueError(f"--task needs a BERT fine-tuning head (BertConfig.head "
                          f"'classification' or 'span'), not {head!r}")
@@ -434,5 +434,5 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
     train = None
     if mode == "finetune":
         train = training(run, task)
-    return evaluation.task_run(mode, run, [eval_set for eval_set, _ in evaluated],
+    return task_runs.task_run(mode, run, [eval_set for eval_set, _ in evaluated],
                                evaluation.answered({s.name: a for s, a in evaluated}), train)

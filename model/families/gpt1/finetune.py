@@ -19,7 +19,7 @@ the head's kind, classes and sequences per example are bound from the view (`GPT
 Training runs `GPT1FinetuneConfig.epochs` passes over the labelled training examples in batches
 of `batch_size` examples (shuffled each epoch, seeded by DataConfig.seed), with the schedule of
 gpt1/finetune.gin (`lr.warmup_linear`) over the run's steps. Then, as for every family
-(model/tasks/evaluation.py `task_run`), every checkpoint the run trained is scored on every
+(model/tasks/task_runs.py `task_run`), every checkpoint the run trained is scored on every
 validation split given by the task's metrics (the task registry's: MRPC's F1 and accuracy,
 STS-B's Pearson and Spearman correlations, ...; accuracy for Story Cloze and RACE) of the head's
 answers (the class, the right choice or the value, in the task's label space), recorded under
@@ -40,7 +40,7 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.families.gpt1 import inputs as gpt1_inputs
-from model.tasks import discriminative, evaluation
+from model.tasks import discriminative, evaluation, task_runs
 from model.tasks.selection import validation_splits
 from model.tasks.sources import TaskFiles, parse_task_files
 from model.trainer import runs
@@ -137,7 +137,7 @@ def answers(run: runs.Run, rows: Mapping[str, np.ndarray]) -> evaluation.Answers
 
 def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
     """finetune: train, then score every checkpoint the run trained and keep the best; eval:
-    score those not yet scored; decode: score the newest (evaluation.task_run). Scored on the
+    score those not yet scored; decode: score the newest (task_runs.task_run). Scored on the
     validation splits that have labelled examples, in batches of GPT1FinetuneConfig.batch_size."""
     if args.mixture:
         raise ValueError("GPT-1 fine-tunes on one task at a time (--task)")
@@ -162,4 +162,4 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     train = (training(run, task, view, discriminative.labelled_examples(
         task, "train", files.get((task, "train")), data_dir), config)
              if mode == "finetune" else None)
-    return evaluation.task_run(mode, run, sets, evaluation.answered(split_answers), train)
+    return task_runs.task_run(mode, run, sets, evaluation.answered(split_answers), train)

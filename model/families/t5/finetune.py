@@ -42,7 +42,7 @@ import tensorflow as tf
 
 from model.data import features, inputs, objectives
 from model.data.vocabulary import EOS_ID, Vocabulary
-from model.tasks import SequenceLengths, evaluation, selection as task_selection, tf_data
+from model.tasks import SequenceLengths, evaluation, selection as task_selection, task_runs, tf_data
 from model.tasks.selection import Selection, TaskData
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig
@@ -142,7 +142,7 @@ def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: Deco
     if not run.train_config.init_checkpoint:
         runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
     examples = training_examples(run, selection, data)
-    return evaluation.task_run(
+    return task_runs.task_run(
         "finetune", run, eval_sets(selection, data), evaluation.decoded(run, decoding),
         lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps))
 
@@ -157,5 +157,5 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     decoding = DecodingConfig()
     if mode == "finetune":
         return finetune(run, selection, data, decoding)
-    return evaluation.task_run(mode, run, eval_sets(selection, data),
+    return task_runs.task_run(mode, run, eval_sets(selection, data),
                                evaluation.decoded(run, decoding))
