@@ -12,7 +12,7 @@ import tensorflow as tf
 from model import families
 from model.families.bert import inputs as bert_inputs
 from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
-from model.families.segabert import structure
+from model.families.segabert import finetune as segabert_finetune, structure
 from model.tasks.discriminative import Example
 from model.trainer import runs
 from text.sentences import split_sentences
@@ -422,7 +422,8 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
     assert got == [[0, 0, 1, 2, 0, 1], [0] * 6, [0, 0, 0, 0, 1, 1]]
     # Fine-tuning frames two one-sentence segments the same way.
     config = structure.StructureConfig(cls, sep, 16)
-    framed, types = structure.structured_segments([[["W7 w8."]], [["W9."]]], word_ids, config)
+    framed, types = segabert_finetune.structured_segments([[["W7 w8."]], [["W9."]]], word_ids,
+                                                          config)
     assert list(framed.tokens) == [cls, 7, 8, sep, 9, sep] and list(types) == [0, 0, 0, 0, 1, 1]
     assert indices(framed)[1:] == got
 
@@ -443,7 +444,7 @@ def one_layer_setup(model_dir, vocab_size, decode_length):
 
 def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin, monkeypatch):
     """A segment of two sentences, indexed as sentences (as the authors' RACE inputs): PREDICT
-    (through the model function, as bert_tasks scores a task) embeds the indices it is given,
+    (through the model function, as a BERT head task scores one) embeds the indices it is given,
     not ones derived from the pieces (which would count the segment as one sentence)."""
     import gin
     import tensorflow.compat.v1 as tf1
@@ -451,8 +452,8 @@ def test_scoring_reads_the_indices_fine_tuning_trained_with(tmp_path, clean_gin,
     from model.trainer.model_fn import make_model_fn
     from model.trainer.mtf_compat import mtf
     config = structure.StructureConfig(CLS, SEP, 12)
-    framed, _ = structure.structured_segments(
-        [structure.segment_paragraphs(text, lambda line: re.findall(r"W[^W]*", line))
+    framed, _ = segabert_finetune.structured_segments(
+        [segabert_finetune.segment_paragraphs(text, lambda line: re.findall(r"W[^W]*", line))
          for text in ("W7 w8. W9 w10.", "W11.")], word_ids, config)
     trained = {key: bert_inputs.padded(getattr(framed, key), 12)[None]
                for key in ("tokens",) + structure.INDEX_KEYS}
@@ -506,7 +507,7 @@ def test_glue_segments_are_one_sentence_each_as_the_authors_glue_processor():
     config = structure.StructureConfig(CLS, SEP, 10)  # 7 tokens besides [CLS] and two [SEP]
     examples = [Example(("W1 w2. W3 w4 w5 w6.", "W7 w8. W9 w10."), 1),
                 Example(("W1 w2. W3.", "W4 w5? W6 w7."), 0)]
-    features = structure.head_features(examples, "classification", word_ids, config)
+    features = segabert_finetune.head_features(examples, "classification", word_ids, config)
     for row, example in enumerate(examples):
         a, b = word_ids(example.segments)
         expected = authors_glue_indices(a, b, config.length)
@@ -526,8 +527,9 @@ def test_split_segments_number_their_paragraphs_on():
     are paragraphs of sentences, and B's paragraphs follow A's last."""
     config = structure.StructureConfig(CLS, SEP, 20)
     split = lambda line: re.findall(r"W[^W]*", line)
-    framed, types = structure.structured_segments(
-        [structure.segment_paragraphs(text, split) for text in ("W1 w2. W3.\nW4.", "W5 w6.")],
+    framed, types = segabert_finetune.structured_segments(
+        [segabert_finetune.segment_paragraphs(text, split)
+         for text in ("W1 w2. W3.\nW4.", "W5 w6.")],
         word_ids, config)
     assert indices(framed) == [[CLS, 1, 2, 3, 4, SEP, 5, 6, SEP],
                                [0, 0, 1, 0, 0, 1, 0, 1, 2],

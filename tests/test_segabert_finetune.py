@@ -78,7 +78,7 @@ def test_squad_windows_are_indexed_as_the_authors_squad_processor(shared_data, v
     config = structure.StructureConfig(CLS_ID, SEP_ID, length)
     questions = [bert_tasks.squad_question(raw, vocabulary, length, bert_tasks.SquadConfig(stride))
                  for raw in bert_tasks.read_squad_v2(str(shared_data / SQUAD))]
-    indices = structure.squad_indices(questions, config)
+    indices = segabert_finetune.squad_indices(questions, config)
     windows = [window for question in questions for window in question.windows]
     assert len(windows) > 2 * len(questions)
     expected = [w for q in questions for w in authors_squad_indices(q, vocabulary, length, stride)]
@@ -131,7 +131,7 @@ def test_race_choices_are_indexed_as_the_authors_multiple_choice_processor(share
     length = 160
     config = structure.StructureConfig(CLS_ID, SEP_ID, length)
     examples = list(discriminative.examples("race", "validation", [str(shared_data / RACE)]))
-    features = structure.head_features(examples, discriminative.MULTIPLE_CHOICE,
+    features = segabert_finetune.head_features(examples, discriminative.MULTIPLE_CHOICE,
                                        vocabulary.encode_batch, config)
     assert features["bert_input_tokens"].shape == (len(examples), 4 * length)
     split = load_splitter("ours")

@@ -22,7 +22,7 @@ model/families/bert/finetune.py scores a task with the indices of its features, 
 sentences is seen as in fine-tuning). Given token ids alone (decoding raw text), it derives them
 in the graph: each segment ([CLS] A [SEP], then B [SEP]) a paragraph of one sentence, its tokens
 counted from 0 ([CLS] 0, as its first token; [SEP] one past its last), which is what
-structure.head_features gives a GLUE pair (the authors' processors/glue.py).
+finetune.head_features gives a GLUE pair (the authors' processors/glue.py).
 """
 from __future__ import annotations
 
