@@ -195,7 +195,7 @@ class Run:
 
     def training_examples(self):
         """The training text's examples, epoch after epoch, resumable at a recorded position
-        (model/trainer/input_position.py)."""
+        (model/data/input_position.py)."""
         if not self.data_config.source:
             raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
         return self.family.training_stream(self)
