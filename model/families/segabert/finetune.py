@@ -85,8 +85,9 @@ def choice_segments(example: Example, choice: str) -> tuple[str, str]:
 def head_features(examples: Iterable[Example], kind: str, tokenize: Tokenize,
                   config: StructureConfig) -> dict[str, np.ndarray]:
     """The features of BERT's classification, regression and multiple-choice heads
-    (model/families/bert/finetune.py head_features) with the three indices, for a `kind` view's labelled examples
-    (model/tasks/discriminative.py; test-release examples, label -1, are left out): [n,
+    (model/families/bert/finetune.py head_features) with the three indices, for a `kind`
+    view's labelled examples (model/tasks/discriminative.py; test-release examples, label -1,
+    are left out): [n,
     length] bert_input_tokens, bert_token_types and indices ([n, choices * length] for
     multiple choice, each choice's input (`choice_segments`) in turn), [n, 1] labels (float32
     for regression). A classification or regression segment is one sentence of its own
@@ -126,8 +127,8 @@ def word_sentences(words: Sequence[str], split_sentences: Splitter) -> List[int]
 
 def squad_indices(questions: Sequence, config: StructureConfig) -> dict[str, np.ndarray]:
     """[windows, length] indices of every window of BERT's SQuAD questions
-    (model/families/bert/finetune.py SquadQuestion), as the authors' squad.py (input_type para_sent_token): the
-    question paragraph 0, one sentence, token indices 0, 1, ...; the context paragraph 1, its
+    (model/families/bert/finetune.py SquadQuestion), as the authors' squad.py (input_type
+    para_sent_token): the question paragraph 0, one sentence, token indices 0, 1, ...; the context paragraph 1, its
     sentences (`word_sentences`) numbered from 0, each piece's token index its place in its
     sentence over the whole context (a window that starts inside a sentence goes on counting,
     as their overflowing windows keep the context's indices); [CLS] and each [SEP] as
