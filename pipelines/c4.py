@@ -221,6 +221,12 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--validation_shards", type=int, default=1,
                          help="at most this many output files for validation (as "
                               "--train_shards)")
+    options.add_argument("--pages_per_shard", type=int, default=None,
+                         help="count each split's pages (of each language) first and give it "
+                              "as many files as this many pages a file takes, at most "
+                              "--train_shards / --validation_shards (mC4 on Dataflow: e.g. "
+                              "--train_shards 100000 --pages_per_shard 300000). Default: the "
+                              "most files, for every split")
     options.add_argument("--validation_fraction", type=float, default=DEFAULT_VALIDATION_FRACTION,
                          help="share of pages (by URL hash) in the validation split")
     options.add_argument("--cc_base_url", default=common_crawl.BASE_URL,
@@ -257,7 +263,8 @@ def _page_split(page: Page, validation_fraction: float) -> str:
 
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
                    plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
-                   validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> None:
+                   validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+                   pages_per_shard: Optional[int] = None) -> None:
     """The job: the variant's pages written to their splits, in a folder per language where the
     variant writes languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
     pages = variant_pages(pipeline, config, resources, plan)
@@ -269,7 +276,7 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
     pages | "Write" >> WriteShards(output_dir, max_shards,
                                    functools.partial(_page_split,
                                                      validation_fraction=validation_fraction),
-                                   folder_of, folders)
+                                   folder_of, folders, pages_per_shard)
 
 
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
@@ -297,6 +304,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         max_shards = {"train": args.train_shards, "validation": args.validation_shards}
         if min(max_shards.values()) < 1:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
+        if args.pages_per_shard is not None and args.pages_per_shard < 1:
+            raise ValueError("--pages_per_shard must be >= 1")
         sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
                                  for dump in config.default_dumps]
         plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
@@ -318,7 +327,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     pipeline = beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
                              options=options)
     build_pipeline(pipeline, config, resources, plan, args.output, max_shards,
-                   args.validation_fraction)
+                   args.validation_fraction, args.pages_per_shard)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.collect_counters(result)
@@ -327,7 +336,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         stats.write_stats(stats.of_language(counters, language), config.name,
                           FileSystems.join(args.output, language), language)
     provenance.write_run_config(provenance.run_config(
-        config, plan, args.validation_fraction, max_shards, resources.list_sha256), args.output)
+        config, plan, args.validation_fraction, max_shards, resources.list_sha256,
+        args.pages_per_shard), args.output)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
                         f"{plan.files:,} WET files", args.output)
     print(stats.format_table(counters))

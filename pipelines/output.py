@@ -147,10 +147,26 @@ def encode_shard(pages: Iterable[Page]) -> bytes:
 Destination = Tuple[str, str]
 
 
+def shards_for(pages: int, pages_per_shard: Optional[int], max_shards: int) -> int:
+    """How many hash buckets a destination of `pages` pages has: `max_shards`, or with a target
+    of `pages_per_shard`, as many as that takes, from 1 to `max_shards`."""
+    if pages_per_shard is None:
+        return max_shards
+    return min(max_shards, max(1, -(-pages // pages_per_shard)))
+
+
+def _destination(page: Page, folder_of: Callable[[Page], str],
+                 split_of: Callable[[Page], str]) -> Destination:
+    return folder_of(page), split_of(page)
+
+
 def _keyed_by_shard(page: Page, folder_of: Callable[[Page], str], split_of: Callable[[Page], str],
-                    max_shards: Dict[str, int]):
-    split = split_of(page)
-    return (folder_of(page), split, bucket_of(page, max_shards[split])), page
+                    max_shards: Dict[str, int], pages_per_shard: Optional[int],
+                    pages_of: Optional[Dict[Destination, int]] = None):
+    folder, split = _destination(page, folder_of, split_of)
+    buckets = shards_for(pages_of[folder, split] if pages_of is not None else 0, pages_per_shard,
+                         max_shards[split])
+    return (folder, split, bucket_of(page, buckets)), page
 
 
 def in_output_dir(page: Page) -> str:
@@ -212,6 +228,12 @@ class WriteShards(beam.PTransform):
     URL-hash bucket that holds pages (shard_numbering). Every split of a folder in `folders` or
     of one that holds a page has files: a split with no page is one empty file.
 
+    With `pages_per_shard`, a destination's pages are counted first and it gets as many buckets
+    as that many pages a shard takes, at most `max_shards[split]` (mC4's languages range from
+    thousands of pages to billions: one count of shards for all would make the small ones a
+    file a page, or the large ones files of terabytes). The counts depend on the pages alone,
+    so the files do too.
+
     `sort_budget_bytes`: the lines and keys a shard's writer holds in memory before it spills
     sorted runs to local temporary files; the output is the same whatever the budget.
     """
@@ -220,13 +242,17 @@ class WriteShards(beam.PTransform):
                  split_of: Callable[[Page], str],
                  folder_of: Callable[[Page], str] = in_output_dir,
                  folders: Sequence[str] = ("",),
+                 pages_per_shard: Optional[int] = None,
                  sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES):
         super().__init__()
         if not max_shards or min(max_shards.values()) < 1:
             raise ValueError("the number of shards must be >= 1")
         if sort_budget_bytes < 1:
             raise ValueError("the sort budget must be >= 1 byte")
+        if pages_per_shard is not None and pages_per_shard < 1:
+            raise ValueError("the pages per shard must be >= 1")
         self._output_dir = output_dir
+        self._pages_per_shard = pages_per_shard
         self._max_shards = dict(max_shards)
         self._split_of = split_of
         self._folder_of = folder_of
@@ -234,8 +260,15 @@ class WriteShards(beam.PTransform):
         self._sort_budget_bytes = sort_budget_bytes
 
     def expand(self, pages):
+        pages_of = None
+        if self._pages_per_shard is not None:
+            pages_of = beam.pvalue.AsDict(
+                pages
+                | "Destinations" >> beam.Map(_destination, self._folder_of, self._split_of)
+                | "CountPages" >> beam.combiners.Count.PerElement())
         keyed = pages | "BucketByUrl" >> beam.Map(_keyed_by_shard, self._folder_of,
-                                                  self._split_of, self._max_shards)
+                                                  self._split_of, self._max_shards,
+                                                  self._pages_per_shard, pages_of)
         # At most max_shards numbers per split and folder: a side input every writer can hold.
         occupied = (keyed
                     | "Buckets" >> beam.Keys()

@@ -10,7 +10,7 @@ import dataclasses
 import importlib.metadata
 import json
 import platform
-from typing import Any, Dict, Mapping
+from typing import Any, Dict, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -31,7 +31,8 @@ def _json_default(value: Any):
 
 
 def run_config(config: VariantConfig, plan: InputPlan, validation_fraction: float,
-               max_shards: Mapping[str, int], list_sha256: Mapping[str, str]) -> Dict[str, Any]:
+               max_shards: Mapping[str, int], list_sha256: Mapping[str, str],
+               pages_per_shard: Optional[int] = None) -> Dict[str, Any]:
     versions = {}
     for package in _VERSIONED_PACKAGES:
         try:
@@ -44,6 +45,7 @@ def run_config(config: VariantConfig, plan: InputPlan, validation_fraction: floa
         "validation_fraction": validation_fraction,
         # The files of a split are the buckets that got pages, at most these (output.py).
         "max_shards": dict(max_shards),
+        "pages_per_shard": pages_per_shard,
         "inputs": {"files": plan.files, "first": plan.first, "last": plan.last,
                    "sha256": plan.sha256},
         "lists_sha256": dict(sorted(list_sha256.items())),

@@ -105,6 +105,8 @@ def test_commands_of_blocks_not_run_take_the_flags_they_show():
             if argv[:1] != ["-m"] or not argv[1].startswith(OWN_PACKAGES):
                 continue
             module, rest = argv[1], argv[2:]
+            # After a bare `--`, the words are another program's (the launchers pass them on).
+            rest = rest[:rest.index("--")] if "--" in rest else rest
             subcommand = [] if not rest or rest[0].startswith("-") else rest[:1]
             key = (module, tuple(subcommand))
             if key not in helps:

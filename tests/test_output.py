@@ -16,6 +16,7 @@ from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines.output import (ShardWritten, WriteShards, bucket_of, encode_line, encode_shard,
+                              shards_for,
                               shard_name, shard_numbering, write_shard)
 from pipelines.page import Page
 from text.hashing import hash64
@@ -216,6 +217,30 @@ def test_pages_go_to_a_folder_each_in_one_write_and_every_split_of_a_folder_has_
             page.url for page in pages if language[page.url] == folder)
     assert sorted(path.name for path in (tmp_path / "ro").iterdir()) == [
         shard_name("train", 0, 1), shard_name("validation", 0, 1)]
+
+
+def test_with_pages_per_shard_each_folder_gets_the_shards_its_pages_need(tmp_path):
+    """A large language gets many files, a small one one, from the same write: each
+    destination's pages are counted first (output.shards_for), and the files do not depend on
+    the order of the pages."""
+    pages = PAGES[:90]
+    language = {page.url: ("de" if index < 80 else "fr") for index, page in enumerate(pages)}
+    for name, ordered in (("given", pages), ("reversed", pages[::-1])):
+        with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
+            _ = (pipeline | beam.Create(ordered)
+                 | WriteShards(str(tmp_path / name), {"train": 64}, always("train"),
+                               lambda page: language[page.url], folders=(), pages_per_shard=10))
+    de = sorted(path.name for path in (tmp_path / "given" / "de").iterdir())
+    buckets = sorted({hash64(page.normalized_url) % 8 for page in pages[:80]})
+    assert de == [shard_name("train", index, len(buckets)) for index in range(len(buckets))]
+    assert sorted(path.name for path in (tmp_path / "given" / "fr").iterdir()) == [
+        shard_name("train", 0, 1)]
+    for folder in ("de", "fr"):
+        for path in (tmp_path / "given" / folder).iterdir():
+            assert path.read_bytes() == (tmp_path / "reversed" / folder / path.name).read_bytes()
+    assert [shards_for(pages, 10, 64) for pages in (0, 1, 10, 11, 80, 10_000)] == [
+        1, 1, 1, 2, 8, 64]
+    assert shards_for(5, None, 64) == 64
 
 
 def test_the_sort_budget_must_be_positive():
