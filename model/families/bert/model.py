@@ -33,8 +33,8 @@ Special ids are the vocabulary's (model/families/bert/wordpiece.py): ours [PAD] 
 [CLS] 2, [SEP] 3, [MASK] 4; Google's [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103. The
 data path reads them from the vocabulary it tokenises with; the model, which PREDICT's token
 types (and SegaBERT's indices) need, from the run's vocabulary, which the trainer gives the
-family (`run_vocabulary`; without one, the learner's ids). Padding is
-[PAD], id 0 in every vocabulary; attention never looks at it.
+family (`run_vocabulary`; without one, the learner's ids). Padding is [PAD], id 0 in every
+vocabulary; attention never looks at it.
 
 The heads are classes over this body (model/families/bert/heads.py); the family makes the one
 `BertConfig.head` names. Features, each [batch, length] int32 (`feature_keys`: the body's and
