@@ -224,10 +224,12 @@ def test_every_family_implements_the_trainers_contract():
     assert {"vocabulary", "optimizer"} <= ModelFamily.__abstractmethods__
 
 
-def test_a_family_defined_outside_model_trains_through_the_command_line(shared_data, tmp_path,
-                                                                      monkeypatch):
-    """A new family is its class plus one registry entry: the toy bigram model of tests/toys
-    trains one step through `model.train`'s main, with nothing in model/ changed for it."""
+def test_a_family_defined_outside_model_trains_evaluates_and_exports_through_the_command_line(
+        shared_data, tmp_path, monkeypatch):
+    """A new family is its class plus one registry entry: the toy bigram model of tests/toys,
+    with a head of its own, trains one step, evaluates and exports through `model.train`'s
+    main, with nothing in model/ changed for it."""
+    import numpy as np
     import tensorflow.compat.v1 as tf
 
     from model import families, train
@@ -240,6 +242,7 @@ def test_a_family_defined_outside_model_trains_through_the_command_line(shared_d
     source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
     bindings = ["ModelConfig.architecture = 'toy_bigram'", "ModelConfig.d_model = 8",
                 "DataConfig.objective = 'lm'", f"DataConfig.source = '{source}'",
+                f"DataConfig.eval_source = '{source}'", "TrainConfig.eval_steps = 1",
                 f"DataConfig.vocabulary = '{trained_vocabulary(shared_data).path}'",
                 "DataConfig.inputs_length = 16", "DataConfig.targets_length = 16",
                 "TrainConfig.tokens_per_batch = 64", "TrainConfig.train_steps = 1",
@@ -248,6 +251,14 @@ def test_a_family_defined_outside_model_trains_through_the_command_line(shared_d
     assert printed_json(command(train.main, argv, bindings)) == {"step": 1}
     variables = dict(tf.train.list_variables(str(tmp_path)))
     assert variables["toy_bigram/embedding"] == [variables["toy_bigram/embedding"][0], 8]
+    evaluated = printed_json(command(train.main, ["--mode", "eval", "--model_dir", str(tmp_path)]))
+    assert evaluated["step"] == 1 and 0 < evaluated["loss"] < 20
+    export_dir = tmp_path / "export"
+    exported = printed_json(command(train.main, ["--mode", "export", "--model_dir", str(tmp_path),
+                                                 "--export_dir", str(export_dir)]))
+    assert exported["export_dir"] == str(export_dir)
+    np.testing.assert_array_equal(np.load(export_dir / "embedding.npy"), tf.train.load_variable(
+        str(tmp_path), "toy_bigram/embedding"))
 
 
 def test_no_test_module_imports_another():

@@ -1,13 +1,41 @@
-"""A toy model family defined outside model/: a bigram language model (each token's embedding
-scores the next token against the same table). It exists to show that a family is a class of
-model/families/base.py's interface plus one registry entry: the trainer and the command line
-train it unchanged (tests/test_layout.py)."""
+"""A toy model family defined outside model/: a bigram language model, one embedding table for a
+body and a head of its own (each token's embedding scores the next token against the same
+table). It exists to show that a family is a class of model/families/base.py's interface plus
+one registry entry: the trainer and the command line train it, evaluate it and export it
+unchanged (tests/test_layout.py)."""
+import json
+import pathlib
+
+import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily
 from model.trainer.losses import Losses, token_losses
 from model.trainer.mtf_compat import mtf
+
+
+EMBEDDING = "toy_bigram/embedding"
+
+
+class NextTokenHead:
+    """The toy's head: the body's table scores each token's successor."""
+
+    def __init__(self, family: "ToyBigram"):
+        self._family = family
+
+    def losses(self, batch) -> Losses:
+        family = self._family
+        tokens = batch["decoder_input_tokens"]
+        vocab = mtf.Dimension("vocab", family.vocab_size)
+        width = mtf.Dimension("d_model", family.config.d_model)
+        table = mtf.get_variable(tokens.mesh, EMBEDDING, mtf.Shape([vocab, width]),
+                                 initializer=tf.random_normal_initializer(stddev=0.1),
+                                 dtype=family.variable_dtype)
+        hidden = mtf.gather(table, tokens, vocab)
+        logits = mtf.einsum([hidden, table], output_shape=mtf.Shape(tokens.shape.dims + [vocab]))
+        return token_losses(logits, batch["decoder_target_tokens"],
+                            batch["decoder_loss_weights"], 0.0)
 
 
 class ToyBigram(ModelFamily):
@@ -23,20 +51,21 @@ class ToyBigram(ModelFamily):
     def optimizer(self, learning_rate):
         return mtf.optimize.AdafactorOptimizer(learning_rate=learning_rate)
 
+    @classmethod
+    def export(cls, run, export_dir: str, checkpoint: str, task) -> dict:
+        """`--mode export`: the embedding table as a numpy file, with the vocabulary's size."""
+        table = tf.train.load_variable(checkpoint, EMBEDDING)
+        folder = pathlib.Path(export_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / "embedding.npy", table)
+        (folder / "config.json").write_text(json.dumps({"vocab_size": int(table.shape[0])}))
+        return {"export_dir": export_dir, "checkpoint": checkpoint}
+
     def build(self, training: bool):
-        return None  # no layers beyond the one table `losses` creates
+        return None  # no layers beyond the one table the head creates
 
     def losses(self, model, batch, mode) -> Losses:
-        tokens = batch["decoder_input_tokens"]
-        vocab = mtf.Dimension("vocab", self.vocab_size)
-        width = mtf.Dimension("d_model", self.config.d_model)
-        table = mtf.get_variable(tokens.mesh, "toy_bigram/embedding", mtf.Shape([vocab, width]),
-                                 initializer=tf.random_normal_initializer(stddev=0.1),
-                                 dtype=self.variable_dtype)
-        hidden = mtf.gather(table, tokens, vocab)
-        logits = mtf.einsum([hidden, table], output_shape=mtf.Shape(tokens.shape.dims + [vocab]))
-        return token_losses(logits, batch["decoder_target_tokens"],
-                            batch["decoder_loss_weights"], 0.0)
+        return NextTokenHead(self).losses(batch)
 
     def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
         raise NotImplementedError("the toy family does not decode")
