@@ -50,6 +50,7 @@ def test_c4_job_on_lean_workers_writes_the_direct_runners_bytes(pipeline_env, sh
         verdict.direct.files)
 
 
+@pytest.mark.slow  # The C4 job's rehearsal above checks the machinery; `make rehearse` runs this.
 def test_mc4_job_on_lean_workers_writes_the_direct_runners_bytes(pipeline_env, shared_data,
                                                                    tmp_path):
     """mC4 on the pipeline extra's workers: CLD3 (cld3-py) is there, the lists per language
