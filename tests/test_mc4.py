@@ -108,8 +108,7 @@ def test_the_soft_filter_keeps_the_share_and_the_pages_tfds_keeps():
     urls = [f"example{generator.randrange(10**9)}.com/{index}" for index in range(200_000)]
     kept = [url for url in urls if mc4.keeps_page_with_badword(url, 0.999)]
     assert 0.0008 < len(kept) / len(urls) < 0.0012
-    for url in kept[:50] + urls[:200]:
-        assert tfds_keeps(_tfds_page("a bad word", url)) == mc4.keeps_page_with_badword(url, 0.999)
+    assert kept == [url for url in urls if tfds_keeps(_tfds_page("a bad word", url))]
     assert not any(mc4.keeps_page_with_badword(url, 1.0) for url in urls[:1000])
     # The same pages on every run: the choice is the URL's hash, not a draw.
     assert kept == [url for url in urls if mc4.keeps_page_with_badword(url, 0.999)]
