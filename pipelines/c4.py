@@ -58,6 +58,9 @@ class FileOption:
     make_variable: str
     what: str  # As "reads no ..." and "needs ..." name it.
     example: str  # A local copy, as the messages show it (a glob quoted for the shell).
+    # Whether leaving it unset (None) reads the pinned lists (load_resources), so that no value
+    # is no missing value.
+    unset_reads_pins: bool = False
 
 
 INPUT_OPTION = FileOption("--input", "INPUT", "WET files", "'path/*.warc.wet.gz'")
@@ -65,17 +68,14 @@ INPUT_OPTION = FileOption("--input", "INPUT", "WET files", "'path/*.warc.wet.gz'
 LIST_OPTIONS = {
     "badwords": FileOption("--badwords", "BADWORDS", "bad-words list", "path/en"),
     "badwords_dir": FileOption("--badwords_dir", "BADWORDS_DIR",
-                               "bad-words lists per language", "path/badwords"),
+                               "bad-words lists per language", "path/badwords",
+                               unset_reads_pins=True),
     "realnews_domains": FileOption("--realnews_domains", "REALNEWS_DOMAINS",
                                    "RealNews domains",
                                    "path/domain_to_allowed_subdomains.json"),
     "webtext_urls": FileOption("--webtext_urls", "WEBTEXT_URLS", "OpenWebText URL lists",
                                "'path/*.gz'"),
 }
-
-
-# The list options whose unset value (None) means the pinned lists, read in load_resources.
-PINNED_BY_DEFAULT = ("badwords_dir",)
 
 
 def offline_hint(config: VariantConfig) -> str:
@@ -268,11 +268,10 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
     """The job: the variant's pages written to their splits, in a folder per language where the
     variant writes languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
     pages = variant_pages(pipeline, config, resources, plan)
-    if config.output_languages:
-        folder_of = _page_language
-        folders = () if config.language.detector == "cld3" else config.output_languages
-    else:
+    if config.language_folders is None:
         folder_of, folders = in_output_dir, ("",)
+    else:
+        folder_of, folders = _page_language, config.language_folders
     pages | "Write" >> WriteShards(output_dir, max_shards,
                                    functools.partial(_page_split,
                                                      validation_fraction=validation_fraction),
@@ -295,7 +294,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     try:
         missing = missing_lists_error(config, {name for name in LIST_OPTIONS
                                                if not getattr(args, name)
-                                               and name not in PINNED_BY_DEFAULT})
+                                               and not LIST_OPTIONS[name].unset_reads_pins})
         if missing:
             raise ValueError(missing)
         if args.max_files is not None and args.max_files < 1:

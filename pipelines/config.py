@@ -81,11 +81,13 @@ class VariantConfig:
         return self.cleaning.min_sentences_per_page if self.cleaning else 0
 
     @property
-    def output_languages(self) -> Tuple[str, ...]:
-        """The languages written to a folder each; empty: one language, in the output folder."""
+    def language_folders(self) -> Optional[Tuple[str, ...]]:
+        """None: one language, written in the output folder itself. Otherwise the output has a
+        folder per language, and these are the ones written even without a page: each of
+        de-fr-ro's; none of mC4's, whose 108 get a folder only where they have pages."""
         if self.language.detector == "cld3":
-            return mc4.SPLIT_LANGUAGES
-        return self.language.languages if len(self.language.languages) > 1 else ()
+            return ()
+        return self.language.languages if len(self.language.languages) > 1 else None
 
 
 _EN = VariantConfig(

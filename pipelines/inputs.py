@@ -108,11 +108,6 @@ def plan_inputs(inputs: Sequence[str], max_files: Optional[int], base_url: str) 
                      remote_files)
 
 
-def wet_paths(plan: InputPlan) -> List[str]:
-    """Every file of the plan, in order (listing a manifest reads it again)."""
-    return [path for source in plan.sources for _, path in source.indexed_paths()]
-
-
 def is_known_corrupt(path: str) -> bool:
     """Whether `path` is a Common Crawl file the public C4 code skips as corrupt."""
     return path.endswith(common_crawl.KNOWN_CORRUPT_WET_FILES)

@@ -598,5 +598,5 @@ class C4Pages(beam.PTransform):
         if config.filter_badwords:
             pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(
                 self._resources.badwords, config.badwords_filter_fraction,
-                count_languages=bool(config.output_languages)))
+                count_languages=config.language_folders is not None))
         return pages

@@ -409,11 +409,13 @@ def test_manifest_paths_are_prefixed_and_limited(tmp_path):
     manifest.write_bytes(gzip.compress(
         b"crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz\n"
         b"crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz\n"))
-    assert inputs.wet_paths(inputs.plan_inputs([str(manifest)], None, "gs://mirror/")) == [
+    def listed(plan):
+        return [path for source in plan.sources for _, path in source.indexed_paths()]
+
+    assert listed(inputs.plan_inputs([str(manifest)], None, "gs://mirror/")) == [
         "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz",
         "gs://mirror/crawl-data/CC-MAIN-2019-18/segments/1/wet/b.warc.wet.gz"]
-    assert inputs.wet_paths(inputs.plan_inputs([str(manifest)], 1,
-                                               "https://data.commoncrawl.org/")) == [
+    assert listed(inputs.plan_inputs([str(manifest)], 1, "https://data.commoncrawl.org/")) == [
         "https://data.commoncrawl.org/crawl-data/CC-MAIN-2019-18/segments/1/wet/a.warc.wet.gz"]
 
 

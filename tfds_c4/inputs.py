@@ -34,7 +34,7 @@ MANUAL_LAYOUT = f"""\
                  realnewslike only ({lists.REALNEWS_DOMAINS.url})
   {MANUAL_WEBTEXT_DIR}/   webtextlike only: OpenWebText URL lists (plain, .gz, .xz), searched recursively
 """
-_WET_SUFFIXES = (".wet", ".wet.gz", ".paths", ".paths.gz")
+_WET_SUFFIXES = (".wet", ".wet.gz") + wet_inputs.MANIFEST_SUFFIXES
 
 # url -> local path of the downloaded, checksum-verified file (TFDS's `dl_manager.download`).
 Downloader = Callable[[str], str]
