@@ -21,7 +21,7 @@ import re
 import shlex
 import subprocess
 import sys
-from typing import Mapping, Optional, Sequence
+from typing import Optional, Sequence
 
 from deploy import arguments, requirements
 from deploy.dataflow import REPO_ROOT
@@ -73,36 +73,16 @@ class Family:
     launch: TPULaunch
     architectures: tuple[str, ...] = ()  # the ModelConfig.architecture values it builds
 
-    @property
-    def size_dir(self) -> str:
-        return self.launch.size_dir
-
-    @property
-    def vocab_size(self) -> int:
-        return self.launch.vocab_size
-
-    @property
-    def pretrain_gin(self) -> tuple[str, ...]:
-        return tuple(self.launch.pretrain_gin)
-
-    @property
-    def architecture_gin(self) -> tuple[str, ...]:
-        return tuple(self.launch.architecture_gin)
-
-    @property
-    def min_model_parallelism(self) -> Mapping[str, int]:
-        return self.launch.min_model_parallelism
-
     def sizes(self) -> dict[str, pathlib.Path]:
         """{size name: size file}, smallest first (as the README's mesh table)."""
-        files = {path.stem: path for path in sorted((GIN_DIR / self.size_dir).glob("*.gin"))
+        files = {path.stem: path for path in sorted((GIN_DIR / self.launch.size_dir).glob("*.gin"))
                  if "ModelConfig.d_model" in literal_bindings(path)}
         return dict(sorted(files.items(),
                            key=lambda item: _approximate_parameters(literal_bindings(item[1]))))
 
     def pretrain_bindings(self) -> dict:
         bindings = {}
-        for name in (PRETRAIN_GIN, *self.pretrain_gin):
+        for name in (PRETRAIN_GIN, *self.launch.pretrain_gin):
             bindings.update(literal_bindings(name))
         return bindings
 
@@ -137,8 +117,9 @@ FAMILIES = launched_families()
 # ModelConfig.architecture of a size file -> its family; a size file that names none is the
 # family's whose launch reads an architecture file first (T5's).
 ARCHITECTURE_FAMILIES = {architecture: family.name for family in FAMILIES.values()
-                         if not family.architecture_gin for architecture in family.architectures}
-(DEFAULT_FAMILY,) = [family.name for family in FAMILIES.values() if family.architecture_gin]
+                         if not family.launch.architecture_gin
+                         for architecture in family.architectures}
+(DEFAULT_FAMILY,) = [family.name for family in FAMILIES.values() if family.launch.architecture_gin]
 
 
 def _approximate_parameters(bindings: dict) -> int:
@@ -166,7 +147,7 @@ class Size:
 
     @property
     def min_model_parallelism(self) -> int:
-        return self.family.min_model_parallelism.get(self.name, 1)
+        return self.family.launch.min_model_parallelism.get(self.name, 1)
 
 
 def _local_path(gin_file: str) -> pathlib.Path:
@@ -179,8 +160,8 @@ def named_size(family: str, name: str) -> Size:
     sizes = chosen.sizes()
     if name not in sizes:
         raise ValueError(f"{family} has no size {name!r}: choose one of {', '.join(sizes)} "
-                         f"(model/gin/{chosen.size_dir}/), or give a size file PATH.gin")
-    return Size(chosen, name, f"{chosen.size_dir}/{name}.gin")
+                         f"(model/gin/{chosen.launch.size_dir}/), or give a size file PATH.gin")
+    return Size(chosen, name, f"{chosen.launch.size_dir}/{name}.gin")
 
 
 def size_file(path: str) -> Size:
@@ -261,14 +242,14 @@ def mesh_plan(accelerator: Accelerator, size: Size) -> MeshPlan:
     128, GPT-1's 64), so slices with more devices than that must use model parallelism even for
     small models. Heads, d_ff and the vocabulary are split over the `model` dimension (the
     trainer's layout, model.trainer.mesh.DEFAULT_LAYOUT), so model parallelism must divide the number of
-    heads, d_ff and the family's vocabulary (Family.vocab_size). Only T5 pads its vocabulary
+    heads, d_ff and the family's vocabulary (TPULaunch.vocab_size). Only T5 pads its vocabulary
     (to a multiple of 128); GPT-1's and BERT's are divisible by 2 only, so a slice that needs
     model parallelism 4 or more for their batch is refused (a larger batch would make room).
     """
     sequences = size.family.batch_sequences()
     model = max(size.min_model_parallelism, accelerator.devices // sequences)
     split = {"heads": size.num_heads, "d_ff": size.bindings["ModelConfig.d_ff"],
-             "vocabulary ids": size.family.vocab_size}
+             "vocabulary ids": size.family.launch.vocab_size}
     indivisible = [f"{count:,} {name}" for name, count in split.items() if count % model]
     if model > accelerator.devices or indivisible:
         message = (f"{size.family.name} {size.name} cannot be laid out on {accelerator.name}: "
@@ -394,8 +375,8 @@ def train_argv(run: TpuRun) -> list[str]:
         f"TrainConfig.train_steps={run.train_steps}",
     ]
     family = run.size.family
-    gin_files = [_shell_word(run.size.gin_file), *family.architecture_gin, *family.pretrain_gin,
-                 TPU_GIN]
+    gin_files = [_shell_word(run.size.gin_file), *family.launch.architecture_gin,
+                 *family.launch.pretrain_gin, TPU_GIN]
     argv = ["python3", "-m", "model.train", "--mode", "pretrain",
             "--model_dir", _shell_word(run.model_dir)]
     for gin_file in gin_files:

@@ -576,7 +576,7 @@ def test_the_launcher_plans_each_registered_family_as_the_family_says(monkeypatc
 
     monkeypatch.setattr(families, "REGISTRY", Registry(families.REGISTRY.families + (Toy,)))
     toy = tpu.launched_families()["tests"]
-    assert (toy.architectures, toy.vocab_size, toy.pretrain_gin) == (
+    assert (toy.architectures, toy.launch.vocab_size, toy.launch.pretrain_gin) == (
         ("toy",), 30_000, ("bert/pretrain_128.gin",))
     assert "base" in toy.sizes() and toy.batch_sequences() == 256
 
@@ -593,7 +593,7 @@ def test_mesh_plan_covers_every_device_and_splits_the_papers_batch(accelerator, 
     # The vocabulary the layout splits over `model`: T5's padded SentencePiece, GPT-1's BPE,
     # BERT's WordPiece.
     vocab_size = {"t5": 32_128, "gpt1": 40_478, "bert": 30_522, "segabert": 30_522}[family]
-    assert tpu.FAMILIES[family].vocab_size == vocab_size
+    assert tpu.FAMILIES[family].launch.vocab_size == vocab_size
     needed = slice_.devices // sequences
     if needed > 1 and vocab_size % needed:
         # The batch forces more model parallelism than the vocabulary divides.

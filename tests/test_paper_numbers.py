@@ -244,7 +244,7 @@ def _validation_residues() -> Tuple[int, ...]:
 
 
 def _family_vocab(family: str) -> int:
-    return importlib.import_module("deploy.tpu").FAMILIES[family].vocab_size
+    return importlib.import_module("deploy.tpu").FAMILIES[family].launch.vocab_size
 
 
 # ------------------------------------------------------------------------------------------
@@ -330,7 +330,7 @@ TABLE = [
         "the released T5 checkpoints' 32,128-row embedding (transformers' T5Config vocab_size)",
         computed("model.families.t5.hf", "embedding_rows(VocabularySettings.size + "
                  "NUM_SENTINELS)", _t5_embedding_rows),
-        computed("deploy.tpu", "FAMILIES['t5'].vocab_size", lambda: _family_vocab("t5"))),
+        computed("deploy.tpu", "FAMILIES['t5'].launch.vocab_size", lambda: _family_vocab("t5"))),
     row("T5 z-loss", 1e-4,
         "Mesh TensorFlow's Unitransformer(z_loss=1e-4), T5's training loss",
         default("model.trainer.model_config:ModelConfig", "z_loss")),
@@ -553,7 +553,8 @@ TABLE = [
     row("GPT-1 vocabulary ids", 40_478,
         "OpenAI's encoder_bpe_40000.json: 40,478 pieces from 40,000 BPE merges "
         "(transformers' OpenAIGPTConfig vocab_size 40478)",
-        computed("deploy.tpu", "FAMILIES['gpt1'].vocab_size", lambda: _family_vocab("gpt1"))),
+        computed("deploy.tpu", "FAMILIES['gpt1'].launch.vocab_size",
+                 lambda: _family_vocab("gpt1"))),
     # ---- BERT -----------------------------------------------------------------------------
     row("BERT-Base size", (768, 3072, 12, 64, 12),
         "BERT paper, Section 3: BERT-Base (L=12, H=768, A=12), feed-forward size 4H",
@@ -578,7 +579,8 @@ TABLE = [
     row("BERT vocabulary pieces", 30_522,
         "BERT's uncased bert_config.json: vocab_size 30522",
         default("model.families.bert.wordpiece:WordPieceSettings", "size"),
-        computed("deploy.tpu", "FAMILIES['bert'].vocab_size", lambda: _family_vocab("bert"))),
+        computed("deploy.tpu", "FAMILIES['bert'].launch.vocab_size",
+                 lambda: _family_vocab("bert"))),
     row("BERT pre-training: Adam peak learning rate", 1e-4,
         "BERT paper, Appendix A.2: Adam with learning rate of 1e-4",
         gin("bert/pretrain_128.gin", "lr.bert_linear.peak"),
@@ -724,7 +726,7 @@ TABLE = [
             "FusedAdamConfig.weight_decay_rate")),
     row("SegaBERT vocabulary pieces", 30_522,
         "the authors' eval_finetune/config/base/config.json: vocab_size 30522",
-        computed("deploy.tpu", "FAMILIES['segabert'].vocab_size",
+        computed("deploy.tpu", "FAMILIES['segabert'].launch.vocab_size",
                  lambda: _family_vocab("segabert"))),
 ]
 
