@@ -6,7 +6,8 @@ import sys
 import pytest
 
 from model import tasks
-from model.tasks import mixtures, sources
+from model.data import mixing
+from model.tasks import sources
 from model.tasks.glue import stsb_target
 from model.tasks.squad import pad_punctuation
 from model.tasks.super_glue import names_referent
@@ -489,15 +490,15 @@ def test_every_task_scores_its_own_targets_perfectly(task_data):
 
 def test_mixing_rates_by_hand():
     sizes = {"a": 100, "b": 300, "c": 600}
-    assert mixtures.examples_proportional(sizes) == {"a": 0.1, "b": 0.3, "c": 0.6}
+    assert mixing.examples_proportional(sizes) == {"a": 0.1, "b": 0.3, "c": 0.6}
     # K = 200: 100, 200, 200
-    assert mixtures.examples_proportional(sizes, limit=200) == {"a": 0.2, "b": 0.4, "c": 0.4}
+    assert mixing.examples_proportional(sizes, limit=200) == {"a": 0.2, "b": 0.4, "c": 0.4}
     # T = 2: sqrt(0.1), sqrt(0.3), sqrt(0.6) renormalized
     roots = [0.1 ** 0.5, 0.3 ** 0.5, 0.6 ** 0.5]
     expected = {name: root / sum(roots) for name, root in zip("abc", roots)}
-    assert mixtures.temperature_scaled(sizes, temperature=2) == pytest.approx(expected)
-    assert mixtures.temperature_scaled(sizes, temperature=1) == pytest.approx({"a": 0.1, "b": 0.3, "c": 0.6})
-    assert mixtures.equal(sizes) == pytest.approx({"a": 1 / 3, "b": 1 / 3, "c": 1 / 3})
+    assert mixing.temperature_scaled(sizes, temperature=2) == pytest.approx(expected)
+    assert mixing.temperature_scaled(sizes, temperature=1) == pytest.approx({"a": 0.1, "b": 0.3, "c": 0.6})
+    assert mixing.equal(sizes) == pytest.approx({"a": 1 / 3, "b": 1 / 3, "c": 1 / 3})
 
 
 def test_mixture_rates_use_task_sizes_or_given_ones():
@@ -549,7 +550,7 @@ def test_all_mixture_halves_both_rte_tasks_and_always_limits_sizes(temperature):
 def test_a_scale_applies_before_the_size_limit():
     """rate_num_examples multiplies by `scale`, then limits: MNLI at scale 1/2 with K = 100,000
     counts min(392,702 / 2, K) = K (not min(392,702, K) / 2), RTE its 2,490."""
-    mixture = mixtures.Mixture("m", (tasks.get("glue_mnli"), tasks.get("glue_rte")), scales={"glue_mnli": 0.5})
+    mixture = tasks.Mixture("m", (tasks.get("glue_mnli"), tasks.get("glue_rte")), scales={"glue_mnli": 0.5})
     assert mixture.rates(limit=100_000) == pytest.approx({"glue_mnli": 100_000 / 102_490,
                                                           "glue_rte": 2_490 / 102_490})
 

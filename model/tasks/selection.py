@@ -12,6 +12,7 @@ import dataclasses
 from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from model import tasks
+from model.data.mixing import rates_of
 from model.tasks import Mixing, SequenceLengths, Task, discriminative, mixtures
 from model.tasks.sources import parse_task_files, tfds_version
 
@@ -103,7 +104,7 @@ def select(task: Optional[str] = None, mixture: Optional[str] = None,
     sizes = mix.scaled_sizes()
     if with_pretraining:
         sizes[PRETRAINING] = limit
-    rates = mixtures.rates_of(sizes, mixing, limit=limit, temperature=temperature)
+    rates = rates_of(sizes, mixing, limit=limit, temperature=temperature)
     pretraining_rate = rates.pop(PRETRAINING, 0.0)
     return Selection(mix.name, {k: v / (1 - pretraining_rate) for k, v in rates.items()}, mix.tasks,
                      mix.lengths, pretraining_rate)
