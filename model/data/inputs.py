@@ -6,6 +6,9 @@ text also has its position: the shard, a file or the one TFDS split, and its num
                          (`t5_c4` is registered by importing tfds_c4); split "train".
   PATH or GLOB.jsonl.gz  JSON lines with a "text" field (the C4 pipeline's output); .json.gz
                          and uncompressed .jsonl are read the same way.
+  FOLDER                 a C4 pipeline output folder: its train split, FOLDER/train-*.jsonl.gz
+                         (its validation split, validation-*.jsonl.gz, is the run's validation
+                         text unless DataConfig.eval_source names another).
   PATH or GLOB           plain text, one text per line; for .conllu files the `# text = ` lines.
 
 `pretraining_dataset` makes model features of one pass over a text dataset; `PretrainingStream`
@@ -30,6 +33,8 @@ from model.data.vocabulary import Vocabulary
 
 TOKENIZE_BATCH = 64  # texts tokenized per op call: amortizes the per-call overhead of tf-text
 JSON_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json")
+# The shards of the C4 pipeline's splits in its output folder (pipelines/output.py).
+FOLDER_SPLITS = {"train": "train-*.jsonl.gz", "validation": "validation-*.jsonl.gz"}
 # Passes over the data a training stream offers: in effect without end.
 MAX_EPOCHS = 2 ** 31
 Document = dict[str, tf.Tensor]
@@ -140,27 +145,39 @@ def tfds_spec(source: str) -> Optional[Tuple[str, Optional[str]]]:
 
 def validation_text(source: str, eval_source: str = "") -> tf.data.Dataset:
     """The validation text of a run: `eval_source`, else the validation split of a `tfds:`
-    `source`."""
+    `source` or of a pipeline output folder."""
     if eval_source:
         return text_dataset_from_source(eval_source)
+    if pathlib.Path(source).is_dir():
+        return text_dataset_from_source(source, "validation")
     spec = tfds_spec(source)
     if spec is None:
-        raise ValueError("DataConfig.eval_source is needed when the source is not tfds:")
+        raise ValueError("DataConfig.eval_source is needed when the source is neither tfds: nor "
+                         "a pipeline output folder")
     name, data_dir = spec
     return tfds_text_dataset(name, "validation", data_dir)
 
 
-def documents_from_source(source: str, shard: int = 0, document: int = 0) -> tf.data.Dataset:
+def documents_from_source(source: str, shard: int = 0, document: int = 0,
+                          split: str = "train") -> tf.data.Dataset:
     """{"shard", "document", "text"} of a source spec (see the module docstring), one pass, from
-    document `document` of shard `shard` on. Starting late costs a seek within one shard."""
+    document `document` of shard `shard` on. Starting late costs a seek within one shard.
+
+    `split` names a split of a TFDS source (`de`, `de-validation` of t5_c4/multilingual) or of
+    a pipeline output folder (`train`, `validation`); files and globs have only `train`."""
     spec = tfds_spec(source)
     if spec is not None:
         if shard:
             raise ValueError(f"a TFDS source has one shard, not {shard}")
         name, data_dir = spec
-        return tfds_documents(name, "train", data_dir, document)
+        return tfds_documents(name, split, data_dir, document)
     if pathlib.Path(source).is_dir():
-        return jsonl_documents(str(pathlib.Path(source) / "*.jsonl.gz"), shard, document)
+        if split not in FOLDER_SPLITS:
+            raise ValueError(f"a pipeline output folder has the splits {sorted(FOLDER_SPLITS)}, "
+                             f"not {split!r}")
+        return jsonl_documents(str(pathlib.Path(source) / FOLDER_SPLITS[split]), shard, document)
+    if split != "train":
+        raise ValueError(f"{source!r}: files have no split {split!r}")
     json_files = [f.endswith(JSON_SUFFIXES) for f in _files(source)]
     if all(json_files):
         return jsonl_documents(source, shard, document)
@@ -169,9 +186,10 @@ def documents_from_source(source: str, shard: int = 0, document: int = 0) -> tf.
     return plain_text_documents(source, shard, document)
 
 
-def text_dataset_from_source(source: str) -> tf.data.Dataset:
-    """A text dataset from a source spec (see the module docstring)."""
-    return documents_from_source(source).map(lambda document: document["text"])
+def text_dataset_from_source(source: str, split: str = "train") -> tf.data.Dataset:
+    """A text dataset from a source spec (see the module docstring) and a split of it
+    (`documents_from_source`)."""
+    return documents_from_source(source, split=split).map(lambda document: document["text"])
 
 
 def tokenize(text_dataset: tf.data.Dataset, vocabulary: Vocabulary) -> tf.data.Dataset:
