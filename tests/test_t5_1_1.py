@@ -42,7 +42,8 @@ def transformers_parameters(config: ModelConfig) -> int:
         return sum(p.numel() for p in transformers.T5ForConditionalGeneration(hf).parameters())
 
 
-# Larger sizes build the same layers at other sizes (and take a minute each to count here).
+# Larger sizes build the same layers at other sizes (tests/test_mt5.py counts all five, at mT5's
+# vocabulary).
 @pytest.mark.parametrize("size", ["small", "base"])
 def test_parameter_counts_equal_transformers_t5_v1_1(size):
     config = t5_1_1_config(size)

@@ -164,11 +164,13 @@ def build_model(config: ModelConfig, vocab_size: int) -> Model:
 
 def count_parameters(config: ModelConfig, vocab_size: int) -> int:
     """Trainable parameters, from the variable shapes of an mtf graph that is never lowered, so no
-    TensorFlow variable is created or initialised (cheap even for 11B)."""
-    graph = mtf.Graph()
-    mesh = mtf.Mesh(graph, "parameter_count_mesh")
-    batch, length = mtf.Dimension("batch", 1), mtf.Dimension("length", 4)
-    tokens = mtf.ones(mesh, mtf.Shape([batch, length]), dtype=tf.int32)
-    model = build_model(dataclasses.replace(config, dropout_rate=0.0), vocab_size)
-    model.call_simple(inputs=tokens, targets=tokens, compute_loss=False, mode="eval")
-    return sum(variable.outputs[0].shape.size for variable in graph.trainable_variables)
+    TensorFlow variable is created or initialised (cheap even for 11B). In a TensorFlow graph of
+    its own: executed eagerly, mtf would compute every variable's initial value."""
+    with tf.Graph().as_default():
+        graph = mtf.Graph()
+        mesh = mtf.Mesh(graph, "parameter_count_mesh")
+        batch, length = mtf.Dimension("batch", 1), mtf.Dimension("length", 4)
+        tokens = mtf.ones(mesh, mtf.Shape([batch, length]), dtype=tf.int32)
+        model = build_model(dataclasses.replace(config, dropout_rate=0.0), vocab_size)
+        model.call_simple(inputs=tokens, targets=tokens, compute_loss=False, mode="eval")
+        return sum(variable.outputs[0].shape.size for variable in graph.trainable_variables)
