@@ -103,7 +103,7 @@ def test_settings_are_recorded_beside_the_model(vocabulary):
     assert record["size"] == SIZE
     assert record["weights"] == {"en": 10.0, "de": 1.0, "fr": 1.0, "ro": 1.0}
     assert record["special_ids"] == {"pad": 0, "eos": 1, "unk": 2, "bos": -1}
-    assert record["character_coverage"] == 1.0
+    assert record["character_coverage"] == 1.0 and record["byte_fallback"] is False
     assert 0 < record["lines_taken"]["de"] <= 60_000 * 1 / 13  # at most its 10:1:1:1 share
     assert vocabulary.path.with_suffix(".vocab").is_file()
 
@@ -138,6 +138,8 @@ def test_train_vocab_command_warns_or_repeats(tmp_path, capsys, shared_data):
     record = json.loads((tmp_path / "repeated.json").read_text())
     assert record["repeat_short_sources"] and record["lines_in_sample"] == {"en": 2000, "de": 2000}
     assert record["lines_taken"] == {"en": 2000, "de": 1000}
+    assert record["corpus"] == {"sources": {"en": [f"{shared_data}/text/*/tatoeba.*.eng"],
+                                            "de": [f"{shared_data}/text/de/tatoeba.deu-eng.deu"]}}
 
 
 def test_training_is_deterministic(tmp_path, shared_data):

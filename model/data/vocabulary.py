@@ -8,6 +8,11 @@ first id after the pieces. They are written into the model proto as user-defined
 encodes and decodes them in Python (sentencepiece) and inside tf.data (tensorflow_text), and
 " <extra_id_3>" in text is one token, not a stray `▁` followed by the sentinel.
 
+A model trained with SentencePiece's byte fallback (`VocabularySettings.byte_fallback`, mT5's
+recipe) holds the 256 pieces `<0x00>` ... `<0xFF>` right after unk (ids 3 to 258): a character
+without a piece of its own encodes to the pieces of its UTF-8 bytes, never to UNK, and decodes
+back to that character. The sentinels follow every piece, the byte pieces included.
+
 The model's embedding has more rows than the vocabulary (padded to a multiple of 128): ids from
 `vocab_size` on can come out of a decoder and decode to UNK (as seqio does), not an error.
 """
@@ -171,6 +176,8 @@ class VocabularySettings:
     model_type: str = "unigram"
     character_coverage: float = 0.9999
     normalization_rule_name: str = "nmt_nfkc"
+    # Characters without a piece become the pieces of their UTF-8 bytes instead of unk (mT5).
+    byte_fallback: bool = False
     # A source with fewer lines than its share: repeat its lines (in order) up to the share, so
     # the mixture keeps its weights; otherwise it gives what it has and a warning says so.
     repeat_short_sources: bool = False
@@ -247,8 +254,12 @@ def mixture_sample(sources: Mapping[str, Iterable[str]], settings: VocabularySet
 
 
 def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularySettings,
-                     output_prefix: str | pathlib.Path) -> Vocabulary:
-    """Trains SentencePiece on the weighted mixture; writes PREFIX.model, .vocab and .json."""
+                     output_prefix: str | pathlib.Path,
+                     corpus: Mapping[str, object] | None = None) -> Vocabulary:
+    """Trains SentencePiece on the weighted mixture; writes PREFIX.model, .vocab and .json.
+
+    `corpus` says where the sources' text came from (JSON values), recorded as the record's
+    `corpus`: the settings alone do not name the text."""
     prefix = pathlib.Path(output_prefix)
     prefix.parent.mkdir(parents=True, exist_ok=True)
     sample, taken, used = mixture_sample(sources, settings)
@@ -259,6 +270,7 @@ def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularyS
         model_type=settings.model_type,
         character_coverage=settings.character_coverage,
         normalization_rule_name=settings.normalization_rule_name,
+        byte_fallback=settings.byte_fallback,
         pad_id=PAD_ID, eos_id=EOS_ID, unk_id=UNK_ID, bos_id=-1,
         # One thread, no input shuffling and the whole sample used (no random subsampling):
         # the same sample gives the same model.
@@ -274,5 +286,7 @@ def train_vocabulary(sources: Mapping[str, Iterable[str]], settings: VocabularyS
         "num_sentinels": NUM_SENTINELS,
         "special_ids": {"pad": PAD_ID, "eos": EOS_ID, "unk": UNK_ID, "bos": -1},
     }
+    if corpus is not None:
+        record["corpus"] = dict(corpus)
     pathlib.Path(f"{prefix}.json").write_text(json.dumps(record, indent=2, sort_keys=True) + "\n")
     return Vocabulary(f"{prefix}.model")

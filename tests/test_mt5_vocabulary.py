@@ -1,0 +1,235 @@
+"""mT5's vocabulary recipe (`train_vocab --recipe mt5 --languages ROOT`) on the mC4 output of the
+shared WET samples, and its ids against transformers' tokenizers.
+
+The model is the recipe with a small size (2,000 pieces: its byte fallback and coverage
+0.99999, unigram, the languages at mT5's rates |L|^0.3), trained once for the module. The
+texts are real: a page of each language and script the sample's mC4 has (Latin, Cyrillic,
+Chinese, Korean, Hebrew, Armenian, Greek) and tatoeba sentences of ../shared/data/text.
+"""
+import gzip
+import json
+import pathlib
+import shutil
+
+import pytest
+import tensorflow as tf
+import transformers
+from sentencepiece import sentencepiece_model_pb2
+
+from model import families, train_vocab
+from model.data import languages
+from model.data.vocabulary import NUM_SENTINELS, UNK_ID, Vocabulary
+from model.trainer import runs
+from pipelines import c4
+
+SIZE = 2000
+# A sample that takes about every line of the small languages' one or two pages.
+SAMPLE_SIZE = 3000
+FIRST_BYTE_ID = 3  # `<0x00>`, right after pad, eos and unk
+NUM_BYTES = 256
+PAGE_CHARACTERS = 1500  # of each page: enough text of its script, quick to tokenize
+# Text with characters no page of the sample has (a snowman, an Egyptian hieroglyph, an emoji,
+# a CJK extension-B ideograph), by that character.
+UNSEEN = {"Snowman \u2603 in the snow": "\u2603", "\U00013000 is a hieroglyph": "\U00013000",
+          "Попугай \U0001f99c зелёный": "\U0001f99c", "中文 \U0002000b 中文": "\U0002000b"}
+SENTINEL_TEXTS = ["Thank you <extra_id_0> me to your party <extra_id_1> week.",
+                  "Привет <extra_id_0> мир <extra_id_99>", "<extra_id_5> 中文 <extra_id_7>"]
+
+
+@pytest.fixture(scope="module")
+def mc4_output(tmp_path_factory, shared_data) -> pathlib.Path:
+    output = tmp_path_factory.mktemp("mc4")
+    c4.main(["--variant", "multilingual", "--input", f"{shared_data}/wet/*/*",
+             "--badwords_dir", str(shared_data / "badwords"), "--output", str(output)])
+    return output
+
+
+@pytest.fixture(scope="module")
+def mt5_vocabulary(mc4_output, tmp_path_factory) -> Vocabulary:
+    prefix = tmp_path_factory.mktemp("vocab") / "mc4"
+    assert train_vocab.main(["--recipe", "mt5", "--languages", str(mc4_output),
+                             "--output", str(prefix), "--size", str(SIZE),
+                             "--sample_size", str(SAMPLE_SIZE)]) == 0
+    return Vocabulary(f"{prefix}.model")
+
+
+def first_page(folder: pathlib.Path, split: str) -> str:
+    path = sorted(folder.glob(f"{split}-*.jsonl.gz"))[0]
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        return json.loads(next(lines))["text"][:PAGE_CHARACTERS]
+
+
+@pytest.fixture(scope="module")
+def real_texts(mc4_output, shared_data) -> dict[str, str]:
+    """A page per language and script, and a few tatoeba sentences per language, by name."""
+    pages = {language: first_page(mc4_output / language, "train")
+             for language in ("en", "es", "cs", "vi", "ru", "uk", "mk", "zh", "ko", "iw", "hy")}
+    pages["el"] = first_page(mc4_output / "el", "validation")  # Greek has no training page
+    for path in sorted((shared_data / "text").glob("*/tatoeba.*")):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines()[::250]):
+            pages[f"{path.name}:{number}"] = line
+    return pages
+
+
+def byte_values(ids: list[int]) -> list[int]:
+    return [i - FIRST_BYTE_ID for i in ids if FIRST_BYTE_ID <= i < FIRST_BYTE_ID + NUM_BYTES]
+
+
+def test_the_recipe_learns_over_the_languages_at_mt5s_rates(mt5_vocabulary, mc4_output):
+    record = json.loads(mt5_vocabulary.path.with_suffix(".json").read_text())
+    found = languages.languages_of(str(mc4_output))
+    assert {"ru", "zh", "iw", "hy"} <= set(found)
+    assert "und" not in record["weights"] and "und" in languages.corpus_languages(str(mc4_output))
+    pages = {name: text.num_examples for name, text in found.items()}
+    assert record["weights"] == pytest.approx(languages.language_rates(pages, 0.3))
+    assert record["weights"]["en"] / record["weights"]["zh"] == pytest.approx(
+        (pages["en"] / pages["zh"]) ** 0.3)
+    assert record["corpus"]["root"] == str(mc4_output)
+    assert record["corpus"]["language_exponent"] == 0.3
+    assert {name: entry["num_examples"] for name, entry in record["corpus"]["languages"].items()} \
+        == pages
+    assert (record["size"], record["model_type"], record["character_coverage"],
+            record["byte_fallback"]) == (SIZE, "unigram", 0.99999, True)
+    assert set(record["lines_taken"]) == set(found) and min(record["lines_taken"].values()) > 0
+    trainer = sentencepiece_model_pb2.ModelProto.FromString(mt5_vocabulary.path.read_bytes())
+    assert trainer.trainer_spec.byte_fallback and trainer.trainer_spec.vocab_size == SIZE
+    assert trainer.trainer_spec.character_coverage == pytest.approx(0.99999)
+
+
+def test_the_byte_pieces_precede_the_learned_pieces_and_the_sentinels_follow_all(mt5_vocabulary):
+    model = sentencepiece_model_pb2.ModelProto.FromString(mt5_vocabulary.model_proto)
+    kinds = sentencepiece_model_pb2.ModelProto.SentencePiece
+    pieces = model.pieces
+    assert [piece.piece for piece in pieces[FIRST_BYTE_ID:FIRST_BYTE_ID + NUM_BYTES]] == \
+        [f"<0x{value:02X}>" for value in range(NUM_BYTES)]
+    assert {piece.type for piece in pieces[FIRST_BYTE_ID:FIRST_BYTE_ID + NUM_BYTES]} == {kinds.BYTE}
+    assert mt5_vocabulary.num_pieces == SIZE and mt5_vocabulary.vocab_size == SIZE + NUM_SENTINELS
+    assert {piece.type for piece in pieces[SIZE:]} == {kinds.USER_DEFINED}
+    assert mt5_vocabulary.decode([mt5_vocabulary.token_ids.sentinel_id(0)]) == "<extra_id_0>"
+
+
+@pytest.mark.parametrize("text", UNSEEN)
+def test_text_outside_the_pieces_encodes_to_its_bytes_and_decodes_back(mt5_vocabulary, text):
+    unseen = UNSEEN[text]
+    model = sentencepiece_model_pb2.ModelProto.FromString(mt5_vocabulary.model_proto)
+    assert not any(unseen in piece.piece for piece in model.pieces)
+    ids = mt5_vocabulary.encode(text)
+    assert UNK_ID not in ids
+    assert unseen.encode("utf-8") in bytes(byte_values(ids))
+    assert mt5_vocabulary.tf_encode(tf.constant(text)).numpy().tolist() == ids
+    assert mt5_vocabulary.decode(ids) == text
+    assert mt5_vocabulary.tf_decode(tf.constant(ids)).numpy().decode("utf-8") == text
+
+
+def test_real_text_of_every_script_encodes_alike_in_python_and_tensorflow(mt5_vocabulary,
+                                                                          real_texts):
+    texts = list(real_texts.values())
+    ragged = mt5_vocabulary.tf_encode(tf.constant(texts))
+    for text, tf_ids in zip(texts, ragged.to_list()):
+        ids = mt5_vocabulary.encode(text)
+        assert tf_ids == ids and UNK_ID not in ids, text[:80]
+
+
+@pytest.mark.parametrize("tokenizer_class", [transformers.T5Tokenizer, transformers.MT5Tokenizer])
+def test_transformers_sentencepiece_tokenizers_give_our_ids(mt5_vocabulary, real_texts,
+                                                            tokenizer_class):
+    """T5Tokenizer and MT5Tokenizer (the same class) over PREFIX.model with 100 extra ids, as
+    model/convert exports it (`legacy`: text after a sentinel starts a word, as ours) give our
+    ids on every script, for the byte pieces and the sentinels too, and decode them back alike.
+
+    A sentinel glued to a word (`x<extra_id_0>y`) differs: transformers cuts the text at it
+    anywhere, ours is the piece `▁<extra_id_0>` and takes it only where a space comes before it,
+    as seqio's vocabulary does."""
+    tokenizer = tokenizer_class(vocab_file=str(mt5_vocabulary.path), extra_ids=NUM_SENTINELS,
+                                legacy=True)
+    assert len(tokenizer) == mt5_vocabulary.vocab_size
+    for text in [*real_texts.values(), *UNSEEN, *SENTINEL_TEXTS]:
+        ids = tokenizer(text, add_special_tokens=False).input_ids
+        assert ids == mt5_vocabulary.encode(text), text[:80]
+    for text in UNSEEN:
+        assert tokenizer.decode(mt5_vocabulary.encode(text)) == mt5_vocabulary.decode(
+            mt5_vocabulary.encode(text))
+    glued = "x<extra_id_0>y"
+    assert mt5_vocabulary.token_ids.sentinel_id(0) in tokenizer(glued).input_ids
+    assert mt5_vocabulary.token_ids.sentinel_id(0) not in mt5_vocabulary.encode(glued)
+
+
+@pytest.mark.parametrize("tokenizer_class", [transformers.T5TokenizerFast,
+                                             transformers.MT5TokenizerFast])
+def test_fast_tokenizers_lose_the_byte_fallback(mt5_vocabulary, real_texts, tokenizer_class,
+                                                tmp_path):
+    """transformers' conversion of a SentencePiece model to a fast tokenizer (`from_pretrained`
+    of the slow one's folder, as of a downloaded mT5's `spiece.model`) drops the byte fallback:
+    a character without a piece becomes UNK, where SentencePiece (ours, the slow tokenizers)
+    gives its bytes. Text whose characters all have pieces gets our ids."""
+    transformers.T5Tokenizer(vocab_file=str(mt5_vocabulary.path), extra_ids=NUM_SENTINELS,
+                             legacy=True).save_pretrained(tmp_path)
+    with pytest.warns(UserWarning, match="byte fallback option which is not implemented in the "
+                                         "fast tokenizers"):
+        fast = tokenizer_class.from_pretrained(str(tmp_path))
+    assert isinstance(fast, transformers.PreTrainedTokenizerFast)
+    covered = [text for text in [*real_texts.values(), *SENTINEL_TEXTS]
+               if not byte_values(mt5_vocabulary.encode(text))]
+    assert len(covered) > len(real_texts) // 2
+    for text in covered:
+        assert fast(text, add_special_tokens=False).input_ids == mt5_vocabulary.encode(text), text[:80]
+    for text in UNSEEN:
+        ids = fast(text, add_special_tokens=False).input_ids
+        assert UNK_ID in ids and not byte_values(ids)
+        assert byte_values(mt5_vocabulary.encode(text))
+
+
+def test_the_recipes_model_file_loads_by_path_as_a_runs_vocabulary(mt5_vocabulary, tmp_path,
+                                                                    clean_gin):
+    """A released vocabulary's file by its local path (as `mc4.250000.100extra/
+    sentencepiece.model`, not available offline; the recipe's model stands in for it):
+    `DataConfig.vocabulary = PATH` gives exactly what `Vocabulary(PATH)` reads."""
+    path = tmp_path / "mc4.2000.100extra" / "sentencepiece.model"
+    path.parent.mkdir()
+    shutil.copyfile(mt5_vocabulary.path, path)
+    runs.parse_gin(["sizes/tiny.gin"], [f"DataConfig.vocabulary = '{path}'"])
+    vocabulary = families.configured_run("unused").vocabulary
+    assert vocabulary.path == path
+    assert vocabulary.model_proto == Vocabulary(path).model_proto == mt5_vocabulary.model_proto
+    assert vocabulary.vocab_size == SIZE + NUM_SENTINELS
+
+
+def test_only_and_an_exponent_override_the_recipe(mc4_output, tmp_path):
+    """`--only` picks the languages (`und` included when named), `--language_exponent 1` weighs
+    them by their pages, and flags given override the recipe's settings."""
+    prefix = tmp_path / "slavic"
+    assert train_vocab.main(["--recipe", "mt5", "--languages", str(mc4_output), "--only",
+                             "ru,uk,und", "--language_exponent", "1", "--no-byte_fallback",
+                             "--size", "400", "--sample_size", "600", "--output", str(prefix)]) == 0
+    record = json.loads(prefix.with_suffix(".json").read_text())
+    pages = {name: text.num_examples
+             for name, text in languages.languages_of(str(mc4_output), ["ru", "uk", "und"]).items()}
+    total = sum(pages.values())
+    assert record["weights"] == pytest.approx({name: count / total for name, count in pages.items()})
+    assert record["corpus"]["only"] == ["ru", "uk", "und"]
+    assert (record["size"], record["byte_fallback"], record["character_coverage"]) == \
+        (400, False, 0.99999)
+
+
+def test_include_und_adds_the_undetermined_pages(mc4_output):
+    args = train_vocab.parser().parse_args(["--output", "unused", "--languages", str(mc4_output),
+                                            "--include_und"])
+    sources, weights, corpus = train_vocab.corpus_sources(args, 0.3)
+    assert "und" in weights and "und" in sources and corpus["include_und"]
+    without = train_vocab.parser().parse_args(["--output", "unused", "--languages", str(mc4_output)])
+    assert set(train_vocab.corpus_sources(without, 0.3)[1]) == set(weights) - {"und"}
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--languages", "ROOT", "--source", "en=x"], "--languages and --source are alternatives"),
+    ([], "no text: give --languages ROOT"),
+    (["--languages", "ROOT", "--weights", "en=1"], "--weights goes with --source"),
+    (["--source", "en=x", "--only", "en", "--language_exponent", "0.5"],
+     "--only, --language_exponent go with --languages"),
+    (["--languages", "ROOT", "--only", "xx"], "has no language ['xx']"),
+    (["--languages", "ROOT", "--language_exponent", "2"], "exponent must be in (0, 1]"),
+])
+def test_the_corpus_flags_give_clear_errors(mc4_output, tmp_path, capsys, arguments, message):
+    arguments = [str(mc4_output) if argument == "ROOT" else argument for argument in arguments]
+    assert train_vocab.main(["--output", str(tmp_path / "v"), *arguments]) == 2
+    assert message in capsys.readouterr().err
