@@ -91,9 +91,9 @@ def test_the_recipe_learns_over_the_languages_at_mt5s_rates(mt5_vocabulary, mc4_
     assert (record["size"], record["model_type"], record["character_coverage"],
             record["byte_fallback"]) == (SIZE, "unigram", 0.99999, True)
     assert set(record["lines_taken"]) == set(found) and min(record["lines_taken"].values()) > 0
-    trainer = sentencepiece_model_pb2.ModelProto.FromString(mt5_vocabulary.path.read_bytes())
-    assert trainer.trainer_spec.byte_fallback and trainer.trainer_spec.vocab_size == SIZE
-    assert trainer.trainer_spec.character_coverage == pytest.approx(0.99999)
+    trained = sentencepiece_model_pb2.ModelProto.FromString(mt5_vocabulary.path.read_bytes())
+    assert trained.trainer_spec.byte_fallback and trained.trainer_spec.vocab_size == SIZE
+    assert trained.trainer_spec.character_coverage == pytest.approx(0.99999)
 
 
 def test_the_byte_pieces_precede_the_learned_pieces_and_the_sentinels_follow_all(mt5_vocabulary):
@@ -103,6 +103,7 @@ def test_the_byte_pieces_precede_the_learned_pieces_and_the_sentinels_follow_all
     assert [piece.piece for piece in pieces[FIRST_BYTE_ID:FIRST_BYTE_ID + NUM_BYTES]] == \
         [f"<0x{value:02X}>" for value in range(NUM_BYTES)]
     assert {piece.type for piece in pieces[FIRST_BYTE_ID:FIRST_BYTE_ID + NUM_BYTES]} == {kinds.BYTE}
+    assert {piece.type for piece in pieces[FIRST_BYTE_ID + NUM_BYTES:SIZE]} == {kinds.NORMAL}
     assert mt5_vocabulary.num_pieces == SIZE and mt5_vocabulary.vocab_size == SIZE + NUM_SENTINELS
     assert {piece.type for piece in pieces[SIZE:]} == {kinds.USER_DEFINED}
     assert mt5_vocabulary.decode([mt5_vocabulary.token_ids.sentinel_id(0)]) == "<extra_id_0>"
