@@ -20,11 +20,9 @@ from model import families, train_vocab
 from model.data import languages
 from model.data.vocabulary import NUM_SENTINELS, UNK_ID, Vocabulary
 from model.trainer import runs
-from pipelines import c4
+from tests.support import mc4_corpus
 
-SIZE = 2000
-# A sample that takes about every line of the small languages' one or two pages.
-SAMPLE_SIZE = 3000
+SIZE = mc4_corpus.VOCABULARY_SIZE
 FIRST_BYTE_ID = 3  # `<0x00>`, right after pad, eos and unk
 NUM_BYTES = 256
 PAGE_CHARACTERS = 1500  # of each page: enough text of its script, quick to tokenize
@@ -37,20 +35,13 @@ SENTINEL_TEXTS = ["Thank you <extra_id_0> me to your party <extra_id_1> week.",
 
 
 @pytest.fixture(scope="module")
-def mc4_output(tmp_path_factory, shared_data) -> pathlib.Path:
-    output = tmp_path_factory.mktemp("mc4")
-    c4.main(["--variant", "multilingual", "--input", f"{shared_data}/wet/*/*",
-             "--badwords_dir", str(shared_data / "badwords"), "--output", str(output)])
-    return output
+def mc4_output(shared_data) -> pathlib.Path:
+    return mc4_corpus.mc4_output(shared_data)
 
 
 @pytest.fixture(scope="module")
-def mt5_vocabulary(mc4_output, tmp_path_factory) -> Vocabulary:
-    prefix = tmp_path_factory.mktemp("vocab") / "mc4"
-    assert train_vocab.main(["--recipe", "mt5", "--languages", str(mc4_output),
-                             "--output", str(prefix), "--size", str(SIZE),
-                             "--sample_size", str(SAMPLE_SIZE)]) == 0
-    return Vocabulary(f"{prefix}.model")
+def mt5_vocabulary(shared_data) -> Vocabulary:
+    return mc4_corpus.mt5_vocabulary(shared_data)
 
 
 def first_page(folder: pathlib.Path, split: str) -> str:

@@ -23,6 +23,7 @@ import logging
 import re
 from typing import Callable, Mapping, Protocol
 
+import numpy as np
 import tensorflow as tf
 
 RECORD_DIR = "input_positions"
@@ -49,22 +50,51 @@ class InputPosition:
         if negative:
             raise ValueError(f"input position fields must be >= 0: {negative}")
 
+    def to_record(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> "InputPosition":
+        return cls(**record)
+
+    @classmethod
+    def after_row(cls, row: Mapping[str, np.ndarray]) -> "InputPosition":
+        """The position of the row after the one whose position features are `row`."""
+        position = cls(**{key: int(value) for key, value in row.items()})
+        return dataclasses.replace(position, row=position.row + 1)
+
+
+class Position(Protocol):
+    """What a resumable stream's position offers the records (InputPosition's methods)."""
+
+    def to_record(self) -> dict:
+        """The position as JSON values."""
+
+    @classmethod
+    def from_record(cls, record: Mapping) -> "Position":
+        """The position `to_record` wrote."""
+
+    @classmethod
+    def after_row(cls, row: Mapping[str, np.ndarray]) -> "Position":
+        """The next position after a row, from the row's position features."""
+
 
 def record_path(model_dir: str, step: int) -> str:
     return f"{model_dir}/{RECORD_DIR}/step-{step:09d}.json"
 
 
-def write_record(model_dir: str, step: int, position: InputPosition, identity: Mapping) -> None:
+def write_record(model_dir: str, step: int, position: Position, identity: Mapping) -> None:
     """Writes the record of `step` atomically (a reader never sees half a file)."""
     path = record_path(model_dir, step)
     tf.io.gfile.makedirs(f"{model_dir}/{RECORD_DIR}")
-    record = {"step": step, "position": dataclasses.asdict(position), "stream": dict(identity)}
+    record = {"step": step, "position": position.to_record(), "stream": dict(identity)}
     with tf.io.gfile.GFile(f"{path}.tmp", "w") as out:
         out.write(json.dumps(record, sort_keys=True) + "\n")
     tf.io.gfile.rename(f"{path}.tmp", path, overwrite=True)
 
 
-def read_start(model_dir: str, step: int, identity: Mapping) -> tuple[int, InputPosition]:
+def read_start(model_dir: str, step: int, identity: Mapping,
+               position_type: type[Position] = InputPosition) -> tuple[int, Position]:
     """The newest record at or before `step` made for the same stream: (its step, position);
     (0, the stream's start) when there is none."""
     directory = f"{model_dir}/{RECORD_DIR}"
@@ -80,17 +110,19 @@ def read_start(model_dir: str, step: int, identity: Mapping) -> tuple[int, Input
         if record["stream"] != json.loads(json.dumps(dict(identity))):
             logging.warning("input position of step %d is for another input stream; not used", recorded)
             continue
-        return recorded, InputPosition(**record["position"])
-    return 0, InputPosition()
+        return recorded, position_type.from_record(record["position"])
+    return 0, position_type()
 
 
 class ResumableExamples(Protocol):
     """Training examples that can start at a position (model.data.inputs.PretrainingStream)."""
 
+    position_type: type[Position]  # InputPosition, or a mixture's position of its members
+
     def __call__(self) -> tf.data.Dataset:
         """One pass of the model features (what a batch size is computed from)."""
 
-    def rows(self, start: InputPosition) -> tf.data.Dataset:
+    def rows(self, start: Position) -> tf.data.Dataset:
         """(model features, position) pairs from `start` on, without end."""
 
     def identity(self) -> dict:
@@ -110,22 +142,21 @@ def training_batches(examples: ResumableExamples | Callable[[], tf.data.Dataset]
     if not hasattr(examples, "rows"):
         return examples().repeat().batch(batch_size, drop_remainder=True).skip(start_step)
     identity = {**examples.identity(), "batch_size": batch_size}
-    recorded_step, position = read_start(model_dir, start_step, identity)
+    recorded_step, position = read_start(model_dir, start_step, identity, examples.position_type)
     if start_step - recorded_step:
         logging.warning("no input position recorded for step %d: regenerating and skipping %d batches "
                         "from step %d", start_step, start_step - recorded_step, recorded_step)
     batches = examples.rows(position).batch(batch_size, drop_remainder=True).skip(start_step - recorded_step)
 
-    def record(step: int, last_row: Mapping[str, int]) -> None:
+    def record(step: int, last_row: Mapping[str, np.ndarray]) -> None:
         if is_checkpoint_step(step):
-            next_row = InputPosition(**last_row)
-            write_record(model_dir, step, dataclasses.replace(next_row, row=next_row.row + 1), identity)
+            write_record(model_dir, step, examples.position_type.after_row(last_row), identity)
 
     def features_only(step, batch):
         batch_features, positions = batch
         keys = sorted(positions)
         done = tf.py_function(
-            lambda step, *values: record(int(step), {k: int(v) for k, v in zip(keys, values)}) or step,
+            lambda step, *values: record(int(step), {k: v.numpy() for k, v in zip(keys, values)}) or step,
             [step] + [positions[key][-1] for key in keys], tf.int64)
         with tf.control_dependencies([done]):
             return {key: tf.identity(value) for key, value in batch_features.items()}

@@ -23,7 +23,7 @@ import gzip
 import hashlib
 import json
 import pathlib
-from typing import Iterator, Mapping, Optional, Sequence, Tuple
+from typing import ClassVar, Iterator, Mapping, Optional, Sequence, Tuple
 
 import tensorflow as tf
 
@@ -218,6 +218,24 @@ def pretraining_dataset(text_dataset: tf.data.Dataset, vocabulary: Vocabulary, o
     return features.convert_features(examples, family, sequence_lengths, pack=pack)
 
 
+def packed_windows(examples: tf.data.Dataset, family: str, sequence_lengths: Mapping[str, int],
+                   pack: bool = True) -> tf.data.Dataset:
+    """(example, position) pairs -> a batch of rows per packing window (the windows of
+    `features.convert_features`), each row with the position of the window's first example (any
+    shape) and its number in the window, "row"."""
+    converter = features.window_converter(family, sequence_lengths, examples.element_spec[0])
+
+    def window_rows(window_examples, positions):
+        rows = converter.convert(window_examples)
+        num_rows = tf.shape(rows["decoder_target_tokens"], out_type=tf.int64)[0]
+        first = {key: tf.repeat(value[:1], num_rows, axis=0) for key, value in positions.items()}
+        return rows, {**first, "row": tf.range(num_rows)}
+
+    return (examples.map(lambda features_, position: (converter.prepare(features_), position))
+            .ragged_batch(features.PACKING_WINDOW if pack else 1)
+            .map(window_rows))
+
+
 @dataclasses.dataclass(frozen=True)
 class PretrainingStream:
     """The training stream of `pretraining_dataset` over a source, epoch after epoch, that can
@@ -244,18 +262,23 @@ class PretrainingStream:
     pack: bool = True
     config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
     shuffle_windows: int = 0
+    split: str = "train"  # of a TFDS source or a pipeline output folder (documents_from_source)
+
+    position_type: ClassVar[type] = InputPosition
 
     def __post_init__(self) -> None:
         if self.shuffle_windows < 0:
             raise ValueError(f"shuffle_windows must be >= 0, got {self.shuffle_windows}")
         # An empty source would make the stream look for a first row epoch after epoch, forever.
-        if tf.executing_eagerly() and not any(True for _ in documents_from_source(self.source).take(1)):
-            raise ValueError(f"the training source {self.source!r} has no text")
+        if tf.executing_eagerly() and not any(
+                True for _ in documents_from_source(self.source, split=self.split).take(1)):
+            raise ValueError(f"the training source {self.source!r} (split {self.split}) has no text")
 
     def __call__(self) -> tf.data.Dataset:
         """The model features of one pass (epoch 0), without positions."""
-        return pretraining_dataset(text_dataset_from_source(self.source), self.vocabulary, self.objective,
-                                   self.sequence_lengths, self.family, self.seed, self.pack, self.config)
+        return pretraining_dataset(text_dataset_from_source(self.source, self.split), self.vocabulary,
+                                   self.objective, self.sequence_lengths, self.family, self.seed,
+                                   self.pack, self.config)
 
     def identity(self) -> dict:
         """What determines the stream, as JSON values: a position is only valid for the same."""
@@ -265,9 +288,10 @@ class PretrainingStream:
                 "sequence_lengths": dict(self.sequence_lengths), "family": self.family,
                 "seed": self.seed, "pack": self.pack, "packing_window": features.PACKING_WINDOW,
                 "objective_config": dataclasses.asdict(self.config),
-                # Named only when set, so that the records of streams in document order written
-                # before the option existed stay valid.
-                **({"shuffle_windows": self.shuffle_windows} if self.shuffle_windows else {})}
+                # Named only when set, so that the records written before the options existed
+                # stay valid.
+                **({"shuffle_windows": self.shuffle_windows} if self.shuffle_windows else {}),
+                **({"split": self.split} if self.split != "train" else {})}
 
     def rows(self, start: InputPosition = InputPosition()) -> tf.data.Dataset:
         """(model features, position of the row) pairs from `start` on, without end."""
@@ -275,34 +299,35 @@ class PretrainingStream:
             lambda epoch: self._epoch_rows(epoch, InputPosition()))
         return self._epoch_rows(tf.constant(start.epoch, tf.int64), start).skip(start.row).concatenate(later_epochs)
 
-    def _epoch_rows(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
-        documents = documents_from_source(self.source, start.shard, start.document)
+    def chunks(self, start: InputPosition = InputPosition()) -> tf.data.Dataset:
+        """(chunk tokens, position of its example) pairs from the example at `start` on (its
+        `row` aside), epoch after epoch, without end: what a mixture of streams draws from."""
+        later_epochs = tf.data.Dataset.range(start.epoch + 1, MAX_EPOCHS).flat_map(
+            lambda epoch: self._epoch_chunks(epoch, InputPosition()))
+        return self._epoch_chunks(tf.constant(start.epoch, tf.int64), start).concatenate(later_epochs)
+
+    def _epoch_chunks(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
+        documents = documents_from_source(self.source, start.shard, start.document, self.split)
         chunks = objectives.split_tokens(tokenize_documents(documents, self.vocabulary),
                                          objectives.chunk_length(self.objective, self.sequence_lengths, self.config))
         # The first document's chunks before the start were consumed before it.
         chunks = chunks.skip(start.chunk).enumerate(start=start.example)
+
+        def with_position(index, chunk):
+            return chunk["targets"], {"epoch": epoch, "shard": chunk["shard"], "document": chunk["document"],
+                                      "chunk": chunk["chunk"], "example": index}
+
+        return chunks.map(with_position)
+
+    def _epoch_examples(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
         corrupt = objectives.corruption(self.objective, self.sequence_lengths, self.vocabulary.token_ids,
                                         self.seed, self.config)
+        return self._epoch_chunks(epoch, start).map(
+            lambda tokens, position: (corrupt(tokens, position["example"], epoch), position))
 
-        def example(index, chunk):
-            position = {"epoch": epoch, "shard": chunk["shard"], "document": chunk["document"],
-                        "chunk": chunk["chunk"], "example": index}
-            return corrupt(chunk["targets"], index, epoch), position
-
-        examples = chunks.map(example)
-        converter = features.window_converter(self.family, self.sequence_lengths, examples.element_spec[0])
-
-        def window_rows(window_examples, positions):
-            rows = converter.convert(window_examples)
-            num_rows = tf.shape(rows["decoder_target_tokens"], out_type=tf.int64)[0]
-            first = {key: tf.fill([num_rows], value[0]) for key, value in positions.items()}
-            return rows, {**first, "row": tf.range(num_rows)}
-
-        # The windows of convert_features over the epoch, as long as every start is the first
-        # example of a window (positions record only those).
-        windows = (examples.map(lambda features_, position: (converter.prepare(features_), position))
-                   .ragged_batch(features.PACKING_WINDOW if self.pack else 1)
-                   .map(window_rows))
+    def _epoch_rows(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
+        windows = packed_windows(self._epoch_examples(epoch, start), self.family,
+                                 self.sequence_lengths, self.pack)
         if not self.shuffle_windows:
             return windows.unbatch()
 

@@ -320,23 +320,25 @@ def append_eos_after_trim(example: Example, sequence_lengths: Mapping[str, int])
     return out
 
 
-def example_seed(base_seed: int, index: tf.Tensor, epoch: tf.Tensor | int = 0) -> tf.Tensor:
+def example_seed(base_seed: tf.Tensor | int, index: tf.Tensor, epoch: tf.Tensor | int = 0) -> tf.Tensor:
     """The stateless seed of example `index` in pass `epoch` over the data:
     (base_seed + epoch * 2^32, index). Epoch 0 is (base_seed, index); base seeds below 2^32 and
     distinct epochs never share a seed."""
     epoch_word = tf.bitwise.left_shift(tf.cast(epoch, tf.int64), tf.constant(32, tf.int64))
-    return tf.stack([tf.constant(base_seed, tf.int64) + epoch_word, tf.cast(index, tf.int64)])
+    return tf.stack([tf.cast(base_seed, tf.int64) + epoch_word, tf.cast(index, tf.int64)])
 
 
 def corruption(name: str, sequence_lengths: Mapping[str, int], token_ids: TokenIds, seed: int,
                config: ObjectiveConfig = ObjectiveConfig()
                ) -> Callable[[tf.Tensor, tf.Tensor, tf.Tensor | int], Example]:
-    """(chunk tokens, example index, epoch) -> the objective's features, EOS appended, trimmed.
-    The noise depends on (seed, epoch, index) only (see `example_seed`)."""
+    """(chunk tokens, example index, epoch[, seed]) -> the objective's features, EOS appended,
+    trimmed. The noise depends on (seed, epoch, index) only (see `example_seed`); a seed given
+    to the call (a tensor: a mixture's member's) replaces `seed`."""
     objective = get_objective(name)
 
-    def corrupt(tokens: tf.Tensor, index: tf.Tensor, epoch: tf.Tensor | int = 0) -> Example:
-        features = objective.fn(tokens, example_seed(seed, index, epoch), config, token_ids)
+    def corrupt(tokens: tf.Tensor, index: tf.Tensor, epoch: tf.Tensor | int = 0,
+                example_base_seed: tf.Tensor | int = seed) -> Example:
+        features = objective.fn(tokens, example_seed(example_base_seed, index, epoch), config, token_ids)
         return append_eos_after_trim(features, sequence_lengths)
 
     return corrupt

@@ -28,7 +28,8 @@ from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
 
 import tensorflow as tf2
 
-from model.data import features, inputs
+from model.data import features, inputs, language_mixture
+from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.convert.checkpoints import CheckpointFormat
 from model.trainer.family import Family
@@ -140,20 +141,32 @@ class ModelFamily(Family, abc.ABC):
         raise NotImplementedError(f"the {cls.name} family names no vocabulary kind")
 
     @classmethod
-    def training_stream(cls, run: Any) -> inputs.PretrainingStream:
+    def training_stream(cls, run: Any) -> ResumableExamples:
         """Pre-training examples over `DataConfig.source`, epoch after epoch, resumable at a
-        recorded position: the objective's examples, converted and packed."""
+        recorded position: the objective's examples, converted and packed; over the languages of
+        a `languages:ROOT` source, mT5's mixture of them (model/data/language_mixture.py)."""
         data = run.data_config
-        return inputs.PretrainingStream(data.source, run.vocabulary, data.objective,
-                                        data.sequence_lengths, cls.converter, seed=data.seed,
-                                        shuffle_windows=data.shuffle_windows)
+        root = language_mixture.mixture_root(data.source)
+        if root is None:
+            return inputs.PretrainingStream(data.source, run.vocabulary, data.objective,
+                                            data.sequence_lengths, cls.converter, seed=data.seed,
+                                            shuffle_windows=data.shuffle_windows)
+        if data.shuffle_windows:
+            raise ValueError("DataConfig.shuffle_windows is for one source, not a language mixture")
+        return language_mixture.LanguageMixtureStream(
+            root, run.vocabulary, data.objective, data.sequence_lengths, cls.converter, seed=data.seed,
+            languages=tuple(data.languages), exponent=data.language_exponent)
 
     @classmethod
     def validation_examples(cls, run: Any) -> tf2.data.Dataset:
         """The validation text's examples (`DataConfig.eval_source`, else the validation split
-        of a `tfds:` source), as the training stream makes them."""
+        of a `tfds:` source, of a pipeline output folder, or of each language of a mixture), as
+        the training stream makes them."""
         data = run.data_config
-        text = inputs.validation_text(data.source, data.eval_source)
+        if language_mixture.mixture_root(data.source) is not None and not data.eval_source:
+            text = cls.training_stream(run).validation_text()
+        else:
+            text = inputs.validation_text(data.source, data.eval_source)
         return inputs.pretraining_dataset(text, run.vocabulary, data.objective,
                                           data.sequence_lengths, cls.converter, seed=data.seed,
                                           pack=True)

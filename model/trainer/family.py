@@ -30,7 +30,7 @@ from typing import Any, ClassVar, Dict, Optional, Protocol, Tuple
 
 import tensorflow as tf2
 
-from model.data import inputs
+from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
@@ -68,7 +68,7 @@ class Family(Protocol):
         """The vocabulary file `DataConfig.vocabulary` names, read as this family reads it."""
 
     @classmethod
-    def training_stream(cls, run: Any) -> inputs.PretrainingStream:
+    def training_stream(cls, run: Any) -> ResumableExamples:
         """Pre-training examples over `DataConfig.source`, epoch after epoch, resumable at a
         recorded position (model/data/input_position.py)."""
 

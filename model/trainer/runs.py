@@ -52,6 +52,10 @@ class DataConfig:
     # Pre-training rows shuffled within blocks of this many packing windows (model/data/inputs.py
     # PretrainingStream); 0 keeps document order, as T5's. gpt1/pretrain.gin sets it.
     shuffle_windows: int = 0
+    # A `languages:ROOT` source (model/data/language_mixture.py): the languages mixed (none:
+    # every one with training text but und) and mT5's exponent, p(L) proportional to |L|^exponent.
+    languages: Tuple[str, ...] = ()
+    language_exponent: float = 0.3
 
     @property
     def sequence_lengths(self) -> Dict[str, int]:

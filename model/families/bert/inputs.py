@@ -40,7 +40,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import math
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import ClassVar, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -289,6 +289,8 @@ class BertPretrainingStream:
     length: int
     seed: int
     config: BertDataConfig = BertDataConfig()
+
+    position_type: ClassVar[type] = InputPosition
 
     def __post_init__(self) -> None:
         # An empty source would make the stream look for a first row epoch after epoch; checked
