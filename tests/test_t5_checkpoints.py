@@ -19,8 +19,10 @@ import tensorflow.compat.v1 as tf
 from model import families
 from model.convert import checkpoints
 from model.trainer import runs
+from tests.support import t5_library
 from tests.support.convert import (CLASSES, assert_close, our_logits, run_convert,
                                    transformers_logits)
+from tests.support.t5_library import STEP, failed_import, import_source, write_source
 from tests.support.t5_reference import VOCAB_SIZE, reference_variables
 
 torch = pytest.importorskip("torch")
@@ -30,7 +32,6 @@ pytestmark = pytest.mark.usefixtures("clean_gin")
 
 SIZES = dict(d_model=16, d_ff=32, num_heads=2, d_kv=8, num_layers=2)
 ROWS = 128 * -(-VOCAB_SIZE // 128)  # mtf pads the vocabulary to a multiple of 128
-STEP = 1000
 LAYOUTS = {"t5.1.0": {},
            "rms_norm": {"legacy_norms": False},
            "t5.1.1": {"legacy_norms": False, "activation": ["gelu", "linear"], "tied": False}}
@@ -41,51 +42,9 @@ def layout_variables(layout: str) -> dict:
     return reference_variables(ModelConfig(**SIZES), **LAYOUTS[layout])
 
 
-def write_source(path, variables: dict, dtype, seed: int = 0) -> None:
-    """Random values under the given names: weights around 0 (norm scales around 1), slots
-    positive, the global step STEP; floating point ones stored as `dtype`."""
-    rng = np.random.RandomState(seed)
-    with tf.Graph().as_default():
-        written = []
-        for name, (shape, variable_dtype) in sorted(variables.items()):
-            if name == tf.GraphKeys.GLOBAL_STEP:
-                written.append(tf.Variable(np.int64(STEP), name=name))
-                continue
-            if "_slot_" in name:
-                value = rng.uniform(0.1, 1.0, shape)
-            else:
-                value = rng.normal(0.0, 0.3, shape) + name.endswith("norm/scale")
-            written.append(tf.Variable(tf.cast(tf.constant(value, tf.float32), dtype), name=name))
-        with tf.Session() as session:
-            session.run(tf.global_variables_initializer())
-            tf.train.Saver(written).save(session, str(path))
-
-
 def reference_model(layout: str, path) -> "transformers.T5ForConditionalGeneration":
-    """T5ForConditionalGeneration of the source's sizes, loaded by transformers' own converter
-    (every parameter set to NaN first, and none left so)."""
-    from transformers.models.t5.modeling_t5 import load_tf_weights_in_t5
-    gated = "activation" in LAYOUTS[layout]
-    config = transformers.T5Config(
-        vocab_size=ROWS, num_decoder_layers=SIZES["num_layers"], dropout_rate=0.0,
-        feed_forward_proj="gated-gelu" if gated else "relu", tie_word_embeddings=not gated,
-        decoder_start_token_id=0, **SIZES)
-    model = transformers.T5ForConditionalGeneration(config)
-    with torch.no_grad():
-        for parameter in model.parameters():
-            parameter.fill_(float("nan"))
-    load_tf_weights_in_t5(model, config, str(path))
-    model.tie_weights()
-    assert not any(torch.isnan(p).any() for p in model.parameters())
-    return model.eval()
-
-
-def import_source(source, model_dir, *gin_params):
-    argv = ["import", "--family", "t5", "--format", "t5", "--source", source, "--model_dir",
-            model_dir]
-    for binding in gin_params:
-        argv += ["--gin_param", binding]
-    return run_convert(*argv)
+    """transformers' T5 of the layout reading the source at `path`."""
+    return t5_library.reference_model(path, SIZES, ROWS, gated="activation" in LAYOUTS[layout])
 
 
 @pytest.mark.parametrize("layout,dtype", [("t5.1.0", tf.float32), ("rms_norm", tf.bfloat16),
@@ -147,12 +106,6 @@ def test_imported_checkpoint_fine_tunes_from_its_step(tmp_path):
 @pytest.fixture(scope="module")
 def t5_1_0_variables():
     return layout_variables("t5.1.0")
-
-
-def failed_import(capsys, tmp_path, source, *gin_params) -> str:
-    assert import_source(source, tmp_path / "target", *gin_params) == 2
-    assert not (tmp_path / "target").exists() or not any((tmp_path / "target").iterdir())
-    return capsys.readouterr().err
 
 
 def test_missing_unread_and_misshapen_variables_are_listed(tmp_path, capsys, t5_1_0_variables):

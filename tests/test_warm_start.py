@@ -134,3 +134,19 @@ def test_checkpoint_with_todays_rms_norm_names_loads(tmp_path, t5_checkpoint):
                           "decoder/block_001/layer_000/rms_norm/scale")]:
         np.testing.assert_allclose(tf.train.load_variable(trained, ours), values[theirs],
                                    rtol=1e-6)
+
+
+def test_slots_factored_otherwise_name_the_optimizers_setting():
+    """A checkpoint whose Adafactor factored from dimension 32 (d_model 32: the embedding's
+    slots `_slot_vr`/`_slot_vc`) meets a run at mtf's default 128 (`_slot_v`)."""
+    from model.trainer.model_config import ModelConfig
+    config = ModelConfig(d_model=32, d_ff=64, num_heads=2, d_kv=8, num_layers=1)
+    ours = reference_variables(config)
+    theirs = reference_variables(config, min_dim_size_to_factor=32)
+    with pytest.raises(WarmStartError) as error:
+        restore_plan(ours, theirs)
+    message = str(error.value)
+    assert "shared/embedding_slot_v\n" in message
+    assert "AdafactorOptimizer.min_dim_size_to_factor is 128 here, the checkpoint's slots " \
+           "were written with 17 to 32; bind one of those." in message
+    assert "architecture and size" not in message

@@ -63,15 +63,18 @@ class ConversionError(ValueError):
     """The source cannot be converted; nothing was written."""
 
 
-def sentencepiece_tokenizer(vocabulary, model_max_length: int):
+def sentencepiece_tokenizer(vocabulary, model_max_length: int,
+                            tokenizer_class: str = "T5Tokenizer"):
     """transformers' tokenizer of a SentencePiece vocabulary (model/data/vocabulary.py), ids
-    alike: T5Tokenizer over the trained model with our sentinels as its extra ids, which it
+    alike: T5Tokenizer (or `tokenizer_class`, a subclass under another name: mT5's
+    MT5Tokenizer) over the trained model with our sentinels as its extra ids, which it
     appends in reverse order as we do (it ends a text with EOS, as T5's inputs and our
     pre-training streams). `legacy`: the text after a sentinel starts a word, as ours where a
     space follows the sentinel."""
-    from transformers import T5Tokenizer
-    return T5Tokenizer(str(vocabulary.path), extra_ids=vocabulary.token_ids.num_sentinels,
-                       legacy=True, model_max_length=model_max_length)
+    import transformers
+    return getattr(transformers, tokenizer_class)(
+        str(vocabulary.path), extra_ids=vocabulary.token_ids.num_sentinels, legacy=True,
+        model_max_length=model_max_length)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,6 +13,9 @@ import gin
 # ModelConfig.feed_forward_proj: T5.1.0's ReLU or T5.1.1's gated GELU (transformers' names); T5's
 # layers map each onto mtf's activations (model/families/t5/architectures.py).
 FEED_FORWARD_PROJECTIONS = ("relu", "gated-gelu")
+# ModelConfig.hf_model_type: the transformers model a T5 exports as, T5ForConditionalGeneration or
+# mT5's MT5ForConditionalGeneration (the same model under mT5's name: model/families/t5/hf.py).
+HF_MODEL_TYPES = ("t5", "mt5")
 
 
 @gin.configurable
@@ -41,11 +44,19 @@ class ModelConfig:
     # T5Config fields, which carry the same meaning.
     feed_forward_proj: str = "relu"
     tie_word_embeddings: bool = True
+    # T5's config.json `model_type` on export: "t5", or "mt5" for mT5 (sizes/mt5/*.gin bind it,
+    # an import of an mT5 checkpoint records it). Nothing in a checkpoint tells mT5 from a T5.1.1
+    # of another vocabulary, so it is said, and kept here: every run's operative config records
+    # ModelConfig, so a fine-tuned mT5 exports as one.
+    hf_model_type: str = "t5"
 
     def __post_init__(self) -> None:
         if self.feed_forward_proj not in FEED_FORWARD_PROJECTIONS:
             raise ValueError(f"ModelConfig.feed_forward_proj must be one of "
                              f"{sorted(FEED_FORWARD_PROJECTIONS)}, got {self.feed_forward_proj!r}")
+        if self.hf_model_type not in HF_MODEL_TYPES:
+            raise ValueError(f"ModelConfig.hf_model_type must be one of {list(HF_MODEL_TYPES)}, "
+                             f"got {self.hf_model_type!r}")
         for name in ("d_model", "d_ff", "num_heads", "d_kv", "num_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"ModelConfig.{name} must be positive, got {getattr(self, name)}")

@@ -5,7 +5,10 @@ variables, outside the TPU rewrite) with two differences:
 - a variable that the checkpoint lacks is an error naming them all (T5 logs them and leaves them
   randomly initialised), unless it matches one of the family's or the run's `fresh` patterns
   (new heads); shapes and dtypes must match too (released T5 checkpoints store bfloat16: set
-  `PrecisionConfig.master_dtype = 'bfloat16'` to load them);
+  `PrecisionConfig.master_dtype = 'bfloat16'` to load them). Adafactor's slots that the
+  checkpoint factors otherwise than the run (`_slot_vr`/`_slot_vc` for `_slot_v`) name the
+  setting, AdafactorOptimizer.min_dim_size_to_factor, and the values its slots were written
+  with (model/trainer/adafactor_slots.py);
 - the global step is restored with the rest, as T5 does: the run continues from the
   checkpoint's step (a fine-tuning run of N steps trains to step checkpoint + N). Restarting at
   step 0 would make Adafactor's second-moment decay 1 - (step + 1)^-0.8 zero at the first step,
@@ -23,6 +26,8 @@ import re
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
+
+from model.trainer import adafactor_slots
 
 VariableSpec = Tuple[Tuple[int, ...], str]  # shape, dtype name
 
@@ -56,9 +61,19 @@ def restore_plan(model: Mapping[str, VariableSpec], checkpoint: Mapping[str, Var
                      and not any(p.fullmatch(name) for p in patterns))
     if missing:
         shown = "\n  ".join(missing[:50]) + ("\n  ..." if len(missing) > 50 else "")
+        # Adafactor's slots that the checkpoint factors otherwise are a setting of the
+        # optimizer, not of the model.
+        refactored = adafactor_slots.refactored_slots(
+            missing, lambda name: checkpoint_name(name, checkpoint, aliases) is not None)
+        hints = []
+        if len(refactored) < len(missing):
+            hints.append("Check the architecture and size, or list variables that may start "
+                         "fresh.")
+        if refactored:
+            hints.append(adafactor_slots.mismatch_hint(checkpoint))
         raise WarmStartError(
             f"the warm-start checkpoint lacks {len(missing)} variable(s) of this model:\n  "
-            f"{shown}\nCheck the architecture and size, or list variables that may start fresh.")
+            f"{shown}\n" + "\n".join(hints))
     mismatched = [f"{name}: model {model[name]}, checkpoint {checkpoint[source]}"
                   for name, source in sorted(found.items())
                   if source is not None and model[name] != checkpoint[source]]

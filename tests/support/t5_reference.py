@@ -49,19 +49,23 @@ def t5_reference_model(config: ModelConfig, vocab_size: int, legacy_norms: bool 
     return transformer.Bitransformer(encoder, decoder, shared_embedding=True)
 
 
-def reference_variables(config, **layout) -> dict:
-    """{name: (shape, dtype)} of the TF variables of mtf's T5 trained with mtf's Adafactor
-    (`layout`: t5_reference_model's norm names, activation and tying)."""
+def reference_variables(config, vocab_size: int = VOCAB_SIZE, min_dim_size_to_factor: int = 128,
+                        **layout) -> dict:
+    """{name: (shape, dtype)} of the TF variables of mtf's T5 over `vocab_size` ids trained with
+    mtf's Adafactor, factoring from `min_dim_size_to_factor` (mtf's default 128; its slot names
+    say which variables it factored), `layout`: t5_reference_model's norm names, activation and
+    tying."""
     with tf.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
         tokens = mtf.ones(mesh, mtf.Shape([mtf.Dimension("batch", 2),
                                            mtf.Dimension("length", 6)]), tf.int32)
-        _, loss = t5_reference_model(config, VOCAB_SIZE, **layout).call_simple(
+        _, loss = t5_reference_model(config, vocab_size, **layout).call_simple(
             inputs=tokens, targets=tokens, compute_loss=True, mode="train")
         variables = graph.trainable_variables
         gradients = mtf.gradients([loss], [v.outputs[0] for v in variables])
-        updates = mtf.optimize.AdafactorOptimizer(learning_rate=0.01).apply_grads(
+        updates = mtf.optimize.AdafactorOptimizer(
+            learning_rate=0.01, min_dim_size_to_factor=min_dim_size_to_factor).apply_grads(
             gradients, variables)
         lowering = mtf.Lowering(graph, {mesh: cpu_mesh_impl(MeshConfig())})
         for op in updates:

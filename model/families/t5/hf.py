@@ -37,18 +37,28 @@ logits are tied to the embedding and scaled by d_model**-0.5 in both; T5.1.1's
 reads as `lm_head`, and its gated-GELU `wi_0`/`wi_1` as `feed_forward_proj = "gated-gelu"`
 (transformers' gelu_new: the tanh form, as mtf.gelu).
 
+mT5 (`ModelConfig.hf_model_type = 'mt5'`: model/gin/sizes/mt5/*.gin, an mT5 import's gin file)
+exports as MT5ForConditionalGeneration with MT5Tokenizer: transformers' mT5 classes are T5's
+under mT5's names, so the weights, the generation config and the tokenizer's files are the same;
+config.json says `model_type: "mt5"` and `architectures: ["MT5ForConditionalGeneration"]`, as
+google/mt5-*'s, and AutoModelForSeq2SeqLM and AutoTokenizer build mT5's classes. The type is a
+setting, not read from the vocabulary's size: a T5.1.1 of 250,112 rows is no mT5 unless said.
+
 Without `DataConfig.vocabulary` (a checkpoint imported from transformers by model/convert/command.py,
 say), the vocabulary's size is the checkpoint's embedding rows and no tokenizer is written.
 
 Import (format `hf`, `HFFormat`: model/convert/checkpoints.py) reads a transformers folder
 through `t5_state_dict`, our names for transformers' (the direction of `load_tf_weights_in_t5`),
-and `gin_bindings`, the inverse of `hf_config`; export is `export` above.
+and `gin_bindings`, the inverse of `hf_config` (a folder of model_type "mt5", google/mt5-*'s,
+through mT5's classes, recorded as `ModelConfig.hf_model_type`); export is `export` above.
 """
 from __future__ import annotations
 
+import functools
+import json
 import math
 import pathlib
-from typing import Any, Dict, List, Mapping, Optional
+from typing import Any, Dict, List, Mapping, NamedTuple, Optional
 
 import numpy as np
 import tensorflow.compat.v1 as tf
@@ -58,8 +68,9 @@ from model.data.vocabulary import EOS_ID, PAD_ID
 from model.families.t5 import finetune
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
-from model.convert.checkpoints import (Conversion, TransformersFormat, sentencepiece_tokenizer,
-                                       write_tokenizer)
+from model.convert.checkpoints import (CONFIG_FILE, Conversion, TransformersFormat,
+                                       import_state, read_transformers_folder,
+                                       sentencepiece_tokenizer, write_tokenizer)
 from model.trainer.decoding import DecodingConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import import_features
@@ -72,6 +83,22 @@ MODEL_TYPE = "t5"
 EMBEDDING = "shared/embedding"
 
 
+class TransformersClasses(NamedTuple):
+    """The config, model and tokenizer classes of one transformers model_type (their names)."""
+
+    config: str
+    model: str
+    tokenizer: str
+
+
+# By ModelConfig.hf_model_type. transformers' mT5 classes are T5's under mT5's names (the same
+# modeling code, its config.json saying `model_type: "mt5"`; MT5Tokenizer a T5Tokenizer), so
+# one mapping of the weights serves both, and AutoModelForSeq2SeqLM / AutoTokenizer build mT5's.
+TRANSFORMERS_CLASSES = {
+    "t5": TransformersClasses("T5Config", "T5ForConditionalGeneration", "T5Tokenizer"),
+    "mt5": TransformersClasses("MT5Config", "MT5ForConditionalGeneration", "MT5Tokenizer")}
+
+
 def embedding_rows(vocab_size: int) -> int:
     """Our embedding's rows for a vocabulary of `vocab_size` ids: padded to a multiple of 128."""
     return VOCAB_DIVISOR * math.ceil(vocab_size / VOCAB_DIVISOR)
@@ -82,16 +109,21 @@ def padding_rows(vocab_size: int) -> List[int]:
     return list(range(vocab_size, embedding_rows(vocab_size)))
 
 
+def transformers_classes(config: ModelConfig) -> TransformersClasses:
+    """The transformers classes that `config.hf_model_type` names."""
+    return TRANSFORMERS_CLASSES[config.hf_model_type]
+
+
 def hf_config(config: ModelConfig, vocab_size: int):
-    """The T5Config of a model config over a vocabulary of `vocab_size` ids (the embedding is
-    padded, `embedding_rows`, as ours)."""
-    from transformers import T5Config
+    """The T5Config (MT5Config for `hf_model_type` "mt5") of a model config over a vocabulary
+    of `vocab_size` ids (the embedding is padded, `embedding_rows`, as ours)."""
+    import transformers
     if config.architecture != Architecture.ENCODER_DECODER.value:
         raise ValueError(f"only the encoder_decoder architecture has a Hugging Face T5 "
                          f"counterpart, not {config.architecture}")
     if config.adapter_size:
         raise ValueError("adapter layers have no Hugging Face T5 counterpart")
-    return T5Config(
+    return getattr(transformers, transformers_classes(config).config)(
         vocab_size=embedding_rows(vocab_size),
         d_model=config.d_model, d_kv=config.d_kv, d_ff=config.d_ff,
         num_layers=config.num_layers, num_decoder_layers=config.num_layers,
@@ -105,12 +137,14 @@ def hf_config(config: ModelConfig, vocab_size: int):
 
 
 def load_checkpoint(config: ModelConfig, vocab_size: int, checkpoint: str):
-    """A T5ForConditionalGeneration holding the weights of `checkpoint` (path or directory)."""
+    """A T5ForConditionalGeneration (MT5ForConditionalGeneration for `hf_model_type` "mt5")
+    holding the weights of `checkpoint` (path or directory)."""
     import torch
-    from transformers import T5ForConditionalGeneration
+    import transformers
     from transformers.models.t5.modeling_t5 import load_tf_weights_in_t5
 
-    model = T5ForConditionalGeneration(hf_config(config, vocab_size))
+    model_class = getattr(transformers, transformers_classes(config).model)
+    model = model_class(hf_config(config, vocab_size))
     with torch.no_grad():
         for parameter in model.parameters():
             parameter.fill_(float("nan"))
@@ -152,7 +186,9 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     out = pathlib.Path(export_dir)
     out.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(out)
-    write_tokenizer(sentencepiece_tokenizer, run, out, run.data_config.inputs_length)
+    tokenizer_class = transformers_classes(run.model_config).tokenizer
+    write_tokenizer(functools.partial(sentencepiece_tokenizer, tokenizer_class=tokenizer_class),
+                    run, out, run.data_config.inputs_length)
     return {"checkpoint": source, "export_dir": str(out)}
 
 
@@ -175,7 +211,8 @@ def gin_bindings(hf: Any) -> Dict[str, Any]:
             "ModelConfig.relative_attention_num_buckets": hf.relative_attention_num_buckets,
             "ModelConfig.dropout_rate": hf.dropout_rate,
             "ModelConfig.feed_forward_proj": hf.feed_forward_proj,
-            "ModelConfig.tie_word_embeddings": bool(hf.tie_word_embeddings)}
+            "ModelConfig.tie_word_embeddings": bool(hf.tie_word_embeddings),
+            "ModelConfig.hf_model_type": hf.model_type}
 
 
 def t5_state_dict(variables: Mapping[str, np.ndarray], config: ModelConfig
@@ -233,11 +270,12 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
                                     tf.estimator.ModeKeys.EVAL)}
 
 
-def conversion(family: type) -> Conversion:
-    """T5's link to T5ForConditionalGeneration (T5.1.0 and T5.1.1)."""
+def conversion(family: type, hf_model_type: str = MODEL_TYPE) -> Conversion:
+    """T5's link to T5ForConditionalGeneration (T5.1.0 and T5.1.1), or with `hf_model_type`
+    "mt5" to MT5ForConditionalGeneration."""
     return Conversion(
-        "t5", family, MODEL_TYPE, "T5ForConditionalGeneration", EMBEDDING, hf_config,
-        gin_bindings, t5_state_dict, mtf_outputs,
+        "t5", family, hf_model_type, TRANSFORMERS_CLASSES[hf_model_type].model, EMBEDDING,
+        hf_config, gin_bindings, t5_state_dict, mtf_outputs,
         {"encoder_tokens": np.ones([1, 4], np.int32), "decoder_targets": np.ones([1, 2], np.int32)},
         # T5Tokenizer's SentencePiece model plus its 100 extra ids is our Vocabulary.
         tokenizer_file="spiece.model",
@@ -250,11 +288,23 @@ class HFFormat(TransformersFormat):
 
     def __init__(self, family: type):
         super().__init__(lambda: conversion(family))
+        self.family = family
+
+    def import_checkpoint(self, source, model_dir):
+        # A folder of mT5's (google/mt5-*: config.json's model_type "mt5") is read by mT5's
+        # classes; any other model_type is T5's to check (and refuse).
+        config = pathlib.Path(source) / CONFIG_FILE
+        model_type = json.loads(config.read_text()).get("model_type") if config.is_file() else None
+        conv = conversion(self.family,
+                          model_type if model_type in TRANSFORMERS_CLASSES else MODEL_TYPE)
+        hf_folder, state = read_transformers_folder(source, conv)
+        return import_state(conv, hf_folder, state, source, model_dir)
 
     def export_checkpoint(self, run, output, checkpoint):
         return export(run, output, checkpoint)
 
 
-__all__ = ["EMBEDDING", "HFFormat", "MODEL_TYPE", "conversion", "embedding_rows", "export",
-           "generation_config", "gin_bindings", "hf_config", "load_checkpoint", "mtf_outputs",
-           "padding_rows", "t5_state_dict"]
+__all__ = ["EMBEDDING", "HFFormat", "MODEL_TYPE", "TRANSFORMERS_CLASSES", "conversion",
+           "embedding_rows", "export", "generation_config", "gin_bindings", "hf_config",
+           "load_checkpoint", "mtf_outputs", "padding_rows", "t5_state_dict",
+           "transformers_classes"]

@@ -21,6 +21,17 @@ checkpoint and stays gin's), every variable of ours must be there under its name
 the source must hold nothing ours would drop. The weights, Adafactor's slots (zero if the
 source has none) and the global step are written in float32: T5 continues training from a
 checkpoint, its step and its optimizer's statistics (model/trainer/warm_start.py).
+
+The slots are read as the source's Adafactor wrote them: which variables it factored
+(`_slot_vr`/`_slot_vc`, else `_slot_v`) says the range of `min_dim_size_to_factor` it ran with
+(model/trainer/adafactor_slots.py). A gin binding in that range is written into the gin file;
+without one, where mtf's default 128 would factor others, the import binds the value of the
+range nearest it, saying so in the gin file; a gin binding outside it, or slots that no value
+gives, are refused naming the setting.
+
+mT5's checkpoints (T5.1.1's layout over 250,112 rows) are T5.1.1's to the import: nothing in
+them says mT5. `ModelConfig.hf_model_type = 'mt5'`, given (sizes/mt5/*.gin, --gin_param), is
+written into the gin file, so that the export is MT5ForConditionalGeneration (hf.py).
 """
 from __future__ import annotations
 
@@ -34,7 +45,7 @@ import tensorflow.compat.v1 as tf
 from model.families.t5 import hf
 from model.families.t5.architectures import VOCAB_DIVISOR, Architecture
 from model.convert import checkpoints
-from model.trainer import warm_start
+from model.trainer import adafactor_slots, runs, warm_start
 from model.trainer.model_config import ModelConfig
 from model.trainer.warm_start import VariableSpec
 
@@ -47,6 +58,8 @@ _FEED_FORWARD = "encoder/block_000/layer_001/DenseReluDense"
 SLOT = r".*_slot_(vr|vc|v)"
 # A T5 folder may keep its SentencePiece model beside the checkpoint, as a transformers one.
 VOCABULARY_FILE = "spiece.model"
+# The transformers model an export writes (mT5's or T5's): the command line's, recorded.
+HF_MODEL_TYPE = "ModelConfig.hf_model_type"
 
 
 class LayoutError(ValueError):
@@ -127,6 +140,19 @@ class MeshTFFormat(checkpoints.CheckpointFormat):
         path = warm_start.checkpoint_path(source)
         stored = warm_start.checkpoint_variables(path)
         bindings = gin_bindings(stored, path)
+        notes = []
+        try:
+            factoring = adafactor_slots.source_binding(stored)
+        except adafactor_slots.FactoringError as error:
+            raise checkpoints.ConversionError(f"{path}: {error}") from None
+        if factoring and runs.gin_value(adafactor_slots.SETTING) is None:
+            notes.append(f"{adafactor_slots.SETTING}: read from the source's Adafactor slots "
+                         f"(it was written with {adafactor_slots.slots_range(stored)}; mtf's "
+                         f"default {adafactor_slots.MTF_DEFAULT} would factor others).")
+        bindings.update(factoring)  # fine-tuning with the gin file makes the source's slots
+        if runs.gin_value(HF_MODEL_TYPE) is not None:
+            # A checkpoint does not say it is mT5 (the command line does): kept for the export.
+            bindings[HF_MODEL_TYPE] = runs.gin_value(HF_MODEL_TYPE)
         reader = tf.train.load_checkpoint(path)
 
         def values(config: ModelConfig, vocab_size: int) -> Dict[str, np.ndarray]:
@@ -139,4 +165,4 @@ class MeshTFFormat(checkpoints.CheckpointFormat):
         step = int(reader.get_tensor(GLOBAL_STEP)) if GLOBAL_STEP in stored else 0
         return checkpoints.import_values(
             conv, bindings, stored[EMBEDDING][0][0], values, source, model_dir,
-            [pathlib.Path(path).parent / VOCABULARY_FILE], step)
+            [pathlib.Path(path).parent / VOCABULARY_FILE], step, notes)
