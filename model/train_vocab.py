@@ -21,7 +21,7 @@ language's training pages; `--only de,fr` keeps those languages, `--include_und`
 PREFIX.json's `corpus` records the root, the exponent and each language's pages.
 
 `--recipe mt5` is mT5's vocabulary (Xue et al., 2021, "mT5: A massively multilingual pre-trained
-text-to-text transformer", Section 2.2): 250,000 pieces, SentencePiece unigram trained with the
+text-to-text transformer", Section 3.2): 250,000 pieces, SentencePiece unigram trained with the
 language sampling rates of pre-training (exponent 0.3), character coverage 0.99999 and
 SentencePiece's byte fallback, so that any string can be encoded. Flags given override it:
 
@@ -51,7 +51,7 @@ from model.data.vocabulary import (  # noqa: E402
 
 # The settings a recipe presets; each flag given overrides its recipe's value.
 RECIPES: dict[str, dict[str, object]] = {
-    # mT5, Section 2.2: 250,000 pieces of SentencePiece unigram at the sampling rates of
+    # mT5, Section 3.2: 250,000 pieces of SentencePiece unigram at the sampling rates of
     # pre-training (|L|^0.3), coverage 0.99999 and byte fallback for large character sets.
     "mt5": {"size": 250_000, "model_type": "unigram", "character_coverage": 0.99999,
             "byte_fallback": True, "language_exponent": MT5_EXPONENT},

@@ -142,11 +142,11 @@ def test_a_resumed_mixture_sees_the_batches_of_an_uninterrupted_run(mc4_output, 
     assert len(positions) == total // 5 and any(position["row"] > 0 for position in positions)
     # Members of one short page (hy, uk) start their later passes: "epoch", the first field.
     assert max(member[0] for member in positions[-1]["members"]) > 0
-    for step in (5, 20, 35, 33):
+    for step in (20, 38):
         count = min(3, total - step)
         assert batches(stream, tmp_path, step, count) == uninterrupted[step:step + count], step
-    examples = list(stream.drawn_examples().take(300).as_numpy_iterator())
-    choices = list(stream.choices().take(300).as_numpy_iterator())
+    examples = list(stream.drawn_examples().take(200).as_numpy_iterator())
+    choices = list(stream.choices().take(200).as_numpy_iterator())
     for (_, before), (_, after), member in zip(examples, examples[1:], choices):
         moved = np.flatnonzero((before["members"] != after["members"]).any(axis=1))
         assert list(moved) == [member] and after["draw"] == before["draw"] + 1
@@ -154,11 +154,13 @@ def test_a_resumed_mixture_sees_the_batches_of_an_uninterrupted_run(mc4_output, 
 
 def test_a_tiny_mt5_pretrains_on_the_mc4_of_the_samples(mc4_output, mt5_vocabulary, tmp_path):
     """T5.1.1's architecture at a tiny size with the mT5 recipe's vocabulary, pre-trained on the
-    language mixture of the samples' mC4 from the command line: the loss falls, and the run
-    records the mixture's positions."""
+    language mixture of the samples' mC4 from the command line (six languages of five scripts:
+    each member costs its pipeline's build): the loss falls, and the run records the mixture's
+    positions."""
     bindings = TINY_BINDINGS + [
         f"DataConfig.vocabulary = '{mt5_vocabulary.path}'",
         f"DataConfig.source = 'languages:{mc4_output}'",
+        "DataConfig.languages = ('en', 'es', 'ko', 'ru', 'vi', 'zh')",
         "OptimizationConfig.learning_rate_schedule = @lr.constant", "lr.constant.value = 0.01",
         "TrainConfig.train_steps = 40", "TrainConfig.save_checkpoints_steps = 20"]
     model_dir = tmp_path / "mt5"
@@ -171,4 +173,4 @@ def test_a_tiny_mt5_pretrains_on_the_mc4_of_the_samples(mc4_output, mt5_vocabula
     first, last = np.mean([losses[s] for s in range(1, 6)]), np.mean([losses[s] for s in range(36, 41)])
     assert first > np.log(1000) and last < first - 1.0, (first, last)
     record = json.loads((model_dir / input_position.RECORD_DIR / "step-000000040.json").read_text())
-    assert record["stream"]["root"] == str(mc4_output) and len(record["position"]["members"]) > 15
+    assert record["stream"]["root"] == str(mc4_output) and len(record["position"]["members"]) == 6

@@ -301,12 +301,22 @@ class PretrainingStream:
 
     def chunks(self, start: InputPosition = InputPosition()) -> tf.data.Dataset:
         """(chunk tokens, position of its example) pairs from the example at `start` on (its
-        `row` aside), epoch after epoch, without end: what a mixture of streams draws from."""
-        later_epochs = tf.data.Dataset.range(start.epoch + 1, MAX_EPOCHS).flat_map(
-            lambda epoch: self._epoch_chunks(epoch, InputPosition()))
-        return self._epoch_chunks(tf.constant(start.epoch, tf.int64), start).concatenate(later_epochs)
+        `row` aside), epoch after epoch, without end: what a mixture of streams draws from.
+        Every pass after the first reads one pipeline again (built once: a mixture builds one
+        per member, two for a member resumed mid-pass)."""
+        whole_pass = self._pass_chunks(InputPosition())
 
-    def _epoch_chunks(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
+        def numbered(epoch, chunks):
+            return chunks.map(lambda tokens, position: (tokens, {"epoch": epoch, **position}))
+
+        at_pass_start = dataclasses.replace(start, row=0) == InputPosition(epoch=start.epoch)
+        first = whole_pass if at_pass_start else self._pass_chunks(start)
+        later = tf.data.Dataset.range(start.epoch + 1, MAX_EPOCHS).flat_map(
+            lambda epoch: numbered(epoch, whole_pass))
+        return numbered(tf.constant(start.epoch, tf.int64), first).concatenate(later)
+
+    def _pass_chunks(self, start: InputPosition) -> tf.data.Dataset:
+        """(chunk tokens, position but the epoch) of one pass from `start` on."""
         documents = documents_from_source(self.source, start.shard, start.document, self.split)
         chunks = objectives.split_tokens(tokenize_documents(documents, self.vocabulary),
                                          objectives.chunk_length(self.objective, self.sequence_lengths, self.config))
@@ -314,7 +324,7 @@ class PretrainingStream:
         chunks = chunks.skip(start.chunk).enumerate(start=start.example)
 
         def with_position(index, chunk):
-            return chunk["targets"], {"epoch": epoch, "shard": chunk["shard"], "document": chunk["document"],
+            return chunk["targets"], {"shard": chunk["shard"], "document": chunk["document"],
                                       "chunk": chunk["chunk"], "example": index}
 
         return chunks.map(with_position)
@@ -322,8 +332,8 @@ class PretrainingStream:
     def _epoch_examples(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
         corrupt = objectives.corruption(self.objective, self.sequence_lengths, self.vocabulary.token_ids,
                                         self.seed, self.config)
-        return self._epoch_chunks(epoch, start).map(
-            lambda tokens, position: (corrupt(tokens, position["example"], epoch), position))
+        return self._pass_chunks(start).map(
+            lambda tokens, position: (corrupt(tokens, position["example"], epoch), {"epoch": epoch, **position}))
 
     def _epoch_rows(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
         windows = packed_windows(self._epoch_examples(epoch, start), self.family,

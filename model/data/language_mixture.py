@@ -116,9 +116,10 @@ class LanguageMixtureStream:
                                         self.config, split=text.train_split)
 
     def __call__(self) -> tf.data.Dataset:
-        """The model features, without positions (the mixture has no end: members start their
-        passes again on their own)."""
-        return self.rows().map(lambda features, position: features)
+        """The model features of one pass over the first language: the mixture has no pass of
+        its own (members start theirs again on their own) and its rows have these features (the
+        trainer reads their lengths), for the cost of one member."""
+        return self.member(self.names[0])()
 
     def identity(self) -> dict:
         first = self.member(self.names[0]).identity()

@@ -9,10 +9,10 @@ A corpus root is either
                        `t5_c4/multilingual` (`de` and `de-validation`, ...).
 A language's text is a source of model/data/inputs.py with a split of it.
 
-mT5 (Xue et al., 2021, Section 2.2) samples languages with p(L) proportional to |L|^alpha, alpha
-= 0.3, |L| the language's number of examples: multilingual-t5's `mc4` mixture, one task per
-language mixed by the t5 library's `rate_num_examples` with temperature 1/0.3 and no maximum,
-over the TFDS splits' sizes. Its members are the 107 codes of the public `MC4_LANGUAGES`,
+mT5 (Xue et al., 2021, Section 3.2, "mT5") samples languages with p(L) proportional to
+|L|^alpha, alpha = 0.3, |L| the language's number of examples: multilingual-t5's `mc4` mixture,
+one task per language mixed by the t5 library's `rate_num_examples` with temperature 1/0.3 and
+no maximum, over the TFDS splits' sizes. Its members are the 107 codes of the public `MC4_LANGUAGES`,
 without `und`; so are ours by default (`languages_of(..., include_und=True)` adds it).
 """
 from __future__ import annotations
