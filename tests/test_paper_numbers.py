@@ -418,6 +418,22 @@ TABLE = [
       for name, size in (("small", (512, 1024, 6, 64, 8)), ("base", (768, 2048, 12, 64, 12)),
                          ("large", (1024, 2816, 16, 64, 24)), ("xl", (2048, 5120, 32, 64, 24)),
                          ("xxl", (4096, 10_240, 64, 64, 24)))],
+    *[row(f"mT5-{name} size", size, f"transformers' google/mt5-{name} config.json (mT5 paper, "
+          "Section 3.2: T5.1.1's sizes)", gin(f"sizes/mt5/{name}.gin", *SIZE))
+      for name, size in (("small", (512, 1024, 6, 64, 8)), ("base", (768, 2048, 12, 64, 12)),
+                         ("large", (1024, 2816, 16, 64, 24)), ("xl", (2048, 5120, 32, 64, 24)),
+                         ("xxl", (4096, 10_240, 64, 64, 24)))],
+    row("mT5: languages sampled as |L|^alpha, alpha", 0.3,
+        "mT5 paper (Xue et al., 2021), Section 3.2: p(L) proportional to |L|^alpha, alpha = 0.3 "
+        "(multilingual-t5's mc4 mixture: rate_num_examples, temperature 1/0.3)",
+        const("model.data.languages:MT5_EXPONENT"),
+        default("model.trainer.runs:DataConfig", "language_exponent")),
+    row("mT5 vocabulary: pieces, character coverage, byte fallback", (250_000, 0.99999, True),
+        "mT5 paper, Section 3.2: 250,000 wordpieces, SentencePiece with character coverage "
+        "0.99999 and byte fallback",
+        computed("model.train_vocab", "RECIPES['mt5']", lambda: tuple(
+            _resolve("model.train_vocab:RECIPES")["mt5"][key]
+            for key in ("size", "character_coverage", "byte_fallback")))),
     # ---- C4 (pipelines/) ------------------------------------------------------------------
     row("C4: langdetect English probability at least", 0.99,
         "T5 paper, Section 2.2: langdetect, English with a probability of at least 0.99 "

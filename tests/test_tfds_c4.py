@@ -14,6 +14,7 @@ import tensorflow_datasets as tfds
 from apache_beam.options.pipeline_options import PipelineOptions
 
 import tfds_c4
+from model.data import inputs, languages
 from pipelines import c4, mc4
 from pipelines.domains import offline_domain_extractor
 from pipelines.urls import normalize_url
@@ -192,6 +193,15 @@ def test_multilingual_splits_per_language_match_the_standalone_pipeline(manual_d
             assert loaded, name
             assert sorted((r["url"], r["text"], r["language"]) for r in loaded) == sorted(
                 (r["url"], r["text"], language) for r in expected), name
+    # The mT5 vocabulary and pre-training read the same languages from the TFDS build as from
+    # the pipeline's folders (model/data/languages.py).
+    corpus = languages.languages_of(f"tfds:t5_c4/multilingual@{tmp_path / 'tfds'}", include_und=True)
+    assert {name: text.num_examples for name, text in corpus.items()} == {
+        name: text.num_examples for name, text in languages.languages_of(str(output), ("en", "und")).items()}
+    und_validation = inputs.text_dataset_from_source(corpus["und"].source, corpus["und"].validation_split)
+    assert sorted(text.decode() for text in und_validation.as_numpy_iterator()) == sorted(
+        json.loads(line)["text"] for path in (output / "und").glob("validation-*.jsonl.gz")
+        for line in gzip.open(path, "rt", encoding="utf-8"))
     with pytest.raises(ValueError, match="not mC4's"):
         tfds.builder("t5_c4/multilingual", data_dir=str(tmp_path), languages="en+xx")
 

@@ -1,5 +1,6 @@
-"""mT5's vocabulary recipe (`train_vocab --recipe mt5 --languages ROOT`) on the mC4 output of the
-shared WET samples, and its ids against transformers' tokenizers.
+"""mT5's data on the mC4 output of the shared WET samples: the vocabulary recipe (`train_vocab
+--recipe mt5 --languages ROOT`) and its ids against transformers' tokenizers; the language
+mixture of pre-training (model/data/language_mixture.py) and a tiny mT5 pre-trained on it.
 
 The model is the recipe with a small size (2,000 pieces: its byte fallback and coverage
 0.99999, unigram, the languages at mT5's rates |L|^0.3), trained once for the module. The
@@ -11,16 +12,18 @@ import json
 import pathlib
 import shutil
 
+import numpy as np
 import pytest
 import tensorflow as tf
 import transformers
 from sentencepiece import sentencepiece_model_pb2
 
-from model import families, train_vocab
-from model.data import languages
+from model import families, train, train_vocab
+from model.data import input_position, language_mixture, languages
 from model.data.vocabulary import NUM_SENTINELS, UNK_ID, Vocabulary
-from model.trainer import runs
+from model.trainer import hooks, runs
 from tests.support import mc4_corpus
+from tests.support.training import TINY_BINDINGS
 
 SIZE = mc4_corpus.VOCABULARY_SIZE
 FIRST_BYTE_ID = 3  # `<0x00>`, right after pad, eos and unk
@@ -225,3 +228,113 @@ def test_the_corpus_flags_give_clear_errors(mc4_output, tmp_path, capsys, argume
     arguments = [str(mc4_output) if argument == "ROOT" else argument for argument in arguments]
     assert train_vocab.main(["--output", str(tmp_path / "v"), *arguments]) == 2
     assert message in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------------------------
+# The language mixture of pre-training (model/data/language_mixture.py).
+
+LENGTHS = {"inputs": 32, "targets": 8}
+BATCH = 16
+
+
+def mixture(root, vocabulary, **overrides) -> language_mixture.LanguageMixtureStream:
+    settings = dict(root=str(root), vocabulary=vocabulary, objective="span_corruption",
+                    sequence_lengths=LENGTHS, family="encoder_decoder", seed=3) | overrides
+    return language_mixture.LanguageMixtureStream(**settings)
+
+
+def pages_written(folder) -> int:
+    return json.loads((folder / "stats.json").read_text())["stages"]["write"]["pages.written:train"]
+
+
+def test_the_mixture_is_multilingual_t5s_mc4_over_the_languages_with_text(mc4_output, mt5_vocabulary):
+    """Every language with training pages but und, each at rate_num_examples(temperature=1/0.3)
+    of its pages: |L|^0.3, normalized."""
+    stream = mixture(mc4_output, mt5_vocabulary)
+    sizes = {folder.name: pages_written(folder) for folder in mc4_output.iterdir()
+             if folder.is_dir() and folder.name != "und" and pages_written(folder) > 0}
+    assert stream.names == tuple(sorted(sizes)) and len(sizes) > 15
+    weights = {name: size ** 0.3 for name, size in sizes.items()}
+    assert stream.rates == pytest.approx({name: w / sum(weights.values()) for name, w in weights.items()},
+                                         rel=1e-12)
+    chosen = mixture(mc4_output, mt5_vocabulary, languages=("und", "de"), exponent=1.0)
+    assert chosen.names == ("de", "und")
+    assert chosen.rates["und"] / chosen.rates["de"] == pytest.approx(
+        pages_written(mc4_output / "und") / pages_written(mc4_output / "de"))
+    with pytest.raises(ValueError, match="no language"):
+        mixture(mc4_output, mt5_vocabulary, languages=("xx",))
+
+
+def test_the_shares_of_a_long_seeded_stream_are_the_rates(mc4_output, mt5_vocabulary):
+    """Two million draws: each language's share is within 5 standard deviations of its rate
+    (sqrt(p(1-p)/n), 0.0002 at most here: a chance of 1 in 1.7 million per language that a
+    correct mixture fails). The same seed draws the same members from any draw on; another
+    seed draws others."""
+    stream = mixture(mc4_output, mt5_vocabulary)
+    draws = 2_000_000
+    members = np.concatenate(list(stream.choices().take(draws).batch(2 ** 18).as_numpy_iterator()))
+    shares = np.bincount(members, minlength=len(stream.names)) / draws
+    for index, name in enumerate(stream.names):
+        rate = stream.rates[name]
+        assert abs(shares[index] - rate) <= 5 * np.sqrt(rate * (1 - rate) / draws), name
+    later = np.concatenate(list(stream.choices(123_457).take(10_000).batch(10_000).as_numpy_iterator()))
+    np.testing.assert_array_equal(later, members[123_457:133_457])
+    other_seed = mixture(mc4_output, mt5_vocabulary, seed=4)
+    assert not np.array_equal(next(other_seed.choices().batch(1000).as_numpy_iterator()), members[:1000])
+
+
+def as_lists(batch):
+    return {key: value.tolist() for key, value in batch.items()}
+
+
+def batches(stream, model_dir, start_step, count, record_every=5):
+    dataset = input_position.training_batches(stream, BATCH, start_step, str(model_dir),
+                                              lambda step: step % record_every == 0)
+    return [as_lists(b) for b in dataset.take(count).as_numpy_iterator()]
+
+
+def test_a_resumed_mixture_sees_the_batches_of_an_uninterrupted_run(mc4_output, mt5_vocabulary, tmp_path):
+    """Records at steps 5, 10, ... (here a row is an example: 256 rows a packing window): a run
+    resumed at a recorded step (mid-window, members in their later passes) or at an unrecorded
+    one sees the same batches; each drawn example is its drawn member's, whose position moves on
+    by one example."""
+    stream = mixture(mc4_output, mt5_vocabulary, languages=("de", "en", "hy", "uk", "zh"))
+    total = 40
+    uninterrupted = batches(stream, tmp_path, 0, total)
+    records = sorted((tmp_path / input_position.RECORD_DIR).glob("step-*.json"))
+    positions = [json.loads(record.read_text())["position"] for record in records]
+    assert len(positions) == total // 5 and any(position["row"] > 0 for position in positions)
+    # Members of one short page (hy, uk) start their later passes: "epoch", the first field.
+    assert max(member[0] for member in positions[-1]["members"]) > 0
+    for step in (20, 38):
+        count = min(3, total - step)
+        assert batches(stream, tmp_path, step, count) == uninterrupted[step:step + count], step
+    examples = list(stream.drawn_examples().take(200).as_numpy_iterator())
+    choices = list(stream.choices().take(200).as_numpy_iterator())
+    for (_, before), (_, after), member in zip(examples, examples[1:], choices):
+        moved = np.flatnonzero((before["members"] != after["members"]).any(axis=1))
+        assert list(moved) == [member] and after["draw"] == before["draw"] + 1
+
+
+def test_a_tiny_mt5_pretrains_on_the_mc4_of_the_samples(mc4_output, mt5_vocabulary, tmp_path):
+    """T5.1.1's architecture at a tiny size with the mT5 recipe's vocabulary, pre-trained on the
+    language mixture of the samples' mC4 from the command line (six languages of five scripts:
+    each member costs its pipeline's build): the loss falls, and the run records the mixture's
+    positions."""
+    bindings = TINY_BINDINGS + [
+        f"DataConfig.vocabulary = '{mt5_vocabulary.path}'",
+        f"DataConfig.source = 'languages:{mc4_output}'",
+        "DataConfig.languages = ('en', 'es', 'ko', 'ru', 'vi', 'zh')",
+        "OptimizationConfig.learning_rate_schedule = @lr.constant", "lr.constant.value = 0.01",
+        "TrainConfig.train_steps = 40", "TrainConfig.save_checkpoints_steps = 20"]
+    model_dir = tmp_path / "mt5"
+    argv = ["--mode", "pretrain", "--model_dir", str(model_dir), "--gin_file", "architectures/t5.1.1.gin"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    assert train.main(argv) == 0
+    losses = {entry["step"]: entry["loss"] for entry in map(
+        json.loads, (model_dir / hooks.LOSS_LOG_NAME).read_text().splitlines())}
+    first, last = np.mean([losses[s] for s in range(1, 6)]), np.mean([losses[s] for s in range(36, 41)])
+    assert first > np.log(1000) and last < first - 1.0, (first, last)
+    record = json.loads((model_dir / input_position.RECORD_DIR / "step-000000040.json").read_text())
+    assert record["stream"]["root"] == str(mc4_output) and len(record["position"]["members"]) == 6
