@@ -21,6 +21,7 @@ from model.tasks import discriminative
 from model.trainer import runs
 from model.trainer.hooks import LOSS_LOG_NAME
 from tests.support.mtf_optimizer import optimizer_steps
+from tests.support.streams import training_batches
 
 
 # --- discriminative views ------------------------------------------------------------------
@@ -467,12 +468,8 @@ def test_pretraining_rows_are_shuffled_within_seeded_blocks(shared_data, vocabul
             other_seed.as_numpy_iterator()] != rows[:20]
 
 
-def stream_batches(stream, model_dir, start_step, count, record_every=7):
-    from model.data import input_position
-    dataset = input_position.training_batches(stream, STREAM_BATCH, start_step, str(model_dir),
-                                              lambda step: step % record_every == 0)
-    return [{key: value.tolist() for key, value in batch.items()}
-            for batch in dataset.take(count).as_numpy_iterator()]
+def stream_batches(stream, model_dir, start_step, count):
+    return training_batches(stream, STREAM_BATCH, model_dir, start_step, count, record_every=7)
 
 
 def test_a_resumed_shuffled_stream_sees_the_batches_of_an_uninterrupted_run(shared_data,

@@ -9,6 +9,7 @@ import tensorflow_datasets as tfds
 
 from model.data import features, inputs
 from model.data import input_position
+from tests.support.streams import as_lists, training_batches
 from tests.support.trained_vocab import trained_vocabulary
 
 
@@ -54,14 +55,8 @@ def stream(source, vocabulary, **overrides):
     return inputs.PretrainingStream(**settings)
 
 
-def as_lists(batch):
-    return {key: value.tolist() for key, value in batch.items()}
-
-
-def batches(training, model_dir, start_step, count, record_every=7):
-    dataset = input_position.training_batches(training, BATCH, start_step, str(model_dir),
-                                              lambda step: step % record_every == 0)
-    return [as_lists(b) for b in dataset.take(count).as_numpy_iterator()]
+def batches(training, model_dir, start_step, count):
+    return training_batches(training, BATCH, model_dir, start_step, count, record_every=7)
 
 
 def test_first_epoch_is_the_pretraining_dataset(shared_data, vocabulary):

@@ -23,6 +23,7 @@ from model.data import input_position, language_mixture, languages
 from model.data.vocabulary import NUM_SENTINELS, UNK_ID, Vocabulary
 from model.trainer import hooks, runs
 from tests.support import mc4_corpus
+from tests.support.streams import training_batches
 from tests.support.training import TINY_BINDINGS
 
 SIZE = mc4_corpus.VOCABULARY_SIZE
@@ -283,14 +284,8 @@ def test_the_shares_of_a_long_seeded_stream_are_the_rates(mc4_output, mt5_vocabu
     assert not np.array_equal(next(other_seed.choices().batch(1000).as_numpy_iterator()), members[:1000])
 
 
-def as_lists(batch):
-    return {key: value.tolist() for key, value in batch.items()}
-
-
-def batches(stream, model_dir, start_step, count, record_every=5):
-    dataset = input_position.training_batches(stream, BATCH, start_step, str(model_dir),
-                                              lambda step: step % record_every == 0)
-    return [as_lists(b) for b in dataset.take(count).as_numpy_iterator()]
+def batches(stream, model_dir, start_step, count):
+    return training_batches(stream, BATCH, model_dir, start_step, count, record_every=5)
 
 
 def test_a_resumed_mixture_sees_the_batches_of_an_uninterrupted_run(mc4_output, mt5_vocabulary, tmp_path):

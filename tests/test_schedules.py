@@ -6,22 +6,21 @@ fixed warm-up too long for the run is scaled with a line saying so. Through the 
 a user runs it: the `step N: loss X` lines on stderr come exactly at the steps whose checkpoints
 are saved, for a run from step 0 and one that continues a warm-start checkpoint's step.
 """
+import io
 import json
-import os
 import pathlib
 import subprocess
-import sys
 
 import gin
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model import families
+from model import families, train
 from model.trainer import runs, schedules
+from tests.support.in_process import run_main
 from tests.support.trained_vocab import trained_vocabulary
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
 C4_SAMPLE = "c4_samples/olmo/c4-sample.01.json.gz"
 
 
@@ -103,16 +102,17 @@ def test_spans_and_warmups_refuse_what_they_cannot_mean():
 # --- through the command line ------------------------------------------------------------
 
 def train_command(model_dir, gin_files, bindings) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "model.train", "--mode", "pretrain",
-               "--model_dir", str(model_dir)]
+    """`python -m model.train --mode pretrain ...`, run in this process (the same main and argv;
+    a TensorFlow start-up saved): its exit status and what it printed."""
+    argv = ["--mode", "pretrain", "--model_dir", str(model_dir)]
     for gin_file in gin_files:
-        command += ["--gin_file", gin_file]
+        argv += ["--gin_file", gin_file]
     for binding in bindings:
-        command += ["--gin_param", binding]
-    result = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
-    assert result.returncode == 0, result.stderr
-    return result
+        argv += ["--gin_param", binding]
+    out, err = io.StringIO(), io.StringIO()
+    status = run_main(train.main, argv, out, err)
+    assert status == 0, err.getvalue()
+    return subprocess.CompletedProcess(argv, status, out.getvalue(), err.getvalue())
 
 
 def progress_steps(stderr: str) -> list:

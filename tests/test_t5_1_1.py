@@ -79,6 +79,10 @@ def main_argv(mode, model_dir, bindings, *extra):
     return argv
 
 
+# Slow: T5.1.1's export is tested by tests/test_t5_checkpoints.py (imported, then exported with
+# equal logits) and tests/test_mt5_checkpoints.py (trained, then exported); this one runs the
+# command lines from pre-training on.
+@pytest.mark.slow
 def test_pretrained_t5_1_1_exports_to_transformers_with_equal_logits(tmp_path, shared_data):
     """Pre-trained two steps from the command line (in the `pretrain` scope: no dropout), then
     exported: transformers reads the untied `decoder/logits/kernel` and the gated `wi_0`/`wi_1`

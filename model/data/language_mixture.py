@@ -31,7 +31,7 @@ import numpy as np
 import tensorflow as tf
 
 from model.data import inputs, objectives
-from model.data.languages import MT5_EXPONENT, language_rates, languages_of
+from model.data.languages import MT5_EXPONENT, LanguageText, language_rates, languages_of
 from model.data.input_position import InputPosition
 from model.data.vocabulary import Vocabulary
 
@@ -96,21 +96,24 @@ class LanguageMixtureStream:
     config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
     languages: Sequence[str] = ()
     exponent: float = MT5_EXPONENT
+    # Read from the root: each language's text, and its rate.
+    texts: Mapping[str, LanguageText] = dataclasses.field(init=False, repr=False)
+    rates: Mapping[str, float] = dataclasses.field(init=False)
 
     position_type: ClassVar[type] = MixturePosition
 
     def __post_init__(self) -> None:
         texts = languages_of(self.root, tuple(self.languages))
-        object.__setattr__(self, "_texts", texts)
+        object.__setattr__(self, "texts", texts)
         object.__setattr__(self, "rates", language_rates(
             {name: text.num_examples for name, text in texts.items()}, self.exponent))
 
     @property
     def names(self) -> tuple[str, ...]:
-        return tuple(sorted(self._texts))
+        return tuple(sorted(self.texts))
 
     def member(self, language: str) -> inputs.PretrainingStream:
-        text = self._texts[language]
+        text = self.texts[language]
         return inputs.PretrainingStream(text.source, self.vocabulary, self.objective, self.sequence_lengths,
                                         self.family, member_seed(self.seed, language), self.pack,
                                         self.config, split=text.train_split)
@@ -182,6 +185,6 @@ class LanguageMixtureStream:
 
     def validation_text(self) -> tf.data.Dataset:
         """Each member's validation text, language after language."""
-        texts = [inputs.text_dataset_from_source(self._texts[name].source, self._texts[name].validation_split)
+        texts = [inputs.text_dataset_from_source(self.texts[name].source, self.texts[name].validation_split)
                  for name in self.names]
         return functools.reduce(tf.data.Dataset.concatenate, texts)
