@@ -315,7 +315,8 @@ def test_a_tiny_mt5_pretrains_on_the_mc4_of_the_samples(mc4_output, mt5_vocabula
     """T5.1.1's architecture at a tiny size with the mT5 recipe's vocabulary, pre-trained on the
     language mixture of the samples' mC4 from the command line (six languages of five scripts:
     each member costs its pipeline's build): the loss falls, and the run records the mixture's
-    positions."""
+    positions. Measured: steps 1-5 average 7.69, steps 36-40 4.82, with oneDNN off and on (its
+    AVX2 and AVX-512 kernels); asked: a drop of 1.0."""
     bindings = TINY_BINDINGS + [
         f"DataConfig.vocabulary = '{mt5_vocabulary.path}'",
         f"DataConfig.source = 'languages:{mc4_output}'",
