@@ -42,10 +42,10 @@ if __name__ == "__main__":
 import argparse  # noqa: E402  (after the log levels above)
 import itertools  # noqa: E402
 import warnings  # noqa: E402
-from typing import Iterable, Iterator, Sequence  # noqa: E402
+from typing import Iterable, Sequence  # noqa: E402
 
-from model.data.inputs import source_texts, text_dataset_from_source  # noqa: E402
-from model.data.languages import MT5_EXPONENT, LanguageText, language_rates, languages_of  # noqa: E402
+from model.data.inputs import source_texts  # noqa: E402
+from model.data.languages import MT5_EXPONENT, language_rates, languages_of  # noqa: E402
 from model.data.vocabulary import (  # noqa: E402
     MixtureShortfallWarning, VocabularySettings, train_vocabulary)
 
@@ -97,12 +97,6 @@ def recipe_settings(args: argparse.Namespace) -> dict[str, object]:
             for name, value in preset.items()}
 
 
-def language_texts(text: LanguageText) -> Iterator[str]:
-    """A language's training split, decoded lazily (only what the sample needs is read)."""
-    for item in text_dataset_from_source(text.source, text.train_split).as_numpy_iterator():
-        yield item.decode("utf-8")
-
-
 def corpus_sources(args: argparse.Namespace, exponent: float
                    ) -> tuple[dict[str, Iterable[str]], dict[str, float], dict[str, object]]:
     """(texts by language, their weights, the record of where they came from) of the flags."""
@@ -121,7 +115,8 @@ def corpus_sources(args: argparse.Namespace, exponent: float
                   "languages": {name: {"source": text.source, "split": text.train_split,
                                        "num_examples": text.num_examples}
                                 for name, text in languages.items()}}
-        return {name: language_texts(text) for name, text in languages.items()}, weights, corpus
+        return ({name: source_texts([text.source], text.train_split) for name, text in languages.items()},
+                weights, corpus)
     if not args.source:
         raise ValueError("no text: give --languages ROOT (a multilingual corpus) or "
                          "--source LANG=SOURCE")

@@ -221,7 +221,8 @@ def pretraining_dataset(text_dataset: tf.data.Dataset, vocabulary: Vocabulary, o
 def packed_windows(examples: tf.data.Dataset, family: str, sequence_lengths: Mapping[str, int],
                    pack: bool = True) -> tf.data.Dataset:
     """(example, position) pairs -> a batch of rows per packing window (the windows of
-    `features.convert_features`), each row with the position of the window's first example (any
+    `features.convert_features`, as long as every start is the first example of a window:
+    positions record only those), each row with the position of the window's first example (any
     shape) and its number in the window, "row"."""
     converter = features.window_converter(family, sequence_lengths, examples.element_spec[0])
 
@@ -356,8 +357,9 @@ class PretrainingStream:
         return windows.ragged_batch(self.shuffle_windows).map(shuffled_block).unbatch()
 
 
-def source_texts(specs: Sequence[str]) -> Iterator[str]:
-    """Texts of each source spec in turn, decoded lazily (only what the sample needs is read)."""
+def source_texts(specs: Sequence[str], split: str = "train") -> Iterator[str]:
+    """Texts of each source spec's split in turn, decoded lazily (only what the sample needs is
+    read)."""
     for spec in specs:
-        for text in text_dataset_from_source(spec).as_numpy_iterator():
+        for text in text_dataset_from_source(spec, split).as_numpy_iterator():
             yield text.decode("utf-8")

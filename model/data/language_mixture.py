@@ -39,7 +39,7 @@ PREFIX = "languages:"
 # A member's position: its last drawn example's (InputPosition's fields but the row), and whether
 # it has had one drawn yet.
 MEMBER_FIELDS = ("epoch", "shard", "document", "chunk", "example", "drawn")
-MAX_DRAWS = 2 ** 62
+MAX_DRAWS = 2 ** 62  # without end
 CHOICE_BLOCK = 4096  # draws whose members one op picks
 
 
@@ -154,13 +154,14 @@ class LanguageMixtureStream:
         if len(members) != len(self.names):
             raise ValueError(f"a mixture position of {len(members)} members for a mixture of "
                              f"{len(self.names)}")
-        streams = [self.member(name).chunks(InputPosition(*last[:-1])).skip(last[-1])
-                   for name, last in zip(self.names, members)]
-        choices = self.choices(start.draw)
-        chosen = tf.data.Dataset.choose_from_datasets(streams, choices)
+        # Each member's chunks carry its index, so the chosen chunk says whose it is.
+        streams = [self.member(name).chunks(InputPosition(*last[:-1])).skip(last[-1]).map(
+                       lambda tokens, position, index=index: (tf.constant(index, tf.int64), tokens, position))
+                   for index, (name, last) in enumerate(zip(self.names, members))]
+        chosen = tf.data.Dataset.choose_from_datasets(streams, self.choices(start.draw))
 
         def draw_step(state, element):
-            draw, member, (tokens, position) = element
+            draw, (member, tokens, position) = element
             drawn = tf.stack([position[field] for field in MEMBER_FIELDS[:-1]] + [tf.constant(1, tf.int64)])
             return (tf.tensor_scatter_nd_update(state, [[member]], [drawn]),
                     (member, tokens, position, {"draw": draw, "members": state}))
@@ -173,8 +174,7 @@ class LanguageMixtureStream:
             return (corrupt(tokens, position["example"], position["epoch"], tf.gather(seeds, member)),
                     mixture_position)
 
-        draws = tf.data.Dataset.range(start.draw, MAX_DRAWS)
-        return (tf.data.Dataset.zip((draws, choices, chosen))
+        return (chosen.enumerate(start=start.draw)
                 .scan(tf.constant(members, tf.int64), draw_step).map(example))
 
     def rows(self, start: MixturePosition = MixturePosition()) -> tf.data.Dataset:
