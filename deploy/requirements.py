@@ -23,12 +23,13 @@ PACKAGES = ("text", "pipelines", "tfds_c4", "model")
 
 # What every install needs: numpy is the one package text/pipelines, tfds_c4 and model all use.
 BASE = ("numpy",)
-# A Dataflow worker of the C4 job (pipelines.c4): Beam and the page rules' libraries; nltk only
-# for --splitter punkt, cld3-py (CLD3) only for mC4; protobuf at the launcher's version, since
-# the worker decodes the job's protos. No TensorFlow, torch or transformers: workers install
-# this at every start.
-_PIPELINE = ("apache-beam", "warcio", "langdetect", "cld3-py", "tldextract", "numpy", "nltk",
-             "protobuf")
+# A Dataflow worker of the C4 job (pipelines.c4): Beam and the page rules' libraries (langdetect
+# for its profiles, langdetect-rs to run them; pyahocorasick, isal, orjson); nltk only for
+# --splitter punkt, cld3-py (CLD3) only for mC4; protobuf at the launcher's version, since the
+# worker decodes the job's protos. No TensorFlow, torch or transformers: workers install this at
+# every start.
+_PIPELINE = ("apache-beam", "warcio", "langdetect", "langdetect-rs", "pyahocorasick", "isal",
+             "orjson", "cld3-py", "tldextract", "numpy", "nltk", "protobuf")
 # `tfds build` of t5_c4 with Beam: the pipeline plus TensorFlow and TFDS (whose command line
 # imports mlcroissant, which the pins of pandas and scipy keep on numpy 1).
 _TFDS = _PIPELINE + ("tensorflow", "tensorflow-datasets", "tensorflow-metadata", "mlcroissant",

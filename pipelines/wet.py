@@ -7,9 +7,9 @@ local files and Beam filesystems (gs://, s3://) give; an https stream stops at i
 record instead.
 """
 import dataclasses
-import zlib
 from typing import BinaryIO, Callable, Iterator, Optional, Union
 
+from isal import isal_zlib
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
@@ -71,13 +71,15 @@ class CorruptMember(Exception):
         self.member_start = member_start
 
 
-_READ_ERRORS = (CorruptMember, ArchiveLoadFailed, zlib.error, EOFError, OSError, ValueError)
+_READ_ERRORS = (CorruptMember, ArchiveLoadFailed, isal_zlib.error, EOFError, OSError, ValueError)
 
 
 class GzipMemberStream:
     """The decompressed bytes of a multi-member gzip stream, read one member at a time.
 
-    Unlike gzip.GzipFile or warcio's own decompression (which stops quietly at a bad member),
+    Inflated by ISA-L (isal), 3 to 5 times faster than zlib, to the same bytes (a gzip stream
+    has one decompression). Unlike gzip.GzipFile or warcio's own decompression (which stops
+    quietly at a bad member),
     it raises CorruptMember with the member's offset, and only when the reader reaches the bad
     member: a read never returns bytes from beyond the end of the current member, so every
     record before the bad one is parsed and emitted first.
@@ -100,7 +102,7 @@ class GzipMemberStream:
             if self._decompressor is None or self._decompressor.eof:
                 if not self._pending and not self._fill():
                     return b""
-                self._decompressor = zlib.decompressobj(zlib.MAX_WBITS | 16)
+                self._decompressor = isal_zlib.decompressobj(isal_zlib.MAX_WBITS | 16)
                 self.member_start = self._pending_offset
             if not self._pending and not self._fill():
                 raise CorruptMember(self.member_start)  # The file ends inside this member.
@@ -118,7 +120,7 @@ class GzipMemberStream:
         before = len(self._pending)
         try:
             data = self._decompressor.decompress(self._pending, limit)
-        except zlib.error:
+        except isal_zlib.error:
             raise CorruptMember(self.member_start) from None
         if self._decompressor.eof:
             self._pending = self._decompressor.unused_data
@@ -167,8 +169,9 @@ def _check_is_warc(head: bytes, compressed: bool) -> None:
     """
     if compressed:
         try:
-            content = zlib.decompressobj(zlib.MAX_WBITS | 16).decompress(head, _HEAD_BYTES)
-        except zlib.error:
+            content = isal_zlib.decompressobj(isal_zlib.MAX_WBITS | 16).decompress(
+                head, _HEAD_BYTES)
+        except isal_zlib.error:
             return
         if not content and len(head) == _HEAD_BYTES:
             return  # The first member's header is longer than the head: nothing to judge.

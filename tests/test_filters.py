@@ -1,11 +1,14 @@
 """URL normalisation, splits, language, bad words, domain lists, WET reading on dirty input."""
 import gzip
 import io
+import random
+import re
+import sys
 
 import pytest
 
 from pipelines import badwords, domains, urls, wet
-from pipelines.files import InputError, expand, read_all
+from pipelines.files import InputError, expand, open_raw, read_all
 from pipelines.page import Page
 
 
@@ -52,6 +55,47 @@ def test_badwords_whole_word_case_insensitive(shared_data):
     assert badwords.contains_badword("He watched 2 Girls 1 Cup yesterday.", pattern)
     assert badwords.contains_badword("What an ORGASM.", pattern)
     assert not badwords.contains_badword("Analysis of class assignments.", pattern)
+
+
+def test_word_characters_are_those_of_python_re():
+    word = re.compile(r"\w")
+    assert all(badwords.is_word_character(chr(code)) == bool(word.match(chr(code)))
+               for code in range(sys.maxunicode + 1))
+
+
+def _badword_texts(terms, count, seed):
+    """Seeded texts of listed terms, pieces of them and filler, each next to characters on both
+    sides of the word boundary: letters, digits of every kind, `_`, combining marks, CJK."""
+    neighbours = [" ", "\n", "_", "a", "Z", "1", "²", "Ⅻ", "é", "\u0301", "-", "'", ".", "日", "ß",
+                  "İ", ""]
+    draws = random.Random(seed)
+    texts = []
+    for _ in range(count):
+        parts = []
+        for _ in range(draws.randint(1, 6)):
+            term = draws.choice(terms)
+            piece = draws.choice([term, term.upper(), term[:-1], term[1:], "filler"])
+            parts += [draws.choice(neighbours), piece, draws.choice(neighbours)]
+        texts.append("".join(parts))
+    return texts
+
+
+@pytest.mark.parametrize("language, word_boundaries", [("en", True), ("zh", False)])
+def test_badwords_match_as_the_public_code(shared_data, language, word_boundaries):
+    # The oracle: TFDS's c4_utils filter, a regular expression over the lower-cased page.
+    from tensorflow_datasets.text import c4_utils
+    terms = badwords.parse_badwords((shared_data / "badwords" / language).read_bytes(), language,
+                                    lower_case=False)
+    matcher = badwords.compile_badwords(terms, word_boundaries)
+    public = c4_utils.get_badwords_filter_fn({language: terms})
+    texts = _badword_texts(terms, 3000, seed=len(language))
+    wet_file = str(shared_data / "wet/realistic/CC-MAIN-2019-30-part-0.warc.wet.gz")
+    texts += [item.text for item in wet.read_wet(lambda: open_raw(wet_file), 10**6)
+              if isinstance(item, Page)]
+    found = [badwords.contains_badword(text, matcher) for text in texts]
+    assert found == [not public(c4_utils.PageFeatures(text=text, language=language))
+                     for text in texts]
+    assert 0 < sum(found) < len(texts)
 
 
 def test_malformed_badwords_list():
@@ -177,3 +221,14 @@ def test_uncompressed_wet_with_a_broken_header(shared_data):
     outcomes = _outcomes(_read(broken, 10**6))
     assert outcomes.count("corrupt_record") == 1
     assert len([o for o in outcomes if o.startswith("http")]) == 2
+
+
+def test_inflated_wet_bytes_are_zlibs(shared_data):
+    # The reader inflates with ISA-L member by member; zlib (Python's gzip) inflates the whole.
+    paths = sorted(shared_data.glob("wet/**/*.gz"))
+    assert len(paths) >= 4
+    for path in paths:
+        with open(path, "rb") as raw:
+            stream = wet.GzipMemberStream(raw, 0)
+            inflated = b"".join(iter(lambda: stream.read(65536), b""))
+        assert inflated == gzip.decompress(path.read_bytes()), path

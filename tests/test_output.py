@@ -6,17 +6,21 @@ import json
 import os
 import pathlib
 import random
+import shutil
 import struct
+import subprocess
+import sys
 import tracemalloc
 import zlib
 
 import apache_beam as beam
 import pytest
+from isal import isal_zlib
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.output import (ShardWritten, WriteShards, bucket_of, encode_line, encode_shard,
-                              shards_for,
+from pipelines.output import (GZIP_BLOCK_BYTES, GzipWriter, ShardWritten, WriteShards,
+                              bucket_of, encode_line, encode_shard, json_line, shards_for,
                               shard_name, shard_numbering, write_shard)
 from pipelines.page import Page
 from text.hashing import hash64
@@ -43,14 +47,17 @@ def synthetic_pages(count: int, seed: int = 0) -> list[Page]:
 
 def reference_shard(pages) -> bytes:
     """The file format, independently of the writer: each page's JSON record on a line (non-ASCII
-    kept), sorted by (normalized URL, URL, timestamp), in one gzip member (RFC 1952) as Python's
-    GzipFile writes it with no file name and time stamp 0: deflate level 9, XFL 2, OS 255."""
+    kept), sorted by (normalized URL, URL, timestamp), in one gzip member (RFC 1952) with no file
+    name, time stamp 0, no extra flags and OS 255, deflated by ISA-L's stream at level 2, given
+    64 KiB at a time."""
     ordered = sorted(pages, key=lambda page: (page.normalized_url, page.url, page.timestamp))
     text = "".join(json.dumps(page.to_json_record(), ensure_ascii=False) + "\n" for page in ordered)
     data = text.encode("utf-8")
-    header = struct.pack("<4sIBB", b"\x1f\x8b\x08\x00", 0, 2, 255)
+    header = struct.pack("<4sIBB", b"\x1f\x8b\x08\x00", 0, 0, 255)
     trailer = struct.pack("<II", zlib.crc32(data), len(data) % 2**32)
-    return header + zlib.compress(data, level=9, wbits=-zlib.MAX_WBITS) + trailer
+    deflate = isal_zlib.compressobj(2, isal_zlib.DEFLATED, -zlib.MAX_WBITS)
+    blocks = [deflate.compress(data[start:start + 65536]) for start in range(0, len(data), 65536)]
+    return header + b"".join(blocks) + deflate.flush() + trailer
 
 
 def written(pages, **budget) -> tuple[bytes, ShardWritten]:
@@ -83,6 +90,77 @@ def test_spilled_runs_write_the_same_bytes_as_sorting_in_memory(budget, runs, tm
 
 def test_encode_shard_is_the_file_in_memory():
     assert encode_shard(PAGES[:50]) == reference_shard(PAGES[:50])
+
+
+def _json_texts():
+    """Strings of every code point but the surrogates, in runs, with every control character
+    and the characters JSON escapes, and the realistic samples' pages."""
+    characters = [chr(code) for code in range(sys.maxunicode + 1)
+                  if not 0xD800 <= code <= 0xDFFF]
+    texts = ["".join(characters[start:start + 500]) for start in range(0, len(characters), 500)]
+    return texts + ["", '"\\/\b\f\n\r\t\x00\x1f\x7f\u2028\u2029', "é🙂日本"]
+
+
+def test_json_lines_are_those_of_json_dumps(shared_data):
+    from pipelines import wet
+    from pipelines.files import open_raw
+    records = [{"text": text, "n": len(text), "p": index / 7} for index, text in
+               enumerate(_json_texts())]
+    records += [{"p": value} for value in (0.0, -0.0, 1.0, 1e-05, 0.9999995123162333, 5e-324,
+                                           1.7976931348623157e308, 1e16, 123456789.0, 0.1)]
+    records += [{"n": value} for value in (0, -1, 2**63, 10**30)]
+    for path in sorted((shared_data / "wet" / "realistic").glob("*.warc.wet.gz")):
+        records += [item.to_json_record() for item in wet.read_wet(lambda: open_raw(str(path)),
+                                                                   10**6)
+                    if isinstance(item, Page)]
+    for record in records:
+        assert json_line(record) == (json.dumps(record, ensure_ascii=False) + "\n").encode()
+
+
+def test_gzip_bytes_do_not_depend_on_how_the_writes_are_cut():
+    lines = [encode_line(page) for page in synthetic_pages(6000, seed=3)]
+    data = b"".join(lines)
+    assert len(data) > 2 * GZIP_BLOCK_BYTES
+    outputs = []
+    for cut in (len(data), 1, 4093, GZIP_BLOCK_BYTES + 1, "lines"):
+        sink = io.BytesIO()
+        writer = GzipWriter(sink)
+        for piece in (lines if cut == "lines" else
+                      (data[start:start + cut] for start in range(0, len(data), cut))):
+            writer.write(piece)
+        writer.close()
+        outputs.append(sink.getvalue())
+    assert len(set(outputs)) == 1
+    assert gzip.decompress(outputs[0]) == data
+
+
+_COMPRESS_IN_CHILD = """
+import hashlib, io, sys
+from numpy.core._multiarray_umath import __cpu_features__
+from pipelines.output import GzipWriter
+sink = io.BytesIO()
+writer = GzipWriter(sink)
+writer.write(sys.stdin.buffer.read())
+writer.close()
+print(__cpu_features__["AVX512F"], hashlib.sha256(sink.getvalue()).hexdigest())
+"""
+
+
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="needs valgrind")
+def test_gzip_bytes_do_not_depend_on_the_cpus_vector_extensions():
+    # ISA-L picks its kernels by the CPU's extensions; valgrind's CPU has no AVX-512, so the
+    # child under it runs other kernels than a native one on a machine that has it.
+    data = b"".join(encode_line(page) for page in synthetic_pages(4000, seed=5))
+    repo = pathlib.Path(__file__).resolve().parents[1]
+
+    def compress(prefix):
+        return subprocess.run([*prefix, sys.executable, "-c", _COMPRESS_IN_CHILD], input=data,
+                              capture_output=True, check=True, cwd=repo).stdout.split()
+
+    native_avx512, native = compress([])
+    hidden_avx512, emulated = compress(["valgrind", "-q", "--error-exitcode=0"])
+    assert hidden_avx512 == b"False"
+    assert emulated == native
 
 
 def test_empty_shard_is_an_empty_gzip_file():

@@ -1,14 +1,14 @@
-"""Language identification for the variants: langdetect's algorithm for C4 (`detector.py`, exact
-and fast, over `profiles.py`, `draws.py` and `trials.py`), CLD3 for mC4 (`cld3.py`), and the rule
-that keeps or drops a page by what it detected."""
+"""Language identification for the variants: langdetect's results for C4 (`detector.py`, exact
+and fast, over `profiles.py`), CLD3 for mC4 (`cld3.py`), and the rule that keeps or drops a page
+by what it detected."""
 import dataclasses
 from typing import Optional, Tuple
 
 from pipelines.language.detector import LANGDETECT_SEED, LanguageDetector
-from pipelines.language.profiles import profile_table, sorted_profiles_factory
+from pipelines.language.profiles import sorted_profiles_factory
 
 __all__ = ["LANGDETECT_SEED", "LanguageConfig", "LanguageDetector", "language_drop_reason",
-           "profile_table", "sorted_profiles_factory"]
+           "sorted_profiles_factory"]
 
 
 @dataclasses.dataclass(frozen=True)
