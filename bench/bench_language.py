@@ -6,8 +6,8 @@ The pages are those the `en` pipeline detects: the text of the realistic WET sam
 after the released cleaning rules (PUBLIC_C4_CLEANING); `--raw` takes the WET text as it is (more
 languages, longer texts). Timed, one thread, rounds interleaved, median of the rounds:
 - the library (DetectorFactory over the profiles in name order, seed 0), page by page;
-- ours with a cold word cache (a fresh LanguageDetector, its construction not timed) and warm
-  (the same pages again), in batches of the pipeline stage's size (`_LANGUAGE_BATCH`);
+- ours (langdetect-rs) on a fresh LanguageDetector (its construction not timed), "cold", and on
+  the same pages again, "warm" (the numpy detector before it cached tokens' n-grams);
 - the start-up of the first LanguageDetector() in a fresh process (later ones share its tables);
 - with `--before FILE`, the same for another version of the detector in one file (the module
   pipelines/language.py was before it became a package: `git show 7f6814f:pipelines/language.py
@@ -35,7 +35,6 @@ from langdetect import detector_factory  # noqa: E402
 from pipelines import cleaning, language, wet  # noqa: E402
 from pipelines.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
-from pipelines.stages import _LANGUAGE_BATCH as BATCH  # noqa: E402  (the stage's batch)
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -71,9 +70,8 @@ def library_detect(texts):
     return lambda: [detect(text) for text in texts]
 
 
-def in_batches(detector, texts):
-    return [result for start in range(0, len(texts), BATCH)
-            for result in detector.detect_texts(texts[start:start + BATCH])]
+def detect_all(detector, texts):
+    return [detector.detect(text) for text in texts]
 
 
 _STARTUP = """
@@ -129,7 +127,7 @@ def main():
             times.setdefault(f"{name} start-up", []).append(startup_seconds(module.__file__))
             detector = module.LanguageDetector()
             for cache in ("cold", "warm"):
-                seconds, results = cpu_seconds(lambda: in_batches(detector, texts))
+                seconds, results = cpu_seconds(lambda: detect_all(detector, texts))
                 times.setdefault(f"{name} {cache}", []).append(seconds)
                 if results != expected:
                     raise AssertionError(f"{name} ({cache}) differs from the library")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import apache_beam as beam  # noqa: E402
 from langdetect import detector_factory as langdetect_factory  # noqa: E402
 
-from pipelines import badwords, cleaning, dedup, language, stages, urls, wet  # noqa: E402
+from pipelines import badwords, cleaning, dedup, language, urls, wet  # noqa: E402
 from pipelines.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
 from text.sentences import split_sentences  # noqa: E402
@@ -213,13 +213,8 @@ def main():
     report("langdetect (the library)", timed(lambda: [reference_langdetect(t) for t in cleaned],
                                              1), len(cleaned), cleaned_mb)
     detector = language.LanguageDetector()
-    report("language (ours, page by page)", timed(lambda: [detector.detect(t) for t in cleaned],
+    report("language (ours: langdetect-rs)", timed(lambda: [detector.detect(t) for t in cleaned],
                                                   args.repeats), len(cleaned), cleaned_mb)
-    batch = stages._LANGUAGE_BATCH
-    report(f"language (ours, batches of {batch})", timed(
-        lambda: [detector.detect_texts(cleaned[i:i + batch])
-                 for i in range(0, len(cleaned), batch)],
-        args.repeats), len(cleaned), cleaned_mb)
     pattern = badwords.compile_badwords(
         badwords.parse_badwords((SHARED / "badwords" / "en").read_bytes(), "en"))
     report("bad words", timed(lambda: [badwords.contains_badword(t, pattern) for t in cleaned],

@@ -10,7 +10,6 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
-from apache_beam.utils.windowed_value import WindowedValue
 
 from pipelines import (badwords, cleaning, dedup, domains, files, inputs, language, lists, mc4,
                        released, urls, wet)
@@ -21,8 +20,6 @@ from text.sentences import split_sentences
 from text.splitters import Splitter, load_splitter
 
 _PROGRESS_EVERY = 1000
-# Pages per language detection batch: larger batches share each numpy step among more pages.
-_LANGUAGE_BATCH = 1024
 _LOG = logging.getLogger("c4")
 
 
@@ -463,41 +460,22 @@ class DedupText(beam.PTransform):
 
 
 class _LanguageFn(beam.DoFn):
-    """Detects the language of pages in batches of up to _LANGUAGE_BATCH (per bundle): the
-    detector runs a batch's trials side by side, several times faster than page by page, and
-    each page gets the same result either way."""
 
     def __init__(self, config: language.LanguageConfig):
         self._config = config
         self._detector = None
-        self._pending: List[WindowedValue] = []
 
     def setup(self):
         self._detector = language.LanguageDetector()
 
-    def start_bundle(self):
-        self._pending = []
-
-    def process(self, page: Page, timestamp=beam.DoFn.TimestampParam,
-                window=beam.DoFn.WindowParam):
-        self._pending.append(WindowedValue(page, timestamp, (window,)))
-        if len(self._pending) >= _LANGUAGE_BATCH:
-            yield from self._detect_pending()
-
-    def finish_bundle(self):
-        yield from self._detect_pending()
-
-    def _detect_pending(self):
-        pending, self._pending = self._pending, []
-        detected_pages = self._detector.detect_texts([item.value.text for item in pending])
-        for item, detected in zip(pending, detected_pages):
-            reason = language.language_drop_reason(detected, self._config)
-            if reason:
-                _count("language", f"pages.dropped:{reason}")
-                continue
-            _count("language", f"pages.passed:{detected[0]}")
-            yield item.with_value(dataclasses.replace(
-                item.value, language=detected[0], language_probability=detected[1]))
+    def process(self, page: Page):
+        detected = self._detector.detect(page.text)
+        reason = language.language_drop_reason(detected, self._config)
+        if reason:
+            _count("language", f"pages.dropped:{reason}")
+            return
+        _count("language", f"pages.passed:{detected[0]}")
+        yield dataclasses.replace(page, language=detected[0], language_probability=detected[1])
 
 
 class _Cld3LanguageFn(beam.DoFn):

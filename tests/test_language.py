@@ -11,7 +11,6 @@ import pytest
 from langdetect import detector_factory
 
 from pipelines.files import open_raw
-from pipelines import language
 from pipelines.language import LanguageConfig, LanguageDetector, language_drop_reason
 from pipelines.page import Page
 from pipelines.wet import read_wet
@@ -73,9 +72,9 @@ def sample_results(reference, shared_data):
 def test_same_results_as_langdetect(detector, sample_results):
     for text, expected in sample_results.items():
         assert detector.probabilities(text) == expected, text[:80]
-    texts = list(sample_results)[:20]
-    assert detector.detect_texts(texts) == [
-        sample_results[text][0] if sample_results[text] else None for text in texts]
+    for text in list(sample_results)[:20]:
+        assert detector.detect(text) == (sample_results[text][0] if sample_results[text]
+                                         else None)
 
 
 def test_profiles_load_in_name_order(detector, reference_factory):
