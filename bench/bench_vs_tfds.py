@@ -39,6 +39,14 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
               "TF_NUM_INTRAOP_THREADS": "1", "TF_NUM_INTEROP_THREADS": "1",
               "TF_CPP_MIN_LOG_LEVEL": "3"}
 SIDES = ("ours paper", "ours released", "TFDS")
+# The other English variants (paper rules), with --variants: the lists each reads.
+VARIANT_LISTS = {
+    "en.noclean": [],
+    "realnewslike": ["--realnews_domains",
+                     str(SHARED / "realnews" / "domain_to_allowed_subdomains.json")],
+    "webtextlike": ["--webtext_urls", *sorted(glob.glob(str(SHARED / "openwebtext_urls" / "*"
+                                                            / "*")))],
+}
 
 
 def run_tfds_chain(paths):
@@ -57,10 +65,12 @@ def run_tfds_chain(paths):
 def command(side, paths, output):
     if side == "TFDS":
         return [sys.executable, __file__, "--tfds_child", *paths]
-    rules = side.split()[1]
-    return [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--rules", rules,
+    name = side.split()[1]
+    variant, rules = (name, "paper") if name in VARIANT_LISTS else ("en", name)
+    return [sys.executable, "-m", "pipelines.c4", "--variant", variant, "--rules", rules,
             "--input", *paths, "--output", output, "--badwords", BADWORDS,
-            "--direct_running_mode=in_memory", "--direct_num_workers=1"]
+            *VARIANT_LISTS.get(variant, ()), "--direct_running_mode=in_memory",
+            "--direct_num_workers=1"]
 
 
 def _one_core():
@@ -202,6 +212,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--variants", action="store_true",
+                        help="also measure " + ", ".join(VARIANT_LISTS) + " (paper rules), "
+                             "per page read, in the same interleaved rounds")
     parser.add_argument("--tfds_child", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.tfds_child:
@@ -212,18 +225,22 @@ def main():
     print(f"input: {len(FULL_INPUT)} realistic WET files, {full_pages:,} pages, {full_mb:.2f} MB "
           f"of text; start-up baseline: {small_pages} page(s). One core, one thread, median of "
           f"{args.repeats} interleaved runs.\n")
-    runs = {(side, size): [] for side in SIDES for size in ("full", "small")}
+    sides = SIDES + tuple(f"ours {variant}" for variant in VARIANT_LISTS if args.variants)
+    runs = {(side, size): [] for side in sides for size in ("full", "small")}
     for _ in range(args.repeats):
-        for side in SIDES:
+        for side in sides:
             for size, paths in (("full", FULL_INPUT), ("small", SMALL_INPUT)):
                 runs[side, size].append(measure(side, paths))
-    figures = {}
-    for side in SIDES:
+    figures, spread = {}, {}
+    for side in sides:
         whole = statistics.median(cpu for cpu, _ in runs[side, "full"])
         start_up = statistics.median(cpu for cpu, _ in runs[side, "small"])
         marginal = (whole - start_up) / (full_pages - small_pages)
         peak = max(rss for _, rss in runs[side, "full"])
         figures[side] = whole, start_up, marginal, peak
+        # Each round's own marginal cost, for the spread of the ratio.
+        spread[side] = [(full - small) / (full_pages - small_pages) for (full, _), (small, _)
+                        in zip(runs[side, "full"], runs[side, "small"])]
     tfds_whole, _, tfds_marginal, _ = figures["TFDS"]
     print(f"{'side':<15}{'CPU s':>8}{'start-up s':>12}{'pages/CPU-s':>13}{'MB/CPU-s':>10}"
           f"{'ms/page':>9}{'marginal pages/s':>18}{'peak MB':>9}{'x TFDS whole':>14}"
@@ -232,6 +249,15 @@ def main():
         print(f"{side:<15}{whole:>8.2f}{start_up:>12.2f}{full_pages / whole:>13.0f}"
               f"{full_mb / whole:>10.2f}{marginal * 1000:>9.2f}{1 / marginal:>18.0f}{peak:>9.0f}"
               f"{tfds_whole / whole:>14.2f}{tfds_marginal / marginal:>17.2f}")
+    print("\nx TFDS marginal, round by round (each round's TFDS over its own):")
+    for side in sides[:2]:
+        ratios = [tfds / ours for ours, tfds in zip(spread[side], spread["TFDS"])]
+        print(f"  {side}: " + ", ".join(f"{ratio:.2f}" for ratio in ratios)
+              + f" (median {statistics.median(ratios):.2f}, min {min(ratios):.2f}, "
+              f"max {max(ratios):.2f})")
+    for side in sides[3:]:
+        print(f"{side}: marginal {figures[side][2] * 1000:.2f} ms per page read, "
+              f"{figures[side][2] / figures['ours paper'][2]:.2f}x en's")
     pages, ours, tfds = stage_costs(FULL_INPUT)
     print(f"\nwhere the marginal time goes, CPU ms per page read ({pages:,} pages), pure "
           "functions without Beam, one process:")

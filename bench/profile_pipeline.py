@@ -28,18 +28,19 @@ SHARED = REPO.parent / "shared" / "data"
 # stage's work; a stage may be spread over several.
 STAGES = {
     "read WET": [("pipelines/stages.py", "process", "_ReadWetFileFn")],
-    "released text": [("pipelines/stages.py", "_as_released_pages", None)],
+    "released text": [("pipelines/stages.py", "__call__", "ReleasedText")],
     "URL dedup (choose newest)": [("pipelines/urls.py", "newest_page", None),
                                   ("pipelines/urls.py", "first_seen_newest_page", None)],
-    "clean": [("pipelines/stages.py", "process", "_CleanFn")],
-    "dedup: keys out, resolved per worker": [("pipelines/stages.py", "process", "_SpanRecordsFn"),
-                                              ("pipelines/stages.py", "_flush", "_SpanRecordsFn")],
+    "clean": [("pipelines/stages.py", "__call__", "Clean")],
+    "dedup: keys out, resolved per worker": [("pipelines/stages.py", "__call__", "SpanRecords"),
+                                              ("pipelines/stages.py", "_flush", "SpanRecords")],
     "dedup: losers of a bucket": [("pipelines/stages.py", "_losers_of_bucket", None)],
-    "dedup: cut pages": [("pipelines/stages.py", "process", "_ApplyRemovalsFn")],
-    "language": [("pipelines/stages.py", "_detect_pending", None),
-                 ("pipelines/language.py", "__init__", "LanguageDetector")],
-    "bad words": [("pipelines/stages.py", "process", "_BadwordsFn")],
-    "write shards": [("pipelines/output.py", "process", "_WriteShardFn")],
+    "dedup: cut pages": [("pipelines/stages.py", "__call__", "ApplyRemovals")],
+    "language": [("pipelines/stages.py", "__call__", "DetectLanguage"),
+                 ("pipelines/stages.py", "setup", "DetectLanguage")],
+    "bad words": [("pipelines/stages.py", "__call__", "Badwords")],
+    "write shards (lines, gzip)": [("pipelines/output.py", "process", "_BucketFn"),
+                                   ("pipelines/output.py", "process", "_WriteShardFn")],
 }
 
 

@@ -36,6 +36,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics import Metrics
+from apache_beam.transforms.window import GlobalWindows
 from isal import isal_zlib
 import orjson
 
@@ -169,9 +170,16 @@ def _read_run(run: BinaryIO) -> Iterator[SortEntry]:
 def write_shard(pages: Iterable[Page], sink: BinaryIO,
                 sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
                 spill_dir: Optional[str] = None) -> ShardWritten:
-    """Writes the gzipped JSON lines of a shard's pages to `sink`, in URL order.
+    """Writes the gzipped JSON lines of a shard's pages to `sink`, in URL order (write_entries)."""
+    return write_entries(map(sort_entry, pages), sink, sort_budget_bytes, spill_dir)
 
-    Reads `pages` once. Holds at most about `sort_budget_bytes` of lines and keys; past that,
+
+def write_entries(entries: Iterable[SortEntry], sink: BinaryIO,
+                  sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
+                  spill_dir: Optional[str] = None) -> ShardWritten:
+    """Writes a shard's lines (the pages' sort entries) to `sink`, gzipped, in entry order.
+
+    Reads `entries` once. Holds at most about `sort_budget_bytes` of lines and keys; past that,
     sorted runs are spilled to temporary files in `spill_dir` (the system's temporary folder
     by default). They have no name on POSIX, so even a killed worker leaves none behind, and
     are closed when the shard is written or fails; each is open (a file descriptor) until
@@ -182,8 +190,7 @@ def write_shard(pages: Iterable[Page], sink: BinaryIO,
         held: List[SortEntry] = []
         held_bytes = 0
         count = 0
-        for page in pages:
-            entry = sort_entry(page)
+        for entry in entries:
             held.append(entry)
             held_bytes += _entry_bytes(entry)
             count += 1
@@ -222,13 +229,32 @@ def _destination(page: Page, folder_of: Callable[[Page], str],
     return folder_of(page), split_of(page)
 
 
-def _keyed_by_shard(page: Page, folder_of: Callable[[Page], str], split_of: Callable[[Page], str],
-                    max_shards: Dict[str, int], pages_per_shard: Optional[int],
-                    pages_of: Optional[Dict[Destination, int]] = None):
-    folder, split = _destination(page, folder_of, split_of)
-    buckets = shards_for(pages_of[folder, split] if pages_of is not None else 0, pages_per_shard,
-                         max_shards[split])
-    return (folder, split, bucket_of(page, buckets)), page
+class _BucketFn(beam.DoFn):
+    """Page -> ((folder, split, bucket), its sort entry): the line leaves encoded, so the
+    shuffle carries bytes. The bundle's distinct keys go to `buckets`, once each."""
+
+    def __init__(self, folder_of: Callable[[Page], str], split_of: Callable[[Page], str],
+                 max_shards: Dict[str, int], pages_per_shard: Optional[int]):
+        self._folder_of = folder_of
+        self._split_of = split_of
+        self._max_shards = max_shards
+        self._pages_per_shard = pages_per_shard
+        self._keys = set()
+
+    def start_bundle(self):
+        self._keys = set()
+
+    def process(self, page: Page, pages_of: Optional[Dict[Destination, int]] = None):
+        folder, split = _destination(page, self._folder_of, self._split_of)
+        buckets = shards_for(pages_of[folder, split] if pages_of is not None else 0,
+                             self._pages_per_shard, self._max_shards[split])
+        key = folder, split, bucket_of(page, buckets)
+        self._keys.add(key)
+        yield key, sort_entry(page)
+
+    def finish_bundle(self):
+        for key in sorted(self._keys):
+            yield beam.pvalue.TaggedOutput("buckets", GlobalWindows.windowed_value(key))
 
 
 def in_output_dir(page: Page) -> str:
@@ -244,12 +270,12 @@ def _occupied_buckets(keys: Iterable[Tuple[str, str, int]]) -> Dict[Destination,
 
 def _empty_splits(occupied: Dict[Destination, List[int]], folders: Sequence[str],
                   splits: Sequence[str]):
-    """((folder, split, bucket 0), None) for each split with no page of a folder that gets
+    """((folder, split, bucket 0), no entry) for each split with no page of a folder that gets
     files (one of `folders`, or one that holds a page): it is written as one empty file."""
     for folder in sorted(set(folders) | {folder for folder, _ in occupied}):
         for split in splits:
             if (folder, split) not in occupied:
-                yield (folder, split, 0), None
+                yield (folder, split, 0), ()
 
 
 def written_counter(folder: str, split: str) -> str:
@@ -265,7 +291,7 @@ class _WriteShardFn(beam.DoFn):
         self._sort_budget_bytes = sort_budget_bytes
 
     def process(self, keyed, occupied):
-        (folder, split, bucket), pages = keyed
+        (folder, split, bucket), entries = keyed
         numbering = shard_numbering(bucket, occupied.get((folder, split), []))
         if numbering is None:
             return
@@ -275,8 +301,7 @@ class _WriteShardFn(beam.DoFn):
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
             # The grouped pages are streamed, never listed: a runner that pages its shuffle
             # (Dataflow) keeps the worker's memory within the sort budget.
-            written = write_shard((page for page in pages if page is not None), sink,
-                                  self._sort_budget_bytes)
+            written = write_entries(entries, sink, self._sort_budget_bytes)
         Metrics.counter("c4.write", written_counter(folder, split)).inc(written.pages)
         if written.spilled_runs:
             Metrics.counter("c4.write", f"runs.spilled:{split}").inc(written.spilled_runs)
@@ -328,20 +353,21 @@ class WriteShards(beam.PTransform):
                 pages
                 | "Destinations" >> beam.Map(_destination, self._folder_of, self._split_of)
                 | "CountPages" >> beam.combiners.Count.PerElement())
-        keyed = pages | "BucketByUrl" >> beam.Map(_keyed_by_shard, self._folder_of,
-                                                  self._split_of, self._max_shards,
-                                                  self._pages_per_shard, pages_of)
+        keyed = pages | "BucketByUrl" >> beam.ParDo(
+            _BucketFn(self._folder_of, self._split_of, self._max_shards, self._pages_per_shard),
+            pages_of).with_outputs("buckets", main="entries")
         # At most max_shards numbers per split and folder: a side input every writer can hold.
-        occupied = (keyed
-                    | "Buckets" >> beam.Keys()
+        occupied = (keyed.buckets
                     | "DistinctBuckets" >> beam.Distinct()
                     | "ListBuckets" >> beam.combiners.ToList()
                     | "ByDestination" >> beam.Map(_occupied_buckets))
-        empty = occupied | "EmptySplits" >> beam.FlatMap(_empty_splits, self._folders,
-                                                         tuple(self._max_shards))
-        return ((keyed, empty)
-                | "Merge" >> beam.Flatten()
-                | "GroupShards" >> beam.GroupByKey()
-                | "WriteShard" >> beam.ParDo(
-                    _WriteShardFn(self._output_dir, self._sort_budget_bytes),
-                    occupied=beam.pvalue.AsSingleton(occupied)))
+        writer = _WriteShardFn(self._output_dir, self._sort_budget_bytes)
+        written = (keyed.entries
+                   | "GroupShards" >> beam.GroupByKey()
+                   | "WriteShard" >> beam.ParDo(writer, occupied=beam.pvalue.AsSingleton(occupied)))
+        empty = (occupied
+                 | "EmptySplits" >> beam.FlatMap(_empty_splits, self._folders,
+                                                 tuple(self._max_shards))
+                 | "WriteEmptySplit" >> beam.ParDo(writer,
+                                                   occupied=beam.pvalue.AsSingleton(occupied)))
+        return (written, empty) | "AllShards" >> beam.Flatten()

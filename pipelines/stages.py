@@ -3,9 +3,11 @@
 Counters live in one namespace per stage (`c4.read`, `c4.length`, ...) with one vocabulary:
 `pages.passed`, `pages.dropped:<reason>`, `lines.dropped:<reason>`.
 """
+import collections
 import dataclasses
 import logging
-from typing import Dict, List, Optional, Sequence, Tuple
+import operator
+from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -25,6 +27,96 @@ _LOG = logging.getLogger("c4")
 
 def _count(stage: str, name: str, value: int = 1):
     Metrics.counter(f"c4.{stage}", name).inc(value)
+
+
+class Counts:
+    """Counter increments summed in a DoFn and reported once a bundle: one increment of a Beam
+    counter costs microseconds, and a page passes a dozen."""
+
+    def __init__(self):
+        self._values: Dict[Tuple[str, str], int] = collections.Counter()
+
+    def add(self, stage: str, name: str, value: int = 1) -> None:
+        self._values[stage, name] += value
+
+    def report(self) -> None:
+        for (stage, name), value in sorted(self._values.items()):
+            _count(stage, name, value)
+        self._values.clear()
+
+
+class Step:
+    """One stage's work on one element between two shuffles: the elements it passes on (none,
+    the element, a changed copy, or several), what it keeps and drops counted in `counts`."""
+
+    def setup(self) -> None:
+        """Loads what the step needs (a detector, an automaton), once per DoFn instance."""
+
+    def __call__(self, element, counts: Counts) -> Iterable:
+        raise NotImplementedError
+
+    def finish(self, counts: Counts) -> Iterable:
+        """What the step still holds at the end of a bundle; called on a phase's last step."""
+        return ()
+
+
+class PhaseFn(beam.DoFn):
+    """The steps between two shuffles as one DoFn: Beam's per-element cost (a transform hop, its
+    counters) is paid once per element of the phase, not once per stage. Only the last step
+    may hold elements across a bundle (its `finish`) or send tagged outputs."""
+
+    def __init__(self, steps: Sequence[Step]):
+        self._steps = tuple(steps)
+        self._counts = Counts()
+
+    def setup(self):
+        for step in self._steps:
+            step.setup()
+
+    def start_bundle(self):
+        self._counts = Counts()
+
+    def process(self, element):
+        elements = (element,)
+        for step in self._steps:
+            elements = [passed for each in elements for passed in step(each, self._counts)]
+            if not elements:
+                break
+        return elements
+
+    def finish_bundle(self):
+        # What a buffer holds leaves in the global window: the C4 pipeline is a batch job over
+        # the whole dataset, in the global window.
+        for output in self._steps[-1].finish(self._counts):
+            if isinstance(output, beam.pvalue.TaggedOutput):
+                yield beam.pvalue.TaggedOutput(output.tag,
+                                               GlobalWindows.windowed_value(output.value))
+            else:
+                yield GlobalWindows.windowed_value(output)
+        self._counts.report()
+
+
+class PageCoder(beam.coders.Coder):
+    """A page as the tuple of its fields, which Beam's own coder writes natively; without it, a
+    page through a shuffle is pickled, several times slower."""
+    _FIELDS = operator.attrgetter(*(field.name for field in dataclasses.fields(Page)))
+    _TUPLE = beam.coders.FastPrimitivesCoder().get_impl()
+
+    def encode(self, page: Page) -> bytes:
+        return self._TUPLE.encode(self._FIELDS(page))
+
+    def decode(self, encoded: bytes) -> Page:
+        return Page(*self._TUPLE.decode(encoded))
+
+    def is_deterministic(self) -> bool:
+        return True
+
+    def to_type_hint(self):
+        return Page
+
+
+beam.coders.registry.register_coder(Page, PageCoder)
+_PAGE_CODER = PageCoder()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,25 +197,29 @@ class _ReadWetFileFn(beam.DoFn):
 
     def process(self, indexed_path):
         file_index, path = indexed_path
+        counts = Counts()
         pages = 0
         try:
             for item in wet.read_wet(lambda: files.open_raw(path), self._max_record_bytes):
                 if isinstance(item, wet.Skipped):
-                    _count("read", f"records.skipped:{item.reason}")
+                    counts.add("read", f"records.skipped:{item.reason}")
                     continue
                 item = dataclasses.replace(item, input_position=(file_index, pages))
                 pages += 1
-                _count("read", "pages.passed")
                 if pages % _PROGRESS_EVERY == 0:
                     _LOG.info("%s: %d pages read", path, pages)
                 yield item
         except files.InputError as error:
             reason = "not_wet" if isinstance(error, wet.NotWetFile) else "unreadable"
             _LOG.warning("skipping input file %s: %s", path, error)
-            _count("read", f"files.skipped:{reason}")
-            return
-        _count("read", "files.read")
-        _LOG.info("%s: done, %d pages", path, pages)
+            counts.add("read", f"files.skipped:{reason}")
+        else:
+            counts.add("read", "files.read")
+            _LOG.info("%s: done, %d pages", path, pages)
+        finally:
+            if pages:
+                counts.add("read", "pages.passed", pages)
+            counts.report()
 
 
 def _listed_files(source: inputs.WetSource):
@@ -157,30 +253,38 @@ class ReadWetFiles(beam.PTransform):
                 | "ReadRecords" >> beam.ParDo(_ReadWetFileFn(self._max_record_bytes)))
 
 
-def _as_released_pages(page: Page):
+class ReleasedText(Step):
     """The page(s) the released C4 read from a WET record (released.wet_pages)."""
-    found = 0
-    for found, released_page in enumerate(released.wet_pages(page), start=1):
-        _count("released_text", "pages.passed")
-        yield released_page
-    if not found:
-        _count("released_text", "pages.dropped:no_content")
-    elif found > 1:
-        _count("released_text", "pages.added:page_delimiter_in_text", found - 1)
+
+    def __call__(self, page: Page, counts: Counts):
+        pages = list(released.wet_pages(page))
+        if not pages:
+            counts.add("released_text", "pages.dropped:no_content")
+            return pages
+        counts.add("released_text", "pages.passed", len(pages))
+        if len(pages) > 1:
+            counts.add("released_text", "pages.added:page_delimiter_in_text", len(pages) - 1)
+        return pages
 
 
-def _within_length(page: Page, max_chars: int) -> bool:
-    if len(page.text) > max_chars:
-        _count("length", "pages.dropped:too_long")
-        return False
-    _count("length", "pages.passed")
-    return True
+class WithinLength(Step):
+
+    def __init__(self, max_chars: int):
+        self._max_chars = max_chars
+
+    def __call__(self, page: Page, counts: Counts):
+        if len(page.text) > self._max_chars:
+            counts.add("length", "pages.dropped:too_long")
+            return ()
+        counts.add("length", "pages.passed")
+        return (page,)
 
 
-def _passes_paragraph_filter(page: Page) -> bool:
-    reason = mc4.paragraph_drop_reason(page.text)
-    _count("paragraphs", f"pages.dropped:{reason}" if reason else "pages.passed")
-    return reason is None
+class KeyByUrl(Step):
+    """(normalized URL, page): the key of URL dedup."""
+
+    def __call__(self, page: Page, counts: Counts):
+        return ((page.normalized_url, page),)
 
 
 class _NewestPageFn(beam.CombineFn):
@@ -210,29 +314,38 @@ class _NewestPageFn(beam.CombineFn):
     def extract_output(self, accumulator):
         return accumulator
 
-
-def _count_url_duplicates(keyed):
-    _, (page, count) = keyed
-    _count("url_dedup", "pages.passed")
-    if count > 1:
-        _count("url_dedup", "pages.dropped:older_duplicate", count - 1)
-    return page
+    def get_accumulator_coder(self):
+        return beam.coders.TupleCoder([beam.coders.NullableCoder(PageCoder()),
+                                       beam.coders.VarIntCoder()])
 
 
 class DedupUrls(beam.PTransform):
+    """Pages -> (normalized URL, (its newest page, how many pages had it)), after the per-page
+    `before` steps in the same DoFn (which end in KeyByUrl)."""
 
-    def __init__(self, rules: str):
+    def __init__(self, rules: str, before: Sequence[Step]):
         super().__init__()
         self._choose = urls.first_seen_newest_page if rules == "released" else urls.newest_page
+        self._before = tuple(before)
 
     def expand(self, pages):
         return (pages
-                | "KeyByUrl" >> beam.Map(lambda page: (page.normalized_url, page))
-                | "KeepNewest" >> beam.CombinePerKey(_NewestPageFn(self._choose))
-                | "CountDuplicates" >> beam.Map(_count_url_duplicates))
+                | "KeyByUrl" >> beam.ParDo(PhaseFn(self._before)).with_output_types(
+                    Tuple[str, Page])
+                | "KeepNewest" >> beam.CombinePerKey(_NewestPageFn(self._choose)))
 
 
-class _RealNewsFilterFn(beam.DoFn):
+class CountUrlDuplicates(Step):
+
+    def __call__(self, keyed, counts: Counts):
+        _, (page, count) = keyed
+        counts.add("url_dedup", "pages.passed")
+        if count > 1:
+            counts.add("url_dedup", "pages.dropped:older_duplicate", count - 1)
+        return (page,)
+
+
+class RealNewsDomains(Step):
 
     def __init__(self, allowed: Dict[str, domains.AllowedSubdomains], rules: str):
         self._allowed = allowed
@@ -247,12 +360,12 @@ class _RealNewsFilterFn(beam.DoFn):
             return released.is_realnews_url(page.normalized_url, self._allowed, self._extractor)
         return domains.is_realnews_url(page.url, self._allowed, self._extractor)
 
-    def process(self, page: Page):
+    def __call__(self, page: Page, counts: Counts):
         if self._is_realnews(page):
-            _count("domains", "pages.passed")
-            yield page
-        else:
-            _count("domains", "pages.dropped:not_realnews_domain")
+            counts.add("domains", "pages.passed")
+            return (page,)
+        counts.add("domains", "pages.dropped:not_realnews_domain")
+        return ()
 
 
 def _webtext_urls_of_file(path: str, rules: str):
@@ -263,88 +376,109 @@ def _webtext_urls_of_file(path: str, rules: str):
         _count("domains", "url_lists.skipped:unreadable")
         return
     _count("domains", "url_lists.read")
+    skipped = 0
     for line in text.splitlines():
         url = domains.webtext_url_of_line(line, _normalizer_of(rules))
         if url is None:
-            if line.strip():
-                _count("domains", "url_lines.skipped")
+            skipped += bool(line.strip())
             continue
         yield url, None
+    if skipped:
+        _count("domains", "url_lines.skipped", skipped)
 
 
-def _keep_listed_pages(joined):
-    _, grouped = joined
-    pages = list(grouped["pages"])
-    if not pages:
-        return
-    if not grouped["listed"]:
-        _count("domains", "pages.dropped:not_in_webtext_urls", len(pages))
-        return
-    for page in pages:
-        _count("domains", "pages.passed")
-        yield page
+class _EncodedPage(Step):
+    """(key, page as PageCoder bytes): a page sent to a join with messages of another type
+    (Beam's coder for the union of two types would pickle it)."""
+
+    def __call__(self, keyed, counts: Counts):
+        key, page = keyed
+        return ((key, _PAGE_CODER.encode(page)),)
+
+
+class KeepListedPages(Step):
+    """The pages of a URL in the OpenWebText lists, from JoinWebTextUrls's groups."""
+
+    def __call__(self, joined, counts: Counts):
+        _, grouped = joined
+        pages = grouped["pages"]
+        if not pages:
+            return ()
+        if not grouped["listed"]:
+            counts.add("domains", "pages.dropped:not_in_webtext_urls", len(pages))
+            return ()
+        counts.add("domains", "pages.passed", len(pages))
+        return [_PAGE_CODER.decode(page) for page in pages]
 
 
 def _normalizer_of(rules: str):
     return urls.released_normalize_url if rules == "released" else urls.normalize_url
 
 
-class FilterDomains(beam.PTransform):
+class JoinWebTextUrls(beam.PTransform):
+    """(URL, (newest page, count)) -> (URL, {"pages": [encoded page], "listed": [...]}), joined
+    with the OpenWebText URL lists; KeepListedPages reads the groups. The `before` steps
+    (which take DedupUrls's output and give pages) run in the DoFn that keys the pages."""
 
-    def __init__(self, config: VariantConfig, resources: Resources):
+    def __init__(self, config: VariantConfig, resources: Resources, before: Sequence[Step]):
         super().__init__()
         self._config = config
         self._resources = resources
+        self._before = tuple(before)
 
-    def expand(self, pages):
-        if self._config.domain_filter == "realnews":
-            return pages | "RealNewsDomains" >> beam.ParDo(
-                _RealNewsFilterFn(self._resources.realnews_domains, self._config.rules))
-        listed = (pages.pipeline
+    def expand(self, newest):
+        listed = (newest.pipeline
                   | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
                   | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file, self._config.rules))
-        keyed = pages | "KeyPagesByUrl" >> beam.Map(lambda page: (page.normalized_url, page))
-        return ({"pages": keyed, "listed": listed}
-                | "JoinUrlLists" >> beam.CoGroupByKey()
-                | "KeepListed" >> beam.FlatMap(_keep_listed_pages))
+        keyed = newest | "KeyPagesByUrl" >> beam.ParDo(
+            PhaseFn([*self._before, KeyByUrl(), _EncodedPage()]))
+        return {"pages": keyed, "listed": listed} | "JoinUrlLists" >> beam.CoGroupByKey()
 
 
-class _CleanFn(beam.DoFn):
+class ParagraphFilter(Step):
+
+    def __call__(self, page: Page, counts: Counts):
+        reason = mc4.paragraph_drop_reason(page.text)
+        counts.add("paragraphs", f"pages.dropped:{reason}" if reason else "pages.passed")
+        return () if reason else (page,)
+
+
+class Clean(Step):
 
     def __init__(self, config: cleaning.CleaningConfig, rules: str, split: Splitter):
         self._config = config
         self._clean_page = released.clean_page if rules == "released" else cleaning.clean_page
         self._split = split
 
-    def process(self, page: Page):
+    def __call__(self, page: Page, counts: Counts):
         result = self._clean_page(page.text, self._config, self._split)
-        for reason, count in sorted(result.lines_dropped.items()):
-            _count("clean", f"lines.dropped:{reason}", count)
-        _count("clean", "lines.passed", result.lines_kept)
+        for reason, count in result.lines_dropped.items():
+            counts.add("clean", f"lines.dropped:{reason}", count)
+        counts.add("clean", "lines.passed", result.lines_kept)
         if result.text is None:
-            _count("clean", f"pages.dropped:{result.page_drop_reason}")
-            return
-        _count("clean", "pages.passed")
-        yield dataclasses.replace(page, text=result.text)
+            counts.add("clean", f"pages.dropped:{result.page_drop_reason}")
+            return ()
+        counts.add("clean", "pages.passed")
+        return (dataclasses.replace(page, text=result.text),)
 
 
 def _page_key(page: Page, config: dedup.DedupConfig) -> bytes:
     return dedup.page_key(page.url, page.normalized_url, config.mode)
 
 
-# The message a page sends itself when it repeats one of its own keys: check me at the join.
+# What goes to the dedup join, keyed by page key: (_PAGE, the page as PageCoder bytes) or
+# (_LOST_KEY, a key the page does not keep).
+_PAGE, _LOST_KEY = 0, 1
+# The key a page is sent when it repeats one of its own keys: check me at the join.
 _REPEATS_IN_PAGE = b""
 # Records a worker buffers before it resolves them and sends the winners on: 16 MB of span records.
 _RECORDS_PER_FLUSH = 1 << 20
 
 
-class _SpanRecordsFn(beam.DoFn):
-    """Pages -> their (key, page key) records, resolved per worker buffer (dedup.resolve_records):
-    the winners go out as one block per bucket (main output), the losers straight to the join
-    (`removals`, with each page that repeats a key of its own).
-
-    A buffer mixes the pages of a bundle and leaves in the global window: dedup is a batch
-    stage over the whole dataset, which the C4 pipeline keeps in the global window."""
+class SpanRecords(Step):
+    """Pages -> the dedup join's messages (main output): each page, and each key a page loses in
+    its worker's buffer (dedup.resolve_records) or repeats; the buffer's winners go out as one
+    block per bucket (`winners`). A buffer mixes the pages of a bundle."""
 
     def __init__(self, config: dedup.DedupConfig, split: Splitter, buckets: int):
         self._config = config
@@ -353,72 +487,77 @@ class _SpanRecordsFn(beam.DoFn):
         self._flush_bytes = _RECORDS_PER_FLUSH * sum(dedup.record_widths(config.mode))
         self._records = bytearray()
 
-    def start_bundle(self):
-        self._records = bytearray()
-
-    def process(self, page: Page):
+    def __call__(self, page: Page, counts: Counts):
         key_of_page = _page_key(page, self._config)
         keys, repeats = dedup.distinct_span_keys(
             dedup.units_of(page.text, self._config.mode, self._split), self._config)
         self._records += dedup.page_records(keys, key_of_page)
+        outputs = [(key_of_page, (_PAGE, _PAGE_CODER.encode(page)))]
         if repeats:
-            yield beam.pvalue.TaggedOutput("removals", (key_of_page, _REPEATS_IN_PAGE))
+            outputs.append((key_of_page, (_LOST_KEY, _REPEATS_IN_PAGE)))
         if len(self._records) >= self._flush_bytes:
-            yield from self._flush()
+            outputs.extend(self._flush())
+        return outputs
 
-    def finish_bundle(self):
-        for output in self._flush():
-            if isinstance(output, beam.pvalue.TaggedOutput):
-                yield beam.pvalue.TaggedOutput(output.tag,
-                                               GlobalWindows.windowed_value(output.value))
-            else:
-                yield GlobalWindows.windowed_value(output)
+    def finish(self, counts: Counts):
+        return self._flush()
 
     def _flush(self):
         records, self._records = bytes(self._records), bytearray()
         winners, losers = dedup.resolve_records(records, self._config.mode)
-        for loser in losers:
-            yield beam.pvalue.TaggedOutput("removals", loser)
-        yield from dedup.bucket_blocks(winners, self._config.mode, self._buckets)
+        outputs = [(key_of_page, (_LOST_KEY, key)) for key_of_page, key in losers]
+        outputs.extend(beam.pvalue.TaggedOutput("winners", block)
+                       for block in dedup.bucket_blocks(winners, self._config.mode,
+                                                        self._buckets))
+        return outputs
 
 
 def _losers_of_bucket(bucket_and_blocks, mode: str):
-    """(page key, key) for each page that has a key of the bucket and does not keep it."""
+    """(page key, (_LOST_KEY, key)) for each page that has a key of the bucket and does not
+    keep it."""
     _, blocks = bucket_and_blocks
     _, losers = dedup.resolve_records(b"".join(blocks), mode)
-    return losers
+    return [(key_of_page, (_LOST_KEY, key)) for key_of_page, key in losers]
 
 
-class _ApplyRemovalsFn(beam.DoFn):
+class ApplyRemovals(Step):
+    """A page key's messages from the dedup join -> its page with the spans it lost removed,
+    unless too little is left."""
 
     def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter):
         self._config = config
         self._min_sentences = min_sentences
         self._split = split
 
-    def process(self, joined):
-        _, grouped = joined
-        messages = set(grouped["removals"])
-        for page in grouped["pages"]:
-            if not dedup.needs_check(self._config, bool(messages), self._min_sentences):
-                # Most pages lose nothing, and passed the sentence minimum when they were cleaned.
-                _count("dedup", "pages.passed")
-                yield page
-                continue
-            text = page.text
-            if messages:  # Without one, the page lost nothing: only its sentences are checked.
-                units = dedup.units_of(page.text, self._config.mode, self._split)
-                removed = dedup.removed_starts(units, self._config, messages - {_REPEATS_IN_PAGE})
-                if removed:
-                    _count("dedup", "spans.dropped:duplicate", len(removed))
-                text = dedup.remove_units(page.text, units, self._config, removed)
-            reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
-                                                   self._min_sentences)
-            if reason:
-                _count("dedup", f"pages.dropped:{reason}")
-                continue
-            _count("dedup", "pages.passed:shortened" if text != page.text else "pages.passed")
-            yield dataclasses.replace(page, text=text)
+    def __call__(self, joined, counts: Counts):
+        _, messages = joined
+        pages, lost = [], set()
+        for kind, payload in messages:
+            if kind == _PAGE:
+                pages.append(_PAGE_CODER.decode(payload))
+            else:
+                lost.add(payload)
+        return [kept for page in pages for kept in self._removed_from(page, lost, counts)]
+
+    def _removed_from(self, page: Page, lost: Set[bytes], counts: Counts):
+        if not dedup.needs_check(self._config, bool(lost), self._min_sentences):
+            # Most pages lose nothing, and passed the sentence minimum when they were cleaned.
+            counts.add("dedup", "pages.passed")
+            return (page,)
+        text = page.text
+        if lost:  # Without a lost key, the page lost nothing: only its sentences are checked.
+            units = dedup.units_of(page.text, self._config.mode, self._split)
+            removed = dedup.removed_starts(units, self._config, lost - {_REPEATS_IN_PAGE})
+            if removed:
+                counts.add("dedup", "spans.dropped:duplicate", len(removed))
+            text = dedup.remove_units(page.text, units, self._config, removed)
+        reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
+                                               self._min_sentences)
+        if reason:
+            counts.add("dedup", f"pages.dropped:{reason}")
+            return ()
+        counts.add("dedup", "pages.passed:shortened" if text != page.text else "pages.passed")
+        return (dataclasses.replace(page, text=text),)
 
 
 class DedupText(beam.PTransform):
@@ -429,10 +568,13 @@ class DedupText(beam.PTransform):
     (page key, key) goes back to each page that loses a key; then the pages join what they lost
     by page key. A bucket holds about 1/`buckets` of the dataset's keys: pipelines.c4 uses one
     bucket per input file, so a bucket's memory stays that of about one file's keys.
+
+    `before`: per-page steps run in the DoFn that sends the keys (they give pages); `after`:
+    steps run on the deduplicated pages in the DoFn that removes the spans.
     """
 
     def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter,
-                 buckets: int = 1):
+                 buckets: int = 1, before: Sequence[Step] = (), after: Sequence[Step] = ()):
         super().__init__()
         if buckets < 1:
             raise ValueError("the number of dedup buckets must be >= 1")
@@ -440,26 +582,26 @@ class DedupText(beam.PTransform):
         self._min_sentences = min_sentences
         self._split = split
         self._buckets = buckets
+        self._before = tuple(before)
+        self._after = tuple(after)
 
     def expand(self, pages):
-        mode = self._config.mode
-        records = (pages
-                   | "SendKeys" >> beam.ParDo(_SpanRecordsFn(self._config, self._split,
-                                                             self._buckets))
-                   .with_outputs("removals", main="winners"))
-        losses = (records.winners
+        sent = (pages
+                | "SendKeys" >> beam.ParDo(PhaseFn(
+                    [*self._before, SpanRecords(self._config, self._split, self._buckets)]))
+                .with_outputs("winners", main="messages"))
+        losses = (sent.winners
                   | "GroupBuckets" >> beam.GroupByKey()
-                  | "PickLosers" >> beam.FlatMap(_losers_of_bucket, mode))
-        removals = (losses, records.removals) | "AllRemovals" >> beam.Flatten()
-        keyed_pages = pages | "KeyByPage" >> beam.Map(
-            lambda page, config: (_page_key(page, config), page), self._config)
-        return ({"pages": keyed_pages, "removals": removals}
-                | "JoinRemovals" >> beam.CoGroupByKey()
-                | "RemoveSpans" >> beam.ParDo(
-                    _ApplyRemovalsFn(self._config, self._min_sentences, self._split)))
+                  | "PickLosers" >> beam.FlatMap(_losers_of_bucket, self._config.mode))
+        return ((sent.messages, losses)
+                | "AllMessages" >> beam.Flatten()
+                | "JoinByPage" >> beam.GroupByKey()
+                | "RemoveSpans" >> beam.ParDo(PhaseFn(
+                    [ApplyRemovals(self._config, self._min_sentences, self._split),
+                     *self._after])))
 
 
-class _LanguageFn(beam.DoFn):
+class DetectLanguage(Step):
 
     def __init__(self, config: language.LanguageConfig):
         self._config = config
@@ -468,17 +610,18 @@ class _LanguageFn(beam.DoFn):
     def setup(self):
         self._detector = language.LanguageDetector()
 
-    def process(self, page: Page):
+    def __call__(self, page: Page, counts: Counts):
         detected = self._detector.detect(page.text)
         reason = language.language_drop_reason(detected, self._config)
         if reason:
-            _count("language", f"pages.dropped:{reason}")
-            return
-        _count("language", f"pages.passed:{detected[0]}")
-        yield dataclasses.replace(page, language=detected[0], language_probability=detected[1])
+            counts.add("language", f"pages.dropped:{reason}")
+            return ()
+        counts.add("language", f"pages.passed:{detected[0]}")
+        return (dataclasses.replace(page, language=detected[0],
+                                    language_probability=detected[1]),)
 
 
-class _Cld3LanguageFn(beam.DoFn):
+class Cld3Language(Step):
     """mC4's language stage: CLD3 as the public code builds it, `und` where it is unsure, the
     page dropped where it is sure of a language mC4 does not have (mc4.cld3_label). Counters:
     `pages.passed:<language>`, `und.<why>`, `pages.dropped:other_language`."""
@@ -490,25 +633,25 @@ class _Cld3LanguageFn(beam.DoFn):
     def setup(self):
         self._identifier = cld3.Cld3Identifier()
 
-    def process(self, page: Page):
+    def __call__(self, page: Page, counts: Counts):
         answer = self._identifier.find_language(page.text)
         if answer is None:
-            _count("language", "und.unreadable")
+            counts.add("language", "und.unreadable")
             detected, reason, probability = mc4.UNKNOWN_LANGUAGE, None, 0.0
         else:
             detected, reason = mc4.cld3_label(*answer, self._config.languages,
                                               self._config.min_probability)
             probability = answer.probability
         if detected is None:
-            _count("language", f"pages.dropped:{reason}")
-            return
+            counts.add("language", f"pages.dropped:{reason}")
+            return ()
         if reason:
-            _count("language", f"und.{reason}")
-        _count("language", f"pages.passed:{detected}")
-        yield dataclasses.replace(page, language=detected, language_probability=probability)
+            counts.add("language", f"und.{reason}")
+        counts.add("language", f"pages.passed:{detected}")
+        return (dataclasses.replace(page, language=detected, language_probability=probability),)
 
 
-class _BadwordsFn(beam.DoFn):
+class Badwords(Step):
     """Drops a page with a bad word of its language's list; with a filter fraction under 1,
     the pages the URL hash picks stay (mc4.keeps_page_with_badword). Counters per language
     (`pages.dropped:badword:de`) where the variant writes languages apart, else totals."""
@@ -526,24 +669,28 @@ class _BadwordsFn(beam.DoFn):
                 words, word_boundaries=language not in mc4.UNSPACED_LANGUAGES)
             for language, words in self._terms.items()}
 
-    def _count(self, name: str, page: Page):
-        _count("badwords", f"{name}:{page.language}" if self._count_languages else name)
+    def _counter(self, name: str, page: Page) -> str:
+        return f"{name}:{page.language}" if self._count_languages else name
 
-    def process(self, page: Page):
+    def __call__(self, page: Page, counts: Counts):
         matcher = self._matchers.get(mc4.page_language(page.language))
         if matcher is None or not badwords.contains_badword(page.text, matcher):
-            self._count("pages.passed", page)
-            yield page
-        elif (self._filter_fraction < 1
-              and mc4.keeps_page_with_badword(page.normalized_url, self._filter_fraction)):
-            self._count("pages.passed:kept_with_badword", page)
-            yield page
-        else:
-            self._count("pages.dropped:badword", page)
+            counts.add("badwords", self._counter("pages.passed", page))
+            return (page,)
+        if (self._filter_fraction < 1
+                and mc4.keeps_page_with_badword(page.normalized_url, self._filter_fraction)):
+            counts.add("badwords", self._counter("pages.passed:kept_with_badword", page))
+            return (page,)
+        counts.add("badwords", self._counter("pages.dropped:badword", page))
+        return ()
 
 
 class C4Pages(beam.PTransform):
     """Raw WET pages -> the pages of a C4 variant, through the stages in the public C4 order.
+
+    The stages between two shuffles run as one DoFn (PhaseFn): before URL dedup; from it to the
+    span dedup's join (the domains, paragraphs, cleaning, the keys sent); from that join to the
+    end (the spans removed, language, bad words).
 
     (The released code filters RealNews domains before URL dedup; the filter depends on the
     normalized URL alone, which is also the dedup key, so the order gives the same pages.)"""
@@ -554,27 +701,32 @@ class C4Pages(beam.PTransform):
         self._resources = resources
         self._dedup_buckets = dedup_buckets
 
-    def expand(self, pages):
+    def _last_steps(self) -> List[Step]:
         config = self._config
-        if config.rules == "released":
-            pages = pages | "ReleasedText" >> beam.FlatMap(_as_released_pages)
-        pages = (pages
-                 | "PageLength" >> beam.Filter(_within_length, config.max_page_chars)
-                 | "UrlDedup" >> DedupUrls(config.rules))
-        if config.domain_filter:
-            pages = pages | "Domains" >> FilterDomains(config, self._resources)
-        if config.paragraph_filter:
-            pages = pages | "Paragraphs" >> beam.Filter(_passes_paragraph_filter)
-        if config.cleaning:
-            pages = pages | "Clean" >> beam.ParDo(
-                _CleanFn(config.cleaning, config.rules, self._resources.splitter))
-        if config.dedup:
-            pages = pages | "Dedup" >> DedupText(config.dedup, config.min_sentences_after_dedup,
-                                                 self._resources.splitter, self._dedup_buckets)
-        detect = (_Cld3LanguageFn if config.language.detector == "cld3" else _LanguageFn)
-        pages = pages | "Language" >> beam.ParDo(detect(config.language))
+        steps: List[Step] = [Cld3Language(config.language) if config.language.detector == "cld3"
+                             else DetectLanguage(config.language)]
         if config.filter_badwords:
-            pages = pages | "BadWords" >> beam.ParDo(_BadwordsFn(
-                self._resources.badwords, config.badwords_filter_fraction,
-                count_languages=config.language_folders is not None))
-        return pages
+            steps.append(Badwords(self._resources.badwords, config.badwords_filter_fraction,
+                                  count_languages=config.language_folders is not None))
+        return steps
+
+    def expand(self, pages):
+        config, resources = self._config, self._resources
+        steps: List[Step] = [ReleasedText()] if config.rules == "released" else []
+        steps += [WithinLength(config.max_page_chars), KeyByUrl()]
+        pages = pages | "UrlDedup" >> DedupUrls(config.rules, before=steps)
+        steps = [CountUrlDuplicates()]
+        if config.domain_filter == "webtext":
+            pages = pages | "WebTextDomains" >> JoinWebTextUrls(config, resources, before=steps)
+            steps = [KeepListedPages()]
+        elif config.domain_filter == "realnews":
+            steps.append(RealNewsDomains(resources.realnews_domains, config.rules))
+        if config.paragraph_filter:
+            steps.append(ParagraphFilter())
+        if config.cleaning:
+            steps.append(Clean(config.cleaning, config.rules, resources.splitter))
+        if config.dedup:
+            return pages | "Dedup" >> DedupText(
+                config.dedup, config.min_sentences_after_dedup, resources.splitter,
+                self._dedup_buckets, before=steps, after=self._last_steps())
+        return pages | "Filter" >> beam.ParDo(PhaseFn(steps + self._last_steps()))

@@ -1,0 +1,109 @@
+"""The Beam wiring of the stages (pipelines/stages.py): pages through shuffles as tuples, the
+stages between two shuffles as one DoFn, counters reported once a bundle."""
+import glob
+import pathlib
+
+import apache_beam as beam
+import pytest
+from apache_beam.metrics.metric import MetricsFilter
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.testing.util import assert_that, equal_to
+
+from pipelines import inputs, stages, wet
+from pipelines.config import variant
+from pipelines.files import open_raw
+from pipelines.page import Page
+from pipelines.urls import newest_page
+
+SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+@pytest.fixture(scope="module")
+def real_pages():
+    path = sorted(glob.glob(str(SHARED / "wet" / "realistic" / "*.warc.wet.gz")))[0]
+    return [item for item in wet.read_wet(lambda: open_raw(path), 760_000)
+            if isinstance(item, Page)]
+
+
+def test_a_page_through_a_shuffle_is_its_fields_not_a_pickle(real_pages):
+    """Every field comes back equal (the tagged ones and a released position too), and the
+    bytes are Beam's tuple encoding, without the pickle Beam's fallback would write."""
+    coder = beam.coders.registry.get_coder(Page)
+    assert isinstance(coder, stages.PageCoder) and coder.is_deterministic()
+    tagged = [page.__class__(**{**page.__dict__, "language": "en",
+                                "language_probability": 0.9999971, "input_position": (2, 7, 1)})
+              for page in real_pages[:50]]
+    for page in real_pages + tagged:
+        encoded = coder.encode(page)
+        assert coder.decode(encoded) == page
+        assert b"pipelines.page" not in encoded
+    accumulators = stages._NewestPageFn(newest_page).get_accumulator_coder()
+    for accumulator in ((real_pages[0], 3), (None, 0)):
+        assert accumulators.decode(accumulators.encode(accumulator)) == accumulator
+
+
+def _applied(transform):
+    yield transform
+    for part in transform.parts:
+        yield from _applied(part)
+
+
+def test_url_dedup_shuffles_typed_pages():
+    """The pages going into URL dedup's shuffle carry their type, so Beam picks PageCoder."""
+    pipeline = beam.Pipeline()
+    _ = (pipeline | beam.Create([]).with_output_types(Page)
+         | stages.C4Pages(variant("en"), stages.Resources(badwords={"en": ("bad",)})))
+    keyed = [applied for applied in _applied(pipeline._root_transform())
+             if applied.full_label.endswith("UrlDedup/KeyByUrl")]
+    assert len(keyed) == 1
+    coder = beam.coders.registry.get_coder(keyed[0].outputs[None].element_type)
+    assert isinstance(coder._coders[1], stages.PageCoder)
+
+
+def _page(number, text):
+    return Page(url=f"https://site{number}.com/p", normalized_url=f"site{number}.com/p",
+                timestamp="2019-04-18T10:13:24Z", content_type="text/plain",
+                content_length=len(text), text=text)
+
+
+def test_a_phase_counts_every_page_and_reports_once_a_bundle(monkeypatch):
+    """1,000 pages through two steps: the counters sum every page's passes and drops, and Beam's
+    counters are incremented once per name and bundle, not once per page."""
+    increments = []
+    real_count = stages._count
+
+    def counted(stage, name, value=1):
+        increments.append((stage, name))
+        real_count(stage, name, value)
+    monkeypatch.setattr(stages, "_count", counted)
+    pages = [_page(number, "x" * (number % 10)) for number in range(1000)]
+    with beam.Pipeline(options=PipelineOptions(["--direct_running_mode=in_memory",
+                                                "--direct_num_workers=1"])) as pipeline:
+        kept = (pipeline | beam.Create(pages)
+                | beam.ParDo(stages.PhaseFn([stages.WithinLength(7), stages.ReleasedText(),
+                                             stages.WithinLength(4)]))
+                | beam.Map(lambda page: page.url))
+        assert_that(kept, equal_to([page.url for page in pages if len(page.text) <= 4
+                                    and page.text]))
+    counters = {(counter.key.metric.namespace, counter.key.metric.name): counter.committed
+                for counter in pipeline.result.metrics().query(MetricsFilter())["counters"]}
+    assert counters[("c4.length", "pages.dropped:too_long")] == 200 + 300
+    assert counters[("c4.length", "pages.passed")] == 800 + 400
+    assert counters[("c4.released_text", "pages.dropped:no_content")] == 100
+    assert counters[("c4.released_text", "pages.passed")] == 700
+    assert len(increments) < 50
+
+
+def test_a_file_read_counts_its_pages_once():
+    """The reader's counts, summed in the DoFn, are the file's pages."""
+    path = sorted(glob.glob(str(SHARED / "wet" / "realistic" / "*.warc.wet.gz")))[0]
+    plan = inputs.plan_inputs([path], None, "")
+    with beam.Pipeline(options=PipelineOptions(["--direct_running_mode=in_memory",
+                                                "--direct_num_workers=1"])) as pipeline:
+        _ = pipeline | stages.ReadWetFiles(plan, 760_000)
+    counters = {counter.key.metric.name: counter.committed for counter in
+                pipeline.result.metrics().query(MetricsFilter().with_namespace("c4.read"))[
+                    "counters"]}
+    expected = sum(isinstance(item, Page) for item in wet.read_wet(lambda: open_raw(path),
+                                                                    760_000))
+    assert counters["pages.passed"] == expected and counters["files.read"] == 1
