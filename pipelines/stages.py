@@ -52,6 +52,9 @@ class Step:
     def setup(self) -> None:
         """Loads what the step needs (a detector, an automaton), once per DoFn instance."""
 
+    def start(self) -> None:
+        """Starts a bundle: a step that holds elements drops what a failed bundle left."""
+
     def __call__(self, element, counts: Counts) -> Iterable:
         raise NotImplementedError
 
@@ -75,6 +78,8 @@ class PhaseFn(beam.DoFn):
 
     def start_bundle(self):
         self._counts = Counts()
+        for step in self._steps:
+            step.start()
 
     def process(self, element):
         elements = (element,)
@@ -485,6 +490,9 @@ class SpanRecords(Step):
         self._split = split
         self._buckets = buckets
         self._flush_bytes = _RECORDS_PER_FLUSH * sum(dedup.record_widths(config.mode))
+        self._records = bytearray()
+
+    def start(self):
         self._records = bytearray()
 
     def __call__(self, page: Page, counts: Counts):
