@@ -1,6 +1,6 @@
 """Pages per CPU-second of our C4 job against the public TFDS code, on the same WET input.
 
-    python bench/bench_vs_tfds.py [--repeats 3]
+    python bench/bench_vs_tfds.py [--repeats 3] [--variants]
 
 Every measurement is a fresh child process on one core (pinned where the OS allows) with one
 thread for numpy and TensorFlow, measured by its own CPU time and peak RSS (`os.wait4`). The
@@ -15,7 +15,9 @@ busy machine slows all sides alike. The sides:
 
 Two figures per side: the whole process on the three realistic WET samples, start-up included
 (what a user waits for), and the marginal cost per page: the CPU time on the samples less the
-CPU time on a one-record WET file, per page of difference (the start-up taken out).
+CPU time on a one-record WET file, per page of difference (the start-up taken out), with each
+round's own ratio to TFDS (the spread). `--variants` adds en.noclean, realnewslike and
+webtextlike (paper rules) to the rounds, per page read against `en`.
 """
 import argparse
 import glob

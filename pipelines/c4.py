@@ -36,12 +36,12 @@ class EmbeddedMemory:
 
 
 # Measured by bench/bench_scale.py --synthetic 1 2 (full-size synthetic WET files of 40,000 pages,
-# 66 MB gzipped; peaks of the whole process tree): in_memory 1,022 MB for one file, 2,193 MB for
-# two; multi_processing with two workers 2,377 and 3,522 MB. The slopes, about 1.15 GB per file,
-# are per gzipped byte below; in_memory's intercept came out slightly negative (-149 MB): none.
+# 65.8 MB gzipped; peaks of the whole process tree; 2026-12-03, after the phases of issue 29):
+# in_memory 1,005 MB for one file, 1,780 MB for two; multi_processing with two workers 2,098 and
+# 3,250 MB. The slopes (775 and 1,152 MB per file) are per gzipped byte below, the rest fixed.
 EMBEDDED_MEMORY = {
-    "in_memory": EmbeddedMemory(fixed_bytes=0, bytes_per_input_byte=17.8),
-    "multi_processing": EmbeddedMemory(fixed_bytes=1_230_000_000, bytes_per_input_byte=17.4),
+    "in_memory": EmbeddedMemory(fixed_bytes=230_000_000, bytes_per_input_byte=11.8),
+    "multi_processing": EmbeddedMemory(fixed_bytes=946_000_000, bytes_per_input_byte=17.5),
 }
 # One process, as in_memory (not measured apart).
 EMBEDDED_MEMORY["multi_threading"] = EMBEDDED_MEMORY["in_memory"]
