@@ -107,3 +107,48 @@ def test_a_file_read_counts_its_pages_once():
     expected = sum(isinstance(item, Page) for item in wet.read_wet(lambda: open_raw(path),
                                                                     760_000))
     assert counters["pages.passed"] == expected and counters["files.read"] == 1
+
+
+def _run_bundle(phase, elements, finish=True):
+    """One bundle of `phase` called as a runner calls it: its outputs and tagged outputs."""
+    phase.start_bundle()
+    outputs = [output for element in elements for output in phase.process(element)]
+    if finish:
+        outputs += [output.value if not isinstance(output, beam.pvalue.TaggedOutput)
+                    else beam.pvalue.TaggedOutput(output.tag, output.value.value)
+                    for output in phase.finish_bundle()]
+    return outputs
+
+
+def test_each_bundle_reports_its_own_counts_once(monkeypatch):
+    reported = []
+    monkeypatch.setattr(stages, "_count", lambda stage, name, value=1:
+                        reported.append((stage, name, value)))
+    phase = stages.PhaseFn([stages.WithinLength(3)])
+    phase.setup()
+    _run_bundle(phase, [_page(number, "x" * number) for number in range(6)])
+    assert sorted(reported) == [("length", "pages.dropped:too_long", 2),
+                                ("length", "pages.passed", 4)]
+    reported.clear()
+    _run_bundle(phase, [_page(9, "x")])
+    assert reported == [("length", "pages.passed", 1)]
+
+
+def test_a_retried_bundle_sends_no_keys_of_the_failed_one():
+    """Span dedup's buffer holds a bundle's records until it finishes: a bundle that fails
+    before it finishes leaves its records behind, and the retry (the same DoFn instance, as
+    runners reuse them) must not send them."""
+    from pipelines import dedup
+    from text.sentences import split_sentences
+    phase = stages.PhaseFn([stages.SpanRecords(dedup.PAPER_SPAN_DEDUP, split_sentences, 1)])
+    phase.setup()
+    failed = _page(1, "One two three. Four five six. Seven eight nine. Ten eleven twelve.")
+    retried = _page(2, "Other one. Other two. Other three.")
+    _run_bundle(phase, [failed, retried], finish=False)
+    outputs = _run_bundle(phase, [retried])
+    blocks = [output.value for output in outputs
+              if isinstance(output, beam.pvalue.TaggedOutput) and output.tag == "winners"]
+    sent = b"".join(block for _, block in blocks)
+    keys, _ = dedup.distinct_span_keys(dedup.units_of(retried.text, "spans", split_sentences),
+                                       dedup.PAPER_SPAN_DEDUP)
+    assert len(sent) == len(keys) * 16
