@@ -299,7 +299,7 @@ class _WriteShardFn(beam.DoFn):
         directory = FileSystems.join(self._output_dir, folder) if folder else self._output_dir
         path = FileSystems.join(directory, shard_name(split, index, num_shards))
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
-            # The grouped pages are streamed, never listed: a runner that pages its shuffle
+            # The grouped lines are streamed, never listed: a runner that pages its shuffle
             # (Dataflow) keeps the worker's memory within the sort budget.
             written = write_entries(entries, sink, self._sort_budget_bytes)
         Metrics.counter("c4.write", written_counter(folder, split)).inc(written.pages)
