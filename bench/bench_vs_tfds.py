@@ -227,7 +227,8 @@ def main():
     print(f"input: {len(FULL_INPUT)} realistic WET files, {full_pages:,} pages, {full_mb:.2f} MB "
           f"of text; start-up baseline: {small_pages} page(s). One core, one thread, median of "
           f"{args.repeats} interleaved runs.\n")
-    sides = SIDES + tuple(f"ours {variant}" for variant in VARIANT_LISTS if args.variants)
+    variant_sides = tuple(f"ours {variant}" for variant in VARIANT_LISTS if args.variants)
+    sides = SIDES + variant_sides
     runs = {(side, size): [] for side in sides for size in ("full", "small")}
     for _ in range(args.repeats):
         for side in sides:
@@ -252,12 +253,12 @@ def main():
               f"{full_mb / whole:>10.2f}{marginal * 1000:>9.2f}{1 / marginal:>18.0f}{peak:>9.0f}"
               f"{tfds_whole / whole:>14.2f}{tfds_marginal / marginal:>17.2f}")
     print("\nx TFDS marginal, round by round (each round's TFDS over its own):")
-    for side in sides[:2]:
+    for side in ("ours paper", "ours released"):
         ratios = [tfds / ours for ours, tfds in zip(spread[side], spread["TFDS"])]
         print(f"  {side}: " + ", ".join(f"{ratio:.2f}" for ratio in ratios)
               + f" (median {statistics.median(ratios):.2f}, min {min(ratios):.2f}, "
               f"max {max(ratios):.2f})")
-    for side in sides[3:]:
+    for side in variant_sides:
         print(f"{side}: marginal {figures[side][2] * 1000:.2f} ms per page read, "
               f"{figures[side][2] / figures['ours paper'][2]:.2f}x en's")
     pages, ours, tfds = stage_costs(FULL_INPUT)

@@ -1,4 +1,5 @@
-"""Thin Beam wrappers around the pure stages, each counting what it keeps and drops.
+"""The pure stages as Beam steps, each counting what it keeps and drops; the steps between two
+shuffles run as one DoFn (PhaseFn), their counters summed and reported once a bundle.
 
 Counters live in one namespace per stage (`c4.read`, `c4.length`, ...) with one vocabulary:
 `pages.passed`, `pages.dropped:<reason>`, `lines.dropped:<reason>`.
@@ -513,19 +514,23 @@ class SpanRecords(Step):
     def _flush(self):
         records, self._records = bytes(self._records), bytearray()
         winners, losers = dedup.resolve_records(records, self._config.mode)
-        outputs = [(key_of_page, (_LOST_KEY, key)) for key_of_page, key in losers]
+        outputs = _lost_key_messages(losers)
         outputs.extend(beam.pvalue.TaggedOutput("winners", block)
                        for block in dedup.bucket_blocks(winners, self._config.mode,
                                                         self._buckets))
         return outputs
 
 
+def _lost_key_messages(losers: Iterable[Tuple[bytes, bytes]]) -> list:
+    """The dedup join's message to each (page key, key) of `losers`: the key it does not keep."""
+    return [(key_of_page, (_LOST_KEY, key)) for key_of_page, key in losers]
+
+
 def _losers_of_bucket(bucket_and_blocks, mode: str):
-    """(page key, (_LOST_KEY, key)) for each page that has a key of the bucket and does not
-    keep it."""
+    """The messages to each page that has a key of the bucket and does not keep it."""
     _, blocks = bucket_and_blocks
     _, losers = dedup.resolve_records(b"".join(blocks), mode)
-    return [(key_of_page, (_LOST_KEY, key)) for key_of_page, key in losers]
+    return _lost_key_messages(losers)
 
 
 class ApplyRemovals(Step):

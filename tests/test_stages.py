@@ -7,6 +7,7 @@ import apache_beam as beam
 import pytest
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines import inputs, stages, wet
@@ -42,10 +43,19 @@ def test_a_page_through_a_shuffle_is_its_fields_not_a_pickle(real_pages):
         assert accumulators.decode(accumulators.encode(accumulator)) == accumulator
 
 
-def _applied(transform):
-    yield transform
-    for part in transform.parts:
-        yield from _applied(part)
+class _Labelled(PipelineVisitor):
+    """The applied transforms whose full label ends with `suffix`."""
+
+    def __init__(self, suffix):
+        self.suffix = suffix
+        self.found = []
+
+    def visit_transform(self, applied):
+        if applied.full_label.endswith(self.suffix):
+            self.found.append(applied)
+
+    def enter_composite_transform(self, applied):
+        self.visit_transform(applied)
 
 
 def test_url_dedup_shuffles_typed_pages():
@@ -53,11 +63,11 @@ def test_url_dedup_shuffles_typed_pages():
     pipeline = beam.Pipeline()
     _ = (pipeline | beam.Create([]).with_output_types(Page)
          | stages.C4Pages(variant("en"), stages.Resources(badwords={"en": ("bad",)})))
-    keyed = [applied for applied in _applied(pipeline._root_transform())
-             if applied.full_label.endswith("UrlDedup/KeyByUrl")]
-    assert len(keyed) == 1
-    coder = beam.coders.registry.get_coder(keyed[0].outputs[None].element_type)
-    assert isinstance(coder._coders[1], stages.PageCoder)
+    keyed = _Labelled("UrlDedup/KeyByUrl")
+    pipeline.visit(keyed)
+    assert len(keyed.found) == 1
+    coder = beam.coders.registry.get_coder(keyed.found[0].outputs[None].element_type)
+    assert isinstance(coder.value_coder(), stages.PageCoder)
 
 
 def _page(number, text):
