@@ -29,6 +29,8 @@ DUMP_PRESETS = {
     "webtextlike-paper": common_crawl.WEBTEXTLIKE_DUMPS,
     "mc4": common_crawl.MC4_DUMPS,
 }
+# WET files in a dump, for the dry run's plan (CC-MAIN-2019-18 lists 56,000).
+FILES_PER_DUMP = 56_000
 DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 
 # Where Common Crawl manifests and WET files are read from. HTTPS needs no credentials;
@@ -71,6 +73,11 @@ class DataflowJob:
     badwords_dir: Optional[str] = None
     realnews_domains: Optional[str] = None
     webtext_urls: tuple[str, ...] = ()
+    # A run in parts (pipelines/parts.py): one Dataflow job per `groups_per_job` groups of
+    # `group_files` WET files, then the global job; a rerun of the same command resumes.
+    in_parts: bool = True
+    group_files: int = 1000
+    groups_per_job: int = 56
     extra_beam_args: tuple[str, ...] = ()
 
 
@@ -116,6 +123,11 @@ def pipeline_argv(job: DataflowJob) -> list[str]:
         argv += ["--realnews_domains", job.realnews_domains]
     if job.webtext_urls:
         argv += ["--webtext_urls", *job.webtext_urls]
+    if job.in_parts:
+        argv += ["--in_parts", "--group_files", str(job.group_files),
+                 "--groups_per_job", str(job.groups_per_job)]
+    else:
+        argv += ["--no-in_parts"]
 
     argv += [
         "--runner", "DataflowRunner",
@@ -149,6 +161,28 @@ def write_worker_requirements() -> None:
     WORKER_REQUIREMENTS.parent.mkdir(parents=True, exist_ok=True)
     WORKER_REQUIREMENTS.write_text(
         "".join(pin + "\n" for pin in requirements.extras_require()[WORKER_EXTRA]))
+
+
+def plan_lines(job: DataflowJob) -> list[str]:
+    """What the run does, job by job, and what a failure costs, for the dry run: the files of
+    a dump are counted at about FILES_PER_DUMP (the pipeline counts them exactly at launch, and
+    `python -m pipelines.c4 ... --dry_run` prints its exact plan, with the groups done)."""
+    files = job.max_files or FILES_PER_DUMP * len(job.dumps)
+    if not job.in_parts:
+        return [f"plan: one job over about {files:,} WET files; a failure costs the whole run"]
+    groups = -(-files // job.group_files)
+    jobs = -(-groups // job.groups_per_job)
+    batch_files = min(files, job.group_files * job.groups_per_job)
+    return [
+        f"plan: about {files:,} WET files ({len(job.dumps)} dumps) in {groups:,} groups of "
+        f"{job.group_files:,}, kept under {job.output}/parts/;",
+        f"  {jobs:,} Dataflow jobs of up to {job.groups_per_job} groups (named "
+        f"{job_name(job.variant, job.dumps, job.max_files)}-group-NNNNN-to-NNNNN), one after "
+        "another, each group's marker written when its job ends;",
+        "  then the global job (-global): URL dedup to the shards, over every group's pages;",
+        f"  a failure costs at most one job of groups ({batch_files:,} WET files of reading) or "
+        "the global job; rerun the same command to resume (done groups are skipped)",
+    ]
 
 
 def shell_command(argv: Sequence[str]) -> str:
@@ -192,8 +226,16 @@ def _parser() -> argparse.ArgumentParser:
                              "(default: the pinned URLs)")
     parser.add_argument("--realnews_domains", type=arguments.launcher_readable_path)
     parser.add_argument("--webtext_urls", nargs="+", type=arguments.remote_path, default=[])
+    parser.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=True,
+                        help="run in parts that a rerun of the same command resumes: a job per "
+                             "--groups_per_job groups of --group_files WET files, then the "
+                             "global job (pipelines/parts.py)")
+    parser.add_argument("--group_files", default=1000, type=arguments.positive_int)
+    parser.add_argument("--groups_per_job", default=56, type=arguments.positive_int,
+                        help="groups per Dataflow job of a run in parts (default: a dump's "
+                             "worth; a job's start costs minutes, its failure its groups)")
     parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
-                        help="print the command instead of submitting the job")
+                        help="print the command and the plan instead of submitting the job")
     return parser
 
 
@@ -261,7 +303,9 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
         cc_base_url=_cc_base_url(parser, args.cc_base_url),
         badwords=args.badwords, badwords_dir=args.badwords_dir,
         realnews_domains=args.realnews_domains,
-        webtext_urls=tuple(args.webtext_urls), extra_beam_args=tuple(extra_beam_args))
+        webtext_urls=tuple(args.webtext_urls), in_parts=args.in_parts,
+        group_files=args.group_files, groups_per_job=args.groups_per_job,
+        extra_beam_args=tuple(extra_beam_args))
     return job, args.dry_run
 
 
@@ -272,6 +316,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         write_worker_requirements()
     if dry_run:
         print(shell_command(argv))
+        print("\n".join(plan_lines(job)))
         return
     from pipelines import c4  # imported late: a dry run needs neither Beam nor the pipeline
     c4.main(argv)

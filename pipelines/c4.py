@@ -5,19 +5,23 @@
 Any option not listed in --help is passed to Beam (--runner, --direct_num_workers, ...).
 """
 import argparse
+import concurrent.futures
 import dataclasses
 import functools
 import logging
 import os
 import sys
+import time
 from typing import Collection, Dict, List, Optional, Sequence
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import DirectOptions, PipelineOptions, StandardOptions
+from apache_beam.options.pipeline_options import (DirectOptions, GoogleCloudOptions,
+                                                  PipelineOptions, StandardOptions)
 from apache_beam.runners.direct.direct_runner import SwitchingDirectRunner
 
-from pipelines import common_crawl, files, funnel, inputs, lists, provenance, stages, stats
+from pipelines import (common_crawl, files, funnel, inputs, lists, parts, provenance, stages,
+                       stats)
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.output import WriteShards, in_output_dir
@@ -229,6 +233,27 @@ def parser() -> argparse.ArgumentParser:
                               "most files, for every split")
     options.add_argument("--validation_fraction", type=float, default=DEFAULT_VALIDATION_FRACTION,
                          help="share of pages (by URL hash) in the validation split")
+    options.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=None,
+                         help="run in parts that a rerun of the same command resumes: the "
+                              "reading of the WET files per group of --group_files files, each "
+                              f"group's pages kept under OUTPUT/{parts.PARTS_FOLDER}/ with a "
+                              "marker, then the global stages over them (pipelines/parts.py). "
+                              "Default: in parts when the inputs are several Common Crawl "
+                              "manifests (several dumps)")
+    options.add_argument("--group_files", type=int, default=1000,
+                         help="WET files per group of a run in parts")
+    options.add_argument("--groups_per_job", type=int, default=1,
+                         help="groups per Beam job of a run in parts (on Dataflow, a job's "
+                              "start costs minutes: deploy.dataflow sets more)")
+    options.add_argument("--restart", action="store_true",
+                         help="delete the parts of a run of another configuration in OUTPUT "
+                              "and start afresh (without it, such parts are refused)")
+    options.add_argument("--break_lock", action="store_true",
+                         help="remove the lock a dead run left in an object store's OUTPUT (a "
+                              "local folder's lock goes with its process)")
+    options.add_argument("--dry_run", "--dry-run", action="store_true",
+                         help="print what the run would do (for a run in parts: the groups "
+                              "done, redone and left, and its jobs) and stop")
     options.add_argument("--cc_base_url", default=common_crawl.BASE_URL,
                          help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
                               "or a gs:// mirror)")
@@ -249,7 +274,7 @@ def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: sta
                   plan: inputs.InputPlan) -> beam.PCollection:
     """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
     return (pipeline
-            | "ReadWet" >> stages.ReadWetFiles(plan, max_record_bytes=4 * config.max_page_chars)
+            | "ReadWet" >> stages.ReadWetFiles(plan, stages.max_record_bytes(config))
             | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, plan.files)))
 
 
@@ -265,9 +290,16 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
                    plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
                    pages_per_shard: Optional[int] = None) -> None:
-    """The job: the variant's pages written to their splits, in a folder per language where the
-    variant writes languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
-    pages = variant_pages(pipeline, config, resources, plan)
+    """The job in one: the variant's pages written to their splits."""
+    write_pages(variant_pages(pipeline, config, resources, plan), config, output_dir, max_shards,
+                validation_fraction, pages_per_shard)
+
+
+def write_pages(pages: beam.PCollection, config: VariantConfig, output_dir: str,
+                max_shards: Dict[str, int], validation_fraction: float,
+                pages_per_shard: Optional[int]) -> None:
+    """The pages written to their splits, in a folder per language where the variant writes
+    languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
     if config.language_folders is None:
         folder_of, folders = in_output_dir, ("",)
     else:
@@ -276,6 +308,138 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
                                    functools.partial(_page_split,
                                                      validation_fraction=validation_fraction),
                                    folder_of, folders, pages_per_shard)
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What a run builds and where, checked and loaded: the pipelines of its parts read it."""
+    config: VariantConfig
+    resources: stages.Resources
+    plan: inputs.InputPlan
+    output_dir: str
+    max_shards: Dict[str, int]
+    validation_fraction: float
+    pages_per_shard: Optional[int]
+    beam_args: Sequence[str]
+
+    def pipeline(self, part: Optional[str] = None) -> beam.Pipeline:
+        """A new pipeline on the chosen runner; a job name given is suffixed with `part`."""
+        options = PipelineOptions(self.beam_args)
+        cloud = options.view_as(GoogleCloudOptions)
+        if part and cloud.job_name:
+            cloud.job_name = f"{cloud.job_name}-{part}"
+        return beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
+                             options=options)
+
+
+def run_one_job(job: Job) -> stats.Stats:
+    pipeline = job.pipeline()
+    build_pipeline(pipeline, job.config, job.resources, job.plan, job.output_dir, job.max_shards,
+                   job.validation_fraction, job.pages_per_shard)
+    result = pipeline.run()
+    result.wait_until_finish()
+    return stats.collect_counters(result)
+
+
+# The global stage's CPU time over that of all the groups (bench/bench_parts.py), for the time
+# left that a job in parts prints.
+GLOBAL_STAGE_OVER_GROUPS = 4.0
+
+
+MARKER_READERS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class PartsPlan:
+    groups: List[parts.Group]
+    config_sha256: str
+    done: Dict[int, parts.Marker]  # Group index -> its valid marker.
+    todo: List[parts.Group]
+    redo: Dict[int, str]  # Group index -> why a group with something written is redone.
+    groups_per_job: int
+
+    def describe(self) -> str:
+        jobs = -(-len(self.todo) // self.groups_per_job)
+        files = sum(len(group.files) for group in self.todo)
+        lines = [f"in parts: {len(self.groups):,} groups of up to "
+                 f"{len(self.groups[0].files) if self.groups else 0:,} WET files; "
+                 f"{len(self.done):,} done (reused), {len(self.todo):,} to compute "
+                 f"({files:,} files) in {jobs:,} jobs of up to {self.groups_per_job:,} groups, "
+                 "then one global job (URL dedup to the shards)"]
+        lines += [f"  redo {parts.Group(index, range(0)).name}: {why}"
+                  for index, why in sorted(self.redo.items())]
+        return "\n".join(lines)
+
+
+def plan_parts(job: Job, group_files: int, groups_per_job: int, restart: bool,
+               dry_run: bool = False) -> PartsPlan:
+    """Which groups a job in parts reuses and which it computes; refuses (parts.PartsError)
+    the parts of another configuration unless `restart` (which deletes them, but in a
+    `dry_run`, which writes nothing)."""
+    groups = parts.plan_groups(job.plan.files, group_files)
+    record = provenance.run_config(job.config, job.plan, job.validation_fraction, job.max_shards,
+                                   job.resources.list_sha256, job.pages_per_shard)
+    config_sha = parts.config_sha256(record, group_files)
+    parts.check_parts_config(job.output_dir, config_sha,
+                             {"run_config": record, "group_files": group_files}, restart,
+                             write=not dry_run)
+    done, todo, redo = {}, [], {}
+    # Two reads a group (its marker, its folder's listing): thousands of groups on an object
+    # store are read in parallel.
+    with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
+        checked = list(readers.map(
+            lambda group: parts.marker_problem(job.output_dir, group, config_sha), groups))
+    for group, (marker, problem) in zip(groups, checked):
+        if marker is not None:
+            done[group.index] = marker
+            continue
+        todo.append(group)
+        if problem != "not done":
+            redo[group.index] = problem
+    return PartsPlan(groups, config_sha, done, todo, redo, groups_per_job)
+
+
+def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
+    """The groups left, a job per `groups_per_job` of them (each group's marker written when
+    its job has ended), then the global job over every group's pages."""
+    log = logging.getLogger("c4")
+    for index, why in sorted(plan.redo.items()):
+        log.warning("redoing %s: %s", parts.Group(index, range(0)).name, why)
+    progress = parts.Progress(job.output_dir, job.config.name, len(plan.groups),
+                              [plan.done[index] for index in sorted(plan.done)],
+                              GLOBAL_STAGE_OVER_GROUPS)
+    steps = stages.read_steps(job.config)
+    for first in range(0, len(plan.todo), plan.groups_per_job):
+        batch = plan.todo[first:first + plan.groups_per_job]
+        for group in batch:
+            parts.clear_group(job.output_dir, group)
+        progress.start_groups(len(batch))
+        started = time.monotonic()
+        pipeline = job.pipeline(f"{batch[0].name}-to-{batch[-1].index:05d}")
+        for group in batch:
+            _ = pipeline | group.name >> parts.WriteGroup(
+                job.plan, group, job.output_dir, stages.max_record_bytes(job.config), steps)
+        result = pipeline.run()
+        result.wait_until_finish()
+        seconds = time.monotonic() - started
+        progress.groups_done([parts.write_marker(job.output_dir, group, plan.config_sha256,
+                                                 stats.collect_counters(result, group.name),
+                                                 seconds / len(batch))
+                              for group in batch], seconds)
+    progress.start_global()
+    pipeline = job.pipeline("global")
+    pages = (pipeline
+             | "ReadGroups" >> parts.ReadGroups([parts.marker_path(job.output_dir, group)
+                                                 for group in plan.groups])
+             | "C4" >> stages.C4Pages(job.config, job.resources,
+                                      dedup_buckets=max(1, job.plan.files), pages_read=True))
+    write_pages(pages, job.config, job.output_dir, job.max_shards, job.validation_fraction,
+                job.pages_per_shard)
+    result = pipeline.run()
+    result.wait_until_finish()
+    counters = stats.merged(progress.counters, stats.collect_counters(result))
+    progress.finish()
+    return counters
 
 
 def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
@@ -305,6 +469,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
         if args.pages_per_shard is not None and args.pages_per_shard < 1:
             raise ValueError("--pages_per_shard must be >= 1")
+        if min(args.group_files, args.groups_per_job) < 1:
+            raise ValueError("--group_files and --groups_per_job must be >= 1")
         sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
                                  for dump in config.default_dumps]
         plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
@@ -319,30 +485,46 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     running_mode = embedded_running_mode(beam_args)
     warning = running_mode and memory_warning(plan.estimated_bytes(), machine_memory_bytes(),
                                               running_mode)
-    if warning:
-        logging.getLogger("c4").warning("warning: %s", warning)
-    logging.getLogger("c4").info("building %s from %d WET files", config.name, plan.files)
-    options = PipelineOptions(beam_args)
-    pipeline = beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
-                             options=options)
-    build_pipeline(pipeline, config, resources, plan, args.output, max_shards,
-                   args.validation_fraction, args.pages_per_shard)
-    result = pipeline.run()
-    result.wait_until_finish()
-    counters = stats.collect_counters(result)
-    stats_path = stats.write_stats(counters, config.name, args.output)
+    job = Job(config, resources, plan, args.output, max_shards, args.validation_fraction,
+              args.pages_per_shard, tuple(beam_args))
+    in_parts = (args.in_parts if args.in_parts is not None
+                else sum(source.manifest is not None for source in plan.sources) > 1)
+    try:
+        if args.dry_run:
+            print(f"{config.name}: {plan.files:,} WET files into {args.output}")
+            print(plan_parts(job, args.group_files, args.groups_per_job, args.restart,
+                             dry_run=True).describe() if in_parts else "one job")
+            return {}
+        with parts.OutputLock(args.output, args.break_lock):
+            parts_plan = (plan_parts(job, args.group_files, args.groups_per_job, args.restart)
+                          if in_parts else None)
+            if warning:
+                logging.getLogger("c4").warning("warning: %s", warning)
+            logging.getLogger("c4").info("building %s from %d WET files", config.name,
+                                         plan.files)
+            counters = run_in_parts(job, parts_plan) if parts_plan else run_one_job(job)
+            _write_reports(job, counters)
+    except parts.PartsError as error:
+        sys.exit(f"error: {error}")
+    print(stats.format_table(counters))
+    print(f"statistics written to {FileSystems.join(args.output, 'stats.json')}, with "
+          f"{provenance.RUN_CONFIG_FILE} and {funnel.FUNNEL_FILE} beside it")
+    return counters
+
+
+def _write_reports(job: Job, counters: stats.Stats) -> None:
+    """stats.json (of the whole run, and of each language written apart), run_config.json and
+    the funnel."""
+    config = job.config
+    stats.write_stats(counters, config.name, job.output_dir)
     for language in stats.languages_of(counters):
         stats.write_stats(stats.of_language(counters, language), config.name,
-                          FileSystems.join(args.output, language), language)
+                          FileSystems.join(job.output_dir, language), language)
     provenance.write_run_config(provenance.run_config(
-        config, plan, args.validation_fraction, max_shards, resources.list_sha256,
-        args.pages_per_shard), args.output)
+        config, job.plan, job.validation_fraction, job.max_shards, job.resources.list_sha256,
+        job.pages_per_shard), job.output_dir)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
-                        f"{plan.files:,} WET files", args.output)
-    print(stats.format_table(counters))
-    print(f"statistics written to {stats_path}, with {provenance.RUN_CONFIG_FILE} and "
-          f"{funnel.FUNNEL_FILE} beside it")
-    return counters
+                        f"{job.plan.files:,} WET files", job.output_dir)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ RUN_CONFIG_FILE = "run_config.json"
 _VERSIONED_PACKAGES = ("apache-beam", "langdetect", "warcio", "tldextract", "nltk")
 
 
-def _json_default(value: Any):
+def json_default(value: Any):
     """JSON for what asdict leaves as is: sets in sorted order, anything else as text."""
     if isinstance(value, (set, frozenset)):
         return sorted(value, key=repr)
@@ -56,5 +56,5 @@ def run_config(config: VariantConfig, plan: InputPlan, validation_fraction: floa
 def write_run_config(record: Mapping[str, Any], output_dir: str) -> str:
     path = FileSystems.join(output_dir, RUN_CONFIG_FILE)
     with FileSystems.create(path) as sink:
-        sink.write(json.dumps(record, indent=2, default=_json_default).encode("utf-8"))
+        sink.write(json.dumps(record, indent=2, default=json_default).encode("utf-8"))
     return path

@@ -64,6 +64,16 @@ class Step:
         return ()
 
 
+def run_steps(steps: Sequence[Step], element, counts: Counts) -> list:
+    """What `steps`, one after the other, make of one element."""
+    elements = [element]
+    for step in steps:
+        elements = [passed for each in elements for passed in step(each, counts)]
+        if not elements:
+            break
+    return elements
+
+
 class PhaseFn(beam.DoFn):
     """The steps between two shuffles as one DoFn: Beam's per-element cost (a transform hop, its
     counters) is paid once per element of the phase, not once per stage. Only the last step
@@ -83,12 +93,7 @@ class PhaseFn(beam.DoFn):
             step.start()
 
     def process(self, element):
-        elements = (element,)
-        for step in self._steps:
-            elements = [passed for each in elements for passed in step(each, self._counts)]
-            if not elements:
-                break
-        return elements
+        return run_steps(self._steps, element, self._counts)
 
     def finish_bundle(self):
         # What a buffer holds leaves in the global window: the C4 pipeline is a batch job over
@@ -196,43 +201,60 @@ def _per_language_badwords(config: VariantConfig, badwords_dir: Optional[str],
             for language, words in sorted(terms.items())}
 
 
+def read_wet_pages(file_index: int, path: str, max_record_bytes: int, counts: Counts):
+    """The Pages of one WET file, each with its input position; what is skipped (records, or the
+    whole file when it cannot be read) is counted, and the file's pages too."""
+    pages = 0
+    try:
+        for item in wet.read_wet(lambda: files.open_raw(path), max_record_bytes):
+            if isinstance(item, wet.Skipped):
+                counts.add("read", f"records.skipped:{item.reason}")
+                continue
+            item = dataclasses.replace(item, input_position=(file_index, pages))
+            pages += 1
+            if pages % _PROGRESS_EVERY == 0:
+                _LOG.info("%s: %d pages read", path, pages)
+            yield item
+    except files.InputError as error:
+        reason = "not_wet" if isinstance(error, wet.NotWetFile) else "unreadable"
+        _LOG.warning("skipping input file %s: %s", path, error)
+        counts.add("read", f"files.skipped:{reason}")
+    else:
+        counts.add("read", "files.read")
+        _LOG.info("%s: done, %d pages", path, pages)
+    finally:
+        if pages:
+            counts.add("read", "pages.passed", pages)
+
+
 class _ReadWetFileFn(beam.DoFn):
 
     def __init__(self, max_record_bytes: int):
         self._max_record_bytes = max_record_bytes
 
     def process(self, indexed_path):
-        file_index, path = indexed_path
         counts = Counts()
-        pages = 0
         try:
-            for item in wet.read_wet(lambda: files.open_raw(path), self._max_record_bytes):
-                if isinstance(item, wet.Skipped):
-                    counts.add("read", f"records.skipped:{item.reason}")
-                    continue
-                item = dataclasses.replace(item, input_position=(file_index, pages))
-                pages += 1
-                if pages % _PROGRESS_EVERY == 0:
-                    _LOG.info("%s: %d pages read", path, pages)
-                yield item
-        except files.InputError as error:
-            reason = "not_wet" if isinstance(error, wet.NotWetFile) else "unreadable"
-            _LOG.warning("skipping input file %s: %s", path, error)
-            counts.add("read", f"files.skipped:{reason}")
-        else:
-            counts.add("read", "files.read")
-            _LOG.info("%s: done, %d pages", path, pages)
+            yield from read_wet_pages(*indexed_path, self._max_record_bytes, counts)
         finally:
-            if pages:
-                counts.add("read", "pages.passed", pages)
             counts.report()
 
 
-def _listed_files(source: inputs.WetSource):
-    """(index in the input list, path) of a source's files, but those the public C4 code skips
-    as corrupt (counted)."""
+def max_record_bytes(config: VariantConfig) -> int:
+    """The largest WET record read: a page over the length limit is dropped anyway, and a
+    character is at most 4 bytes of UTF-8."""
+    return 4 * config.max_page_chars
+
+
+def _listed_files(source: inputs.WetSource, wanted: range):
+    """(index in the input list, path) of a source's files in `wanted`, but those the public
+    C4 code skips as corrupt (counted)."""
     try:
         for indexed_path in source.indexed_paths():
+            if indexed_path[0] >= wanted.stop:
+                break
+            if indexed_path[0] not in wanted:
+                continue
             if inputs.is_known_corrupt(indexed_path[1]):
                 _count("read", "files.skipped:known_corrupt")
                 continue
@@ -242,9 +264,27 @@ def _listed_files(source: inputs.WetSource):
         _count("read", "manifests.skipped:unreadable")
 
 
+class ListWetFiles(beam.PTransform):
+    """An input plan (pipelines/inputs.py) -> (index in the input list, path) of its files, or
+    of those in `wanted`, spread over the workers. The workers list each manifest's files, so
+    the job holds the plan, not the paths."""
+
+    def __init__(self, plan: inputs.InputPlan, wanted: Optional[range] = None):
+        super().__init__()
+        self._wanted = range(plan.files) if wanted is None else wanted
+        self._sources = [source for source in plan.sources
+                         if source.first_index < self._wanted.stop
+                         and self._wanted.start < source.first_index + source.count]
+
+    def expand(self, pipeline):
+        return (pipeline
+                | "ListSources" >> beam.Create(self._sources)
+                | "ListFiles" >> beam.FlatMap(_listed_files, self._wanted)
+                | "SpreadFiles" >> beam.Reshuffle())
+
+
 class ReadWetFiles(beam.PTransform):
-    """An input plan (pipelines/inputs.py) -> the Pages of its files' conversion records. The
-    workers list each manifest's files, so the job holds the plan, not the paths."""
+    """An input plan -> the Pages of its files' conversion records."""
 
     def __init__(self, plan: inputs.InputPlan, max_record_bytes: int):
         super().__init__()
@@ -253,9 +293,7 @@ class ReadWetFiles(beam.PTransform):
 
     def expand(self, pipeline):
         return (pipeline
-                | "ListSources" >> beam.Create(list(self._plan.sources))
-                | "ListFiles" >> beam.FlatMap(_listed_files)
-                | "SpreadFiles" >> beam.Reshuffle()
+                | "ListWetFiles" >> ListWetFiles(self._plan)
                 | "ReadRecords" >> beam.ParDo(_ReadWetFileFn(self._max_record_bytes)))
 
 
@@ -698,6 +736,13 @@ class Badwords(Step):
         return ()
 
 
+def read_steps(config: VariantConfig) -> List[Step]:
+    """The per-page steps before URL dedup's key, which depend on nothing but the page: the
+    released text, the length limit."""
+    steps: List[Step] = [ReleasedText()] if config.rules == "released" else []
+    return steps + [WithinLength(config.max_page_chars)]
+
+
 class C4Pages(beam.PTransform):
     """Raw WET pages -> the pages of a C4 variant, through the stages in the public C4 order.
 
@@ -705,14 +750,19 @@ class C4Pages(beam.PTransform):
     span dedup's join (the domains, paragraphs, cleaning, the keys sent); from that join to the
     end (the spans removed, language, bad words).
 
+    `pages_read`: the pages have been through `read_steps` already (a job in parts runs them
+    per group of input files, pipelines/parts.py).
+
     (The released code filters RealNews domains before URL dedup; the filter depends on the
     normalized URL alone, which is also the dedup key, so the order gives the same pages.)"""
 
-    def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1):
+    def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1,
+                 pages_read: bool = False):
         super().__init__()
         self._config = config
         self._resources = resources
         self._dedup_buckets = dedup_buckets
+        self._pages_read = pages_read
 
     def _last_steps(self) -> List[Step]:
         config = self._config
@@ -725,8 +775,8 @@ class C4Pages(beam.PTransform):
 
     def expand(self, pages):
         config, resources = self._config, self._resources
-        steps: List[Step] = [ReleasedText()] if config.rules == "released" else []
-        steps += [WithinLength(config.max_page_chars), KeyByUrl()]
+        steps = [] if self._pages_read else read_steps(config)
+        steps.append(KeyByUrl())
         pages = pages | "UrlDedup" >> DedupUrls(config.rules, before=steps)
         steps = [CountUrlDuplicates()]
         if config.domain_filter == "webtext":

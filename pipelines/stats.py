@@ -16,10 +16,12 @@ _NAMESPACE_PREFIX = "c4."
 Stats = Dict[str, Dict[str, int]]
 
 
-def collect_counters(result) -> Stats:
-    """{stage: {counter: value}} from a finished pipeline result, stages in pipeline order."""
+def collect_counters(result, step: Optional[str] = None) -> Stats:
+    """{stage: {counter: value}} from a finished pipeline result, stages in pipeline order; of
+    the transform labelled `step` alone if given."""
     stats: Stats = {}
-    for counter in result.metrics().query(MetricsFilter())["counters"]:
+    selected = MetricsFilter() if step is None else MetricsFilter().with_step(step)
+    for counter in result.metrics().query(selected)["counters"]:
         namespace = counter.key.metric.namespace
         if not namespace.startswith(_NAMESPACE_PREFIX):
             continue
@@ -27,8 +29,24 @@ def collect_counters(result) -> Stats:
         stage = stats.setdefault(namespace[len(_NAMESPACE_PREFIX):], {})
         name = counter.key.metric.name
         stage[name] = stage.get(name, 0) + value
+    return _ordered(stats)
+
+
+def _ordered(stats: Stats) -> Stats:
     ordered = sorted(stats, key=lambda s: (STAGE_ORDER.index(s) if s in STAGE_ORDER else 99, s))
     return {stage: dict(sorted(stats[stage].items())) for stage in ordered}
+
+
+def merged(*parts: Stats) -> Stats:
+    """The counters of several jobs (the groups of a job in parts, its global stage) as one
+    job's: each counter summed, stages in pipeline order."""
+    total: Stats = {}
+    for part in parts:
+        for stage, counters in part.items():
+            into = total.setdefault(stage, {})
+            for name, value in counters.items():
+                into[name] = into.get(name, 0) + value
+    return _ordered(total)
 
 
 def format_table(stats: Stats) -> str:
@@ -66,10 +84,11 @@ def of_language(stats: Stats, language: str) -> Stats:
 
 
 def write_stats(stats: Stats, variant: str, output_dir: str,
-                language: Optional[str] = None) -> str:
+                language: Optional[str] = None, progress: Optional[dict] = None) -> str:
+    """Writes stats.json; `progress`: what a job in parts has done so far, while it runs."""
     path = FileSystems.join(output_dir, "stats.json")
     record = {"variant": variant, **({"language": language} if language else {}),
-              "stages": stats}
+              **({"progress": progress} if progress else {}), "stages": stats}
     with FileSystems.create(path) as sink:
         sink.write(json.dumps(record, indent=2).encode("utf-8"))
     return path

@@ -1,0 +1,301 @@
+"""A job in parts (pipelines/parts.py): killed (SIGKILL) in each phase and resumed, it writes
+the bytes of an uninterrupted run, redoing only the groups that were not done; the bad states
+of its folder are detected and redone or refused."""
+import hashlib
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from pipelines import c4, parts
+from pipelines.page import Page
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+GROUP_FILES = "1"  # Five groups of the five shared WET files.
+
+
+def variant_args(shared_data, variant: str) -> list:
+    wet = sorted(str(path) for path in (shared_data / "wet").glob("*/*"))
+    args = ["--variant", variant, "--input", *wet]
+    if variant == "multilingual":
+        return args + ["--badwords_dir", str(shared_data / "badwords")]
+    args += ["--badwords", str(shared_data / "badwords/en")]
+    if variant == "realnewslike":
+        args += ["--realnews_domains",
+                 str(shared_data / "realnews/domain_to_allowed_subdomains.json")]
+    if variant == "webtextlike":
+        args += ["--webtext_urls", str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")]
+    return args
+
+
+def output_digests(folder: pathlib.Path) -> dict:
+    """sha256 of every file of a run's output, but the parts it kept."""
+    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and parts.PARTS_FOLDER not in path.relative_to(folder).parts}
+
+
+def progress(output: pathlib.Path) -> dict:
+    try:
+        return json.loads((output / parts.PARTS_FOLDER / parts.PROGRESS_FILE).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
+def markers(output: pathlib.Path) -> int:
+    return len(list((output / parts.PARTS_FOLDER).glob(f"group-*/{parts.MARKER_FILE}")))
+
+
+def command(args: list, output: pathlib.Path, extra=()) -> list:
+    return [sys.executable, "-m", "pipelines.c4", *args, "--output", str(output),
+            "--in_parts", "--group_files", GROUP_FILES, *extra]
+
+
+def run_killed(args: list, output: pathlib.Path, when, extra=(), timeout: float = 240) -> bool:
+    """Runs the job in a process, SIGKILLs it once `when(output)` holds; whether it was killed
+    (False: it ended first)."""
+    process = subprocess.Popen(command(args, output, extra), cwd=REPO,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + timeout
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if when(output):
+                process.send_signal(signal.SIGKILL)
+                process.wait()
+                return True
+            time.sleep(0.01)
+        return False
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def run_to_end(args: list, output: pathlib.Path, extra=()) -> dict:
+    finished = subprocess.run(command(args, output, extra), cwd=REPO, capture_output=True,
+                              text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    return progress(output)
+
+
+def after_groups(count: int):
+    return lambda output: markers(output) >= count
+
+
+def in_global_stage(delay: float):
+    started = []
+
+    def when(output):
+        if progress(output).get("phase") != "global":
+            return False
+        started.append(started[0] if started else time.monotonic())
+        return time.monotonic() - started[0] >= delay
+    return when
+
+
+@pytest.fixture(scope="module")
+def one_job(shared_data, tmp_path_factory):
+    """The uninterrupted runs, in one job, by variant."""
+    outputs = {}
+
+    def of(variant):
+        if variant not in outputs:
+            output = tmp_path_factory.mktemp(f"one-job-{variant}")
+            c4.main(variant_args(shared_data, variant) + ["--output", str(output)])
+            outputs[variant] = output_digests(output)
+        return outputs[variant]
+    return of
+
+
+def test_a_run_in_parts_writes_the_bytes_of_one_job_and_a_rerun_reuses_every_group(
+        shared_data, one_job, tmp_path):
+    args = variant_args(shared_data, "en")
+    assert run_to_end(args, tmp_path)["groups"] == {
+        "total": 5, "done": 5, "running": 0, "left": 0, "reused": 0, "computed": 5}
+    assert output_digests(tmp_path) == one_job("en")
+    assert not (tmp_path / parts.LOCK_FILE).exists()
+    assert run_to_end(args, tmp_path)["groups"]["computed"] == 0
+    assert output_digests(tmp_path) == one_job("en")
+
+
+def _kill_and_resume(shared_data, one_job, tmp_path, variant, when, done_before):
+    args = variant_args(shared_data, variant)
+    assert run_killed(args, tmp_path, when), "the run ended before the kill"
+    done = markers(tmp_path)
+    assert done >= done_before
+    resumed = run_to_end(args, tmp_path)
+    assert resumed["groups"]["reused"] == done
+    assert resumed["groups"]["computed"] == 5 - done
+    assert output_digests(tmp_path) == one_job(variant)
+
+
+@pytest.mark.parametrize("when,done_before", [
+    (after_groups(2), 2),
+    (in_global_stage(0.3), 5),
+], ids=["in-groups", "in-global"])
+def test_en_killed_and_resumed_writes_the_same_bytes(shared_data, one_job, tmp_path, when,
+                                                     done_before):
+    _kill_and_resume(shared_data, one_job, tmp_path, "en", when, done_before)
+
+
+@pytest.mark.slow  # Four variants, four kill points: about two minutes here.
+@pytest.mark.parametrize("variant", ["en", "realnewslike", "webtextlike", "multilingual"])
+@pytest.mark.parametrize("when,done_before", [
+    (after_groups(1), 1), (after_groups(4), 4), (in_global_stage(0.0), 5),
+    (in_global_stage(1.5), 5),
+], ids=["after-1-group", "after-4-groups", "global-start", "global-later"])
+def test_each_variant_killed_and_resumed_writes_the_same_bytes(shared_data, one_job, tmp_path,
+                                                               variant, when, done_before):
+    _kill_and_resume(shared_data, one_job, tmp_path, variant, when, done_before)
+
+
+@pytest.mark.slow  # The matrix above kills in each phase; this kills in both, one after the other.
+def test_killed_twice_once_per_phase_and_resumed(shared_data, one_job, tmp_path):
+    args = variant_args(shared_data, "en")
+    assert run_killed(args, tmp_path, after_groups(3))
+    assert run_killed(args, tmp_path, in_global_stage(0.2))
+    assert run_to_end(args, tmp_path)["groups"]["computed"] == 0
+    assert output_digests(tmp_path) == one_job("en")
+
+
+# The bad states of a parts folder, on a run done in parts once.
+
+@pytest.fixture
+def done_run(shared_data, tmp_path):
+    args = variant_args(shared_data, "en")
+    c4.main(args + ["--output", str(tmp_path), "--in_parts", "--group_files", GROUP_FILES])
+    return args, tmp_path
+
+
+def rerun(args, output, *extra) -> dict:
+    c4.main(args + ["--output", str(output), "--in_parts", "--group_files", GROUP_FILES,
+                    *extra])
+    return progress(output)["groups"]
+
+
+def group_folder(output, index) -> pathlib.Path:
+    return output / parts.PARTS_FOLDER / f"group-{index:05d}"
+
+
+def test_a_group_without_its_marker_is_redone(done_run):
+    args, output = done_run
+    expected = output_digests(output)
+    (group_folder(output, 3) / parts.MARKER_FILE).unlink()
+    (group_folder(output, 3) / "file-0000003.pages").write_bytes(b"half")
+    assert rerun(args, output)["computed"] == 1
+    assert output_digests(output) == expected
+
+
+@pytest.mark.parametrize("damage", ["truncated marker", "missing part", "truncated part"])
+def test_a_marker_whose_files_are_not_whole_is_detected_and_its_group_redone(done_run, damage,
+                                                                            capsys):
+    args, output = done_run
+    expected = output_digests(output)
+    folder = group_folder(output, 2)
+    marker = folder / parts.MARKER_FILE
+    part = next(folder.glob("*.pages"))
+    if damage == "truncated marker":
+        marker.write_bytes(marker.read_bytes()[:40])
+    elif damage == "missing part":
+        part.unlink()
+    else:
+        part.write_bytes(part.read_bytes()[:-100])
+    assert rerun(args, output)["computed"] == 1
+    assert output_digests(output) == expected
+
+
+def test_a_part_file_changed_in_place_fails_the_global_job_naming_its_group(done_run):
+    args, output = done_run
+    part = next(group_folder(output, 4).glob("*.pages"))
+    data = bytearray(part.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    part.write_bytes(bytes(data))
+    with pytest.raises(SystemExit, match="does not match its group's marker.*group-00004"):
+        rerun(args, output)
+
+
+def test_parts_of_another_configuration_are_refused_and_restart_starts_afresh(done_run,
+                                                                             capsys):
+    args, output = done_run
+    with pytest.raises(SystemExit, match="another configuration.*validation_fraction.*--restart"):
+        rerun(args, output, "--validation_fraction", "0.5")
+    groups = rerun(args, output, "--validation_fraction", "0.5", "--restart")
+    assert groups["computed"] == 5 and groups["reused"] == 0
+
+
+def test_a_second_run_into_the_same_folder_refuses_to_start(shared_data, tmp_path):
+    holder = subprocess.Popen([sys.executable, "-c", (
+        "import sys, time; from pipelines import parts\n"
+        "with parts.OutputLock(sys.argv[1]):\n"
+        "    print('locked', flush=True); time.sleep(60)"), str(tmp_path)], cwd=REPO,
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(SystemExit, match="another run writes into this output folder"):
+            c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path)])
+    finally:
+        holder.send_signal(signal.SIGKILL)
+        holder.wait()
+    # The lock of a killed run goes with its process.
+    c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path), "--max_files", "1"])
+    assert not (tmp_path / parts.LOCK_FILE).exists()
+
+
+def test_the_dry_run_prints_the_plan_and_writes_nothing(done_run, capsys):
+    args, output = done_run
+    (group_folder(output, 1) / parts.MARKER_FILE).unlink()
+    before = output_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))
+    capsys.readouterr()
+    c4.main(args + ["--output", str(output), "--in_parts", "--group_files", GROUP_FILES,
+                    "--dry_run"])
+    printed = capsys.readouterr().out
+    assert "5 groups of up to 1 WET files; 4 done (reused), 1 to compute (1 files) in 1 jobs" \
+        in printed
+    assert (output_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))) == before
+
+
+def test_progress_and_the_counters_so_far_are_in_stats_json_while_the_job_runs(shared_data,
+                                                                              tmp_path):
+    args = variant_args(shared_data, "en")
+    seen = {}
+
+    def when(output):
+        try:
+            record = json.loads((output / "stats.json").read_text())
+        except (OSError, ValueError):
+            return False
+        if record.get("progress", {}).get("groups", {}).get("done", 0) >= 2:
+            seen.update(record)
+            return True
+        return False
+    assert run_killed(args, tmp_path, when)
+    assert seen["progress"]["groups"]["total"] == 5
+    assert seen["progress"]["pages_per_second"] > 0
+    assert seen["stages"]["read"]["files.read"] == seen["progress"]["groups"]["done"]
+
+
+def test_part_files_round_trip_pages_and_refuse_other_bytes(tmp_path):
+    pages = [Page(f"http://example.com/{index}", f"example.com/{index}", "2019-04-18T10:13:24Z",
+                  "text/plain", index, "text \u00e9 " * index, input_position=(3, index))
+             for index in range(300)]
+    path = str(tmp_path / parts.part_name(3))
+    record = parts.write_part(path, pages)
+    assert record.pages == 300 and record.bytes == os.path.getsize(path)
+    assert list(parts.read_part(path, record)) == pages
+    with open(path, "r+b") as part:
+        part.truncate(record.bytes - 1)
+    with pytest.raises(parts.PartsError):
+        list(parts.read_part(path, record))
+
+
+def test_groups_cover_the_input_list_in_order():
+    groups = parts.plan_groups(10, 4)
+    assert [(group.name, group.files) for group in groups] == [
+        ("group-00000", range(0, 4)), ("group-00001", range(4, 8)), ("group-00002", range(8, 10))]
+    with pytest.raises(ValueError):
+        parts.plan_groups(10, 0)
