@@ -1,10 +1,11 @@
 """The CPU cost of a C4 job run in parts (pipelines/parts.py) against the same job in one, on
 the same input, one process each (DirectRunner in_memory, one worker), interleaved rounds.
 
-    python bench/bench_parts.py [--files 4] [--pages 10000] [--rounds 3] [--variant en]
+    python bench/bench_parts.py [--files 4] [--pages 10000] [--group_files 1] [--rounds 3]
+                                [--variant en]
 
 The input is synthetic full-shape WET files (bench/synthetic_wet.py). Each round runs, in turn:
-the job in one; the job in parts from nothing (a group per file); the same command again,
+the job in one; the job in parts from nothing (groups of --group_files files); the same command again,
 which reuses every group and runs the global stage alone. The last gives the split of a run in
 parts between its groups and its global stage, and so what a rerun after a failure costs.
 """
@@ -35,6 +36,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=4)
     parser.add_argument("--pages", type=int, default=10_000, help="pages per synthetic file")
+    parser.add_argument("--group_files", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--variant", default="en", choices=("en", "multilingual"))
     args = parser.parse_args()
@@ -43,10 +45,11 @@ def main() -> None:
         folder, args.files, synthetic_wet.SyntheticConfig(pages=args.pages))]
     base = [sys.executable, "-m", "pipelines.c4", *variant_args(args.variant), "--input",
             *wet_files, *ONE_PROCESS]
-    in_parts = ["--in_parts", "--group_files", "1"]
+    in_parts = ["--in_parts", "--group_files", str(args.group_files)]
     runs = {"one job": [], "in parts": [], "global alone": []}
-    print(f"{args.variant}: {args.files} synthetic WET files of {args.pages:,} pages, a group "
-          "per file; CPU seconds of each run (the process and its children)")
+    groups = -(-args.files // args.group_files)
+    print(f"{args.variant}: {args.files} synthetic WET files of {args.pages:,} pages, in "
+          f"{groups} groups; CPU seconds of each run (the process and its children)")
     print(f"{'round':<7}{'one job':>9}{'in parts':>10}{'global':>8}{'ratio':>8}")
     with tempfile.TemporaryDirectory() as scratch:
         for round_index in range(args.rounds):
@@ -63,13 +66,12 @@ def main() -> None:
                   f"{runs['in parts'][-1] / runs['one job'][-1]:>8.3f}", flush=True)
     one, parted, global_alone = (statistics.median(runs[name]) for name in runs)
     ratios = [p / o for p, o in zip(runs["in parts"], runs["one job"])]
-    groups = parted - global_alone
+    group_seconds = parted - global_alone
     print(f"median: one job {one:.1f} CPU s, in parts {parted:.1f} ({parted / one - 1:+.1%}; "
           f"rounds {min(ratios) - 1:+.1%} to {max(ratios) - 1:+.1%})")
-    print(f"in parts: the groups {groups:.1f} CPU s ({groups / parted:.0%}, "
-          f"{groups / args.files:.1f} a group), the global stage {global_alone:.1f} "
-          f"({global_alone / parted:.0%}, {global_alone / (groups / args.files):.1f} groups' "
-          "worth)")
+    print(f"in parts: the groups {group_seconds:.1f} CPU s ({group_seconds / parted:.0%}, "
+          f"{group_seconds / groups:.1f} a group), the global stage {global_alone:.1f} "
+          f"({global_alone / parted:.0%}, {global_alone / group_seconds:.2f} times the groups)")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ the same bytes.
 
     python -m deploy.rehearse            # or: make rehearse
 
-rehearses the C4 job, the mC4 job (workers: the `pipeline` extra) and the TFDS build of t5_c4/en
+rehearses the C4 job (in one, and in parts), the mC4 job (workers: the `pipeline` extra) and the
+TFDS build of t5_c4/en
 (workers: the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/. A
 remote worker imports the project and its packages afresh and receives every function of the
 job pickled, so the rehearsal fails, as Dataflow would, where the DirectRunner (one process with
@@ -31,6 +32,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from deploy import worker_env
 from deploy.dataflow import PICKLING_OPTIONS
+from pipelines.parts import PARTS_FOLDER
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
@@ -40,6 +42,8 @@ JOB_TIMEOUT_S = 600
 # How much of a failed run's standard error a verdict keeps.
 ERROR_TAIL_CHARS = 3000
 
+# A run in parts, a group per WET file (pipelines/parts.py).
+IN_PARTS = ("--in_parts", "--group_files", "1")
 # A job's command line from its Beam options (`--name=value` words) and its output folder.
 Command = Callable[[Sequence[str], pathlib.Path], list[str]]
 
@@ -150,8 +154,11 @@ def worker_pool(env: worker_env.WorkerEnv, extra_paths: Sequence[pathlib.Path] =
 
 
 def file_digests(folder: pathlib.Path) -> dict[str, str]:
+    """sha256 of each output file, but those of the parts a run in parts keeps (their markers
+    hold the groups' times)."""
     return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*")) if path.is_file()}
+            for path in sorted(folder.rglob("*"))
+            if path.is_file() and PARTS_FOLDER not in path.relative_to(folder).parts}
 
 
 def run(job: Job, options: Sequence[str], output: pathlib.Path,
@@ -176,11 +183,13 @@ def rehearse(job: Job, port: int, workdir: pathlib.Path,
     return Verdict(job.name, direct, workers)
 
 
-def c4_job(inputs: Sequence[str], badwords: pathlib.Path) -> Job:
+def c4_job(inputs: Sequence[str], badwords: pathlib.Path, name: str = "c4-en",
+           arguments: Sequence[str] = ()) -> Job:
+    """C4 `en`; `arguments`: more of the pipeline's (`--in_parts ...`)."""
     def command(options: Sequence[str], output: pathlib.Path) -> list[str]:
         return [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", *inputs,
-                "--badwords", str(badwords), "--output", str(output), *options]
-    return Job("c4-en", command, "pipeline")
+                "--badwords", str(badwords), "--output", str(output), *arguments, *options]
+    return Job(name, command, "pipeline")
 
 
 def mc4_job(inputs: Sequence[str], badwords_dir: pathlib.Path) -> Job:
@@ -232,8 +241,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--badwords", type=pathlib.Path, default=SHARED_DATA / "badwords" / "en")
     parser.add_argument("--badwords_dir", type=pathlib.Path, default=SHARED_DATA / "badwords",
                         help="mC4's lists per language")
-    parser.add_argument("--jobs", nargs="+", choices=("c4", "mc4", "tfds"),
-                        default=["c4", "mc4", "tfds"])
+    parser.add_argument("--jobs", nargs="+", choices=("c4", "c4-in-parts", "mc4", "tfds"),
+                        default=["c4", "c4-in-parts", "mc4", "tfds"])
     parser.add_argument("--envs", type=pathlib.Path, default=REPO_ROOT / ".venv-worker",
                         help="where the worker environments are made (one folder per extra)")
     parser.add_argument("--timeout", type=float, default=JOB_TIMEOUT_S,
@@ -245,6 +254,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as workdir:
         workdir = pathlib.Path(workdir)
         jobs = {"c4": lambda: c4_job(args.input, args.badwords),
+                "c4-in-parts": lambda: c4_job(args.input, args.badwords, "c4-en-in-parts",
+                                              IN_PARTS),
                 "mc4": lambda: mc4_job(args.input, args.badwords_dir),
                 "tfds": lambda: tfds_job(manual_dir(workdir / "manual", args.input,
                                                     args.badwords))}

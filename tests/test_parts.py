@@ -14,6 +14,7 @@ import pytest
 
 from pipelines import c4, parts
 from pipelines.page import Page
+from tests.support import killing
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GROUP_FILES = "1"  # Five groups of the five shared WET files.
@@ -56,24 +57,8 @@ def command(args: list, output: pathlib.Path, extra=()) -> list:
             "--in_parts", "--group_files", GROUP_FILES, *extra]
 
 
-def run_killed(args: list, output: pathlib.Path, when, extra=(), timeout: float = 240) -> bool:
-    """Runs the job in a process, SIGKILLs it once `when(output)` holds; whether it was killed
-    (False: it ended first)."""
-    process = subprocess.Popen(command(args, output, extra), cwd=REPO,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + timeout
-    try:
-        while process.poll() is None and time.monotonic() < deadline:
-            if when(output):
-                process.send_signal(signal.SIGKILL)
-                process.wait()
-                return True
-            time.sleep(0.01)
-        return False
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+def run_killed(args: list, output: pathlib.Path, when, extra=()) -> bool:
+    return killing.run_killed(command(args, output, extra), REPO, lambda: when(output))
 
 
 def run_to_end(args: list, output: pathlib.Path, extra=()) -> dict:
