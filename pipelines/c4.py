@@ -12,7 +12,7 @@ import logging
 import os
 import sys
 import time
-from typing import Collection, Dict, List, Optional, Sequence
+from typing import Collection, Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
@@ -322,6 +322,12 @@ class Job:
     pages_per_shard: Optional[int]
     beam_args: Sequence[str]
 
+    def run_config(self) -> dict:
+        """run_config.json's record of this run."""
+        return provenance.run_config(self.config, self.plan, self.validation_fraction,
+                                     self.max_shards, self.resources.list_sha256,
+                                     self.pages_per_shard)
+
     def pipeline(self, part: Optional[str] = None) -> beam.Pipeline:
         """A new pipeline on the chosen runner; a job name given is suffixed with `part`."""
         options = PipelineOptions(self.beam_args)
@@ -343,9 +349,9 @@ def run_one_job(job: Job) -> stats.Stats:
 
 # The global stage's CPU time over that of all the groups (bench/bench_parts.py), for the time
 # left that a job in parts prints.
-GLOBAL_STAGE_OVER_GROUPS = 4.0
-
-
+GLOBAL_STAGE_OVER_GROUPS = 2.8
+# Threads that check the groups' markers at launch: two reads a group (its marker, its folder's
+# listing), thousands of groups on an object store.
 MARKER_READERS = 16
 
 
@@ -355,7 +361,7 @@ class PartsPlan:
     config_sha256: str
     done: Dict[int, parts.Marker]  # Group index -> its valid marker.
     todo: List[parts.Group]
-    redo: Dict[int, str]  # Group index -> why a group with something written is redone.
+    redo: List[Tuple[parts.Group, str]]  # The groups with something written, and why redone.
     groups_per_job: int
 
     def describe(self) -> str:
@@ -366,8 +372,7 @@ class PartsPlan:
                  f"{len(self.done):,} done (reused), {len(self.todo):,} to compute "
                  f"({files:,} files) in {jobs:,} jobs of up to {self.groups_per_job:,} groups, "
                  "then one global job (URL dedup to the shards)"]
-        lines += [f"  redo {parts.Group(index, range(0)).name}: {why}"
-                  for index, why in sorted(self.redo.items())]
+        lines += [f"  redo {group.name}: {why}" for group, why in self.redo]
         return "\n".join(lines)
 
 
@@ -377,15 +382,12 @@ def plan_parts(job: Job, group_files: int, groups_per_job: int, restart: bool,
     the parts of another configuration unless `restart` (which deletes them, but in a
     `dry_run`, which writes nothing)."""
     groups = parts.plan_groups(job.plan.files, group_files)
-    record = provenance.run_config(job.config, job.plan, job.validation_fraction, job.max_shards,
-                                   job.resources.list_sha256, job.pages_per_shard)
+    record = job.run_config()
     config_sha = parts.config_sha256(record, group_files)
     parts.check_parts_config(job.output_dir, config_sha,
                              {"run_config": record, "group_files": group_files}, restart,
                              write=not dry_run)
-    done, todo, redo = {}, [], {}
-    # Two reads a group (its marker, its folder's listing): thousands of groups on an object
-    # store are read in parallel.
+    done, todo, redo = {}, [], []
     with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
         checked = list(readers.map(
             lambda group: parts.marker_problem(job.output_dir, group, config_sha), groups))
@@ -394,8 +396,8 @@ def plan_parts(job: Job, group_files: int, groups_per_job: int, restart: bool,
             done[group.index] = marker
             continue
         todo.append(group)
-        if problem != "not done":
-            redo[group.index] = problem
+        if problem != parts.NOT_DONE:
+            redo.append((group, problem))
     return PartsPlan(groups, config_sha, done, todo, redo, groups_per_job)
 
 
@@ -403,8 +405,8 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
     """The groups left, a job per `groups_per_job` of them (each group's marker written when
     its job has ended), then the global job over every group's pages."""
     log = logging.getLogger("c4")
-    for index, why in sorted(plan.redo.items()):
-        log.warning("redoing %s: %s", parts.Group(index, range(0)).name, why)
+    for group, why in plan.redo:
+        log.warning("redoing %s: %s", group.name, why)
     progress = parts.Progress(job.output_dir, job.config.name, len(plan.groups),
                               [plan.done[index] for index in sorted(plan.done)],
                               GLOBAL_STAGE_OVER_GROUPS)
@@ -520,9 +522,7 @@ def _write_reports(job: Job, counters: stats.Stats) -> None:
     for language in stats.languages_of(counters):
         stats.write_stats(stats.of_language(counters, language), config.name,
                           FileSystems.join(job.output_dir, language), language)
-    provenance.write_run_config(provenance.run_config(
-        config, job.plan, job.validation_fraction, job.max_shards, job.resources.list_sha256,
-        job.pages_per_shard), job.output_dir)
+    provenance.write_run_config(job.run_config(), job.output_dir)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
                         f"{job.plan.files:,} WET files", job.output_dir)
 

@@ -42,6 +42,8 @@ PART_LIST_FILE = "parts.json"  # What the group's job wrote, which its marker re
 PARTS_CONFIG_FILE = "parts_config.json"
 PROGRESS_FILE = "progress.json"
 LOCK_FILE = ".c4-run.lock"
+# Why a group without a marker is computed: it was never done (not a problem to report).
+NOT_DONE = "not done"
 _PART_LEVEL = 1
 _LENGTH = struct.Struct("<I")
 _READ_BYTES = 1 << 20
@@ -156,7 +158,7 @@ def marker_problem(output_dir: str, group: Group, config_sha: str) -> Tuple[Opti
     try:
         data = _read(marker_path(output_dir, group))
     except (IOError, OSError, BeamIOError):
-        return None, "not done"
+        return None, NOT_DONE
     try:
         marker = Marker.from_json(data)
     except (ValueError, TypeError, KeyError):

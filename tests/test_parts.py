@@ -5,6 +5,7 @@ import hashlib
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -155,11 +156,20 @@ def test_killed_twice_once_per_phase_and_resumed(shared_data, one_job, tmp_path)
 
 # The bad states of a parts folder, on a run done in parts once.
 
+@pytest.fixture(scope="module")
+def done_run_once(shared_data, tmp_path_factory):
+    output = tmp_path_factory.mktemp("done-run")
+    c4.main(variant_args(shared_data, "en") + ["--output", str(output), "--in_parts",
+                                               "--group_files", GROUP_FILES])
+    return output
+
+
 @pytest.fixture
-def done_run(shared_data, tmp_path):
-    args = variant_args(shared_data, "en")
-    c4.main(args + ["--output", str(tmp_path), "--in_parts", "--group_files", GROUP_FILES])
-    return args, tmp_path
+def done_run(shared_data, done_run_once, tmp_path):
+    """A run in parts that has ended, in a folder of its own: (its arguments, its output)."""
+    output = tmp_path / "output"
+    shutil.copytree(done_run_once, output)
+    return variant_args(shared_data, "en"), output
 
 
 def rerun(args, output, *extra) -> dict:
