@@ -1,6 +1,7 @@
 """A job in parts (pipelines/parts.py): killed (SIGKILL) in each phase and resumed, it writes
 the bytes of an uninterrupted run, redoing only the groups that were not done; the bad states
 of its folder are detected and redone or refused."""
+import gzip
 import hashlib
 import json
 import os
@@ -13,7 +14,7 @@ import time
 
 import pytest
 
-from pipelines import c4, parts
+from pipelines import c4, files, inputs, parts
 from pipelines.page import Page
 from tests.support import killing
 
@@ -299,3 +300,67 @@ def test_groups_cover_the_input_list_in_order():
         ("group-00000", range(0, 4)), ("group-00001", range(4, 8)), ("group-00002", range(8, 10))]
     with pytest.raises(ValueError):
         parts.plan_groups(10, 0)
+
+
+def test_bad_wet_files_in_parts_are_skipped_counted_and_the_output_is_one_jobs(shared_data,
+                                                                              tmp_path, caplog):
+    source = (shared_data / "wet/realistic/CC-MAIN-2019-30-part-1.warc.wet.gz").read_bytes()
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a-truncated.warc.wet.gz").write_bytes(source[:len(source) // 3])
+    (inputs / "b-text.warc.wet.gz").write_bytes(b"this is not a gzip file" * 100)
+    shutil.copy(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz", inputs)
+    args = ["--variant", "en", "--input", str(inputs / "*"),
+            "--badwords", str(shared_data / "badwords/en")]
+    one = c4.main(args + ["--output", str(tmp_path / "one")])
+    in_parts = c4.main(args + ["--output", str(tmp_path / "parts"), "--in_parts",
+                               "--group_files", GROUP_FILES])
+    assert in_parts == one and one["read"]["files.skipped:not_wet"] == 1
+    assert output_digests(tmp_path / "parts") == output_digests(tmp_path / "one")
+    assert any("group-00001 skipped 1 unreadable WET files" in record.getMessage()
+               for record in caplog.records)
+
+
+def test_a_manifest_the_workers_cannot_read_leaves_its_group_to_the_rerun(shared_data, tmp_path,
+                                                                          monkeypatch):
+    wet = sorted(str(path) for path in (shared_data / "wet/realistic").glob("*"))
+    manifest = tmp_path / "wet.paths.gz"
+    manifest.write_bytes(gzip.compress("\n".join(wet).encode()))
+    args = ["--variant", "en", "--input", str(manifest), str(manifest),
+            "--badwords", str(shared_data / "badwords/en"), "--output", str(tmp_path / "out"),
+            "--in_parts", "--group_files", "3"]
+    listings = []
+    listed = inputs.manifest_paths
+
+    def first_listing_only(path, base_url):
+        # The launcher's listings (one a manifest) and the first group's; the second group's
+        # fails.
+        listings.append(path)
+        if len(listings) > 3:
+            raise files.InputError(f"cannot read {path}")
+        return listed(path, base_url)
+    monkeypatch.setattr(inputs, "manifest_paths", first_listing_only)
+    with pytest.raises(SystemExit, match="group-00001 could not read a manifest"):
+        c4.main(args)
+    assert markers(tmp_path / "out") == 1
+    monkeypatch.setattr(inputs, "manifest_paths", listed)
+    c4.main(args)
+    assert progress(tmp_path / "out")["groups"] == {
+        "total": 2, "done": 2, "running": 0, "left": 0, "reused": 1, "computed": 1}
+
+
+def test_several_manifests_run_in_parts_by_default_and_one_in_one_job(shared_data, tmp_path,
+                                                                      capsys):
+    manifest = tmp_path / "wet.paths.gz"
+    manifest.write_bytes(gzip.compress(str(shared_data / "wet/whirlwind-python/"
+                                           "whirlwind.warc.wet.gz").encode()))
+    base = ["--variant", "en", "--badwords", str(shared_data / "badwords/en"),
+            "--output", str(tmp_path / "out"), "--dry_run"]
+    for manifests, plan in ((2, "in parts: 1 groups"), (1, "one job")):
+        capsys.readouterr()
+        c4.main(base + ["--input", *[str(manifest)] * manifests])
+        assert plan in capsys.readouterr().out
+    capsys.readouterr()
+    c4.main(base + ["--input", str(manifest), str(manifest), "--no-in_parts"])
+    assert "one job" in capsys.readouterr().out
+    assert not (tmp_path / "out").exists()
