@@ -528,6 +528,9 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             _write_reports(job, counters)
     except parts.PartsError as error:
         sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        sys.exit("interrupted: rerun the same command to resume, the groups done are kept"
+                 if in_parts else "interrupted")
     print(stats.format_table(counters))
     print(f"statistics written to {FileSystems.join(args.output, 'stats.json')}, with "
           f"{provenance.RUN_CONFIG_FILE} and {funnel.FUNNEL_FILE} beside it")
