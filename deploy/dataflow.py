@@ -31,6 +31,9 @@ DUMP_PRESETS = {
 }
 # WET files in a dump, for the dry run's plan (CC-MAIN-2019-18 lists 56,000).
 FILES_PER_DUMP = 56_000
+# A run in parts: groups of this many WET files, a dump's worth of groups a Dataflow job.
+GROUP_FILES = 1000
+GROUPS_PER_JOB = 56
 DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 
 # Where Common Crawl manifests and WET files are read from. HTTPS needs no credentials;
@@ -76,8 +79,8 @@ class DataflowJob:
     # A run in parts (pipelines/parts.py): one Dataflow job per `groups_per_job` groups of
     # `group_files` WET files, then the global job; a rerun of the same command resumes.
     in_parts: bool = True
-    group_files: int = 1000
-    groups_per_job: int = 56
+    group_files: int = GROUP_FILES
+    groups_per_job: int = GROUPS_PER_JOB
     extra_beam_args: tuple[str, ...] = ()
 
 
@@ -230,8 +233,8 @@ def _parser() -> argparse.ArgumentParser:
                         help="run in parts that a rerun of the same command resumes: a job per "
                              "--groups_per_job groups of --group_files WET files, then the "
                              "global job (pipelines/parts.py)")
-    parser.add_argument("--group_files", default=1000, type=arguments.positive_int)
-    parser.add_argument("--groups_per_job", default=56, type=arguments.positive_int,
+    parser.add_argument("--group_files", default=GROUP_FILES, type=arguments.positive_int)
+    parser.add_argument("--groups_per_job", default=GROUPS_PER_JOB, type=arguments.positive_int,
                         help="groups per Dataflow job of a run in parts (default: a dump's "
                              "worth; a job's start costs minutes, its failure its groups)")
     parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",

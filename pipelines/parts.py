@@ -352,20 +352,22 @@ def check_parts_config(output_dir: str, config_sha: str, record: dict, restart: 
         previous = json.loads(_read(path))
     except (IOError, OSError, BeamIOError, ValueError):
         previous = None
-    if previous is not None and previous.get("config_sha256") != config_sha:
-        if not restart:
-            differing = _differing_fields(previous, current)
-            raise PartsError(
-                f"{parts_dir(output_dir)} holds the parts of a run of another configuration "
-                f"(differing: {', '.join(differing) or 'versions'}): rerun that run's command "
-                "to finish it, or pass --restart to delete its parts and start afresh")
-    if write and (previous is None or previous.get("config_sha256") != config_sha):
-        if restart and FileSystems.exists(parts_dir(output_dir)):
-            FileSystems.delete([parts_dir(output_dir)])
-        if "://" not in output_dir:
-            os.makedirs(parts_dir(output_dir), exist_ok=True)
-        _write_atomically(path, json.dumps(current, indent=1, sort_keys=True,
-                                           default=json_default).encode())
+    if previous is not None and previous.get("config_sha256") == config_sha:
+        return
+    if previous is not None and not restart:
+        differing = _differing_fields(previous, current)
+        raise PartsError(
+            f"{parts_dir(output_dir)} holds the parts of a run of another configuration "
+            f"(differing: {', '.join(differing) or 'versions'}): rerun that run's command "
+            "to finish it, or pass --restart to delete its parts and start afresh")
+    if not write:
+        return
+    if restart and FileSystems.exists(parts_dir(output_dir)):
+        FileSystems.delete([parts_dir(output_dir)])
+    if "://" not in output_dir:
+        os.makedirs(parts_dir(output_dir), exist_ok=True)
+    _write_atomically(path, json.dumps(current, indent=1, sort_keys=True,
+                                       default=json_default).encode())
 
 
 def _differing_fields(previous, current, prefix: str = "") -> List[str]:
@@ -391,7 +393,8 @@ class OutputLock:
         self._file = None
 
     def _holder(self) -> str:
-        return f"pid {os.getpid()} on {socket.gethostname()} since {time.strftime('%FT%TZ', time.gmtime())}"
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        return f"pid {os.getpid()} on {socket.gethostname()} since {since}"
 
     def __enter__(self):
         if "://" in self._path:
@@ -451,8 +454,9 @@ class Progress:
         self._output_dir = output_dir
         self._variant = variant
         self._total = total
-        self._markers: List[Marker] = list(reused)
-        self._reused = len(self._markers)
+        self._done = self._reused = len(reused)
+        # Summed as groups end: stats.json is rewritten at every change, for thousands of groups.
+        self.counters: stats.Stats = stats.merged(*(marker.counters for marker in reused))
         self._computed_seconds = 0.0
         self._computed_pages = 0
         self._running = 0
@@ -466,7 +470,8 @@ class Progress:
         self._report()
 
     def groups_done(self, markers: Sequence[Marker], seconds: float) -> None:
-        self._markers.extend(markers)
+        self._done += len(markers)
+        self.counters = stats.merged(self.counters, *(marker.counters for marker in markers))
         self._running = 0
         self._computed_seconds += seconds
         self._computed_pages += sum(marker.pages for marker in markers)
@@ -482,12 +487,8 @@ class Progress:
         if self._bar:
             self._stream.write("\n")
 
-    @property
-    def counters(self) -> stats.Stats:
-        return stats.merged(*(marker.counters for marker in self._markers))
-
     def record(self) -> dict:
-        done = len(self._markers)
+        done = self._done
         computed = done - self._reused
         per_group = self._computed_seconds / computed if computed else None
         left = self._total - done - self._running

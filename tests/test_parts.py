@@ -2,7 +2,6 @@
 the bytes of an uninterrupted run, redoing only the groups that were not done; the bad states
 of its folder are detected and redone or refused."""
 import gzip
-import hashlib
 import json
 import os
 import pathlib
@@ -14,6 +13,7 @@ import time
 
 import pytest
 
+from deploy.rehearse import file_digests
 from pipelines import c4, files, inputs, parts
 from pipelines.page import Page
 from tests.support import killing
@@ -34,13 +34,6 @@ def variant_args(shared_data, variant: str) -> list:
     if variant == "webtextlike":
         args += ["--webtext_urls", str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")]
     return args
-
-
-def output_digests(folder: pathlib.Path) -> dict:
-    """sha256 of every file of a run's output, but the parts it kept."""
-    return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
-            for path in sorted(folder.rglob("*"))
-            if path.is_file() and parts.PARTS_FOLDER not in path.relative_to(folder).parts}
 
 
 def progress(output: pathlib.Path) -> dict:
@@ -99,7 +92,7 @@ def one_job(shared_data, tmp_path_factory):
         if variant not in outputs:
             output = tmp_path_factory.mktemp(f"one-job-{variant}")
             c4.main(variant_args(shared_data, variant) + ["--output", str(output)])
-            outputs[variant] = output_digests(output)
+            outputs[variant] = file_digests(output)
         return outputs[variant]
     return of
 
@@ -109,10 +102,10 @@ def test_a_run_in_parts_writes_the_bytes_of_one_job_and_a_rerun_reuses_every_gro
     args = variant_args(shared_data, "en")
     assert run_to_end(args, tmp_path)["groups"] == {
         "total": 5, "done": 5, "running": 0, "left": 0, "reused": 0, "computed": 5}
-    assert output_digests(tmp_path) == one_job("en")
+    assert file_digests(tmp_path) == one_job("en")
     assert not (tmp_path / parts.LOCK_FILE).exists()
     assert run_to_end(args, tmp_path)["groups"]["computed"] == 0
-    assert output_digests(tmp_path) == one_job("en")
+    assert file_digests(tmp_path) == one_job("en")
 
 
 def _kill_and_resume(shared_data, one_job, tmp_path, variant, when, done_before):
@@ -123,7 +116,7 @@ def _kill_and_resume(shared_data, one_job, tmp_path, variant, when, done_before)
     resumed = run_to_end(args, tmp_path)
     assert resumed["groups"]["reused"] == done
     assert resumed["groups"]["computed"] == 5 - done
-    assert output_digests(tmp_path) == one_job(variant)
+    assert file_digests(tmp_path) == one_job(variant)
 
 
 @pytest.mark.parametrize("when,done_before", [
@@ -152,7 +145,7 @@ def test_killed_twice_once_per_phase_and_resumed(shared_data, one_job, tmp_path)
     assert run_killed(args, tmp_path, after_groups(3))
     assert run_killed(args, tmp_path, in_global_stage(0.2))
     assert run_to_end(args, tmp_path)["groups"]["computed"] == 0
-    assert output_digests(tmp_path) == one_job("en")
+    assert file_digests(tmp_path) == one_job("en")
 
 
 # The bad states of a parts folder, on a run done in parts once.
@@ -185,18 +178,18 @@ def group_folder(output, index) -> pathlib.Path:
 
 def test_a_group_without_its_marker_is_redone(done_run):
     args, output = done_run
-    expected = output_digests(output)
+    expected = file_digests(output)
     (group_folder(output, 3) / parts.MARKER_FILE).unlink()
     (group_folder(output, 3) / "file-0000003.pages").write_bytes(b"half")
     assert rerun(args, output)["computed"] == 1
-    assert output_digests(output) == expected
+    assert file_digests(output) == expected
 
 
 @pytest.mark.parametrize("damage", ["truncated marker", "missing part", "truncated part"])
 def test_a_marker_whose_files_are_not_whole_is_detected_and_its_group_redone(done_run, damage,
                                                                             capsys):
     args, output = done_run
-    expected = output_digests(output)
+    expected = file_digests(output)
     folder = group_folder(output, 2)
     marker = folder / parts.MARKER_FILE
     part = next(folder.glob("*.pages"))
@@ -207,7 +200,7 @@ def test_a_marker_whose_files_are_not_whole_is_detected_and_its_group_redone(don
     else:
         part.write_bytes(part.read_bytes()[:-100])
     assert rerun(args, output)["computed"] == 1
-    assert output_digests(output) == expected
+    assert file_digests(output) == expected
 
 
 def test_a_part_file_changed_in_place_fails_the_global_job_naming_its_group(done_run):
@@ -250,14 +243,14 @@ def test_a_second_run_into_the_same_folder_refuses_to_start(shared_data, tmp_pat
 def test_the_dry_run_prints_the_plan_and_writes_nothing(done_run, capsys):
     args, output = done_run
     (group_folder(output, 1) / parts.MARKER_FILE).unlink()
-    before = output_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))
+    before = file_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))
     capsys.readouterr()
     c4.main(args + ["--output", str(output), "--in_parts", "--group_files", GROUP_FILES,
                     "--dry_run"])
     printed = capsys.readouterr().out
     assert "5 groups of up to 1 WET files; 4 done (reused), 1 to compute (1 files) in 1 jobs" \
         in printed
-    assert (output_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))) == before
+    assert (file_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))) == before
 
 
 def test_progress_and_the_counters_so_far_are_in_stats_json_while_the_job_runs(shared_data,
@@ -316,7 +309,7 @@ def test_bad_wet_files_in_parts_are_skipped_counted_and_the_output_is_one_jobs(s
     in_parts = c4.main(args + ["--output", str(tmp_path / "parts"), "--in_parts",
                                "--group_files", GROUP_FILES])
     assert in_parts == one and one["read"]["files.skipped:not_wet"] == 1
-    assert output_digests(tmp_path / "parts") == output_digests(tmp_path / "one")
+    assert file_digests(tmp_path / "parts") == file_digests(tmp_path / "one")
     assert any("group-00001 skipped 1 unreadable WET files" in record.getMessage()
                for record in caplog.records)
 

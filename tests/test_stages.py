@@ -10,11 +10,12 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import inputs, stages, wet
+from pipelines import dedup, inputs, stages, wet
 from pipelines.config import variant
 from pipelines.files import open_raw
 from pipelines.page import Page
 from pipelines.urls import newest_page
+from text.sentences import split_sentences
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 
@@ -148,8 +149,6 @@ def test_a_retried_bundle_sends_no_keys_of_the_failed_one():
     """Span dedup's buffer holds a bundle's records until it finishes: a bundle that fails
     before it finishes leaves its records behind, and the retry (the same DoFn instance, as
     runners reuse them) must not send them."""
-    from pipelines import dedup
-    from text.sentences import split_sentences
     phase = stages.PhaseFn([stages.SpanRecords(dedup.PAPER_SPAN_DEDUP, split_sentences, 1)])
     phase.setup()
     failed = _page(1, "One two three. Four five six. Seven eight nine. Ten eleven twelve.")
