@@ -42,7 +42,8 @@ def refusal(capsys, parse, argv: list[str]) -> str:
 def test_dataflow_dry_run_prints_the_pipeline_command(capsys):
     dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
                    "--max_num_workers", "300", "--dry-run"])
-    printed = shlex.split(capsys.readouterr().out)
+    # The command is the first line; the plan follows it.
+    printed = shlex.split(capsys.readouterr().out.splitlines()[0])
     assert printed[:3] == ["python", "-m", "pipelines.c4"]
     argv = printed[3:]
     assert option_values(argv, "--variant") == ["en"]
@@ -139,6 +140,30 @@ def test_the_mc4_preset_reads_its_86_dumps_and_the_lists_per_language(shared_dat
     assert args.input == [common_crawl.manifest_url(dump) for dump in common_crawl.MC4_DUMPS]
     assert option_values(argv, "--job_name")[0].startswith(
         "c4-multilingual-2013-20-to-2022-27-86dumps-")
+
+
+def test_the_dataflow_run_is_in_parts_a_dump_a_job_and_the_dry_run_prints_the_plan(capsys):
+    """mC4 on Dataflow: the pipeline runs in parts (a job per 56 groups of 1,000 files, then the
+    global job); the dry run says how many groups and jobs, and what a failure costs."""
+    from pipelines import c4
+    args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "multilingual",
+                                                         "--dump_preset", "mc4"))
+    assert (args.in_parts, args.group_files, args.groups_per_job) == (True, 1000, 56)
+    dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "multilingual", "--dump_preset", "mc4",
+                   "--dry-run"])
+    plan = capsys.readouterr().out.splitlines()[1:]
+    assert plan[0].startswith("plan: about 4,816,000 WET files (86 dumps) in 4,816 groups of "
+                              "1,000, kept under gs://my-bucket/c4/c4-multilingual-")
+    assert plan[1].startswith("  86 Dataflow jobs of up to 56 groups")
+    assert "at most one job of groups (56,000 WET files of reading) or the global job" in plan[3]
+    args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "en", "--dump",
+                                                         "CC-MAIN-2019-18", "--no-in_parts"))
+    assert args.in_parts is False
+    one_job = dataflow.plan_lines(dataflow.parse_job(
+        [*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
+         "--no-in_parts"])[0])
+    assert one_job == ["plan: one job over about 56,000 WET files; a failure costs the whole "
+                       "run"]
 
 
 def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():

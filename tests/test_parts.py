@@ -1,7 +1,9 @@
 """A job in parts (pipelines/parts.py): killed (SIGKILL) in each phase and resumed, it writes
 the bytes of an uninterrupted run, redoing only the groups that were not done; the bad states
 of its folder are detected and redone or refused."""
+import dataclasses
 import gzip
+import io
 import json
 import os
 import pathlib
@@ -357,3 +359,30 @@ def test_several_manifests_run_in_parts_by_default_and_one_in_one_job(shared_dat
     c4.main(base + ["--input", str(manifest), str(manifest), "--no-in_parts"])
     assert "one job" in capsys.readouterr().out
     assert not (tmp_path / "out").exists()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_the_progress_line_says_groups_rate_and_time_left_and_is_a_bar_on_a_terminal(tmp_path):
+    (tmp_path / parts.PARTS_FOLDER).mkdir()
+    group = parts.Marker(0, 0, 1, "sha", (parts.PartFile("file-0000000.pages", 10, "x", 400),),
+                         {"read": {"pages.passed": 400}}, 2.0)
+    lines = io.StringIO()
+    progress = parts.Progress(str(tmp_path), "en", total=4, reused=[group],
+                              global_to_groups=3.0, stream=lines)
+    progress.start_groups(1)
+    progress.groups_done([dataclasses.replace(group, group=1)], seconds=2.0)
+    # One group computed in 2 s: 2 groups left and the global stage, 3 x 4 groups' worth.
+    assert lines.getvalue().splitlines() == [
+        "groups: 1 done (1 reused), 1 running, 2 left",
+        "groups: 2 done (1 reused), 0 running, 2 left; 200 pages/s; about 28 s left"]
+    assert progress.counters == {"read": {"pages.passed": 800}}
+    terminal = _Terminal()
+    progress = parts.Progress(str(tmp_path), "en", total=4, reused=[group, group],
+                              global_to_groups=3.0, stream=terminal)
+    progress.start_groups(2)
+    assert terminal.getvalue() == ("\r[###############...............] groups: 2 done "
+                                   "(2 reused), 2 running, 0 left\033[K")
