@@ -31,7 +31,8 @@ transformers = pytest.importorskip("transformers")
 
 from tests.support.convert import (  # noqa: E402  (needs torch and transformers)
     BERT_TOKENS, BERT_TYPES, CLASSES, OUR_INPUTS, TOLERANCE, assert_close, conversion,
-    import_folder, our_logits, run_convert, tiny_bert, tiny_gpt1, tiny_t5, transformers_logits)
+    import_folder, our_logits, randomized, run_convert, tiny_bert, tiny_gpt1, tiny_t5,
+    transformers_logits)
 
 pytestmark = pytest.mark.usefixtures("clean_gin")
 
@@ -302,6 +303,48 @@ def test_t5s_spiece_model_comes_along_and_must_fill_the_embedding(tmp_path, caps
     error = failed_import(capsys, tmp_path, "t5", tmp_path / "short")
     assert f"has {vocabulary.vocab_size} ids ({rows} embedding rows), the source's config " \
            f"{rows - 128}" in error
+
+
+@pytest.mark.parametrize("gated", [False, True], ids=["t5.1.0", "t5.1.1"])
+def test_a_t5_vocabulary_of_len_tokenizer_rows_is_padded_to_128(tmp_path, capsys, shared_data,
+                                                                 gated):
+    """A folder saved with `vocab_size=len(tokenizer)` (its spiece.model's ids and 100 extra
+    ids, no padding) imports padded to our embedding's multiple of 128 and says so (stderr and
+    the gin file); the real ids' logits are transformers', the padding ids' 0."""
+    from tests.support.trained_vocab import trained_vocabulary
+    vocabulary = trained_vocabulary(shared_data)
+    size = len(checkpoints.sentencepiece_tokenizer(vocabulary, 512))
+    rows = 128 * -(-size // 128)
+    assert size % 128 and size == vocabulary.vocab_size
+    config = transformers.T5Config(
+        vocab_size=size, d_model=16, d_ff=32, num_layers=2, num_heads=2, d_kv=8,
+        relative_attention_num_buckets=8, dropout_rate=0.0, decoder_start_token_id=0,
+        feed_forward_proj="gated-gelu" if gated else "relu", tie_word_embeddings=not gated)
+    reference = randomized(transformers.T5ForConditionalGeneration(config))
+    reference.save_pretrained(tmp_path / "source")
+    shutil.copyfile(vocabulary.path, tmp_path / "source" / "spiece.model")
+    capsys.readouterr()
+    assert import_folder("t5", tmp_path / "source", tmp_path / "ours") == 0
+    said = f"padded the vocabulary from {size} to {rows} rows (a multiple of 128, as the t5 " \
+           f"library's): {tmp_path / 'source'}'s config.json says vocab_size {size}; the " \
+           f"{rows - size} new rows of the embedding and LM head are zero"
+    assert said in capsys.readouterr().err
+    assert f"# {said}" in (tmp_path / "ours" / checkpoints.GIN_NAME).read_text()
+    # The embedding [rows, d_model]; T5.1.1's LM head [d_model, rows].
+    tables = [tf.train.load_variable(str(tmp_path / "ours"), "shared/embedding")]
+    if gated:
+        tables.append(tf.train.load_variable(str(tmp_path / "ours"), "decoder/logits/kernel").T)
+    for table in tables:
+        assert table.shape[0] == rows and not table[size:].any() and table[:size].all()
+    ours = our_logits("t5", tmp_path / "ours")
+    expected = transformers_logits("t5", reference)
+    assert_close({"logits": ours["logits"][..., :size]}, expected)
+    assert not ours["logits"][..., size:].any()
+    # Exported, generate never gives a padding id (its carried vocabulary has `size` ids).
+    assert run_convert("export", "--family", "t5", "--format", "hf", "--model_dir",
+                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+    exported = transformers.GenerationConfig.from_pretrained(str(tmp_path / "exported"))
+    assert exported.suppress_tokens == list(range(size, rows))
 
 
 def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):

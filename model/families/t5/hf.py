@@ -50,7 +50,8 @@ say), the vocabulary's size is the checkpoint's embedding rows and no tokenizer 
 Import (format `hf`, `HFFormat`: model/convert/checkpoints.py) reads a transformers folder
 through `t5_state_dict`, our names for transformers' (the direction of `load_tf_weights_in_t5`),
 and `gin_bindings`, the inverse of `hf_config` (a folder of model_type "mt5", google/mt5-*'s,
-through mT5's classes, recorded as `ModelConfig.hf_model_type`); export is `export` above.
+through mT5's classes, recorded as `ModelConfig.hf_model_type`), a vocabulary of other than a
+multiple of 128 rows padded to one (`pad_vocabulary`); export is `export` above.
 """
 from __future__ import annotations
 
@@ -102,6 +103,34 @@ TRANSFORMERS_CLASSES = {
 def embedding_rows(vocab_size: int) -> int:
     """Our embedding's rows for a vocabulary of `vocab_size` ids: padded to a multiple of 128."""
     return VOCAB_DIVISOR * math.ceil(vocab_size / VOCAB_DIVISOR)
+
+
+# T5ForConditionalGeneration's tensors with a row per id (a folder may hold the tied copies).
+VOCABULARY_TENSORS = ("shared.weight", "encoder.embed_tokens.weight",
+                      "decoder.embed_tokens.weight", "lm_head.weight")
+
+
+def pad_vocabulary(hf: Any, state: Dict[str, np.ndarray], source: str) -> List[str]:
+    """Pads a folder's vocabulary to our embedding's rows (`embedding_rows`) in place: config's
+    vocab_size and the rows of VOCABULARY_TENSORS, zero (each id's logit is its row's alone, so
+    the real ids' logits stay the source's; the padding ids' are 0, and no input holds them).
+    The t5 library pads its vocabularies so (mtf's `vocab_divisor`), its padding rows drawn at
+    random as the others and trained only by the softmax; a folder saved with
+    `vocab_size=len(tokenizer)` has none. Says so on stderr; returns the note for the gin file
+    (none when nothing was padded)."""
+    rows = embedding_rows(hf.vocab_size)
+    if rows == hf.vocab_size:
+        return []
+    note = (f"padded the vocabulary from {hf.vocab_size} to {rows} rows (a multiple of "
+            f"{VOCAB_DIVISOR}, as the t5 library's): {source}'s config.json says vocab_size "
+            f"{hf.vocab_size}; the {rows - hf.vocab_size} new rows of the embedding and LM head "
+            f"are zero")
+    runs.progress(note)
+    for name in VOCABULARY_TENSORS:
+        if name in state and state[name].shape[0] == hf.vocab_size:
+            state[name] = np.pad(state[name], [(0, rows - hf.vocab_size), (0, 0)])
+    hf.vocab_size = rows
+    return [note]
 
 
 def padding_rows(vocab_size: int) -> List[int]:
@@ -298,7 +327,8 @@ class HFFormat(TransformersFormat):
         conv = conversion(self.family,
                           model_type if model_type in TRANSFORMERS_CLASSES else MODEL_TYPE)
         hf_folder, state = read_transformers_folder(source, conv)
-        return import_state(conv, hf_folder, state, source, model_dir)
+        notes = pad_vocabulary(hf_folder, state, source)
+        return import_state(conv, hf_folder, state, source, model_dir, notes=notes)
 
     def export_checkpoint(self, run, output, checkpoint):
         return export(run, output, checkpoint)
@@ -306,5 +336,5 @@ class HFFormat(TransformersFormat):
 
 __all__ = ["EMBEDDING", "HFFormat", "MODEL_TYPE", "TRANSFORMERS_CLASSES", "conversion",
            "embedding_rows", "export", "generation_config", "gin_bindings", "hf_config",
-           "load_checkpoint", "mtf_outputs", "padding_rows", "t5_state_dict",
+           "load_checkpoint", "mtf_outputs", "pad_vocabulary", "padding_rows", "t5_state_dict",
            "transformers_classes"]
