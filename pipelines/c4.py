@@ -27,6 +27,7 @@ from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, Var
 from pipelines.output import WriteShards, in_output_dir
 from pipelines.page import Page
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
+from pipelines.wording import counted
 from text.punkt import PunktDataMissing
 from text.splitters import SPLITTER_NAMES
 
@@ -338,13 +339,67 @@ class Job:
                              options=options)
 
 
+class NothingRead(Exception):
+    """A run that could read no input file: the message names them; `counters` are the run's."""
+
+    def __init__(self, message: str, counters: stats.Stats):
+        super().__init__(message)
+        self.counters = counters
+
+
+# The unreadable files a message names; the rest are counted (all are in stats.json).
+_NAMED_FILES = 10
+
+
+def nothing_read_error(counters: stats.Stats) -> Optional[str]:
+    """Why a run could read none of its input files (each skipped whole, or unreadable from its
+    first byte; or a manifest the workers could not read), naming them; None when a file was
+    read. A run of only the files the public C4 code skips (known corrupt) is not refused."""
+    read = counters.get("read", {})
+    unreadable = [problem["file"] for problem in stats.file_problems(counters)
+                  if problem.get("skipped") or problem.get("unreadable_from_byte") == 0]
+    # Files opened as WET files (counted in files.read) of which no byte could be read.
+    damaged_read = sum(1 for problem in stats.file_problems(counters)
+                       if not problem.get("skipped") and problem.get("unreadable_from_byte") == 0)
+    manifests = read.get("manifests.skipped:unreadable", 0)
+    if read.get("files.read", 0) > damaged_read or not (unreadable or manifests):
+        return None
+    named = ", ".join(unreadable[:_NAMED_FILES])
+    if len(unreadable) > _NAMED_FILES:
+        named += f" and {counted(len(unreadable) - _NAMED_FILES, 'more file')}"
+    what = [f"{counted(len(unreadable), 'input file')} ({named})"] if unreadable else []
+    if manifests:
+        what.append(counted(manifests, "manifest") + " the workers could not read")
+    return (f"no input could be read: {' and '.join(what)}; see the warnings above, and "
+            f"file_problems in {stats.STATS_FILE}. No dataset was written: fix or replace the "
+            "files, then rerun")
+
+
+def _remove_shards(job: Job) -> None:
+    """Deletes the split files a job wrote (empty, for a run that read nothing)."""
+    folders = [""] + list(job.config.language_folders or ())
+    patterns = [FileSystems.join(job.output_dir, folder, f"{split}-*-of-*.jsonl.gz")
+                if folder else FileSystems.join(job.output_dir, f"{split}-*-of-*.jsonl.gz")
+                for folder in folders for split in job.max_shards]
+    found = [metadata.path for match in FileSystems.match(patterns)
+             for metadata in match.metadata_list]
+    if found:
+        FileSystems.delete(found)
+
+
 def run_one_job(job: Job) -> stats.Stats:
+    """The job in one; NothingRead (its split files deleted) when it could read no input."""
     pipeline = job.pipeline()
     build_pipeline(pipeline, job.config, job.resources, job.plan, job.output_dir, job.max_shards,
                    job.validation_fraction, job.pages_per_shard)
     result = pipeline.run()
     result.wait_until_finish()
-    return stats.collect_counters(result)
+    counters = stats.collect_counters(result)
+    error = nothing_read_error(counters)
+    if error:
+        _remove_shards(job)
+        raise NothingRead(error, counters)
+    return counters
 
 
 # The global stage's CPU time over that of all the groups (bench/bench_parts.py: 2.8 and 3.7 in
@@ -420,7 +475,8 @@ def _check_group_read(group: parts.Group, counters: stats.Stats, output_dir: str
 
 def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
     """The groups left, a job per `groups_per_job` of them (each group's marker written when
-    its job has ended), then the global job over every group's pages."""
+    its job has ended), then the global job over every group's pages. NothingRead, before the
+    global job and with every group cleared, when the groups could read no input."""
     log = logging.getLogger("c4")
     for group, why in plan.redo:
         log.warning("redoing %s: %s", group.name, why)
@@ -448,6 +504,12 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
             markers.append(parts.write_marker(job.output_dir, group, plan.config_sha256,
                                               counters, seconds / len(batch)))
         progress.groups_done(markers, seconds)
+    error = nothing_read_error(progress.counters)
+    if error:
+        # Nothing is worth keeping, and a rerun after the files are fixed must read them again.
+        for group in plan.groups:
+            parts.clear_group(job.output_dir, group)
+        raise NothingRead(error, progress.counters)
     progress.start_global()
     pipeline = job.pipeline("global")
     pages = (pipeline
@@ -528,13 +590,32 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             _write_reports(job, counters)
     except parts.PartsError as error:
         sys.exit(f"error: {error}")
+    except NothingRead as error:
+        stats.write_stats(error.counters, config.name, args.output, error=str(error))
+        sys.exit(f"error: {error}")
     except KeyboardInterrupt:
         sys.exit("interrupted: rerun the same command to resume, the groups done are kept"
                  if in_parts else "interrupted")
     print(stats.format_table(counters))
-    print(f"statistics written to {FileSystems.join(args.output, 'stats.json')}, with "
+    print(file_problems_report(counters))
+    print(f"statistics written to {FileSystems.join(args.output, stats.STATS_FILE)}, with "
           f"{provenance.RUN_CONFIG_FILE} and {funnel.FUNNEL_FILE} beside it")
     return counters
+
+
+def file_problems_report(counters: stats.Stats) -> str:
+    """The input files with a problem, a line each (the first _NAMED_FILES), for the end of a
+    run: the warnings that named them may be far above, or in an earlier run's log (a group
+    of a job in parts that was reused)."""
+    problems = stats.file_problems(counters)
+    if not problems:
+        return "every input file was read whole"
+    lines = [f"{counted(len(problems), 'input file')} with a problem (file_problems in "
+             f"{stats.STATS_FILE}):"]
+    lines += [f"  {problem['file']}: {problem['problem']}" for problem in problems[:_NAMED_FILES]]
+    if len(problems) > _NAMED_FILES:
+        lines.append(f"  and {counted(len(problems) - _NAMED_FILES, 'more file')}")
+    return "\n".join(lines)
 
 
 def _write_reports(job: Job, counters: stats.Stats) -> None:

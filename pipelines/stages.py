@@ -15,10 +15,11 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
 from pipelines import (badwords, cleaning, dedup, domains, files, inputs, language, lists, mc4,
-                       released, urls, wet)
+                       released, stats, urls, wet)
 from pipelines.config import VariantConfig
 from pipelines.language import cld3
 from pipelines.page import Page
+from pipelines.wording import counted
 from text.sentences import split_sentences
 from text.splitters import Splitter, load_splitter
 
@@ -203,12 +204,17 @@ def _per_language_badwords(config: VariantConfig, badwords_dir: Optional[str],
 
 def read_wet_pages(file_index: int, path: str, max_record_bytes: int, counts: Counts):
     """The Pages of one WET file, each with its input position; what is skipped (records, or the
-    whole file when it cannot be read) is counted, and the file's pages too."""
+    whole file when it cannot be read) is counted, and the file's pages too. A file with a
+    problem (skipped whole, corrupt records, an unreadable tail) is named in a warning and in
+    the run's `file_problems` (stats.file_problem_counter)."""
     pages = 0
+    damage = wet.FileDamage()
     try:
         for item in wet.read_wet(lambda: files.open_raw(path), max_record_bytes):
             if isinstance(item, wet.Skipped):
                 counts.add("read", f"records.skipped:{item.reason}")
+                if item.reason == "corrupt_record":
+                    damage.add(item, pages)
                 continue
             item = dataclasses.replace(item, input_position=(file_index, pages))
             pages += 1
@@ -219,9 +225,22 @@ def read_wet_pages(file_index: int, path: str, max_record_bytes: int, counts: Co
         reason = "not_wet" if isinstance(error, wet.NotWetFile) else "unreadable"
         _LOG.warning("skipping input file %s: %s", path, error)
         counts.add("read", f"files.skipped:{reason}")
+        counts.add(stats.FILE_PROBLEMS, stats.file_problem_counter(
+            path, f"skipped whole ({reason}): {error}", pages_read=0, skipped=reason))
     else:
         counts.add("read", "files.read")
-        _LOG.info("%s: done, %d pages", path, pages)
+        if damage:
+            _LOG.warning("input file %s is damaged: %s (%s read)", path, damage.describe(),
+                         counted(pages, "page"))
+            counts.add(stats.FILE_PROBLEMS, stats.file_problem_counter(
+                path, damage.describe(), pages_read=pages,
+                corrupt_records=damage.corrupt_records, corrupt_bytes=damage.corrupt_bytes,
+                unreadable_from_byte=damage.unreadable_from,
+                unreadable_bytes=(None if damage.unreadable_from is None
+                                  or damage.file_bytes is None
+                                  else damage.file_bytes - damage.unreadable_from)))
+        else:
+            _LOG.info("%s: done, %d pages", path, pages)
     finally:
         if pages:
             counts.add("read", "pages.passed", pages)

@@ -10,8 +10,15 @@ from pipelines.mc4 import UNKNOWN_LANGUAGE
 STAGE_ORDER = ("read", "released_text", "length", "url_dedup", "domains", "paragraphs", "clean",
                "dedup", "language", "badwords", "write")
 # The counter of a destination's pages written (output.written_counter), by split and language.
+STATS_FILE = "stats.json"
 _WRITTEN_PREFIX = "pages.written:"
 _NAMESPACE_PREFIX = "c4."
+
+# The stage of the counters that name the input files with a problem (skipped whole, corrupt
+# records, an unreadable tail), one counter a file: its name is the file's record as JSON
+# (file_problem_counter). Beam sums counters over bundles, workers and retries, and a job in
+# parts keeps them in its groups' markers, so the list is the same on any runner and bundling.
+FILE_PROBLEMS = "file_problems"
 
 Stats = Dict[str, Dict[str, int]]
 
@@ -49,8 +56,25 @@ def merged(*parts: Stats) -> Stats:
     return _ordered(total)
 
 
+def file_problem_counter(path: str, problem: str, **counts) -> str:
+    """The name of the counter that records one input file's problem: {"file": path,
+    "problem": what happened, in words, and `counts` (pages_read, corrupt_records, ...)}."""
+    return json.dumps({"file": path, "problem": problem, **counts}, sort_keys=True)
+
+
+def file_problems(stats: Stats) -> List[dict]:
+    """The input files with a problem, each as its record (file_problem_counter), by path."""
+    return sorted((json.loads(name) for name in stats.get(FILE_PROBLEMS, {})),
+                  key=lambda record: record["file"])
+
+
+def stage_counters(stats: Stats) -> Stats:
+    """The stages' counters, without the file problems (which stats.json lists apart)."""
+    return {stage: counters for stage, counters in stats.items() if stage != FILE_PROBLEMS}
+
+
 def format_table(stats: Stats) -> str:
-    rows = [(stage, name, value) for stage, counters in stats.items()
+    rows = [(stage, name, value) for stage, counters in stage_counters(stats).items()
             for name, value in counters.items()]
     if not rows:
         return "(no counters)"
@@ -84,11 +108,17 @@ def of_language(stats: Stats, language: str) -> Stats:
 
 
 def write_stats(stats: Stats, variant: str, output_dir: str,
-                language: Optional[str] = None, progress: Optional[dict] = None) -> str:
-    """Writes stats.json; `progress`: what a job in parts has done so far, while it runs."""
-    path = FileSystems.join(output_dir, "stats.json")
+                language: Optional[str] = None, progress: Optional[dict] = None,
+                error: Optional[str] = None) -> str:
+    """Writes stats.json: the stages' counters, and the input files with a problem
+    (`file_problems`, each with what happened and the pages read); `progress`: what a job in
+    parts has done so far, while it runs; `error`: why the run failed (a run that read no
+    input writes its counters and this, and no dataset)."""
+    path = FileSystems.join(output_dir, STATS_FILE)
     record = {"variant": variant, **({"language": language} if language else {}),
-              **({"progress": progress} if progress else {}), "stages": stats}
+              **({"progress": progress} if progress else {}),
+              **({"error": error} if error else {}), "stages": stage_counters(stats),
+              "file_problems": file_problems(stats)}
     with FileSystems.create(path) as sink:
         sink.write(json.dumps(record, indent=2).encode("utf-8"))
     return path

@@ -7,7 +7,7 @@ local files and Beam filesystems (gs://, s3://) give; an https stream stops at i
 record instead.
 """
 import dataclasses
-from typing import BinaryIO, Callable, Iterator, Optional, Union
+from typing import BinaryIO, Callable, Iterator, List, Optional, Union
 
 from isal import isal_zlib
 from warcio.archiveiterator import ArchiveIterator
@@ -16,6 +16,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from pipelines.files import InputError
 from pipelines.page import Page
 from pipelines.urls import normalize_url
+from pipelines.wording import counted
 
 _GZIP_MAGIC = b"\x1f\x8b\x08"
 _WARC_MAGIC = b"WARC/1."
@@ -25,8 +26,74 @@ _HEAD_BYTES = 4096  # Enough for a gzip header and the WARC magic after it.
 
 @dataclasses.dataclass(frozen=True)
 class Skipped:
-    """A record that did not become a page, and why (a counter name)."""
+    """A record that did not become a page, and why (a counter name).
+
+    A `corrupt_record` says where: the unreadable stretch starts at `at_byte` and reading went
+    on at `resumed_at` (the next gzip member or WARC header found), or at no byte (None: the rest
+    of the file was unreadable; `file_bytes` is then its size, where the stream can tell)."""
     reason: str
+    at_byte: Optional[int] = None
+    resumed_at: Optional[int] = None
+    file_bytes: Optional[int] = None
+
+
+@dataclasses.dataclass
+class FileDamage:
+    """What reading one WET file lost, from its `corrupt_record` skips, in the order read.
+
+    A stretch the reader could not read ends where it found the next record (a WET file holds
+    one record per gzip member), and one that fails at once where the last one resumed
+    continues it: each stretch after which reading went on is one corrupt record skipped. A
+    stretch after which no record could be found is the rest of the file, however many
+    records it held (a truncated gzip file loses its tail)."""
+    # [start, end] of each unreadable stretch, in file order; end None: the file's end.
+    stretches: List[List[Optional[int]]] = dataclasses.field(default_factory=list)
+    file_bytes: Optional[int] = None  # The file's size, where the tail was unreadable.
+    pages_before_tail: int = 0
+
+    def add(self, skipped: Skipped, pages_read: int) -> None:
+        """One `corrupt_record` skip, after `pages_read` pages of the file."""
+        if self.stretches and self.stretches[-1][1] == skipped.at_byte:
+            self.stretches[-1][1] = skipped.resumed_at
+        else:
+            self.stretches.append([skipped.at_byte, skipped.resumed_at])
+        if skipped.resumed_at is None:
+            self.file_bytes = skipped.file_bytes
+            self.pages_before_tail = pages_read
+
+    @property
+    def corrupt_records(self) -> int:
+        return sum(end is not None for _, end in self.stretches)
+
+    @property
+    def corrupt_bytes(self) -> int:
+        """The bytes of the corrupt records skipped."""
+        return sum(end - start for start, end in self.stretches if end is not None)
+
+    @property
+    def unreadable_from(self) -> Optional[int]:
+        """The byte from which the rest of the file was unreadable, or None."""
+        return self.stretches[-1][0] if self.stretches and self.stretches[-1][1] is None else None
+
+    def __bool__(self) -> bool:
+        return bool(self.stretches)
+
+    def describe(self) -> str:
+        """What was lost, in a sentence: the corrupt records skipped, the tail."""
+        lost = []
+        if self.corrupt_records:
+            lost.append(f"{counted(self.corrupt_records, 'corrupt record')} skipped "
+                        f"({counted(self.corrupt_bytes, 'byte')})")
+        if self.unreadable_from is not None:
+            size = (f"{self.file_bytes - self.unreadable_from:,} of its "
+                    f"{counted(self.file_bytes, 'byte')}; " if self.file_bytes is not None
+                    else "")
+            lost.append(f"unreadable from byte {self.unreadable_from:,} to its end ({size}"
+                        "truncated, or corrupt): " + (
+                            f"the records after its first "
+                            f"{counted(self.pages_before_tail, 'page')} are lost"
+                            if self.pages_before_tail else "no page could be read"))
+        return "; ".join(lost)
 
 
 def page_of_record(record, max_record_bytes: int) -> Union[Page, Skipped]:
@@ -215,10 +282,13 @@ def read_wet(open_raw: Callable[[], BinaryIO], max_record_bytes: int
                     failed_at = stream.member_start
                 else:
                     failed_at = records.offset
-            yield Skipped("corrupt_record")
             if not raw.seekable():
+                yield Skipped("corrupt_record", failed_at)
                 yield Skipped("unrecoverable_stream")
                 return
             start = _next_marker(raw, failed_at + 1, _GZIP_MAGIC if compressed else _WARC_MAGIC)
+            # A scan that found nothing read to the end: the stream's position is the file's size.
+            yield Skipped("corrupt_record", failed_at, start,
+                          None if start is not None else raw.tell())
     finally:
         raw.close()
