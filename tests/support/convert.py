@@ -54,9 +54,9 @@ def tiny_gpt1():
     return randomized(transformers.OpenAIGPTLMHeadModel(config))
 
 
-def tiny_bert(hidden_act="gelu_new"):
+def tiny_bert(hidden_act="gelu_new", vocab_size=60):
     config = transformers.BertConfig(
-        vocab_size=60, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        vocab_size=vocab_size, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=32, max_position_embeddings=32, hidden_act=hidden_act,
         layer_norm_eps=1e-2)
     return randomized(transformers.BertForPreTraining(config))

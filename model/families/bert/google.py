@@ -49,7 +49,7 @@ from model.convert.checkpoints import CheckpointFormat, Conversion, ConversionEr
 
 CHECKPOINT = "bert_model.ckpt"
 CONFIG = "bert_config.json"
-VOCABULARY = "vocab.txt"
+VOCABULARY = hf.VOCABULARY
 # modeling.py's activations (get_activation) that ours computes, by transformers' names.
 ACTIVATIONS = {"gelu": "gelu_new"}
 LAYER_NORM_EPSILON = 1e-12  # modeling.py's layer_norm (tf.contrib.layers.layer_norm's default)
@@ -102,8 +102,7 @@ def conversion(family: type, bert_config: "BertConfig") -> Conversion:
                               f"{bert_config.head!r})")
     return dataclasses.replace(
         hf.conversion(family, bert_config),
-        state=lambda variables, config: google_state(variables, config.num_layers),
-        tokenizer_file=VOCABULARY)
+        state=lambda variables, config: google_state(variables, config.num_layers))
 
 
 def read_config(folder: pathlib.Path):

@@ -9,7 +9,8 @@ weight/bias. The MLM decoder is the word embedding (tied) with `cls.predictions.
 Our GELU is BertConfig.hidden_act by transformers' own name: by default "gelu_new", the tanh
 approximation (mtf.gelu, as Google's modeling.py); "gelu" is the exact erf form.
 `gin_bindings` reads a transformers BertConfig back into our gin bindings, `mtf_outputs` runs
-our model, and `conversion` ties them together for format `hf` (model/convert/checkpoints.py).
+our model, and `conversion` ties them together for format `hf` (model/convert/checkpoints.py);
+its import carries the folder's vocab.txt as DataConfig.vocabulary, as T5's its spiece.model.
 """
 from __future__ import annotations
 
@@ -34,6 +35,8 @@ HEAD_CLASSES = {"pretraining": "BertForPreTraining",
                 "regression": "BertForSequenceClassification",
                 "multiple_choice": "BertForMultipleChoice",
                 "span": "BertForQuestionAnswering"}
+# The WordPiece vocabulary's file in a transformers folder (BertTokenizer's) and Google's.
+VOCABULARY = "vocab.txt"
 # BERT's position table, ours -> transformers'.
 POSITION_TABLES = {"bert/embeddings/position_embeddings":
                    "bert.embeddings.position_embeddings.weight"}
@@ -208,7 +211,9 @@ def conversion(family: type, bert_config: "BertConfig") -> Conversion:
                                                                   head),
         mtf_outputs,
         {"tokens": np.ones([1, width], np.int32), "token_types": np.zeros([1, width], np.int32)},
-        tokenizer=tokenizer)
+        # BertTokenizer's vocab.txt, beside a save_pretrained folder's weights, is our
+        # WordPiece vocabulary (bert/wordpiece.py): the import carries it.
+        tokenizer_file=VOCABULARY, tokenizer=tokenizer)
 
 
 def tokenizer(vocabulary, model_max_length: int):
