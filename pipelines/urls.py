@@ -71,6 +71,16 @@ _THOUSANDTHS = 1000
 _WITHIN_THOUSANDTH = 1_000_000
 
 
+# The places split_place gives: a page's place in [0, 1) in billionths.
+SPLIT_PLACES = _THOUSANDTHS * _WITHIN_THOUSANDTH
+
+
+def split_place(url: str) -> int:
+    """A page's place in [0, SPLIT_PLACES) by the hash of its raw URL (split_of)."""
+    h = md5_int(released_normalize_url(url))
+    return (h % _THOUSANDTHS) * _WITHIN_THOUSANDTH + (h // _THOUSANDTHS) % _WITHIN_THOUSANDTH
+
+
 def split_of(url: str, validation_fraction: float = DEFAULT_VALIDATION_FRACTION) -> str:
     """'validation' or 'train' for a page's raw URL, under every rule set.
 
@@ -82,7 +92,10 @@ def split_of(url: str, validation_fraction: float = DEFAULT_VALIDATION_FRACTION)
     """
     if not 0 <= validation_fraction <= 1:
         raise ValueError(f"the validation fraction must be in [0, 1], not {validation_fraction}")
-    h = md5_int(released_normalize_url(url))
-    place = (h % _THOUSANDTHS) * _WITHIN_THOUSANDTH + (h // _THOUSANDTHS) % _WITHIN_THOUSANDTH
+    return split_at(split_place(url), validation_fraction)
+
+
+def split_at(place: int, validation_fraction: float) -> str:
+    """The split of a page at `place` (split_place), the fraction checked by split_of."""
     limit = validation_fraction * _THOUSANDTHS * _WITHIN_THOUSANDTH
     return "validation" if place < limit else "train"

@@ -5,6 +5,7 @@ import gzip
 import json
 import os
 import pathlib
+import re
 import subprocess
 import sys
 
@@ -308,8 +309,54 @@ def test_missing_input_offline_names_the_file_and_where_to_put_it(manual_dir, tm
 
 def test_input_without_a_page_in_a_split_says_so(manual_dir, shared_data, tmp_path):
     spanish_only = [str(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz")]
-    with pytest.raises(tfds_c4.EmptySplitError, match="validation_fraction"):
+    with pytest.raises(tfds_c4.EmptySplitError) as error:
         build("en.noclean", tmp_path, manual_dir, wet_files=spanish_only)
+    assert str(error.value).startswith("the build kept no page: train and validation are empty "
+                                       "(0 pages in train, 0 in validation)")
+    assert "while running" not in str(error.value)
+
+
+def test_an_empty_train_split_is_named_with_a_fraction_that_fills_both(manual_dir, shared_data,
+                                                                       tmp_path):
+    """realnewslike on the released C4 validation pages of the samples: every page kept is in
+    validation at the default fraction; the error says train is empty, and the fraction it
+    suggests builds."""
+    roundtrip = [str(shared_data / "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz")]
+    realnews = str(shared_data / "realnews/domain_to_allowed_subdomains.json")
+    with pytest.raises(tfds_c4.EmptySplitError) as error:
+        build("realnewslike", tmp_path / "default", manual_dir, wet_files=roundtrip,
+              realnews_domains=realnews)
+    message = str(error.value)
+    found = re.match(r"train is empty \(0 pages in train, (\d+) in validation\), and TFDS "
+                     r"cannot write an empty split\.", message)
+    assert found and int(found[1]) > 1, message
+    suggested = re.search(r"pass a smaller validation_fraction: ([0-9.e-]+) gives every split a "
+                          r"page of this input \(`tfds build t5_c4/realnewslike/"
+                          r"validation_fraction=\1`", message)
+    assert suggested, message
+    builder = build("realnewslike", tmp_path / "suggested", manual_dir, wet_files=roundtrip,
+                    realnews_domains=realnews, validation_fraction=float(suggested[1]))
+    examples = {split: builder.info.splits[split].num_examples for split in SPLITS}
+    assert min(examples.values()) > 0 and sum(examples.values()) == int(found[1])
+
+
+def test_the_empty_split_error_gives_advice_that_can_work():
+    """A larger fraction for an empty validation, the languages the input has for mC4, and no
+    fraction where one page cannot fill two splits."""
+    place = tfds_c4.t5_c4.SplitCounts().add
+    few = place(500_000_000, 0.001).add(700_000_000, 0.001)  # Both in train at 0.1%.
+    message = tfds_c4.t5_c4.empty_split_error({None: few}, (None,), 0.001, "t5_c4/en")
+    assert message.startswith("validation is empty (2 pages in train, 0 in validation)")
+    assert "pass a larger validation_fraction: 0.6 gives every split a page" in message
+    at_suggested = place(500_000_000, 0.6).add(700_000_000, 0.6)
+    assert tfds_c4.t5_c4.empty_split_error({None: at_suggested}, (None,), 0.6, "t5_c4/en") is None
+    one = place(5, 0.001)
+    assert "no validation_fraction gives every split a page" in tfds_c4.t5_c4.empty_split_error(
+        {None: one}, (None,), 0.001, "t5_c4/en")
+    message = tfds_c4.t5_c4.empty_split_error({"en": at_suggested, "und": few}, ("en", "de"), 0.6,
+                                             "t5_c4/multilingual")
+    assert message.startswith("de and de-validation are empty (0 pages in train, 0 in validation)")
+    assert "builder keyword languages=en+und" in message
 
 
 def test_bad_options_are_rejected_early(tmp_path):

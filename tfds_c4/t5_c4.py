@@ -5,7 +5,7 @@ by `pipelines.urls.split_of`; TFDS writes the examples. The pipeline's counters 
 dropped per stage and reason) are stored in `info.metadata["statistics"]`.
 """
 import dataclasses
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import apache_beam as beam
 import numpy as np
@@ -19,7 +19,8 @@ from pipelines import c4, common_crawl, files, lists, mc4, stages, stats
 from pipelines.output import written_counter
 from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.page import Page
-from pipelines.urls import split_of
+from pipelines.urls import SPLIT_PLACES, split_at, split_of, split_place
+from pipelines.wording import counted
 from tfds_c4 import inputs as inputs_lib
 from tfds_c4.inputs import BuildOptions, MissingInputError
 from text.punkt import PunktDataMissing
@@ -27,8 +28,8 @@ from text.punkt import PunktDataMissing
 SPLITS = ("train", "validation")
 STATISTICS_KEY = "statistics"
 VALIDATION_FRACTION_KEY = "validation_fraction"
-# How TFDS's Beam writer (4.9) reports a split with no examples.
-_TFDS_EMPTY_SPLIT_MESSAGE = "The total number of generated examples is 0"
+# Where Beam's DirectRunner ends the message of an error raised in a step.
+_BEAM_STEP_SUFFIX = " [while running"
 
 _CITATION = """\
 @article{2019t5,
@@ -97,6 +98,116 @@ class EmptySplitError(Exception):
     """A build whose input is too small to give every split a page."""
 
 
+@dataclasses.dataclass(frozen=True)
+class SplitCounts:
+    """The pages of one language (or of a config that has one) in each split, and the least and
+    greatest of their places (urls.split_place): the validation fractions that would give both
+    splits a page are those in (least, greatest]."""
+    train: int = 0
+    validation: int = 0
+    least_place: Optional[int] = None
+    greatest_place: Optional[int] = None
+
+    @property
+    def pages(self) -> int:
+        return self.train + self.validation
+
+    def add(self, place: int, validation_fraction: float) -> "SplitCounts":
+        in_validation = split_at(place, validation_fraction) == "validation"
+        return SplitCounts(
+            self.train + (not in_validation), self.validation + in_validation,
+            place if self.least_place is None else min(self.least_place, place),
+            place if self.greatest_place is None else max(self.greatest_place, place))
+
+    def merge(self, other: "SplitCounts") -> "SplitCounts":
+        places = [place for place in (self.least_place, self.greatest_place, other.least_place,
+                                      other.greatest_place) if place is not None]
+        return SplitCounts(self.train + other.train, self.validation + other.validation,
+                           min(places, default=None), max(places, default=None))
+
+
+class _SplitCountsFn(beam.CombineFn):
+    """Places of pages -> their SplitCounts."""
+
+    def __init__(self, validation_fraction: float):
+        self._validation_fraction = validation_fraction
+
+    def create_accumulator(self):
+        return SplitCounts()
+
+    def add_input(self, accumulator, place):
+        return accumulator.add(place, self._validation_fraction)
+
+    def merge_accumulators(self, accumulators):
+        total = SplitCounts()
+        for accumulator in accumulators:
+            total = total.merge(accumulator)
+        return total
+
+    def extract_output(self, accumulator):
+        return accumulator
+
+
+def fraction_between(least_place: int, greatest_place: int) -> Optional[float]:
+    """A validation fraction, in few digits, that puts the page at `least_place` in validation
+    and the one at `greatest_place` in train; None if no fraction can (one place)."""
+    middle = (least_place + greatest_place) / 2 / SPLIT_PLACES
+    for digits in range(1, 12):
+        fraction = float(f"{middle:.{digits}g}")
+        if (0 < fraction < 1 and split_at(least_place, fraction) == "validation"
+                and split_at(greatest_place, fraction) == "train"):
+            return fraction
+    return None
+
+
+def empty_split_error(counts: Dict[Optional[str], SplitCounts],
+                      languages: Sequence[Optional[str]], validation_fraction: float,
+                      dataset: str) -> Optional[str]:
+    """Why TFDS cannot write this build's splits (one of them would be empty), with the pages of
+    each split and what would give every split a page; None if every split has one.
+    `languages`: mC4's languages built, or (None,) for a config of one language."""
+    empty = [language for language in languages
+             if not counts.get(language, SplitCounts()).train
+             or not counts.get(language, SplitCounts()).validation]
+    if not empty:
+        return None
+    described = []
+    for language in empty:
+        of = counts.get(language, SplitCounts())
+        names = [mc4.split_name(language, split) if language else split
+                 for split in SPLITS if not getattr(of, split)]
+        described.append(f"{' and '.join(names)} {'are' if len(names) > 1 else 'is'} empty "
+                         f"({counted(of.train, 'page')} in train, {of.validation:,} in "
+                         "validation)")
+    problem = (f"{'; '.join(described)}, and TFDS cannot write an empty split. A page's split "
+               f"is by the hash of its URL: validation_fraction {validation_fraction:g} puts "
+               "that share of URLs in validation (at the default 0.001, the released C4's "
+               "validation URLs: a sample of released C4 validation pages, such as shared/data's "
+               "c4-en-2019-18-roundtrip, is all validation).")
+    if not sum(of.pages for of in counts.values()):
+        return f"the build kept no page: {problem} Build from more WET files."
+    without_pages = [language for language in empty
+                     if not counts.get(language, SplitCounts()).pages]
+    if without_pages:
+        kept = sorted(language for language in counts if counts[language].pages)
+        advice = (f"build only the languages the input has (builder keyword "
+                  f"languages={'+'.join(kept)}), or from more WET files")
+    else:
+        filled = [counts[language] for language in languages]
+        least = max(of.least_place for of in filled)
+        greatest = min(of.greatest_place for of in filled)
+        fraction = fraction_between(least, greatest) if least < greatest else None
+        if fraction is None:
+            advice = ("no validation_fraction gives every split a page of this input (one "
+                      "page cannot fill two splits): build from more WET files")
+        else:
+            direction = "smaller" if fraction < validation_fraction else "larger"
+            advice = (f"pass a {direction} validation_fraction: {fraction:g} gives every split "
+                      f"a page of this input (`tfds build {dataset}/validation_fraction="
+                      f"{fraction:g}`, or the builder keyword), or build from more WET files")
+    return f"{problem} To build, {advice}."
+
+
 def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
                        ) -> tfds.download.DownloadConfig:
     """`download_config` with the runner a build takes when none is chosen, or the DirectRunner
@@ -121,17 +232,34 @@ def _example_of(page: Page, split: str, language: Optional[str]):
     return page.normalized_url, page.to_json_record()
 
 
-def _in_split(page: Page, split: str, language: Optional[str], validation_fraction: float
-              ) -> bool:
+def _in_split(page: Page, split: str, language: Optional[str], validation_fraction: float,
+              splits_checked: bool) -> bool:  # pylint: disable=unused-argument
     return ((language is None or page.language == language)
             and split_of(page.url, validation_fraction) == split)
 
 
 @beam.ptransform_fn
-def _examples_of_split(pages, split: str, language: Optional[str], validation_fraction: float):
+def _examples_of_split(pages, split: str, language: Optional[str], validation_fraction: float,
+                       splits_checked):
+    # `splits_checked` (the check that no split is empty) is a side input so that the check
+    # runs before any example reaches TFDS's writer, which fails an empty split without
+    # saying why.
     return (pages
-            | "OnlySplit" >> beam.Filter(_in_split, split, language, validation_fraction)
+            | "OnlySplit" >> beam.Filter(_in_split, split, language, validation_fraction,
+                                         beam.pvalue.AsSingleton(splits_checked))
             | "ToExample" >> beam.Map(_example_of, split, language))
+
+
+def _language_and_place(page: Page, per_language: bool):
+    return (page.language if per_language else None), split_place(page.url)
+
+
+def _check_splits(counts: Dict[Optional[str], SplitCounts], languages: Sequence[Optional[str]],
+                  validation_fraction: float, dataset: str) -> bool:
+    error = empty_split_error(counts, languages, validation_fraction, dataset)
+    if error:
+        raise EmptySplitError(error)
+    return True
 
 
 def _existing_manual_dir(dl_manager: tfds.download.DownloadManager) -> Optional[str]:
@@ -244,32 +372,31 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         pages = c4.variant_pages(pipeline, config, resources, resolved.wet_input)
         self.info.metadata[VALIDATION_FRACTION_KEY] = self._options.validation_fraction
         fraction = self._options.validation_fraction
-        if config.language.detector != "cld3":
+        per_language = config.language.detector == "cld3"
+        languages = (self._options.languages or mc4.SPLIT_LANGUAGES) if per_language else (None,)
+        checked = (pages
+                   | "SplitPlaces" >> beam.Map(_language_and_place, per_language)
+                   | "CountSplits" >> beam.CombinePerKey(_SplitCountsFn(fraction))
+                   | "AllCounts" >> beam.combiners.ToDict()
+                   | "CheckSplits" >> beam.Map(_check_splits, languages, fraction,
+                                               f"t5_c4/{config.name}"))
+        if not per_language:
             return {split: pages | f"Examples_{split}" >> self._generate_examples(
-                        split, None, fraction) for split in SPLITS}
+                        split, None, fraction, checked) for split in SPLITS}
         return {mc4.split_name(language, split):
                 pages | f"Examples_{language}_{split}" >> self._generate_examples(
-                    split, language, fraction)
-                for language in self._options.languages or mc4.SPLIT_LANGUAGES
-                for split in SPLITS}
+                    split, language, fraction, checked)
+                for language in languages for split in SPLITS}
 
     def _generate_examples(self, split: str, language: Optional[str],  # pylint: disable=arguments-differ
-                           validation_fraction: float):
-        return _examples_of_split(split, language, validation_fraction)  # pylint: disable=no-value-for-parameter
+                           validation_fraction: float, splits_checked):
+        return _examples_of_split(split, language, validation_fraction, splits_checked)  # pylint: disable=no-value-for-parameter
 
     def _download_and_prepare(self, dl_manager, download_config) -> None:
         try:
             super()._download_and_prepare(dl_manager, download_config)
-        except Exception as error:  # Beam wraps the writer's ValueError in its own types.
-            if _TFDS_EMPTY_SPLIT_MESSAGE not in str(error):
-                raise
-            raise EmptySplitError(
-                "a split got no pages, and TFDS cannot write an empty split. Validation holds "
-                f"{self._options.validation_fraction:.2%} of pages (by URL hash): build from more "
-                "WET files (a full one keeps thousands of pages), or, for a sample, pass "
-                "a larger validation_fraction (builder keyword); for multilingual, build only "
-                "the languages the input has (builder keyword languages=de+fr+...). TFDS said: "
-                f"{error}") from None
+        except EmptySplitError as error:  # Raised in a step: Beam adds the step's name.
+            raise EmptySplitError(str(error).split(_BEAM_STEP_SUFFIX)[0]) from None
 
     def _process_pipeline_result(self, pipeline_result) -> None:
         """Stores the run's counters with the dataset (written to metadata.json)."""
