@@ -19,6 +19,7 @@ import shutil
 import gin
 import numpy as np
 import pytest
+import tensorflow.compat.v1 as tf
 
 from model.convert import command as convert
 from model.convert import checkpoints
@@ -228,4 +229,50 @@ def test_missing_and_wrong_shape_tensors_are_listed(state, tmp_path, capsys):
 def test_a_head_other_than_masked_lm_is_refused(source, tmp_path, capsys):
     error = failed_import(capsys, source, tmp_path, "--gin_param",
                           "BertConfig.head = 'classification'")
-    assert "import with BertConfig.head = 'mlm' (gin binds 'classification')" in error
+    assert "import with BertConfig.head = 'mlm' (gin binds 'classification'" in error
+
+
+# --- Export: the authors' layout, which the import reads back ----------------------------------
+
+def test_export_writes_the_authors_folder_that_imports_back_bit_for_bit(state, source, tmp_path):
+    """`export --format pytorch` of an imported checkpoint: their config.json, pytorch_model.bin
+    (their names, the fused query_key_value, the three tables; not the position table and NSP
+    layer SegaBERT does not read) and vocab.txt; the authors' forward pass on it gives our
+    logits, and its import holds the same variables, bit for bit."""
+    assert import_authors(source, tmp_path / "ours") == 0
+    assert run_convert("export", "--family", "segabert", "--format", "pytorch", "--model_dir",
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
+    exported = tmp_path / "exported"
+    written = torch.load(exported / "pytorch_model.bin", weights_only=True)
+    kept = {name: value for name, value in state.items() if name not in (
+        "bert.embeddings.position_embeddings.weight", "cls.seq_relationship.weight",
+        "cls.seq_relationship.bias")}
+    assert set(written) == set(kept) | {"cls.predictions.decoder.weight"}
+    for name, value in kept.items():
+        assert torch.equal(written[name], value), name
+    config = json.loads((exported / "config.json").read_text())
+    for field, value in authors_config().items():
+        if field != "max_position_embeddings":  # the table SegaBERT does not read
+            assert config[field] == value, field
+    assert (exported / "vocab.txt").read_text() == (source / "vocab.txt").read_text()
+    assert_close({"mlm_logits": reference_logits(written)},
+                 {"mlm_logits": reference_logits(state)})
+
+    assert import_authors(exported, tmp_path / "again") == 0
+    before = tf.train.load_checkpoint(str(tmp_path / "ours"))
+    after = tf.train.load_checkpoint(str(tmp_path / "again"))
+    names = before.get_variable_to_shape_map()
+    assert set(after.get_variable_to_shape_map()) == set(names)
+    for name in names:
+        np.testing.assert_array_equal(after.get_tensor(name), before.get_tensor(name), name)
+
+
+def test_export_refuses_a_fine_tuned_head(source, tmp_path, capsys):
+    """The authors' layout is their masked-LM model: a classifier has no place in it."""
+    assert import_authors(source, tmp_path / "ours") == 0
+    assert run_convert("export", "--family", "segabert", "--format", "pytorch", "--model_dir",
+                       tmp_path / "ours", "--export_dir", tmp_path / "out", "--gin_param",
+                       "BertConfig.head = 'classification'") == 2
+    assert "export with BertConfig.head = 'mlm' (gin binds 'classification'" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "out").exists()

@@ -454,11 +454,11 @@ def write_tokenizer(tokenizer: Callable[[Any, int], Any], run: runs.Run, out: pa
         tokenizer(run.vocabulary, model_max_length).save_pretrained(out)
 
 
-def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
-                        ) -> Dict[str, str]:
-    """Writes the transformers folder of the checkpoint `path`, sized by `run`'s config, to
-    `output`, with the tokenizer of the run's vocabulary (`write_tokenizer`); a checkpoint with
-    a head that the conversion's model has no place for is refused."""
+def checkpoint_values(conv: Conversion, run: runs.Run, path: str
+                      ) -> Tuple[int, Dict[str, np.ndarray]]:
+    """(vocabulary size, our trainable variables by name as float32) of the checkpoint `path`,
+    sized by `run`'s config; a checkpoint with a head that the conversion's model has no place
+    for is refused."""
     stored = warm_start.checkpoint_variables(path)
     if conv.embedding not in stored:
         raise ConversionError(f"{path} has no {conv.embedding}: not a {conv.family} checkpoint")
@@ -477,8 +477,17 @@ def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
     warm_start.restore_plan({name: (shape, "float32") for name, shape in shapes.items()},
                             {name: (shape, "float32") for name, (shape, _) in stored.items()})
     reader = tf.train.load_checkpoint(path)
-    values = {name: np.asarray(reader.get_tensor(name), np.float32) for name in shapes}
+    return vocab_size, {name: np.asarray(reader.get_tensor(name), np.float32) for name in shapes}
+
+
+def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
+                        ) -> Dict[str, str]:
+    """Writes the transformers folder of the checkpoint `path`, sized by `run`'s config, to
+    `output`, with the tokenizer of the run's vocabulary (`write_tokenizer`); a checkpoint with
+    a head that the conversion's model has no place for is refused."""
     import torch
+    vocab_size, values = checkpoint_values(conv, run, path)
+    config = run.model_config
     hf_config = conv.hf_config(config, vocab_size)
     model = conv.transformers_class()(hf_config)
     state = conv.state(values, config)

@@ -1,4 +1,4 @@
-"""SegaBERT's released checkpoints (format `pytorch`, import only): the PyTorch folders of the
+"""SegaBERT's released checkpoints (format `pytorch`, in and out): the PyTorch folders of the
 authors' repository (rsvp-ai/segatron_aaai, README "Download Checkpoints": segabert-base-500k
 and segabert-large on the Hugging Face hub), in the layout of their modeling code
 (transformers/transformers/modeling_segabert.py, whose state dict is their Megatron-LM
@@ -31,11 +31,20 @@ the word embedding; a stored copy must equal it.
 
 The activation: their ACT2FN's "gelu" is the erf form, transformers' "gelu" (theirs
 "gelu_new" the tanh form, as transformers'): BertConfig.hidden_act takes the config's name.
+
+Export (`python -m model.convert export --family segabert --format pytorch --model_dir DIR
+--export_dir OUT`) writes the same three files from a masked-LM run (BertConfig.head 'mlm': an
+import, a pre-training): `authors_state`'s tensors, their config.json of our sizes
+(`authors_config`, the tables' rows StructureLimits') and the run's vocab.txt, which the import
+reads back to the same variables. The two LEFT_OUT tensors are not written (their loading code
+leaves such a tensor at its initial value; their forward reads neither when it is given the
+structure indices). A fine-tuned head has no place in their masked-LM model and is refused.
 """
 from __future__ import annotations
 
 import json
 import pathlib
+import shutil
 from typing import Any, Callable, Dict, Mapping, Tuple
 
 import numpy as np
@@ -46,12 +55,16 @@ from model.families.bert.config import BertConfig
 from model.families.segabert import structure
 from model.trainer import runs
 from model.convert.checkpoints import (CheckpointFormat, Conversion, ConversionError,
-                                       import_state, read_weights)
+                                       checkpoint_values, import_state, read_weights)
+from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 
 
 CONFIG = "config.json"
+WEIGHTS = "pytorch_model.bin"
 VOCABULARY = "vocab.txt"
+# The model their config.json names: masked LM over their BertModel with the three tables.
+MODEL_CLASS = "BertForMaskedLM"
 # Ours -> theirs: the three index tables in place of BERT's position table.
 POSITION_TABLES = {"bert/embeddings/token_index_embeddings":
                    "bert.embeddings.token_position_embeddings.weight",
@@ -102,22 +115,41 @@ def mtf_outputs(family, mesh: mtf.Mesh, inputs: Mapping[str, np.ndarray]
     return family.head.outputs(family.encode(batch, training=False), training=False)
 
 
-def conversion(family: type, bert_config: Callable[[], "BertConfig"]) -> Conversion:
-    """SegaBERT's link to the authors' names (the import binds BertConfig.head = 'mlm')."""
+def conversion(family: type, bert_config: Callable[[], "BertConfig"], direction: str
+               ) -> Conversion:
+    """SegaBERT's link to the authors' names (the import binds BertConfig.head = 'mlm'; the
+    export writes a masked-LM run's)."""
     head = runs.gin_value("BertConfig.head")
     if head not in (None, "mlm"):
         raise ConversionError(f"SegaBERT's released checkpoints are pre-trained with masked LM "
-                              f"alone: import with BertConfig.head = 'mlm' (gin binds "
-                              f"{head!r})")
+                              f"alone: {direction} with BertConfig.head = 'mlm' (gin binds "
+                              f"{head!r}: the authors' layout has no place for that head)")
     example = np.ones([1, 4], np.int32)
     return Conversion(
-        "segabert", family, "bert", "BertForMaskedLM", "bert/embeddings/word_embeddings",
+        "segabert", family, "bert", MODEL_CLASS, "bert/embeddings/word_embeddings",
         lambda config, vocab: bert_hf.transformers_config(config, bert_config(), vocab),
         gin_bindings, lambda variables, config: authors_state(variables, config.num_layers),
         mtf_outputs,
         {"tokens": example, "token_types": 0 * example,
          **{key: 0 * example for key in structure.INDEX_KEYS}},
         tokenizer_file=VOCABULARY)
+
+
+def authors_config(config: ModelConfig, bert_config: "BertConfig",
+                   limits: structure.StructureLimits, vocab_size: int) -> Dict[str, Any]:
+    """Their config.json of our sizes (what `read_config` and `gin_bindings` read back)."""
+    tables = {"tokens_per_sentence": limits.tokens_per_sentence,
+              "sentences_per_paragraph": limits.sentences_per_paragraph,
+              "paragraphs_per_document": limits.paragraphs_per_document}
+    return {"architectures": [MODEL_CLASS], "vocab_size": vocab_size,
+            "hidden_size": config.d_model, "num_hidden_layers": config.num_layers,
+            "num_attention_heads": config.num_heads, "intermediate_size": config.d_ff,
+            "hidden_act": bert_config.hidden_act, "hidden_dropout_prob": config.dropout_rate,
+            "attention_probs_dropout_prob": config.dropout_rate,
+            "type_vocab_size": bert_config.type_vocab_size,
+            "initializer_range": bert_config.initializer_range,
+            "layer_norm_eps": bert_config.layer_norm_epsilon,
+            **{field: tables[name.split(".")[1]] for field, (_, name) in TABLE_SIZES.items()}}
 
 
 def read_config(folder: pathlib.Path):
@@ -172,14 +204,12 @@ def read_state(folder: pathlib.Path) -> Tuple[Dict[str, np.ndarray], Tuple[str, 
 class PytorchFormat(CheckpointFormat):
     """Format `pytorch`: the module's docstring."""
 
-    directions = ("import",)
-
     def __init__(self, family: type, bert_config: Callable[[], "BertConfig"]):
         self.family = family
         self.bert_config = bert_config  # BertConfig as gin binds it when the import runs
 
-    def conversion(self) -> Conversion:
-        return conversion(self.family, self.bert_config)
+    def conversion(self, direction: str = "import") -> Conversion:
+        return conversion(self.family, self.bert_config, direction)
 
     def import_checkpoint(self, source, model_dir):
         conv = self.conversion()
@@ -194,5 +224,25 @@ class PytorchFormat(CheckpointFormat):
         return import_state(conv, hf_config, state, source, model_dir, [folder / VOCABULARY],
                             notes=notes)
 
+    def export_checkpoint(self, run, output, checkpoint):
+        """The authors' folder of a masked-LM run's checkpoint: config.json, pytorch_model.bin
+        (their tensors, `authors_state`, but LEFT_OUT) and the run's vocab.txt."""
+        import torch
+        conv = self.conversion("export")
+        if not run.data_config.vocabulary:
+            raise ConversionError(f"the authors' folder holds {VOCABULARY}: export a run with "
+                                  f"DataConfig.vocabulary (a WordPiece vocab.txt) set")
+        vocab_size, values = checkpoint_values(conv, run, checkpoint)
+        out = pathlib.Path(output)
+        out.mkdir(parents=True, exist_ok=True)
+        state = authors_state(values, run.model_config.num_layers)
+        torch.save({name: torch.from_numpy(np.ascontiguousarray(value))
+                    for name, value in state.items()}, out / WEIGHTS)
+        config = authors_config(run.model_config, self.bert_config(),
+                                structure.StructureLimits(), vocab_size)
+        (out / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+        shutil.copyfile(run.vocabulary.path, out / VOCABULARY)
+        return {"checkpoint": checkpoint, "export_dir": str(out)}
 
-__all__ = ["PytorchFormat", "authors_state", "conversion", "mtf_outputs"]
+
+__all__ = ["PytorchFormat", "authors_config", "authors_state", "conversion", "mtf_outputs"]
