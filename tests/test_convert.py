@@ -49,7 +49,7 @@ def test_round_trip_gives_transformers_logits(tmp_path, family, make):
     assert_close(our_logits(family, tmp_path / "ours"), expected)
 
     assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
     assert_close(transformers_logits(family, exported), expected)
 
@@ -186,11 +186,34 @@ def test_export_refuses_a_checkpoint_with_a_fine_tuning_head(tmp_path, capsys):
             session.run(tf.global_variables_initializer())
             tf.train.Saver(variables).save(session, str(tmp_path / "tuned" / "model.ckpt"))
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
-                       tmp_path / "tuned", "--output", tmp_path / "out", "--gin_file",
+                       tmp_path / "tuned", "--export_dir", tmp_path / "out", "--gin_file",
                        tmp_path / "ours" / checkpoints.GIN_NAME) == 2
     error = capsys.readouterr().err
     assert "gpt1/head/classifier/kernel" in error and "OpenAIGPTLMHeadModel" in error
     assert not (tmp_path / "out").exists()
+
+
+def test_export_dir_names_the_export_and_output_still_works_with_a_warning(tmp_path, capsys):
+    """`--export_dir`, as model.train --mode export spells it; `--output`, the former name,
+    writes the same folder and says to spell it --export_dir; both disagreeing, or neither, is
+    refused."""
+    tiny_gpt1().save_pretrained(tmp_path / "source")
+    assert import_folder("gpt1", tmp_path / "source", tmp_path / "ours") == 0
+    export = ["export", "--family", "gpt1", "--format", "hf", "--model_dir", tmp_path / "ours"]
+    capsys.readouterr()
+    assert run_convert(*export, "--export_dir", tmp_path / "new") == 0
+    assert "--output" not in capsys.readouterr().err
+    assert run_convert(*export, "--output", tmp_path / "old") == 0
+    assert "warning: --output is --export_dir's former name (model.train --mode export's); it " \
+           "still works, spell it --export_dir" in capsys.readouterr().err
+    for name in ("config.json", "model.safetensors"):
+        assert (tmp_path / "old" / name).read_bytes() == (tmp_path / "new" / name).read_bytes()
+    assert run_convert(*export, "--export_dir", tmp_path / "a", "--output", tmp_path / "b") == 2
+    assert f"--export_dir {tmp_path / 'a'} and --output {tmp_path / 'b'} disagree" in \
+        capsys.readouterr().err
+    assert run_convert(*export) == 2
+    assert "export needs --export_dir" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
 def test_import_refuses_a_folder_that_already_holds_a_checkpoint(tmp_path, capsys, bert_folder):
@@ -264,7 +287,7 @@ def test_imported_checkpoint_fine_tunes_and_exports_what_it_computes(tmp_path, f
     ours = checkpoints.checkpoint_outputs(conversion(family), run.model_config,
                                           run.model_dir, OUR_INPUTS[family])
     assert run_convert("export", "--family", family, "--format", "hf", "--model_dir",
-                       run.model_dir, "--output", tmp_path / "exported") == 0
+                       run.model_dir, "--export_dir", tmp_path / "exported") == 0
     exported = CLASSES[family].from_pretrained(str(tmp_path / "exported")).eval()
     assert_close(ours, transformers_logits(family, exported))
     before = transformers_logits(family, reference)
@@ -342,7 +365,7 @@ def test_a_t5_vocabulary_of_len_tokenizer_rows_is_padded_to_128(tmp_path, capsys
     assert not ours["logits"][..., size:].any()
     # Exported, generate never gives a padding id (its carried vocabulary has `size` ids).
     assert run_convert("export", "--family", "t5", "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     exported = transformers.GenerationConfig.from_pretrained(str(tmp_path / "exported"))
     assert exported.suppress_tokens == list(range(size, rows))
 
@@ -428,7 +451,7 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
         {"tokens": tokens.reshape(len(tokens), -1), "token_types": types.reshape(len(types), -1)})
 
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir", tuned,
-                       "--checkpoint", "model.ckpt-0", "--output", tmp_path / "exported") == 0
+                       "--checkpoint", "model.ckpt-0", "--export_dir", tmp_path / "exported") == 0
     model = getattr(transformers, model_class).from_pretrained(str(tmp_path / "exported")).eval()
     with torch.no_grad():
         out = model(input_ids=torch.tensor(tokens),
@@ -453,7 +476,7 @@ def test_export_refuses_a_head_without_a_transformers_model(tmp_path, capsys, fa
     (tiny_bert() if family == "bert" else tiny_gpt1()).save_pretrained(tmp_path / "source")
     assert import_folder(family, tmp_path / "source", tmp_path / "run") == 0
     argv = ["export", "--family", family, "--format", "hf", "--model_dir", tmp_path / "run",
-            "--output", tmp_path / "out"]
+            "--export_dir", tmp_path / "out"]
     for binding in bindings:
         argv += ["--gin_param", binding]
     assert run_convert(*argv) == 2

@@ -77,7 +77,7 @@ def test_round_trip_gives_the_references_logits_and_keeps_the_step(tmp_path, lay
         assert line in text
 
     assert run_convert("export", "--family", "t5", "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     exported = CLASSES["t5"].from_pretrained(str(tmp_path / "exported")).eval()
     assert_close(transformers_logits("t5", exported), expected)
 

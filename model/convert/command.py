@@ -3,7 +3,7 @@
     python -m model.convert import --family FAMILY --format FORMAT --source PATH \
         --model_dir DIR [--gin_file ...] [--gin_param ...]
     python -m model.convert export --family FAMILY --format FORMAT --model_dir DIR \
-        --output PATH [--gin_file ...] [--gin_param ...] [--checkpoint CKPT]
+        --export_dir PATH [--gin_file ...] [--gin_param ...] [--checkpoint CKPT]
 
 FAMILY is a family's package under model/families/ (t5, gpt1, bert, segabert) and FORMAT one
 of the formats it declares (`ModelFamily.checkpoint_formats`: `hf`, transformers'
@@ -17,8 +17,10 @@ Import writes DIR/model.ckpt-0 and DIR/operative_config.gin; fine-tune it with
 `--gin_file DIR/operative_config.gin --gin_param "TrainConfig.init_checkpoint = 'DIR'"`.
 Export writes the checkpoint (default the newest in DIR; `--checkpoint` as model.train's export:
 "best", a path or a name in DIR), sized by DIR/operative_config.gin (written by an import or a
-training run) and any gin given. `python -m model.train --mode export` (T5) stays: T5's format
-`hf` exports through the same code (model/families/t5/hf.py).
+training run) and any gin given, to `--export_dir`, as `python -m model.train --mode export`
+names it (`--output`, the flag's former name, still works, with a warning). `python -m
+model.train --mode export` (T5) stays: T5's format `hf` exports through the same code
+(model/families/t5/hf.py).
 
 `hf` exports T5 as T5ForConditionalGeneration, GPT-1 as OpenAIGPTLMHeadModel and BERT as
 BertForPreTraining, each config's activation the GELU that ours computes (OpenAI GPT's afn
@@ -90,11 +92,11 @@ def resolve(family: str, format_name: str, direction: str) -> CheckpointFormat:
     return chosen
 
 
-def export_checkpoint(family: str, format_name: str, model_dir: str, output: str,
+def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir: str,
                       checkpoint: str = "") -> Dict[str, str]:
     """Writes `checkpoint` (as `--checkpoint` of model.train: "" the newest in `model_dir`,
     "best", a path or a name in `model_dir`), sized by the parsed gin configuration, in the
-    format to `output`."""
+    format to `export_dir`."""
     chosen = resolve(family, format_name, "export")
     expected = convertible_families()[family]
     with gin.config_scope("export"):
@@ -104,10 +106,27 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, output: str
                               f"the gin configuration says {run.model_config.architecture!r}")
     path = task_runs.resolve_checkpoint(model_dir, checkpoint)
     runs.progress(f"exporting {path}")
-    return chosen.export_checkpoint(run, output, path)
+    return chosen.export_checkpoint(run, export_dir, path)
 
 
 # --- Command line ---------------------------------------------------------------------------
+
+DEPRECATED_OUTPUT = ("--output is --export_dir's former name (model.train --mode export's); it "
+                     "still works, spell it --export_dir")
+
+
+def export_folder(args: argparse.Namespace) -> str:
+    """Where an export goes: --export_dir, or --output (its former name, with a warning)."""
+    if args.output:
+        if args.export_dir and args.export_dir != args.output:
+            raise ConversionError(f"--export_dir {args.export_dir} and --output {args.output} "
+                                  f"disagree; give --export_dir alone")
+        runs.progress(f"warning: {DEPRECATED_OUTPUT}")
+    chosen = args.export_dir or args.output
+    if not chosen:
+        raise ConversionError("export needs --export_dir (the folder to write)")
+    return chosen
+
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m model.convert",
@@ -120,7 +139,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help=f"one of the family's formats: {formats_by_family()}")
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--source", help="import: the source (a folder or checkpoint)")
-    parser.add_argument("--output", help="export: where the converted checkpoint goes")
+    parser.add_argument("--export_dir",
+                        help="export: the folder the converted checkpoint goes to")
+    parser.add_argument("--output", help=f"deprecated: {DEPRECATED_OUTPUT}")
     parser.add_argument("--checkpoint", default="",
                         help="export: the checkpoint (default the newest of --model_dir; "
                              "'best', a path, or a name in --model_dir, as model.train's)")
@@ -143,10 +164,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             check_new_folder(args.model_dir)  # every import writes into a new folder
             result = checkpoint_format.import_checkpoint(args.source, args.model_dir)
         else:
-            if not args.output:
-                raise ConversionError("export needs --output")
-            result = export_checkpoint(args.family, args.format, args.model_dir, args.output,
-                                       args.checkpoint)
+            result = export_checkpoint(args.family, args.format, args.model_dir,
+                                       export_folder(args), args.checkpoint)
         print(json.dumps(result))
     except (ValueError, KeyError, SyntaxError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
