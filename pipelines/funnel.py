@@ -7,9 +7,10 @@ Where a stage counts its kept pages in more than one counter (by kind, such as t
 language, or dedup's `pages.passed` and `pages.passed:shortened`, disjoint), a line of their own
 gives the sum drawn as stats.json's counters: `kept 1,067 = pages.passed 1,050 +
 pages.passed:shortened 17`. A stage that counts per language (mC4's language, bad-words and write
-stages: one counter per language and reason) lists its largest parts and sums the rest, as
-`+ 96 more 1,204`. Hand-written SVG, so any browser opens it and no plotting library is
-needed.
+stages: one counter per language and reason) lists its largest parts and sums the rest in one
+part that says what it sums: `+ 96 more counters: 1,204 pages` among the kept counters,
+`93 more reasons: 5,050 pages` among the drop reasons. Hand-written SVG, so any browser opens
+it and no plotting library is needed.
 """
 import dataclasses
 from typing import Dict, List
@@ -18,6 +19,7 @@ from xml.sax.saxutils import escape, quoteattr
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.stats import Stats
+from pipelines.wording import counted
 
 FUNNEL_FILE = "funnel.svg"
 _KEPT_PREFIXES = ("pages.passed", "pages.written")
@@ -73,9 +75,9 @@ def _wrapped(parts: List[str], separator: str, first: str = "") -> List[str]:
     return lines
 
 
-def _largest_parts(counts: Dict[str, int], in_name_order: bool = False) -> List[str]:
+def _largest_parts(counts: Dict[str, int], noun: str, in_name_order: bool = False) -> List[str]:
     """`name count` of each part, largest first (or by name), the parts past _MAX_NAMED_PARTS
-    summed in one `+ N more` part."""
+    summed in one part that says what it sums: `93 more <noun>s: 1,204 pages`."""
     parts = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     named, rest = ((parts, []) if len(parts) <= _MAX_NAMED_PARTS
                    else (parts[:_MAX_NAMED_PARTS - 1], parts[_MAX_NAMED_PARTS - 1:]))
@@ -83,17 +85,18 @@ def _largest_parts(counts: Dict[str, int], in_name_order: bool = False) -> List[
         named.sort()
     shown = [f"{name} {count:,}" for name, count in named]
     if rest:
-        shown.append(f"{len(rest)} more {sum(count for _, count in rest):,}")
+        shown.append(f"{counted(len(rest), 'more ' + noun)}: "
+                     f"{counted(sum(count for _, count in rest), 'page')}")
     return shown
 
 
 def _reason_lines(row: FunnelRow) -> List[str]:
     """The drop reasons (largest first) and skip counts; then, on lines of their own, the kept
     counters that add up to the kept pages, where there are several or one names a kind."""
-    lines = _wrapped(_largest_parts(row.dropped)
+    lines = _wrapped(_largest_parts(row.dropped, "reason")
                      + [f"{name} {count:,}" for name, count in sorted(row.skipped.items())], " · ")
     if len(row.kept_counters) > 1 or any(":" in name for name in row.kept_counters):
-        lines += _wrapped(_largest_parts(row.kept_counters, in_name_order=True),
+        lines += _wrapped(_largest_parts(row.kept_counters, "counter", in_name_order=True),
                           " + ", first=f"kept {row.kept:,} = ")
     return lines
 

@@ -85,7 +85,9 @@ def test_a_stage_counted_per_language_names_its_largest_languages_and_sums_the_r
     assert all(f"pages.passed:l{index:03d}" in text for index in range(named))
     assert f"pages.passed:l{named:03d}" not in text
     rest = sum(1000 - index for index in range(named, 100))
-    assert f"{100 - named} more {rest:,}" in text
+    assert f" + {100 - named} more counters: {rest:,} pages" in text
     assert int(language.get("data-kept")) == sum(passed.values())
-    assert f"badword:l000 100" in " ".join(_lines(badwords)) and "more" in " ".join(_lines(badwords))
+    dropped_rest = sum(100 - index for index in range(named, 100))
+    assert f"badword:l000 100" in " ".join(_lines(badwords))
+    assert f"{100 - named} more reasons: {dropped_rest:,} pages" in " ".join(_lines(badwords))
     assert len(_lines(language)) <= 6

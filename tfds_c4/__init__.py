@@ -12,6 +12,15 @@ import pipelines  # noqa: F401  (its import drops Beam's import note: pipelines/
 # Beam's own notes, each logged on every build: they say nothing about the user's data or code.
 # Only these records are dropped; warnings and errors of the same loggers still show.
 _BEAM_TYPE_HINT_LOGGER = "apache_beam.typehints.native_type_compatibility"  # 36 INFO per build
+# Logs the exception of a failed step with its traceback, before Beam raises it to the caller.
+_BEAM_STEP_ERROR_LOGGER = "apache_beam.runners.common"
+
+
+def _not_an_empty_split(record: logging.LogRecord) -> bool:
+    """Drops Beam's log of our EmptySplitError (13 lines of a worker's traceback): the build
+    raises the same message to the caller, which says what to do."""
+    return not (record.exc_info and record.exc_info[0] is not None
+                and record.exc_info[0].__name__ == "EmptySplitError")
 
 
 def _drop_tensorflow_teardown_errors() -> None:
@@ -35,6 +44,7 @@ def quiet() -> None:
     # a level the user set stands.
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.getLogger(_BEAM_TYPE_HINT_LOGGER).setLevel(logging.WARNING)
+    logging.getLogger(_BEAM_STEP_ERROR_LOGGER).addFilter(_not_an_empty_split)
     atexit.register(_drop_tensorflow_teardown_errors)
 
 
