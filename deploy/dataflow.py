@@ -19,6 +19,7 @@ from typing import Optional, Sequence
 from deploy import arguments, requirements
 from pipelines import common_crawl
 from pipelines.config import VARIANTS as VARIANT_CONFIGS
+from pipelines.wording import counted
 
 VARIANTS = tuple(VARIANT_CONFIGS)
 
@@ -172,19 +173,22 @@ def plan_lines(job: DataflowJob) -> list[str]:
     `python -m pipelines.c4 ... --dry_run` prints its exact plan, with the groups done)."""
     files = job.max_files or FILES_PER_DUMP * len(job.dumps)
     if not job.in_parts:
-        return [f"plan: one job over about {files:,} WET files; a failure costs the whole run"]
+        return [f"plan: one job over about {counted(files, 'WET file')}; a failure costs the "
+                "whole run"]
     groups = -(-files // job.group_files)
     jobs = -(-groups // job.groups_per_job)
     batch_files = min(files, job.group_files * job.groups_per_job)
     return [
-        f"plan: about {files:,} WET files ({len(job.dumps)} dumps) in {groups:,} groups of "
-        f"{job.group_files:,}, kept under {job.output}/parts/;",
-        f"  {jobs:,} Dataflow jobs of up to {job.groups_per_job} groups (named "
-        f"{job_name(job.variant, job.dumps, job.max_files)}-group-NNNNN-to-NNNNN), one after "
+        f"plan: about {counted(files, 'WET file')} ({counted(len(job.dumps), 'dump')}) in "
+        f"{counted(groups, 'group')} of {job.group_files:,}, kept under {job.output}/parts/;",
+        f"  {counted(jobs, 'Dataflow job')} of up to {counted(job.groups_per_job, 'group')} "
+        f"(named {job_name(job.variant, job.dumps, job.max_files)}-group-NNNNN-to-NNNNN), one "
+        "after "
         "another, each group's marker written when its job ends;",
         "  then the global job (-global): URL dedup to the shards, over every group's pages;",
-        f"  a failure costs at most one job of groups ({batch_files:,} WET files of reading) or "
-        "the global job; rerun the same command to resume (done groups are skipped)",
+        f"  a failure costs at most one job of groups ({counted(batch_files, 'WET file')} of "
+        "reading) or the global job; rerun the same command to resume (done groups are "
+        "skipped)",
     ]
 
 

@@ -420,13 +420,17 @@ class PartsPlan:
     groups_per_job: int
 
     def describe(self) -> str:
+        """The plan in words: the groups done, to compute (of which those redone, each with
+        why), and the jobs."""
         jobs = -(-len(self.todo) // self.groups_per_job)
         files = sum(len(group.files) for group in self.todo)
-        lines = [f"in parts: {len(self.groups):,} groups of up to "
-                 f"{len(self.groups[0].files) if self.groups else 0:,} WET files; "
-                 f"{len(self.done):,} done (reused), {len(self.todo):,} to compute "
-                 f"({files:,} files) in {jobs:,} jobs of up to {self.groups_per_job:,} groups, "
-                 "then one global job (URL dedup to the shards)"]
+        redone = f", {len(self.redo):,} of them redone" if self.redo else ""
+        lines = [f"in parts: {counted(len(self.groups), 'group')} of up to "
+                 f"{counted(len(self.groups[0].files) if self.groups else 0, 'WET file')}; "
+                 f"{len(self.done):,} done (reused), {len(self.todo):,} to compute{redone} "
+                 f"({counted(files, 'file')}) in {counted(jobs, 'job')} of up to "
+                 f"{counted(self.groups_per_job, 'group')}, then one global job (URL dedup to "
+                 "the shards)"]
         lines += [f"  redo {group.name}: {why}" for group, why in self.redo]
         return "\n".join(lines)
 
@@ -446,11 +450,14 @@ def plan_parts(job: Job, group_files: int, groups_per_job: int, restart: bool,
     with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
         checked = list(readers.map(
             lambda group: parts.marker_problem(job.output_dir, group, config_sha), groups))
+    with_files = parts.groups_with_files(job.output_dir)
     for group, (marker, problem) in zip(groups, checked):
         if marker is not None:
             done[group.index] = marker
             continue
         todo.append(group)
+        if problem == parts.NOT_DONE and group.name in with_files:
+            problem = parts.STOPPED_WHILE_WRITTEN
         if problem != parts.NOT_DONE:
             redo.append((group, problem))
     return PartsPlan(groups, config_sha, done, todo, redo, groups_per_job)
@@ -468,8 +475,9 @@ def _check_group_read(group: parts.Group, counters: stats.Stats, output_dir: str
     skipped = read.get("files.skipped:unreadable", 0) + read.get("files.skipped:not_wet", 0)
     if skipped:
         logging.getLogger("c4").warning(
-            "%s skipped %d unreadable WET files (counted in stats.json); if they can be read "
-            "now, delete %s and rerun to redo the group", group.name, skipped,
+            "%s skipped %s (counted in stats.json); if they can be read "
+            "now, delete %s and rerun to redo the group", group.name,
+            counted(skipped, "unreadable WET file"),
             parts.group_dir(output_dir, group))
 
 
@@ -575,7 +583,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                 else sum(source.manifest is not None for source in plan.sources) > 1)
     try:
         if args.dry_run:
-            print(f"{config.name}: {plan.files:,} WET files into {args.output}")
+            print(f"{config.name}: {counted(plan.files, 'WET file')} into {args.output}")
             print(plan_parts(job, args.group_files, args.groups_per_job, args.restart,
                              dry_run=True).describe() if in_parts else "one job")
             return {}
@@ -584,8 +592,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                           if in_parts else None)
             if warning:
                 logging.getLogger("c4").warning("warning: %s", warning)
-            logging.getLogger("c4").info("building %s from %d WET files", config.name,
-                                         plan.files)
+            logging.getLogger("c4").info("building %s from %s", config.name,
+                                         counted(plan.files, "WET file"))
             counters = run_in_parts(job, parts_plan) if parts_plan else run_one_job(job)
             _write_reports(job, counters)
     except parts.PartsError as error:
@@ -597,19 +605,40 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         sys.exit("interrupted: rerun the same command to resume, the groups done are kept"
                  if in_parts else "interrupted")
     print(stats.format_table(counters))
-    print(file_problems_report(counters))
+    print(split_report(counters, args.validation_fraction))
+    problems = file_problems_report(counters)
+    if problems:
+        print(problems)
     print(f"statistics written to {FileSystems.join(args.output, stats.STATS_FILE)}, with "
           f"{provenance.RUN_CONFIG_FILE} and {funnel.FUNNEL_FILE} beside it")
     return counters
 
 
+def split_report(counters: stats.Stats, validation_fraction: float) -> str:
+    """The pages written to each split, and, where validation holds far more than the fraction
+    (more than twice its share, and more than a few pages), the reason it can."""
+    written = counters.get("write", {})
+    train, validation = (sum(value for name, value in written.items()
+                             if name == f"pages.written:{split}"
+                             or name.startswith(f"pages.written:{split}:"))
+                         for split in ("train", "validation"))
+    line = (f"split: {counted(train, 'page')} in train, {validation:,} in validation (by URL "
+            f"hash, validation_fraction {validation_fraction:g})")
+    if validation > max(3, 2 * validation_fraction * (train + validation)):
+        line += (f"; validation holds far more than {validation_fraction:.1%} here: at "
+                 f"{DEFAULT_VALIDATION_FRACTION:g} and above it holds every URL of the released "
+                 "C4's validation split, so pages from it (the samples' "
+                 "c4-en-2019-18-roundtrip) are all validation")
+    return line
+
+
 def file_problems_report(counters: stats.Stats) -> str:
     """The input files with a problem, a line each (the first _NAMED_FILES), for the end of a
-    run: the warnings that named them may be far above, or in an earlier run's log (a group
+    run ("" if none): the warnings that named them may be far above, or in an earlier run's log (a group
     of a job in parts that was reused)."""
     problems = stats.file_problems(counters)
     if not problems:
-        return "every input file was read whole"
+        return ""
     lines = [f"{counted(len(problems), 'input file')} with a problem (file_problems in "
              f"{stats.STATS_FILE}):"]
     lines += [f"  {problem['file']}: {problem['problem']}" for problem in problems[:_NAMED_FILES]]
@@ -628,7 +657,7 @@ def _write_reports(job: Job, counters: stats.Stats) -> None:
                           FileSystems.join(job.output_dir, language), language)
     provenance.write_run_config(job.run_config(), job.output_dir)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
-                        f"{job.plan.files:,} WET files", job.output_dir)
+                        f"{counted(job.plan.files, 'WET file')}", job.output_dir)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ import socket
 import struct
 import sys
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError
@@ -34,6 +34,7 @@ from pipelines import inputs, stats
 from pipelines.provenance import json_default
 from pipelines.page import Page
 from pipelines.stages import (Counts, ListWetFiles, PageCoder, Step, read_wet_pages, run_steps)
+from text.durations import duration
 
 PARTS_FOLDER = "parts"
 MARKER_FILE = "DONE.json"
@@ -175,6 +176,22 @@ def marker_problem(output_dir: str, group: Group, config_sha: str) -> Tuple[Opti
         if sizes[part.name] != part.bytes:
             return None, f"{part.name} has {sizes[part.name]:,} bytes, not {part.bytes:,}"
     return marker, None
+
+
+# Why a group without a marker whose folder holds files is redone.
+STOPPED_WHILE_WRITTEN = ("its folder holds files but no marker: a run stopped while it wrote "
+                         "the group (the folder is emptied first)")
+
+
+def groups_with_files(output_dir: str) -> Set[str]:
+    """The names of the group folders that hold a file, in one listing of the parts (a group
+    without a marker among them was being written when a run stopped)."""
+    pattern = FileSystems.join(parts_dir(output_dir), "group-*", "*")
+    try:
+        matched = FileSystems.match([pattern])[0].metadata_list
+    except BeamIOError:
+        return set()
+    return {FileSystems.split(FileSystems.split(metadata.path)[0])[1] for metadata in matched}
 
 
 def part_name(file_index: int) -> str:
@@ -431,15 +448,6 @@ class OutputLock:
         self._file.close()
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60:02d} s"
-    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
-
-
 class Progress:
     """What a job in parts has done and has left, for a person (a line per change, a bar that
     redraws itself on a terminal) and as `parts/progress.json` and `stats.json` (the counters
@@ -516,7 +524,7 @@ class Progress:
         if record["phase"] == "global":
             text += "; global stage running"
         if record["eta_seconds"] is not None and record["phase"] != "done":
-            text += f"; about {_duration(record['eta_seconds'])} left"
+            text += f"; about {duration(record['eta_seconds'])} left"
         if record["phase"] == "done":
             text += "; done"
         if not self._bar:

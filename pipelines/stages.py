@@ -240,7 +240,7 @@ def read_wet_pages(file_index: int, path: str, max_record_bytes: int, counts: Co
                                   or damage.file_bytes is None
                                   else damage.file_bytes - damage.unreadable_from)))
         else:
-            _LOG.info("%s: done, %d pages", path, pages)
+            _LOG.info("%s: done, %s", path, counted(pages, "page"))
     finally:
         if pages:
             counts.add("read", "pages.passed", pages)

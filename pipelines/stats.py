@@ -6,6 +6,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.mc4 import UNKNOWN_LANGUAGE
+from pipelines.wording import counted
 
 STAGE_ORDER = ("read", "released_text", "length", "url_dedup", "domains", "paragraphs", "clean",
                "dedup", "language", "badwords", "write")
@@ -74,14 +75,20 @@ def stage_counters(stats: Stats) -> Stats:
 
 
 def format_table(stats: Stats) -> str:
+    """The stages' counters as a table, but those of zero (mC4 counts every language's splits,
+    most of them empty on a sample: stats.json keeps them), which a line counts."""
     rows = [(stage, name, value) for stage, counters in stage_counters(stats).items()
-            for name, value in counters.items()]
+            for name, value in counters.items() if value]
+    zeros = sum(not value for counters in stage_counters(stats).values()
+                for value in counters.values())
     if not rows:
-        return "(no counters)"
+        return "(no counters)" if not zeros else f"({counted(zeros, 'counter')} of zero)"
     width = max(len(f"{stage}  {name}") for stage, name, _ in rows)
     lines = [f"{'stage  counter':<{width}}  {'value':>12}", "-" * (width + 14)]
     for stage, name, value in rows:
         lines.append(f"{stage + '  ' + name:<{width}}  {value:>12,}")
+    if zeros:
+        lines.append(f"({counted(zeros, 'counter')} of zero left out: they are in {STATS_FILE})")
     return "\n".join(lines)
 
 

@@ -431,8 +431,8 @@ def test_the_command_line_says_what_it_does_and_nothing_of_beams(shared_data, tm
          "--badwords", str(shared_data / "badwords/en"), "--output", str(tmp_path)],
         cwd=repo, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
-    assert finished.stderr.splitlines() == ["INFO:c4:building en from 1 WET files",
-                                            f"INFO:c4:{sample}: done, 1 pages"]
+    assert finished.stderr.splitlines() == ["INFO:c4:building en from 1 WET file",
+                                            f"INFO:c4:{sample}: done, 1 page"]
     assert "statistics written to" in finished.stdout
 
 
