@@ -19,6 +19,7 @@ if __name__ == "__main__":
     quiet_libraries(verbosity_in(sys.argv[1:]))
 
 import argparse  # noqa: E402  (after the log levels above)
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
 from typing import Optional, Sequence  # noqa: E402
@@ -27,7 +28,7 @@ import gin  # noqa: E402
 
 from model import families  # noqa: E402
 from model.tasks import selection, task_runs  # noqa: E402
-from model.trainer import runs  # noqa: E402
+from model.trainer import checkpoint_state, run_paths, runs  # noqa: E402
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -50,6 +51,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     quiet_libraries(args.verbosity)
     try:
         default_gin = {"pretrain": ["pretrain.gin"], "finetune": ["finetune.gin"]}
+        if args.mode in runs.MODES_ON_A_RUN and args.checkpoint in ("", "best"):
+            # A run that is not there has nothing to read: say so before its settings are missed.
+            checkpoint_state.require_folder(args.model_dir)
         # eval, decode and export take the run's own settings; flags given again override them.
         recorded = (runs.apply_recorded_bindings(args.model_dir, selection.uses_tasks(args))
                     if args.mode in runs.MODES_ON_A_RUN else {})
@@ -58,7 +62,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         # In the mode's gin scope: a binding may hold for one mode alone (T5.1.1's
         # `pretrain/ModelConfig.dropout_rate = 0.0`).
         with gin.config_scope(args.mode):
-            run = families.configured_run(args.model_dir)
+            if args.mode in runs.TRAINING_MODES:
+                # Recorded absolute: later commands on the run read them from anywhere.
+                run_paths.bind_absolute()
+            run = dataclasses.replace(families.configured_run(args.model_dir),
+                                      recorded_paths=runs.recorded_paths(recorded))
         if args.mode == "export":
             if not args.export_dir:
                 raise ValueError("--mode export needs --export_dir")

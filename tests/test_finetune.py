@@ -323,7 +323,7 @@ def test_wnli_cannot_be_fine_tuned_by_mistake_but_can_be_evaluated(tmp_path, sha
     assert "glue_wnli is never trained on" in capsys.readouterr().err
     # eval gets past the selection; it stops only because there is no checkpoint to score.
     assert train.main(["--mode", "eval", *common]) == 2
-    assert "no checkpoint to evaluate" in capsys.readouterr().err
+    assert f"--model_dir {tmp_path}: holds no checkpoint" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("method_file, adapter_size, method", [

@@ -115,7 +115,7 @@ def test_host_call_logs_every_step_and_stops_on_a_non_finite_loss(tmp_path, caps
     with tf.Graph().as_default():
         host_fn, tensors = hooks.training_host_call(
             str(tmp_path), tf.constant(7), tf.constant(loss), tf.constant(0.01),
-            hooks.CheckpointSteps(7))
+            hooks.CheckpointSteps(7), hooks.StepRate(100, 7))
         ops = host_fn(*tensors)
         with tf.Session() as session:
             # What TPUEstimator's host-call hook runs first.

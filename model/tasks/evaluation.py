@@ -259,9 +259,8 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: Sco
     """Scores (`score`) every checkpoint of the model directory (or those of `steps`) not yet
     evaluated on each eval set; writes the records above; returns the best and writes it with
     the benchmark averages (also printed)."""
+    checkpoint_state.require_checkpoints(run.model_dir)
     available = checkpoint_state.checkpoint_steps(run.model_dir)
-    if not available:
-        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
     for step, checkpoint in available.items():
         if steps is not None and step not in steps:
             continue

@@ -43,8 +43,7 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
             raise ValueError("finetune needs a training function")
         train(dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
                                                                          keep_checkpoint_max=0)))
-    if not checkpoint_state.checkpoint_steps(run.model_dir):
-        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
+    checkpoint_state.require_checkpoints(run.model_dir)
     candidates = trained_steps(run)
     if not candidates:
         raise FileNotFoundError(f"no checkpoint trained by this run in {run.model_dir} (the "
@@ -70,7 +69,7 @@ def resolve_checkpoint(model_dir: str, name: str, task: Optional[str] = None) ->
     if not name:
         newest = checkpoint_state.newest_checkpoint(model_dir)
         if not newest:
-            raise FileNotFoundError(f"no checkpoint in {model_dir}")
+            raise checkpoint_state.no_checkpoint_error(model_dir)
         return newest
     if name == "best":
         best_file = pathlib.Path(model_dir) / evaluation.EVAL_DIR / evaluation.BEST_NAME

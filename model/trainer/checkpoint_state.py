@@ -54,6 +54,34 @@ def keep_only(model_dir: str, steps: Iterable[int]) -> List[int]:
     return kept
 
 
+# What makes a run's checkpoints, for the errors of a folder that holds none.
+TRAIN_FIRST = ("train it first (python -m model.train --mode pretrain --model_dir {dir} ..., "
+               "or --mode finetune with TrainConfig.init_checkpoint; model/TRAINING.md), or "
+               "import a released one (python -m model.convert import --model_dir {dir} ...; "
+               "model/CONVERSIONS.md)")
+
+
+def no_checkpoint_error(model_dir: str) -> FileNotFoundError:
+    """The error of a command on a run whose model directory holds no checkpoint: there is no
+    such folder, or it holds none; and what to run first."""
+    problem = ("holds no checkpoint (model.ckpt-N.index)" if tf.io.gfile.isdir(model_dir)
+               else "no such folder")
+    return FileNotFoundError(f"--model_dir {model_dir}: {problem}; "
+                             + TRAIN_FIRST.format(dir=model_dir))
+
+
+def require_folder(model_dir: str) -> None:
+    """Raises `no_checkpoint_error` unless `model_dir` is a folder."""
+    if not tf.io.gfile.isdir(model_dir):
+        raise no_checkpoint_error(model_dir)
+
+
+def require_checkpoints(model_dir: str) -> None:
+    """Raises `no_checkpoint_error` unless `model_dir` holds a checkpoint."""
+    if not checkpoint_steps(model_dir):
+        raise no_checkpoint_error(model_dir)
+
+
 def _missing_newest(model_dir: str, named: Optional[str], held: Sequence[str]) -> str:
     """What is wrong with a checkpoint state that names a checkpoint which is not there
     (`named`; None: there is no state), and how to choose one of those `held` instead."""

@@ -1,5 +1,5 @@
-"""What runs on the host around training steps: the loss log and check, summaries, checkpoints,
-the operative gin config.
+"""What runs on the host around training steps: the loss log and check, the progress lines,
+summaries, checkpoints, the operative gin config.
 
 On a TPU, tensors computed inside the TPU program cannot be fetched by a SessionRunHook: each
 step's values reach the host only through TPUEstimator's `host_call` (an outfeed). So the
@@ -17,7 +17,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
-from typing import List, Optional
+import time
+from typing import List, Optional, Tuple
 
 import gin.tf
 import numpy as np
@@ -25,6 +26,7 @@ import tensorflow.compat.v1 as tf
 
 from model.trainer.mtf_compat import mtf
 from model.trainer.verbosity import progress
+from text.durations import duration
 
 LOSS_LOG_NAME = "train_loss.jsonl"
 # Marks the error that the host call raises on a non-finite loss, so the driver can tell it apart.
@@ -72,25 +74,54 @@ class CheckpointSteps:
         return step > self.start and ((step - self.start) % self.every == 0 or step == self.last)
 
 
-def append_loss(model_dir: str, checkpoints: CheckpointSteps, step: np.ndarray, loss: np.ndarray
-                ) -> np.int64:
-    """Logs the step's loss; at each checkpoint also tells the person at the terminal."""
+class StepRate:
+    """The progress line of a training session, every `every` steps of the global step (0:
+    none): steps per second since the previous line (the first: since the session's first
+    step, after the graph is built and the checkpoint restored) and the time left to the run's
+    last step at that rate. (On a TPU the host sees the steps of a loop of
+    TrainConfig.iterations_per_loop at once: `every` a multiple of it gives even rates.)"""
+
+    def __init__(self, every: int, last: int):
+        self.every = every
+        self.last = last
+        self._mark: Optional[Tuple[int, float]] = None  # (step, time) the rate counts from
+
+    def line(self, step: int, now: float) -> Optional[str]:
+        """The progress line for `step`, done at time `now` (seconds), or None."""
+        if self._mark is None:
+            self._mark = (step, now)
+            return None
+        if not self.every or step % self.every or now <= self._mark[1]:
+            return None
+        rate = (step - self._mark[0]) / (now - self._mark[1])
+        self._mark = (step, now)
+        return (f"steps: {step:,} of {self.last:,} done; {rate:.2f} steps/s; "
+                f"about {duration((self.last - step) / rate)} left")
+
+
+def append_loss(model_dir: str, checkpoints: CheckpointSteps, rate: StepRate, step: np.ndarray,
+                loss: np.ndarray) -> np.int64:
+    """Logs the step's loss; at each checkpoint also tells the person at the terminal, and
+    every `rate.every` steps how fast the run goes and the time it has left."""
     with (pathlib.Path(model_dir) / LOSS_LOG_NAME).open("a") as log:
         log.write(json.dumps({"step": int(step), "loss": float(loss)}) + "\n")
     if int(step) in checkpoints:
         progress(f"step {int(step)}: loss {float(loss):.4f}")
+    line = rate.line(int(step), time.monotonic())
+    if line:
+        progress(line)
     return np.int64(step)
 
 
 def training_host_call(model_dir: str, step: tf.Tensor, loss: tf.Tensor,
-                       learning_rate: tf.Tensor, checkpoints: CheckpointSteps):
+                       learning_rate: tf.Tensor, checkpoints: CheckpointSteps, rate: StepRate):
     """(host_fn, tensors) for TPUEstimatorSpec.host_call: log, summarise, then check the loss
     (after logging it, so the failing step is in the log; the step's checkpoint is never
     written, as the check fails the step)."""
 
     def host_fn(step, loss, learning_rate):
         step, loss, learning_rate = step[0], loss[0], learning_rate[0]
-        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, checkpoints, s, l),
+        logged = tf.numpy_function(lambda s, l: append_loss(model_dir, checkpoints, rate, s, l),
                                    [step, loss], tf.int64, stateful=True)
         with tf.compat.v2.summary.create_file_writer(model_dir).as_default():
             with tf.compat.v2.summary.record_if(True):

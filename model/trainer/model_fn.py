@@ -101,6 +101,8 @@ class ModelFnSetup:
     # TRAIN: the global step the session starts at (a resumed run's newest checkpoint, else the
     # run's first step), which the checkpoints count from.
     session_start: int = 0
+    # TRAIN: a progress line (steps per second, time left) every this many steps (hooks.StepRate).
+    progress_steps: int = 100
     use_tpu: bool = False
     precision: PrecisionConfig = PrecisionConfig()
     # Warm start (fine-tuning): every variable, optimizer slots and the global step included
@@ -254,8 +256,9 @@ def make_model_fn(setup: ModelFnSetup):
         return tpu_estimator.TPUEstimatorSpec(
             mode=mode, loss=tf_loss, train_op=train_op,
             # Progress on stderr at each checkpoint.
-            host_call=hooks.training_host_call(setup.model_dir, this_step, tf_loss,
-                                               learning_rate, checkpoints),
+            host_call=hooks.training_host_call(
+                setup.model_dir, this_step, tf_loss, learning_rate, checkpoints,
+                hooks.StepRate(setup.progress_steps, first_step + setup.train_steps)),
             scaffold_fn=_training_scaffold_fn(setup, family),
             training_hooks=hooks.training_hooks(lowering, setup.model_dir, checkpoints))
 

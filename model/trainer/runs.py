@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import pathlib
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+import tokenize
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -20,17 +21,18 @@ from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
 
 from model.data import input_position
 from model.data.vocabulary import EOS_ID, Vocabulary
-from model.trainer import checkpoint_state, hooks, warm_start
+from model.trainer import checkpoint_state, hooks, run_paths, warm_start
 from model.trainer.family import Family
 from model.trainer.decoding import strip_after_eos
 from model.trainer.finetune_methods import FineTuningMethod
-from model.trainer.gin_files import gin_path
+from model.trainer.gin_files import binding_syntax_error, file_syntax_error, gin_path
 from model.trainer.mesh import MeshConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import ModelFnSetup, OptimizationConfig, PrecisionConfig, make_model_fn
 from model.trainer.verbosity import progress
 
 MODES = ("pretrain", "finetune", "eval", "decode", "export")
+TRAINING_MODES = ("pretrain", "finetune")
 
 Examples = Callable[[], tf.data.Dataset]
 
@@ -74,6 +76,8 @@ class TrainConfig:
     train_steps: int = 524288
     save_checkpoints_steps: int = 5000
     keep_checkpoint_max: int = 5
+    # A line on stderr every this many steps: steps per second and the time left (0: none).
+    progress_steps: int = 100
     eval_steps: Optional[int] = None  # None: the whole validation set
     eval_batch_size: int = 128
     decode_length: int = 114
@@ -152,6 +156,7 @@ def make_estimator(family: "type[Family]", model_config: ModelConfig, mesh_confi
         vocab_size=vocab_size, model_dir=model_dir,
         save_checkpoints_steps=train_config.save_checkpoints_steps,
         keep_checkpoint_max=train_config.keep_checkpoint_max,
+        progress_steps=train_config.progress_steps,
         decode_length=train_config.decode_length, train_steps=train_config.train_steps,
         session_start=session_start, use_tpu=train_config.use_tpu,
         precision=precision, init_checkpoint=train_config.init_checkpoint,
@@ -180,16 +185,29 @@ class Run:
     model_dir: str
     precision: PrecisionConfig = PrecisionConfig()
     fine_tuning: FineTuningMethod = FineTuningMethod()
+    # {path setting: value} of the paths this run took from its operative config (a later
+    # command's: recorded_paths), for the error when one is not there.
+    recorded_paths: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def feature_converter(self) -> str:
         return self.family.converter
 
+    def checked_path(self, setting: str, value):
+        """`value` of a path setting (run_paths.PATH_SETTINGS); one the run's operative config
+        recorded that is not there is an error naming the config and the override."""
+        if value and self.recorded_paths.get(setting) == value and not run_paths.exists(
+                setting, value):
+            raise run_paths.missing_recorded_path(
+                setting, value, str(pathlib.Path(self.model_dir) / OPERATIVE_CONFIG_NAME))
+        return value
+
     @property
     def vocabulary(self) -> Vocabulary:
         if not self.data_config.vocabulary:
             raise ValueError("DataConfig.vocabulary (the vocabulary file) is not set")
-        return self.family.vocabulary(self.data_config.vocabulary)
+        return self.family.vocabulary(self.checked_path(run_paths.VOCABULARY,
+                                                        self.data_config.vocabulary))
 
     @property
     def model_vocabulary(self) -> Optional[Vocabulary]:
@@ -202,12 +220,16 @@ class Run:
         (model/data/input_position.py)."""
         if not self.data_config.source:
             raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        self.checked_path(run_paths.SOURCE, self.data_config.source)
         return self.family.training_stream(self)
 
     def validation_examples(self) -> tf.data.Dataset:
         """Packed model features of the validation text."""
         if not self.data_config.source:
             raise ValueError("DataConfig.source is not set (a tfds:NAME@DIR spec or a file path)")
+        self.checked_path(run_paths.EVAL_SOURCE, self.data_config.eval_source)
+        if not self.data_config.eval_source:
+            self.checked_path(run_paths.SOURCE, self.data_config.source)
         return self.family.validation_examples(self)
 
     def estimator(self, batch_size: int, beam_size: int = 1, alpha: float = 0.6
@@ -222,8 +244,9 @@ class Run:
 def first_step(run: Run) -> int:
     """The global step a run starts from: the warm-start checkpoint's when the run's family
     continues training from it (T5), else 0."""
-    return warm_start.first_step(run.train_config.init_checkpoint,
-                                 run.family.warm_start_continues_training)
+    return warm_start.first_step(
+        run.checked_path(run_paths.INIT_CHECKPOINT, run.train_config.init_checkpoint),
+        run.family.warm_start_continues_training)
 
 
 def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
@@ -231,8 +254,13 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
     warm-start checkpoint's), resuming from the newest checkpoint with the same data position;
     the learning-rate schedule spans these steps. Returns the final global step. The operative
     gin config is written once the model is built."""
-    pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
+    # Before the model directory is made: a warm-start checkpoint that is not there leaves no
+    # new, empty folder behind (first_step reads it only where the family continues its step).
+    if run.train_config.init_checkpoint:
+        warm_start.checkpoint_path(run.checked_path(run_paths.INIT_CHECKPOINT,
+                                                    run.train_config.init_checkpoint))
     base_step = first_step(run)
+    pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
     start_step = checkpoint_step(run.model_dir) or base_step
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
     train_config = dataclasses.replace(run.train_config,
@@ -271,7 +299,7 @@ def evaluate(run: Run, examples: Examples, vocab_size: int,
     TensorBoard)."""
     checkpoint = checkpoint or checkpoint_state.newest_checkpoint(run.model_dir)
     if not checkpoint:
-        raise FileNotFoundError(f"no checkpoint to evaluate in {run.model_dir}")
+        raise checkpoint_state.no_checkpoint_error(run.model_dir)
     batch_size = min(run.train_config.eval_batch_size, max(1, run.train_config.tokens_per_batch
                                                             // feature_length(examples())))
     estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
@@ -322,7 +350,7 @@ def decode(run: Run, texts: Sequence[str], inputs_length: int, checkpoint: Optio
     """Decodes of `texts` by one checkpoint (None: the newest), greedy or by beam search."""
     checkpoint = checkpoint or checkpoint_state.newest_checkpoint(run.model_dir)
     if not checkpoint:
-        raise FileNotFoundError(f"no checkpoint to decode with in {run.model_dir}")
+        raise checkpoint_state.no_checkpoint_error(run.model_dir)
     if not texts:
         return []
     vocabulary = run.vocabulary
@@ -340,9 +368,20 @@ def gin_value(name: str):
 
 
 def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
-    """Parses gin files (paths, or names relative to model/gin/) and bindings."""
-    gin.parse_config_files_and_bindings([str(gin_path(name)) for name in gin_files], gin_params,
-                                        finalize_config=False)
+    """Parses gin files (paths, or names relative to model/gin/), then bindings, as gin's
+    parse_config_files_and_bindings; a syntax error names the file and line, or the binding
+    (gin_files.py)."""
+    for name in gin_files:
+        path = gin_path(name)
+        try:
+            gin.parse_config_file(str(path))
+        except (SyntaxError, tokenize.TokenError) as error:
+            raise file_syntax_error(path, error) from None
+    for binding in gin_params:
+        try:
+            gin.parse_config(binding)
+        except (SyntaxError, tokenize.TokenError) as error:
+            raise binding_syntax_error(binding, error) from None
 
 
 OPERATIVE_CONFIG_NAME = "operative_config.gin"  # hooks.py's GinConfigSaverHook writes it
@@ -408,6 +447,13 @@ def warn_overrides(recorded: Dict[str, object], model_dir: str) -> None:
         if given != value:
             progress(f"warning: {key} = {given!r} overrides {value!r} recorded in "
                      f"{pathlib.Path(model_dir) / OPERATIVE_CONFIG_NAME}")
+
+
+def recorded_paths(recorded: Mapping[str, object]) -> Dict[str, str]:
+    """{path setting: value} of the recorded bindings (apply_recorded_bindings') that name
+    files or folders and that the command line left as recorded: a Run's `recorded_paths`."""
+    return {key: value for key, value in recorded.items()
+            if key in run_paths.PATH_SETTINGS and gin.query_parameter(key) == value}
 
 
 def configured_run(model_dir: str, family_of: "Callable[[str], type[Family]]") -> Run:

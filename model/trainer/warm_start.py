@@ -27,7 +27,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import tensorflow.compat.v1 as tf
 
-from model.trainer import adafactor_slots
+from model.trainer import adafactor_slots, checkpoint_state
 
 VariableSpec = Tuple[Tuple[int, ...], str]  # shape, dtype name
 
@@ -84,10 +84,16 @@ def restore_plan(model: Mapping[str, VariableSpec], checkpoint: Mapping[str, Var
 
 
 def checkpoint_path(init_checkpoint: str) -> str:
-    """A checkpoint path, or a directory's newest checkpoint."""
+    """A checkpoint path, or a directory's newest checkpoint. None there is an error saying
+    whether the folder is missing or holds no checkpoint, and how a run gets one."""
     path = tf.train.latest_checkpoint(init_checkpoint) or init_checkpoint
     if not tf.io.gfile.exists(path + ".index"):
-        raise WarmStartError(f"no checkpoint at {init_checkpoint!r} (TrainConfig.init_checkpoint)")
+        problem = ("the folder holds no checkpoint (model.ckpt-N.index)"
+                   if tf.io.gfile.isdir(init_checkpoint)
+                   else f"no such folder, nor a checkpoint ({init_checkpoint}.index)")
+        raise WarmStartError(f"no checkpoint at {init_checkpoint!r} (TrainConfig.init_checkpoint):"
+                             f" {problem}; to start from a run, "
+                             + checkpoint_state.TRAIN_FIRST.format(dir=init_checkpoint))
     return path
 
 
