@@ -250,8 +250,9 @@ def test_the_dry_run_prints_the_plan_and_writes_nothing(done_run, capsys):
     c4.main(args + ["--output", str(output), "--in_parts", "--group_files", GROUP_FILES,
                     "--dry_run"])
     printed = capsys.readouterr().out
-    assert "5 groups of up to 1 WET files; 4 done (reused), 1 to compute (1 files) in 1 jobs" \
-        in printed
+    assert ("5 groups of up to 1 WET file; 4 done (reused), 1 to compute, 1 of them redone "
+            "(1 file) in 1 job of up to 1 group") in printed
+    assert f"  redo group-00001: {parts.STOPPED_WHILE_WRITTEN}" in printed
     assert (file_digests(output), sorted(os.listdir(output / parts.PARTS_FOLDER))) == before
 
 
@@ -312,7 +313,7 @@ def test_bad_wet_files_in_parts_are_skipped_counted_and_the_output_is_one_jobs(s
                                "--group_files", GROUP_FILES])
     assert in_parts == one and one["read"]["files.skipped:not_wet"] == 1
     assert file_digests(tmp_path / "parts") == file_digests(tmp_path / "one")
-    assert any("group-00001 skipped 1 unreadable WET files" in record.getMessage()
+    assert any("group-00001 skipped 1 unreadable WET file (" in record.getMessage()
                for record in caplog.records)
 
 
@@ -352,7 +353,7 @@ def test_several_manifests_run_in_parts_by_default_and_one_in_one_job(shared_dat
                                            "whirlwind.warc.wet.gz").encode()))
     base = ["--variant", "en", "--badwords", str(shared_data / "badwords/en"),
             "--output", str(tmp_path / "out"), "--dry_run"]
-    for manifests, plan in ((2, "in parts: 1 groups"), (1, "one job")):
+    for manifests, plan in ((2, "in parts: 1 group of"), (1, "one job")):
         capsys.readouterr()
         c4.main(base + ["--input", *[str(manifest)] * manifests])
         assert plan in capsys.readouterr().out
