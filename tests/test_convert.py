@@ -32,7 +32,7 @@ transformers = pytest.importorskip("transformers")
 from tests.support.convert import (  # noqa: E402  (needs torch and transformers)
     BERT_TOKENS, BERT_TYPES, CLASSES, OUR_INPUTS, TOLERANCE, assert_close, conversion,
     import_folder, our_logits, randomized, run_convert, tiny_bert, tiny_gpt1, tiny_t5,
-    transformers_logits, VOCAB)
+    transformers_logits)
 
 pytestmark = pytest.mark.usefixtures("clean_gin")
 
@@ -368,35 +368,6 @@ def test_a_t5_vocabulary_of_len_tokenizer_rows_is_padded_to_128(tmp_path, capsys
                        tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     exported = transformers.GenerationConfig.from_pretrained(str(tmp_path / "exported"))
     assert exported.suppress_tokens == list(range(size, rows))
-
-
-def test_berts_vocab_txt_comes_along_and_fine_tunes_without_a_vocabulary_flag(tmp_path,
-                                                                              shared_data):
-    """A BERT folder's vocab.txt (BertTokenizer's: our WordPiece vocabulary) becomes the
-    import's DataConfig.vocabulary, copied beside the checkpoint, so that fine-tuning from the
-    imported gin file needs no vocabulary given (as T5's spiece.model)."""
-    from model import train
-    from tests.support.in_process import command
-    tiny_bert(vocab_size=len(VOCAB)).save_pretrained(tmp_path / "source")
-    (tmp_path / "source" / "vocab.txt").write_text("".join(piece + "\n" for piece in VOCAB))
-    assert import_folder("bert", tmp_path / "source", tmp_path / "imported") == 0
-    copy = (tmp_path / "imported" / "vocab.txt").resolve()
-    assert copy.read_text() == (tmp_path / "source" / "vocab.txt").read_text()
-    gin_file = tmp_path / "imported" / checkpoints.GIN_NAME
-    assert f"DataConfig.vocabulary = '{copy}'" in gin_file.read_text()
-    mrpc = tmp_path / "mrpc.tsv"  # the header and 8 pairs
-    mrpc.write_text("\n".join((shared_data / "tasks" / "glue_mrpc" / "dev.tsv").read_text(
-        encoding="utf-8-sig").splitlines()[:9]) + "\n")
-    printed = command(train.main, [
-        "--mode", "finetune", "--task", "glue_mrpc", "--model_dir", str(tmp_path / "tuned"),
-        "--gin_file", str(gin_file), "--gin_file", "bert/finetune_classification.gin",
-        "--task_files", f"glue_mrpc:train={mrpc}", "--task_files", f"glue_mrpc:validation={mrpc}"],
-        [f"TrainConfig.init_checkpoint = '{tmp_path / 'imported'}'",
-         "DataConfig.inputs_length = 32", "TrainConfig.tokens_per_batch = 128",
-         "TrainConfig.train_steps = 1", "TrainConfig.save_checkpoints_steps = 1",
-         "TrainConfig.intra_op_threads = 1", "TrainConfig.inter_op_threads = 1"])
-    assert '"step": 1' in printed
-    assert str(copy) in (tmp_path / "tuned" / checkpoints.GIN_NAME).read_text()
 
 
 def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):

@@ -25,7 +25,7 @@ from model.convert import command as convert
 from model.convert import checkpoints
 from model.trainer import runs
 from model.trainer.model_config import ModelConfig
-from tests.support.convert import VOCAB, assert_close, run_convert
+from tests.support.convert import VOCAB, assert_close, run_card_snippet, run_convert
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -257,6 +257,11 @@ def test_export_writes_the_authors_folder_that_imports_back_bit_for_bit(state, s
     assert (exported / "vocab.txt").read_text() == (source / "vocab.txt").read_text()
     assert_close({"mlm_logits": reference_logits(written)},
                  {"mlm_logits": reference_logits(state)})
+
+    # The model card's Python reads the folder (their modeling code is not in transformers).
+    printed = run_card_snippet(exported, tmp_path)
+    assert "'bert.embeddings.para_position_embeddings.weight': (8, 16)" in printed
+    assert "| model | `BertForMaskedLM` |" in (exported / "README.md").read_text()
 
     assert import_authors(exported, tmp_path / "again") == 0
     before = tf.train.load_checkpoint(str(tmp_path / "ours"))

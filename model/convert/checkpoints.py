@@ -46,6 +46,7 @@ import gin
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from model.convert.card import finish_export
 from model.trainer import runs, warm_start
 from model.trainer.family import Family
 from model.trainer.mesh import MeshConfig, cpu_mesh_impl
@@ -97,6 +98,9 @@ class Conversion:
     embedding_rows: Callable[[int], int] = lambda n: n
     # transformers' tokenizer of the run's vocabulary (its ids ours), given its longest input.
     tokenizer: Callable[[Any, int], Any] = sentencepiece_tokenizer
+    # Python that loads the export folder (its path as given) of a run and runs it once: the
+    # model card's (model/convert/card.py).
+    usage: Optional[Callable[[str, runs.Run], str]] = None
 
     def transformers_class(self):
         import transformers
@@ -503,4 +507,5 @@ def export_transformers(conv: Conversion, run: runs.Run, output: str, path: str
     # The tokenizer's longest input is the position table's (BertConfig's
     # max_position_embeddings, OpenAIGPTConfig's n_positions by that name).
     write_tokenizer(conv.tokenizer, run, out, hf_config.max_position_embeddings)
-    return {"checkpoint": path, "export_dir": str(out)}
+    card = finish_export(run, out, path, conv.model_class, conv.usage(output, run))
+    return {"checkpoint": path, "export_dir": str(out), **card}

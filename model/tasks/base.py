@@ -101,6 +101,9 @@ class Task:
     # when beam search is switched on (model.trainer.decoding.DecodingConfig), else every task is greedy.
     final_decoding: Decoding = GREEDY
     lengths: SequenceLengths = DEFAULT_LENGTHS
+    # A classification task's classes by id, as its targets spell them (MRPC's "not_equivalent",
+    # "equivalent"); None for other tasks. An export names a classifier's outputs by them.
+    label_names: tuple[str, ...] | None = None
 
     def decoding(self, beam_search: bool) -> Decoding:
         """Greedy, as the paper's Section 3 experiments decode; with `beam_search`, the final

@@ -109,6 +109,7 @@ def _task(config: GlueConfig) -> Task:
         trained_on=config.config != "wnli",
         benchmark="glue" if config.config != "wnli" else "",
         lengths=GLUE_LENGTHS,
+        label_names=config.label_names,
     )
 
 

@@ -43,7 +43,8 @@ def _classification_task(config: str, fields: Sequence[str], label_names: Sequen
         preprocess=preprocess,
         postprocess=functools.partial(class_id, label_names=label_names),
         metric_names=metric_names, score_postprocessed=score,
-        num_train_examples=num_train_examples, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS)
+        num_train_examples=num_train_examples, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS,
+        label_names=tuple(label_names))
 
 
 def _cb_score(targets, predictions) -> dict[str, float]:

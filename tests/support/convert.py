@@ -2,6 +2,7 @@
 tests): tiny transformers models with every parameter redrawn, the inputs both sides run, our
 logits from an imported checkpoint, the tolerance, `python -m model.convert` in process, and
 the Google-layout BERT vocabulary."""
+import pathlib
 import re
 
 import gin
@@ -127,3 +128,21 @@ GOOGLE_RESERVED = (["[PAD]"] + [f"[unused{i}]" for i in range(99)]
 WORDS = ["the", "a", "cat", "dog", "sat", "on", "mat", "##s", "ran", ".", ",", "and", "big",
          "red", "##ly", "house"]
 VOCAB = GOOGLE_RESERVED + WORDS  # 120 ids
+
+
+def card_snippet(export_dir) -> str:
+    """The Python block of an export's model card (README.md), as written."""
+    text = (pathlib.Path(export_dir) / "README.md").read_text()
+    found = re.search(r"^```python\n(.*?)^```$", text, re.M | re.S)
+    assert found, f"no python block in {export_dir}/README.md"
+    return found.group(1)
+
+
+def run_card_snippet(export_dir, cwd) -> str:
+    """The card's Python run as a user runs it, in a new process from `cwd`: its stdout."""
+    import subprocess
+    import sys
+    result = subprocess.run([sys.executable, "-c", card_snippet(export_dir)], cwd=cwd,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result.stdout

@@ -213,7 +213,62 @@ def conversion(family: type, bert_config: "BertConfig") -> Conversion:
         {"tokens": np.ones([1, width], np.int32), "token_types": np.zeros([1, width], np.int32)},
         # BertTokenizer's vocab.txt, beside a save_pretrained folder's weights, is our
         # WordPiece vocabulary (bert/wordpiece.py): the import carries it.
-        tokenizer_file=VOCABULARY, tokenizer=tokenizer)
+        tokenizer_file=VOCABULARY, tokenizer=tokenizer,
+        usage=lambda export_dir, run: usage(head, export_dir))
+
+
+# A COPA example as BERT's multiple-choice head reads it: the view's context is the premise
+# and the question word (model/tasks/discriminative.py), each choice the second segment.
+COPA_CONTEXT = "The man broke his toe. cause"
+COPA_CHOICES = ("He dropped a hammer on his foot.", "He got a hole in his sock.")
+# What each head's snippet runs on the loaded `model` and `tokenizer` (its export's model card).
+HEAD_USAGE = {
+    "pretraining": """\
+inputs = tokenizer(f"the cat sat on the {tokenizer.mask_token} .", return_tensors="pt")
+with torch.no_grad():
+    logits = model(**inputs).prediction_logits
+masked = int((inputs["input_ids"][0] == tokenizer.mask_token_id).nonzero()[0, 0])
+print(tokenizer.decode(logits[0, masked].argmax()))
+""",
+    "classification": """\
+inputs = tokenizer("The cat sat on the mat.", "A cat was sitting on the mat.",
+                   return_tensors="pt")
+with torch.no_grad():
+    logits = model(**inputs).logits
+print(model.config.id2label[int(logits.argmax())])
+""",
+    "regression": """\
+inputs = tokenizer("The cat sat on the mat.", "A cat was sitting on the mat.",
+                   return_tensors="pt")
+with torch.no_grad():
+    print(float(model(**inputs).logits[0, 0]))
+""",
+    "multiple_choice": f"""\
+# [CLS] context [SEP] choice [SEP] per choice, as the fine-tuning read them.
+context = {COPA_CONTEXT!r}
+choices = {list(COPA_CHOICES)!r}
+inputs = tokenizer([context] * len(choices), choices, return_tensors="pt", padding=True)
+with torch.no_grad():
+    logits = model(**{{name: value[None] for name, value in inputs.items()}}).logits
+print(choices[int(logits.argmax())])
+""",
+    "span": """\
+question, context = "Where did the cat sit?", "The cat sat on the mat."
+inputs = tokenizer(question, context, return_tensors="pt")
+with torch.no_grad():
+    out = model(**inputs)
+start, end = int(out.start_logits.argmax()), int(out.end_logits.argmax())
+print(tokenizer.decode(inputs["input_ids"][0, start:end + 1]))
+"""}
+
+
+def usage(head: str, export_dir: str) -> str:
+    """Python that loads the export of a BERT with `head` from `export_dir` and runs the head
+    once (its model card's)."""
+    return (f"import torch\nfrom transformers import AutoTokenizer, {HEAD_CLASSES[head]}\n\n"
+            f"folder = {export_dir!r}\ntokenizer = AutoTokenizer.from_pretrained(folder)\n"
+            f"model = {HEAD_CLASSES[head]}.from_pretrained(folder).eval()\n"
+            + HEAD_USAGE[head])
 
 
 def tokenizer(vocabulary, model_max_length: int):

@@ -188,7 +188,63 @@ def conversion(family: type, gpt1: "GPT1Config") -> Conversion:
         "gpt1/token_embedding",
         lambda config, vocab: openai_gpt_config(config, gpt1, vocab), gin_bindings,
         lambda variables, config: openai_gpt_state_dict(variables, config.num_layers, gpt1.head),
-        mtf_outputs, examples, tokenizer=tokenizer)
+        mtf_outputs, examples, tokenizer=tokenizer,
+        usage=lambda export_dir, run: usage(gpt1, export_dir, run))
+
+
+# A COPA example as GPT-1's multiple-choice head reads it: the view's context is the premise
+# and the question word (model/tasks/discriminative.py).
+COPA_CONTEXT = "The man broke his toe. cause"
+COPA_CHOICES = ("He dropped a hammer on his foot.", "He got a hole in his sock.")
+# The start, delimiter and extract tokens by name (model/families/gpt1/inputs.py): our
+# SentencePiece vocabularies' sentinels, counting down from the last id, or OpenAI's BPE's own.
+SENTINEL_SPECIALS = ("<extra_id_0>", "<extra_id_1>", "<extra_id_2>")
+
+
+def usage(gpt1: "GPT1Config", export_dir: str, run) -> str:
+    """Python that loads GPT-1's export from `export_dir` and runs it once (its model card's):
+    a multiple-choice head's scores of a COPA example in the fine-tuning's layout, one sequence
+    `start context delimiter choice extract` per choice, each scored at its extract token; the
+    language model's next tokens without a head."""
+    model_class = "OpenAIGPTDoubleHeadsModel" if gpt1.head else "OpenAIGPTLMHeadModel"
+    bpe = run.data_config.vocabulary and isinstance(run.vocabulary, BpeVocabulary)
+    specials = SPECIAL_TOKENS if bpe else SENTINEL_SPECIALS
+    tokenizer_class = "OpenAIGPTTokenizerFast" if bpe else "T5TokenizerFast"
+    head = f"""\
+import torch
+from transformers import AutoTokenizer, {model_class}
+
+folder = {export_dir!r}
+tokenizer = AutoTokenizer.from_pretrained(folder)  # {tokenizer_class}: the run's ids
+model = {model_class}.from_pretrained(folder).eval()
+"""
+    if not gpt1.head:
+        return head + """\
+inputs = tokenizer("The cat sat on the", add_special_tokens=False, return_tensors="pt")
+print(tokenizer.decode(model.generate(**inputs, max_new_tokens=5, do_sample=False)[0]))
+"""
+    return head + f"""\
+# GPT-1's multiple-choice layout, one sequence per choice:
+#   {specials[0]} context {specials[1]} choice {specials[2]}   (start, delimiter, extract)
+start, delimiter, extract = tokenizer.convert_tokens_to_ids({list(specials)!r})
+
+
+def encode(text):
+    return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+context = {COPA_CONTEXT!r}
+choices = {list(COPA_CHOICES)!r}
+sequences = [[start] + encode(context) + [delimiter] + encode(choice) + [extract]
+             for choice in choices]
+length = max(map(len, sequences))
+input_ids = torch.tensor([[s + [0] * (length - len(s)) for s in sequences]])
+mc_token_ids = torch.tensor([[len(s) - 1 for s in sequences]])  # each extract token
+with torch.no_grad():
+    scores = model(input_ids=input_ids, mc_token_ids=mc_token_ids).mc_logits[0]
+print(scores.tolist())
+print(choices[int(scores.argmax())])
+"""
 
 
 def tokenizer(vocabulary, model_max_length: int):

@@ -56,6 +56,7 @@ from model.families.segabert import structure
 from model.trainer import runs
 from model.convert.checkpoints import (CheckpointFormat, Conversion, ConversionError,
                                        checkpoint_values, import_state, read_weights)
+from model.convert.card import finish_export
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
 
@@ -242,7 +243,29 @@ class PytorchFormat(CheckpointFormat):
                                 structure.StructureLimits(), vocab_size)
         (out / CONFIG).write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
         shutil.copyfile(run.vocabulary.path, out / VOCABULARY)
-        return {"checkpoint": checkpoint, "export_dir": str(out)}
+        written = finish_export(run, out, checkpoint, MODEL_CLASS, usage(output))
+        return {"checkpoint": checkpoint, "export_dir": str(out), **written}
+
+
+def usage(export_dir: str) -> str:
+    """Python that reads the authors' folder at `export_dir` (its model card's): their modeling
+    code is not in transformers, so the tensors and the vocabulary, and where the model is."""
+    return f"""\
+import json
+
+import torch
+from transformers import BertTokenizer
+
+folder = {export_dir!r}
+config = json.load(open(f"{{folder}}/{CONFIG}"))
+state = torch.load(f"{{folder}}/{WEIGHTS}", weights_only=True)
+tokenizer = BertTokenizer(f"{{folder}}/{VOCABULARY}")
+print(tokenizer.tokenize("The cat sat on the mat."))
+print({{name: tuple(value.shape) for name, value in state.items() if "position" in name}})
+# The model: the authors' modeling_segabert.py (github.com/rsvp-ai/segatron_aaai),
+# BertForMaskedLM.from_pretrained(folder) with each token's index in its sentence, its
+# sentence's in the paragraph and its paragraph's in the document.
+"""
 
 
 __all__ = ["PytorchFormat", "authors_config", "authors_state", "conversion", "mtf_outputs"]

@@ -69,9 +69,11 @@ from model.data.vocabulary import EOS_ID, PAD_ID
 from model.families.t5 import finetune
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
+from model.convert import card
 from model.convert.checkpoints import (CONFIG_FILE, Conversion, TransformersFormat,
                                        import_state, read_transformers_folder,
                                        sentencepiece_tokenizer, write_tokenizer)
+from model.tasks.evaluation import EVAL_DIR
 from model.trainer.decoding import DecodingConfig
 from model.trainer.model_config import ModelConfig
 from model.trainer.model_fn import import_features
@@ -197,6 +199,37 @@ def generation_config(decode_length: int, decoding: tasks.Decoding, vocab_size: 
         suppress_tokens=padding_rows(vocab_size) or None)
 
 
+# The snippet's input where the run's evaluation recorded none (a pre-training task's text).
+DEFAULT_INPUT = "The cat sat on the mat. It was a sunny day."
+
+
+def usage(export_dir: str, text: str) -> str:
+    """Python that loads T5's export from `export_dir` and decodes `text` (its model card's):
+    AutoModelForSeq2SeqLM builds T5 or mT5 as config.json says; `generate` decodes as our
+    evaluation (generation_config.json)."""
+    return f"""\
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+
+folder = {export_dir!r}
+tokenizer = AutoTokenizer.from_pretrained(folder)  # over spiece.model: the run's ids
+model = AutoModelForSeq2SeqLM.from_pretrained(folder).eval()
+inputs = tokenizer({text!r}, return_tensors="pt")
+print(tokenizer.decode(model.generate(**inputs)[0], skip_special_tokens=True))
+"""
+
+
+def evaluated_input(model_dir: str, checkpoint: str) -> str:
+    """The first input the run's evaluation decoded with `checkpoint` (a task's text as the
+    model was fine-tuned on it), else DEFAULT_INPUT."""
+    step = card.checkpoint_step(checkpoint)
+    for path in sorted(pathlib.Path(model_dir, EVAL_DIR).glob(f"*/*/predictions-{step}.jsonl")):
+        with path.open() as lines:
+            first = lines.readline()
+        if first.strip():
+            return json.loads(first)["inputs"]
+    return DEFAULT_INPUT
+
+
 def export(run: runs.Run, export_dir: str, checkpoint: str = "",
            task: Optional[str] = None) -> Dict[str, str]:
     """Writes config, weights (safetensors), generation config and tokenizer of `checkpoint`
@@ -218,7 +251,10 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     tokenizer_class = transformers_classes(run.model_config).tokenizer
     write_tokenizer(functools.partial(sentencepiece_tokenizer, tokenizer_class=tokenizer_class),
                     run, out, run.data_config.inputs_length)
-    return {"checkpoint": source, "export_dir": str(out)}
+    snippet = usage(export_dir, evaluated_input(run.model_dir, source))
+    written = card.finish_export(run, out, source, transformers_classes(run.model_config).model,
+                                 snippet, task)
+    return {"checkpoint": source, "export_dir": str(out), **written}
 
 
 def gin_bindings(hf: Any) -> Dict[str, Any]:
