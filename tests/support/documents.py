@@ -23,7 +23,8 @@ NOT_RUN = "# not run here: "
 REASONS = ("needs the internet", "needs a Google Cloud project", "needs a TPU",
            "the paper's size (a TPU)", "a benchmark (bench/README.md)")
 # Folders of a working copy that hold no document of the project's.
-NOT_DOCUMENTS = {".git", ".venv", ".venv-worker", "out", "runs", "build", "dist", "__pycache__"}
+NOT_DOCUMENTS = {".git", ".venv", ".venv-worker", "out", "runs", "hf", "build", "dist",
+                 "__pycache__"}
 FENCE = re.compile(r"^(```+)\s*(\S*)\s*$")
 
 

@@ -226,7 +226,8 @@ print(tokenizer.decode(model.generate(**inputs, max_new_tokens=5, do_sample=Fals
     return head + f"""\
 # GPT-1's multiple-choice layout, one sequence per choice:
 #   {specials[0]} context {specials[1]} choice {specials[2]}   (start, delimiter, extract)
-start, delimiter, extract = tokenizer.convert_tokens_to_ids({list(specials)!r})
+specials = {list(specials)!r}
+start, delimiter, extract = tokenizer.convert_tokens_to_ids(specials)
 
 
 def encode(text):
