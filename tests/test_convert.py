@@ -31,8 +31,8 @@ transformers = pytest.importorskip("transformers")
 
 from tests.support.convert import (  # noqa: E402  (needs torch and transformers)
     BERT_TOKENS, BERT_TYPES, CLASSES, OUR_INPUTS, TOLERANCE, assert_close, conversion,
-    import_folder, our_logits, randomized, run_convert, tiny_bert, tiny_gpt1, tiny_t5,
-    transformers_logits)
+    import_folder, our_logits, randomized, run_card_snippet, run_convert, tiny_bert, tiny_gpt1,
+    tiny_t5, transformers_logits)
 
 pytestmark = pytest.mark.usefixtures("clean_gin")
 
@@ -368,6 +368,11 @@ def test_a_t5_vocabulary_of_len_tokenizer_rows_is_padded_to_128(tmp_path, capsys
                        tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     exported = transformers.GenerationConfig.from_pretrained(str(tmp_path / "exported"))
     assert exported.suppress_tokens == list(range(size, rows))
+    # Its model card's Python (model/convert/card.py) loads it and generates, as written.
+    assert "| model | `T5ForConditionalGeneration` |" in \
+        (tmp_path / "exported" / "README.md").read_text()
+    if gated:  # once: a new process
+        run_card_snippet(tmp_path / "exported", tmp_path)
 
 
 def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):
