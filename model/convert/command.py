@@ -8,10 +8,10 @@
 FAMILY is a family's package under model/families/ (t5, gpt1, bert, segabert) and FORMAT one
 of the formats it declares (`ModelFamily.checkpoint_formats`: `hf`, transformers'
 save_pretrained folders, for T5, GPT-1 and BERT; the released checkpoints: `t5`, `openai`,
-`google` and SegaBERT's `pytorch`), each a module of the family's package over the shared
-machinery of
-model/convert/checkpoints.py, which says what an import checks and writes. This command line
-parses, resolves the family and its format, and calls it.
+`google` and SegaBERT's `pytorch`, which also exports), each a module of the family's package
+over the shared machinery of model/convert/checkpoints.py, which says what an import checks and
+writes. Every export also names a classifier's labels by its task and writes a model card
+(card.py). This command line parses, resolves the family and its format, and calls it.
 
 Import writes DIR/model.ckpt-0 and DIR/operative_config.gin; fine-tune it with
 `--gin_file DIR/operative_config.gin --gin_param "TrainConfig.init_checkpoint = 'DIR'"`.
