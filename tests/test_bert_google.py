@@ -167,7 +167,7 @@ def test_round_trip_gives_transformers_logits(reference, google_folder, tmp_path
     assert_close(ours, expected)
 
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     exported = transformers.BertForPreTraining.from_pretrained(str(tmp_path / "exported"))
     assert exported.config.hidden_act == "gelu_new"
     assert_close(transformers_logits(exported.eval()), expected)
@@ -218,7 +218,7 @@ def test_another_family_has_no_google_format(google_folder, tmp_path, capsys):
 
 def test_google_has_no_export(tmp_path, capsys):
     assert run_convert("export", "--family", "bert", "--format", "google", "--model_dir",
-                       tmp_path, "--output", tmp_path / "out") == 2
+                       tmp_path, "--export_dir", tmp_path / "out") == 2
     assert "--family bert --format google has no export (it has import)" in \
         capsys.readouterr().err
 
@@ -312,7 +312,7 @@ def test_the_hf_export_carries_a_bert_tokenizer_of_our_ids(c4_texts, tmp_path, l
     write_folder(tmp_path / "google", tiny_bert(vocabulary.vocab_size), vocab=vocabulary.pieces)
     assert import_google(tmp_path / "google", tmp_path / "ours") == 0
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "exported"))
     assert (tokenizer.do_lower_case, len(tokenizer), tokenizer.model_max_length) == \
         (lower_case, vocabulary.vocab_size, 32)

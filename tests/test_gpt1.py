@@ -410,7 +410,7 @@ def test_the_hf_export_carries_a_tokenizer_of_our_sentencepiece_ids(pretrained, 
     from tests.support.texts import real_texts
     model_dir, _ = pretrained
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir", model_dir,
-                       "--output", tmp_path) == 0
+                       "--export_dir", tmp_path) == 0
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path))
     assert isinstance(tokenizer, transformers.T5TokenizerFast)
     assert len(tokenizer) == vocabulary.vocab_size

@@ -278,7 +278,7 @@ def test_release_imports_with_transformers_logits_and_exports(release, tmp_path,
     assert not ours[..., pieces:].any()
 
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir", ours_dir,
-                       "--output", tmp_path / "exported") == 0
+                       "--export_dir", tmp_path / "exported") == 0
     exported = transformers.OpenAIGPTLMHeadModel.from_pretrained(str(tmp_path / "exported"))
     with torch.no_grad():
         assert_close({"logits": exported.eval()(torch.tensor(tokens)).logits.numpy()},
@@ -292,7 +292,7 @@ def test_the_hf_export_carries_a_tokenizer_of_our_ids(release, tmp_path, texts):
     from tests.support.convert import run_convert
     assert import_release(release[0], tmp_path / "ours", f"ModelConfig.num_heads = {N_HEAD}") == 0
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
-                       tmp_path / "ours", "--output", tmp_path / "exported") == 0
+                       tmp_path / "ours", "--export_dir", tmp_path / "exported") == 0
     tokenizer = transformers.AutoTokenizer.from_pretrained(str(tmp_path / "exported"))
     assert isinstance(tokenizer, transformers.OpenAIGPTTokenizerFast)
     vocabulary = GPT1.vocabulary(str(tmp_path / "ours" / ENCODER))
@@ -400,7 +400,7 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     assert train.main(argv) == 0
 
     assert run_convert("export", "--family", "gpt1", "--format", "hf", "--model_dir",
-                       tmp_path / "tuned", "--output", tmp_path / "exported") == 0
+                       tmp_path / "tuned", "--export_dir", tmp_path / "exported") == 0
     exported = transformers.OpenAIGPTDoubleHeadsModel.from_pretrained(
         str(tmp_path / "exported")).eval()
     vocabulary = GPT1.vocabulary(str(tmp_path / "imported" / ENCODER))

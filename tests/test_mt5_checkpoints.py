@@ -73,7 +73,7 @@ def imported(tmp_path_factory, shared_data):
 def export(model_dir, output) -> dict:
     """`export --format hf` of `model_dir`'s newest checkpoint; the written config.json."""
     assert run_convert("export", "--family", "t5", "--format", "hf", "--model_dir", model_dir,
-                       "--output", output) == 0
+                       "--export_dir", output) == 0
     return json.loads((output / "config.json").read_text())
 
 

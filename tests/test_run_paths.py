@@ -17,6 +17,7 @@ import gin
 import pytest
 
 from model import train
+from model.convert import command as convert_command
 from model.trainer import run_paths, runs
 from tests.support.in_process import run_main
 from tests.support.trained_vocab import trained_vocabulary
@@ -156,11 +157,17 @@ def test_a_moved_run_names_the_recorded_path_and_its_override_works(project, els
     (project / "vocab").rename(gone)  # the run's old place no longer has its vocabulary
     try:
         status, _, err = command(decode)
+        convert_err = io.StringIO()
+        convert_status = run_main(convert_command.main,
+                                  ["export", "--family", "t5", "--format", "hf", "--model_dir",
+                                   "moved/runs/t5", "--export_dir", "hf"],
+                                  io.StringIO(), convert_err)
     finally:
         gone.rename(project / "vocab")
-    assert status == 2
-    missing_path_error(err, "DataConfig.vocabulary", str(project / "vocab" / "trial.model"),
-                       pathlib.Path("moved/runs/t5"))
+    assert status == 2 and convert_status == 2
+    for said in (err, convert_err.getvalue()):
+        missing_path_error(said, "DataConfig.vocabulary",
+                           str(project / "vocab" / "trial.model"), pathlib.Path("moved/runs/t5"))
     assert "moved, deleted, or on another machine" in err
     out, _ = succeeded(decode + params("DataConfig.vocabulary = 'moved/vocab/trial.model'"))
     assert len(out.splitlines()) == 1

@@ -39,6 +39,7 @@ OpenAIGPTTokenizerFast over OpenAI's BPE, BertTokenizer over a WordPiece vocab.t
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from typing import Dict, Optional, Sequence
@@ -93,14 +94,17 @@ def resolve(family: str, format_name: str, direction: str) -> CheckpointFormat:
 
 
 def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir: str,
-                      checkpoint: str = "") -> Dict[str, str]:
+                      checkpoint: str = "", recorded_paths: Optional[Dict[str, str]] = None
+                      ) -> Dict[str, str]:
     """Writes `checkpoint` (as `--checkpoint` of model.train: "" the newest in `model_dir`,
     "best", a path or a name in `model_dir`), sized by the parsed gin configuration, in the
-    format to `export_dir`."""
+    format to `export_dir`. `recorded_paths` (runs.recorded_paths) lets a recorded path that
+    is not there be named with the operative config it came from."""
     chosen = resolve(family, format_name, "export")
     expected = convertible_families()[family]
     with gin.config_scope("export"):
-        run = families.configured_run(model_dir)
+        run = dataclasses.replace(families.configured_run(model_dir),
+                                  recorded_paths=recorded_paths or {})
     if run.family is not expected:
         raise ConversionError(f"--family {family} exports architectures {expected.architectures}; "
                               f"the gin configuration says {run.model_config.architecture!r}")
@@ -165,7 +169,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             result = checkpoint_format.import_checkpoint(args.source, args.model_dir)
         else:
             result = export_checkpoint(args.family, args.format, args.model_dir,
-                                       export_folder(args), args.checkpoint)
+                                       export_folder(args), args.checkpoint,
+                                       runs.recorded_paths(recorded))
         print(json.dumps(result))
     except (ValueError, KeyError, SyntaxError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)
