@@ -55,16 +55,8 @@ from model.trainer.verbosity import add_verbosity_flag, quiet_libraries
 
 def convertible_families() -> Dict[str, type]:
     """{package name: family class} of the registered families that declare formats."""
-    found: Dict[str, type] = {}
-    for family in families.REGISTRY.families:
-        if not family.checkpoint_formats():
-            continue
-        package = family.__module__.split(".")[-2]
-        if package in found:
-            raise ValueError(f"families {found[package].name} and {family.name} of package "
-                             f"{package} both declare checkpoint formats")
-        found[package] = family
-    return found
+    return families.families_by_package(lambda family: family.checkpoint_formats(),
+                                        "checkpoint formats")
 
 
 def formats_by_family() -> str:

@@ -11,7 +11,7 @@ nothing.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, Dict
 
 from model.families.base import ModelFamily, Registry
 from model.families.bert.model import Bert
@@ -35,9 +35,32 @@ def family_for(config: Any, vocab_size: int,
     return family_class(config.architecture)(config, vocab_size, variable_dtype)
 
 
+def package_of(family: type) -> str:
+    """The package of model/families/ (or elsewhere) that defines `family`: the name
+    `--family` takes on the command lines that pick a family by package (model.convert,
+    deploy.tpu)."""
+    return family.__module__.split(".")[-2]
+
+
+def families_by_package(declares: Callable[[type], Any], what: str) -> Dict[str, type]:
+    """{package name: family class} of the registered families for which `declares(family)`
+    is true; two of one package that both declare it are an error naming them and `what`."""
+    found: Dict[str, type] = {}
+    for family in REGISTRY.families:
+        if not declares(family):
+            continue
+        package = package_of(family)
+        if package in found:
+            raise ValueError(f"families {found[package].name} and {family.name} of package "
+                             f"{package} both declare {what}")
+        found[package] = family
+    return found
+
+
 def configured_run(model_dir: str) -> runs.Run:
     """The run the parsed gin bindings describe, with the family of its architecture."""
     return runs.configured_run(model_dir, family_class)
 
 
-__all__ = ["ModelFamily", "REGISTRY", "configured_run", "family_class", "family_for"]
+__all__ = ["ModelFamily", "REGISTRY", "configured_run", "families_by_package", "family_class",
+           "family_for", "package_of"]
