@@ -16,7 +16,7 @@ import shlex
 import sys
 from typing import Optional, Sequence
 
-from deploy import arguments, requirements
+from deploy import REPO_ROOT, arguments, requirements
 from pipelines import common_crawl
 from pipelines.config import VARIANTS as VARIANT_CONFIGS
 from pipelines.wording import counted
@@ -41,7 +41,6 @@ DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 # s3://commoncrawl/ needs AWS credentials on every worker; a gs:// mirror in the job's region
 # is fastest and cheapest.
 DEFAULT_CC_BASE_URL = common_crawl.BASE_URL
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 # How the job's functions travel to the workers: every function the pipeline ships is
 # importable from its package there, so __main__ is not pickled (it would only drag the
 # launcher's globals along); cloudpickle pickles what is not importable by value.

@@ -30,11 +30,10 @@ import sys
 import tempfile
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
-from deploy import worker_env
+from deploy import REPO_ROOT, worker_env
 from deploy.dataflow import PICKLING_OPTIONS
 from pipelines.parts import PARTS_FOLDER
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 WORKER_POOL_SCRIPT = pathlib.Path(__file__).resolve().parent / "worker_pool.py"
 POOL_START_TIMEOUT_S = 60

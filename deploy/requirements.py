@@ -14,7 +14,8 @@ import pathlib
 import sys
 from typing import Iterable
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
+from deploy import REPO_ROOT
+
 REQUIREMENTS_TXT = REPO_ROOT / "requirements.txt"
 # Needed only to run the tests, never on a worker.
 TEST_ONLY = frozenset({"pytest", "pytest-xdist"})

@@ -1,5 +1,6 @@
 """The launchers' dry runs: commands built from arguments, bad arguments refused with a message."""
 import ast
+import dataclasses
 import importlib.metadata
 import pathlib
 import shlex
@@ -522,6 +523,20 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     ]
 
 
+def test_the_tpu_dry_run_imports_no_tensorflow():
+    """A dry run only prints commands: it reads gin files and the families' launch facts, never
+    TensorFlow or Mesh TensorFlow (seconds, and it runs where neither is installed)."""
+    wrapper = ("import sys; from deploy.tpu import main; main(sys.argv[1:]); "
+               "print(' '.join(sorted(sys.modules)))")
+    probe = subprocess.run(
+        [sys.executable, "-c", wrapper, *BASE_TPU_ARGS, "--accelerator_type", "v3-8",
+         "--size", "small", "--dry-run"],
+        cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    *commands, modules = probe.stdout.splitlines()
+    assert commands[0].startswith("gcloud compute tpus tpu-vm create")
+    assert not {"tensorflow", "mesh_tensorflow"} & set(modules.split())
+
+
 def shell_commands(script: str) -> list[list[str]]:
     """The words of each command of a `;`-separated script, as the remote shell reads them."""
     lexer = shlex.shlex(script, posix=True, punctuation_chars=";")
@@ -581,27 +596,28 @@ def test_pod_slice_uses_the_pod_image_and_the_slice_name():
     assert r'MeshConfig.mesh_shape=\"model:8,batch:32\"' in script
 
 
-def test_the_launcher_plans_each_registered_family_as_the_family_says(monkeypatch):
-    """deploy/tpu.py keeps no family list of its own: a registered family that says how it
-    launches (`ModelFamily.tpu_launch`: sizes, pre-training files, vocabulary, parallelism) is
-    one the launcher plans, under its package's name; adding one changes nothing here."""
+def test_the_launcher_plans_each_family_as_model_tpu_launch_says(monkeypatch):
+    """deploy/tpu keeps no family list of its own: each entry of model/tpu_launch.py (sizes,
+    pre-training files, vocabulary, parallelism) is a family the launcher plans, under its
+    package's name, and is the launch of a registered family of that package (the registry's
+    one lookup by package, as model.convert's) that builds the architectures it names."""
     from model import families
-    from model.families.base import Registry, TPULaunch
-    from model.families.bert.model import Bert
-    assert {name: family.launch for name, family in tpu.launched_families().items()} == {
-        family.__module__.split(".")[-2]: family.tpu_launch
-        for family in families.REGISTRY.families if family.tpu_launch}
+    from model import tpu_launch
+    from model.tpu_launch import TPULaunch
+    registered = families.families_by_package(lambda family: family.tpu_launch, "a TPU launch")
+    assert set(tpu.launched_families()) == set(registered) == set(tpu_launch.TPU_LAUNCHES)
+    for package, launch in tpu_launch.TPU_LAUNCHES.items():
+        # The registered class's own copy, until model/families/base.py's TPULaunch goes.
+        assert {field: value for field, value in dataclasses.asdict(launch).items()
+                if field != "architectures"} == dataclasses.asdict(registered[package].tpu_launch)
+        assert set(launch.architectures) <= set(registered[package].architectures)
     assert tpu.DEFAULT_FAMILY == "t5" and tpu.ARCHITECTURE_FAMILIES == {
         "gpt1": "gpt1", "bert": "bert", "segabert": "segabert"}
 
-    class Toy(Bert):  # a family of package "tests" (this module's)
-        name = "toy"
-        architectures = ("toy",)
-        tpu_launch = TPULaunch("bert", ("bert/pretrain_128.gin",), 30_000)
-
-    monkeypatch.setattr(families, "REGISTRY", Registry(families.REGISTRY.families + (Toy,)))
-    toy = tpu.launched_families()["tests"]
-    assert (toy.architectures, toy.launch.vocab_size, toy.launch.pretrain_gin) == (
+    monkeypatch.setitem(tpu_launch.TPU_LAUNCHES, "toy", TPULaunch(
+        "bert", ("bert/pretrain_128.gin",), 30_000, architectures=("toy",)))
+    toy = tpu.launched_families()["toy"]
+    assert (toy.launch.architectures, toy.launch.vocab_size, toy.launch.pretrain_gin) == (
         ("toy",), 30_000, ("bert/pretrain_128.gin",))
     assert "base" in toy.sizes() and toy.batch_sequences() == 256
 
