@@ -48,7 +48,7 @@ def test_convert_help_lists_every_family_and_format_of_the_registry():
     for family in families.REGISTRY.families:
         for name, chosen in family.checkpoint_formats().items():
             assert f"{name} ({', '.join(chosen.directions)})" in text
-    assert "segabert: pytorch (import)" in text
+    assert "segabert: pytorch (import, export)" in text
 
 
 def every_task() -> list:
