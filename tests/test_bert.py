@@ -883,7 +883,7 @@ def test_tpu_path_builds_with_saver_in_scaffold_and_values_by_host_call(tmp_path
         assert "bert/embeddings/word_embeddings/adam_m" in names
         optimizer = setup.family.optimizer(1e-4)
         decayed = {name for name in names if "adam_" not in name and name.startswith("bert/")
-                   and optimizer._do_use_weight_decay(name)}
+                   and optimizer.decays(name)}
         assert "bert/encoder/block_000/attention/query/kernel" in decayed
         assert "bert/embeddings/position_embeddings" in decayed
         assert not any(name.endswith(("/bias", "/scale")) for name in decayed)

@@ -19,8 +19,8 @@ pooled output. Where we differ, and why:
   default layout splits heads, d_ff and vocabulary over a `model` mesh axis, as for T5;
 - PREDICT reads token types from the inputs (everything after the first [SEP] is segment B),
   so the one-feature predict path of model_fn.py serves every head;
-- the optimizer is mtf's AdamWeightDecay (BERT's) with the weights read in float32, so that
-  bfloat16 activations work; ModelConfig.z_loss is not used.
+- the optimizer is BERT's AdamWeightDecay, the trainer's Adam (model/trainer/adam.py: weights
+  read in float32, so that bfloat16 activations work); ModelConfig.z_loss is not used.
 GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers' "gelu_new") by
 default; `BertConfig.hidden_act = 'gelu'` computes the exact erf form, transformers' "gelu", which
 the hub's BERT configs name (a model imported from one computes what it computed there).
@@ -64,39 +64,23 @@ from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.config import BertConfig
 from model.families.bert.heads import HEADS, Encoded, Head
 from model.convert.checkpoints import TransformersFormat
+from model.trainer.adam import DecoupledAdam
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
 from model.families.bert.wordpiece import LEARNED_IDS, PAD_ID, SpecialIds, WordPieceVocabulary
 
 _ATTENTION_MASK_BIAS = -10000.0  # BERT's additive bias on padding keys
+# What BERT's exclude_from_weight_decay names (patterns searched in the variable's name).
+_NOT_DECAYED = ("layer_norm", "bias")
 
 
-class AdamWeightDecay(mtf.optimize.AdamWeightDecayOptimizer):
-    """BERT's optimizer, mtf's `AdamWeightDecayOptimizer` (Adam without bias correction, the
-    decay added to the update, not to the loss), with the weights read in float32: mtf adds
-    `weight_decay_rate * var.value`, the weights in the activation dtype, to a float32 update,
-    which fails with bfloat16 activations (mtf's Adafactor reads `to_float(var.value)`)."""
+class AdamWeightDecay(DecoupledAdam):
+    """BERT's optimizer (its optimization.py's AdamWeightDecayOptimizer): Adam without bias
+    correction, the decay `weight_decay * param` added to the update on every weight but layer
+    norms and biases (model/trainer/adam.py keeps the slots and moments)."""
 
-    def apply_grad(self, grad, var):
-        if grad is None:
-            return []
-        grad = mtf.to_float(grad)
-        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
-                             initializer=tf.zeros_initializer(), trainable=False)
-        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
-                             initializer=tf.zeros_initializer(), trainable=False)
-        next_m = self.beta_1 * m + (1.0 - self.beta_1) * grad
-        next_v = self.beta_2 * v + (1.0 - self.beta_2) * mtf.square(grad)
-        update = self.adam_step(next_m, next_v)
-        if self._do_use_weight_decay(var.name):
-            update += self.weight_decay_rate * mtf.to_float(var.value)
-        return [mtf.assign_sub(var, self.learning_rate * update),
-                mtf.assign(m, next_m), mtf.assign(v, next_v)]
-
-    def adam_step(self, m: mtf.Tensor, v: mtf.Tensor) -> mtf.Tensor:
-        """The update before the decay, from the new moments: BERT's m / (sqrt(v) + epsilon),
-        no bias correction (SegaBERT's FusedAdam overrides this)."""
-        return m / (mtf.sqrt(v) + self.epsilon)
+    def decays(self, variable_name: str) -> bool:
+        return not any(excluded in variable_name for excluded in _NOT_DECAYED)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -197,10 +181,9 @@ class Bert(ModelFamily):
         return Built(training=training)
 
     def optimizer(self, learning_rate):
-        return AdamWeightDecay(
-            learning_rate=learning_rate, weight_decay_rate=self.bert.weight_decay_rate,
-            beta_1=self.bert.adam_beta1, beta_2=self.bert.adam_beta2,
-            epsilon=self.bert.adam_epsilon, exclude_from_weight_decay=["layer_norm", "bias"])
+        return AdamWeightDecay(learning_rate, beta1=self.bert.adam_beta1,
+                               beta2=self.bert.adam_beta2, epsilon=self.bert.adam_epsilon,
+                               weight_decay=self.bert.weight_decay_rate)
 
     def losses(self, model: Built, batch: Dict[str, mtf.Tensor], mode: str) -> Losses:
         batch = self.head.per_example(batch)

@@ -63,6 +63,7 @@ from model.families.gpt1.config import GPT1Config
 from model.families.gpt1.inputs import HEAD_KEYS, special_tokens
 from model.tasks import discriminative
 from model.convert.checkpoints import TransformersFormat
+from model.trainer.adam import DecoupledAdam, bias_correction_step
 from model.trainer.losses import Losses, token_losses
 from model.trainer.model_config import ModelConfig
 from model.trainer.mtf_compat import mtf
@@ -367,36 +368,24 @@ def is_weight(variable_name: str) -> bool:
     return not variable_name.endswith(_NOT_WEIGHTS)
 
 
-class GPTAdam(mtf.optimize.Optimizer):
+class GPTAdam(DecoupledAdam):
     """OpenAI's Adam for GPT-1 (`adam` in finetune-transformer-lm's opt.py): the bias correction
     is folded into the step size, `lrt = lr * sqrt(1 - beta2^t) / (1 - beta1^t)`, and that step
     size scales both the Adam step `m / (sqrt(v) + epsilon)` and the modified L2 term
     `weight_decay * param`, the latter on weights only (`is_weight`: not biases or gains),
-    outside the moments (decoupled: vector_l2 off)."""
+    outside the moments (decoupled: vector_l2 off). The slots and moments are the trainer's
+    (model/trainer/adam.py)."""
 
     def __init__(self, learning_rate, beta1=0.9, beta2=0.999, epsilon=1e-8, weight_decay=0.01):
-        self.learning_rate = learning_rate
-        self.beta1, self.beta2, self.epsilon = beta1, beta2, epsilon
-        self.weight_decay = weight_decay
+        super().__init__(learning_rate, beta1, beta2, epsilon, weight_decay)
 
-    def apply_grad(self, grad, var):
-        if grad is None:
-            return []
-        grad = mtf.to_float(grad)
-        step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
-        m = mtf.get_variable(var.mesh, var.name + "/adam_m", var.shape,
-                             initializer=tf.zeros_initializer(), trainable=False)
-        v = mtf.get_variable(var.mesh, var.name + "/adam_v", var.shape,
-                             initializer=tf.zeros_initializer(), trainable=False)
-        next_m = self.beta1 * m + (1.0 - self.beta1) * grad
-        next_v = self.beta2 * v + (1.0 - self.beta2) * mtf.square(grad)
-        step_size = (self.learning_rate * tf.sqrt(1.0 - tf.pow(self.beta2, step))
-                     / (1.0 - tf.pow(self.beta1, step)))
-        update = next_m / (mtf.sqrt(next_v) + self.epsilon)
-        if self.weight_decay and is_weight(var.name):
-            update += self.weight_decay * mtf.to_float(var.value)
-        return [mtf.assign_sub(var, update * step_size),
-                mtf.assign(m, next_m), mtf.assign(v, next_v)]
+    def step_size(self) -> tf.Tensor:
+        step = bias_correction_step()
+        return (self.learning_rate * tf.sqrt(1.0 - tf.pow(self.beta2, step))
+                / (1.0 - tf.pow(self.beta1, step)))
+
+    def decays(self, variable_name: str) -> bool:
+        return is_weight(variable_name)
 
 
 def count_parameters(config: ModelConfig, vocab_size: int, gpt1: GPT1Config = GPT1Config()) -> int:

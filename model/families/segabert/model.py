@@ -36,6 +36,7 @@ from model.families.bert import finetune as bert_finetune, inputs as bert_inputs
 from model.families.base import TPULaunch
 from model.families.bert.model import AdamWeightDecay, Bert, BertConfig
 from model.families.segabert import finetune, pytorch, structure
+from model.trainer.adam import bias_correction_step
 from model.trainer.mtf_compat import mtf
 
 # The three embedding tables, in structure.INDEX_KEYS order.
@@ -57,13 +58,13 @@ class FusedAdamConfig:
 class FusedAdam(AdamWeightDecay):
     """apex's FusedAdam in AdamW mode (multi_tensor_adam.cu, ADAM_MODE_1), step t = global
     step + 1: m and v as Adam's, `update = (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) +
-    epsilon) + weight_decay * param` (the decay where `_do_use_weight_decay`), `param -= lr *
+    epsilon) + weight_decay * param` (the decay where BERT's `decays`), `param -= lr *
     update`: BERT's AdamWeightDecay with the bias correction."""
 
     def adam_step(self, m: mtf.Tensor, v: mtf.Tensor) -> mtf.Tensor:
-        step = tf.cast(tf.train.get_or_create_global_step(), tf.float32) + 1.0
-        m_unbiased = m / (1.0 - tf.pow(self.beta_1, step))
-        v_unbiased = v / (1.0 - tf.pow(self.beta_2, step))
+        step = bias_correction_step()
+        m_unbiased = m / (1.0 - tf.pow(self.beta1, step))
+        v_unbiased = v / (1.0 - tf.pow(self.beta2, step))
         return m_unbiased / (mtf.sqrt(v_unbiased) + self.epsilon)
 
 
@@ -127,9 +128,8 @@ class SegaBert(Bert):
 
     def optimizer(self, learning_rate):
         settings = FusedAdamConfig()
-        return FusedAdam(learning_rate=learning_rate, weight_decay_rate=settings.weight_decay_rate,
-                         beta_1=settings.beta1, beta_2=settings.beta2, epsilon=settings.epsilon,
-                         exclude_from_weight_decay=["layer_norm", "bias"])
+        return FusedAdam(learning_rate, beta1=settings.beta1, beta2=settings.beta2,
+                         epsilon=settings.epsilon, weight_decay=settings.weight_decay_rate)
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
