@@ -21,6 +21,7 @@ import tensorflow as tf  # noqa: E402
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 
+from model.data.features import EncoderDecoderConverter  # noqa: E402
 from model.data.inputs import jsonl_text_dataset, pretraining_dataset  # noqa: E402
 from model.data.vocabulary import Vocabulary  # noqa: E402
 from tests.support.trained_vocab import trained_vocabulary  # noqa: E402
@@ -38,7 +39,7 @@ def main() -> None:
     args = parser.parse_args()
     vocabulary = Vocabulary(args.vocab) if args.vocab else trained_vocabulary(DATA)
     text = jsonl_text_dataset(str(DATA / "c4_samples/olmo/*.json*.gz")).repeat()
-    dataset = pretraining_dataset(text, vocabulary, "span_corruption", LENGTHS, "encoder_decoder", seed=0)
+    dataset = pretraining_dataset(text, vocabulary, "span_corruption", LENGTHS, EncoderDecoderConverter, seed=0)
     options = tf.data.Options()
     options.threading.private_threadpool_size = 1
     options.threading.max_intra_op_parallelism = 1

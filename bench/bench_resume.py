@@ -26,6 +26,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from warcio.archiveiterator import ArchiveIterator  # noqa: E402
 
 from model.data import input_position  # noqa: E402
+from model.data.features import EncoderDecoderConverter  # noqa: E402
 from model.data.inputs import PretrainingStream  # noqa: E402
 from model.data.vocabulary import Vocabulary  # noqa: E402
 from tests.support.trained_vocab import trained_vocabulary  # noqa: E402
@@ -66,7 +67,8 @@ def main() -> None:
         directory = pathlib.Path(tmp)
         source = write_source(directory, args.big_shard_pages)
         model_dir = str(directory / "model")
-        stream = PretrainingStream(source, vocabulary, "span_corruption", LENGTHS, "encoder_decoder", seed=0)
+        stream = PretrainingStream(source, vocabulary=vocabulary, objective="span_corruption",
+                                   sequence_lengths=LENGTHS, converter=EncoderDecoderConverter, seed=0)
         identity = {**stream.identity(), "batch_size": BATCH}
 
         # A first run: positions recorded every 10 steps.

@@ -20,7 +20,7 @@ REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from model import families  # noqa: E402
-from model.data import inputs  # noqa: E402
+from model.data import features, inputs  # noqa: E402
 from model.trainer.mesh import MeshConfig  # noqa: E402
 from model.trainer.model_config import ModelConfig  # noqa: E402
 from model.trainer.model_fn import OptimizationConfig  # noqa: E402
@@ -91,7 +91,7 @@ def bench_input_pipeline(vocabulary_path: str, source: str, batches: int) -> Non
     vocabulary = Vocabulary(vocabulary_path)
     dataset = inputs.pretraining_dataset(
         inputs.text_dataset_from_source(source).repeat(), vocabulary, "span_corruption",
-        {"inputs": INPUTS, "targets": TARGETS}, "encoder_decoder", seed=0).batch(BATCH)
+        {"inputs": INPUTS, "targets": TARGETS}, features.EncoderDecoderConverter, seed=0).batch(BATCH)
     iterator = iter(dataset)
     for _ in range(5):  # warm-up: tokenizer construction, first packing windows
         next(iterator)

@@ -13,7 +13,8 @@ import tensorflow as tf2
 import tensorflow.compat.v1 as tf
 
 from model import families
-from model.data.features import convert_features
+from model.data.features import (EncoderDecoderConverter, FeatureConverter, PrefixLMConverter,
+                                 convert_features)
 from model.data.vocabulary import EOS_ID
 from model.families.t5.architectures import Architecture
 from model.trainer import runs
@@ -47,7 +48,7 @@ def examples(seed: int = 0, num: int = 64) -> list:
     return out
 
 
-def feature_dataset(converter: str):
+def feature_dataset(converter: type[FeatureConverter]):
     def dataset():
         texts = tf2.data.Dataset.from_generator(
             lambda: iter(examples()),
@@ -63,9 +64,9 @@ def prompts() -> np.ndarray:
     return rows
 
 
-def teacher_forced_features(converter: str, prompt: list, generated: list) -> dict:
+def teacher_forced_features(converter: type[FeatureConverter], prompt: list, generated: list) -> dict:
     """Features whose logits at the next position predict the token after `generated`."""
-    if converter == "encoder_decoder":
+    if converter is EncoderDecoderConverter:
         encoder = np.zeros([1, LENGTHS["inputs"]], np.int32)
         encoder[0, :len(prompt)] = prompt
         decoder_length, next_position = DECODE_LENGTH, len(generated)
@@ -81,10 +82,10 @@ def teacher_forced_features(converter: str, prompt: list, generated: list) -> di
                 "decoder_positions": positions, "decoder_loss_weights": segments,
                 # One segment: the targets shifted right by one.
                 "decoder_input_tokens": np.pad(target_tokens[:, :-1], [(0, 0), (1, 0)]) * segments}
-    if converter == "encoder_decoder":
+    if converter is EncoderDecoderConverter:
         features.update(encoder_input_tokens=encoder, encoder_segment_ids=(encoder > 0) * 1,
                         encoder_positions=np.arange(LENGTHS["inputs"], dtype=np.int32)[None])
-    if converter == "prefix_lm":
+    if converter is PrefixLMConverter:
         features["decoder_causal_attention"] = (np.arange(decoder_length) <= len(prompt))[None] * 1
     return {k: v.astype(np.int32) for k, v in features.items()}, next_position
 
@@ -130,8 +131,7 @@ def test_greedy_decoding_equals_argmax_over_teacher_forced_logits(tmp_path, arch
     assert runs.train(run, feature_dataset(converter), VOCAB_SIZE, max_steps=30) == 30
 
     rows = prompts()
-    estimator = runs.make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
-                                     run.train_config, run.model_dir, VOCAB_SIZE, len(rows))
+    estimator = run.estimator(len(rows), VOCAB_SIZE)
     predictions = list(estimator.predict(
         lambda params: tf.data.Dataset.from_tensor_slices({"inputs": rows}).batch(
             params["batch_size"], drop_remainder=True)))

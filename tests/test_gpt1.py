@@ -428,10 +428,11 @@ STREAM_BATCH = 8
 
 
 def gpt1_stream(shared_data, vocabulary, shuffle_windows, seed=0):
-    from model.data import inputs
+    from model.data import features, inputs
     return inputs.PretrainingStream(
-        str(shared_data / "c4_samples/olmo/*.json*.gz"), vocabulary, "lm", STREAM_LENGTHS,
-        "decoder_only", seed, shuffle_windows=shuffle_windows)
+        str(shared_data / "c4_samples/olmo/*.json*.gz"), shuffle_windows, vocabulary=vocabulary,
+        objective="lm", sequence_lengths=STREAM_LENGTHS, converter=features.DecoderOnlyConverter,
+        seed=seed)
 
 
 def epoch_rows(stream, epochs=1):

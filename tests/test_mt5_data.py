@@ -19,7 +19,8 @@ import transformers
 from sentencepiece import sentencepiece_model_pb2
 
 from model import families, train, train_vocab
-from model.data import input_position, language_mixture, languages
+from model.data import features, input_position, language_mixture, languages
+from model.data.objectives import ObjectiveConfig
 from model.data.vocabulary import NUM_SENTINELS, UNK_ID, Vocabulary
 from model.trainer import hooks, runs
 from tests.support import mc4_corpus
@@ -240,7 +241,7 @@ BATCH = 16
 
 def mixture(root, vocabulary, **overrides) -> language_mixture.LanguageMixtureStream:
     settings = dict(root=str(root), vocabulary=vocabulary, objective="span_corruption",
-                    sequence_lengths=LENGTHS, family="encoder_decoder", seed=3) | overrides
+                    sequence_lengths=LENGTHS, converter=features.EncoderDecoderConverter, seed=3) | overrides
     return language_mixture.LanguageMixtureStream(**settings)
 
 
@@ -264,6 +265,20 @@ def test_the_mixture_is_multilingual_t5s_mc4_over_the_languages_with_text(mc4_ou
         pages_written(mc4_output / "und") / pages_written(mc4_output / "de"))
     with pytest.raises(ValueError, match="no language"):
         mixture(mc4_output, mt5_vocabulary, languages=("xx",))
+
+
+def test_a_member_is_made_with_the_mixtures_recipe_and_its_own_seed(mc4_output, mt5_vocabulary):
+    """The fields a mixture shares with its members' streams (inputs.StreamRecipe) pass down
+    as they are set, packing and the objective's settings included; only the seed is the
+    member's."""
+    config = ObjectiveConfig(noise_density=0.3)
+    stream = mixture(mc4_output, mt5_vocabulary, languages=("de", "fr"), pack=False,
+                     config=config)
+    member = stream.member("fr")
+    assert member.recipe() == stream.recipe(seed=language_mixture.member_seed(3, "fr"))
+    assert (member.pack, member.config, member.seed) == (False, config,
+                                                         language_mixture.member_seed(3, "fr"))
+    assert member.source == stream.texts["fr"].source
 
 
 def test_the_shares_of_a_long_seeded_stream_are_the_rates(mc4_output, mt5_vocabulary):

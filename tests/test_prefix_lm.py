@@ -35,7 +35,7 @@ def packed_rows(examples) -> dict:
         lambda: iter(examples),
         output_signature={k: tf2.TensorSpec([None], tf2.int32) for k in ("inputs", "targets")})
     dataset = dataset.map(lambda ex: objectives.append_eos_after_trim(ex, LENGTHS))
-    rows = list(features.convert_features(dataset, "prefix_lm", LENGTHS).as_numpy_iterator())
+    rows = list(features.convert_features(dataset, features.PrefixLMConverter, LENGTHS).as_numpy_iterator())
     return {key: np.stack([row[key] for row in rows]) for key in rows[0]}
 
 
@@ -92,7 +92,7 @@ def test_packed_rows_have_several_segments_with_different_prefixes():
 @pytest.mark.parametrize("row_index", [0, 1])
 def test_prefix_lm_attends_fully_within_each_packed_prefix_and_causally_after(row_index):
     rows = packed_rows(EXAMPLES)
-    row = {k: v[row_index] for k, v in rows.items() if k in features.PREFIX_LM_KEYS}
+    row = {k: v[row_index] for k, v in rows.items() if k in features.PrefixLMConverter.model_features}
     expected = expected_visibility(row["decoder_segment_ids"], row["decoder_causal_attention"])
     real = row["decoder_segment_ids"] > 0  # padding outputs carry no loss and are not checked
     np.testing.assert_array_equal(measured_dependence(row)[real], expected[real])

@@ -1,19 +1,22 @@
 """Feature conversion: task examples {"inputs", "targets"} -> the model's fixed-shape features.
 
 The only model-specific layer of the input pipeline; it does not care where the tokens came
-from (pre-training objective or "task: ..." fine-tuning text). Output keys (int32, fixed shapes),
-the contract with the trainer:
+from (pre-training objective or "task: ..." fine-tuning text). A converter is a class
+(`FeatureConverter`) that declares the task features it reads and the model features it writes
+(int32, fixed shapes: the contract with the family that names it, model/families/base.py's
+`converter`). Those of the families in model/families/:
 
-  encoder_decoder: encoder_input_tokens, encoder_segment_ids, encoder_positions,
-                   decoder_target_tokens, decoder_input_tokens, decoder_segment_ids,
-                   decoder_positions, decoder_loss_weights
-  decoder_only:    decoder_target_tokens, decoder_input_tokens, decoder_segment_ids,
-                   decoder_positions, decoder_loss_weights
-  prefix_lm:       the decoder_only keys + decoder_causal_attention
+  EncoderDecoderConverter: encoder_input_tokens, encoder_segment_ids, encoder_positions,
+                           decoder_target_tokens, decoder_input_tokens, decoder_segment_ids,
+                           decoder_positions, decoder_loss_weights
+  DecoderOnlyConverter:    decoder_target_tokens, decoder_input_tokens, decoder_segment_ids,
+                           decoder_positions, decoder_loss_weights
+  PrefixLMConverter:       the decoder-only keys + decoder_causal_attention
 
-Decoder families read one stream, inputs followed by targets, of the summed lengths of the
-features the examples have (targets alone for plain language modelling). decoder_only learns the whole stream; prefix_lm learns the targets
-only and gives the prefix full attention (see `_decoder_stream`).
+The decoder converters read one stream, inputs followed by targets, of the summed lengths of the
+features the examples have (targets alone for plain language modelling). DecoderOnlyConverter
+learns the whole stream; PrefixLMConverter learns the targets only and gives the prefix full
+attention. A family whose model reads other features names a converter class of its own package.
 
 Packing puts several examples in a row, greedily in order (a new row starts when the next example
 does not fit): segment ids 1, 2, 3... per row, positions restart at 0 per segment, padding (token
@@ -23,25 +26,14 @@ scatter per feature).
 """
 from __future__ import annotations
 
-import dataclasses
-from typing import Callable, Mapping
+import abc
+from typing import Any, ClassVar, Dict, Mapping, Tuple
 
 import tensorflow as tf
 
 # Consecutive examples packed together. Larger windows do not pack tighter with greedy next-fit
 # (it only looks at the current row) but amortize the per-window overhead.
 PACKING_WINDOW = 256
-
-ENCODER_DECODER_KEYS = ("encoder_input_tokens", "encoder_segment_ids", "encoder_positions",
-                        "decoder_target_tokens", "decoder_input_tokens", "decoder_segment_ids",
-                        "decoder_positions", "decoder_loss_weights")
-DECODER_ONLY_KEYS = ("decoder_target_tokens", "decoder_input_tokens", "decoder_segment_ids",
-                     "decoder_positions", "decoder_loss_weights")
-PREFIX_LM_KEYS = DECODER_ONLY_KEYS + ("decoder_causal_attention",)
-# The keys each converter writes: the contract with the model families (model/families/).
-FEATURE_KEYS = {"encoder_decoder": ENCODER_DECODER_KEYS, "decoder_only": DECODER_ONLY_KEYS,
-                "prefix_lm": PREFIX_LM_KEYS}
-FAMILIES = tuple(FEATURE_KEYS)
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,7 +86,7 @@ def _trim(example, lengths: Mapping[str, int]) -> dict[str, tf.Tensor]:
 
 
 # --------------------------------------------------------------------------------------------
-# Model families.
+# Feature converters: one class per kind of model, named by the families that read its features.
 
 def shift_right(tokens: tf.Tensor, positions: tf.Tensor, segment_ids: tf.Tensor) -> tf.Tensor:
     """Decoder inputs: each token's predecessor within its segment, 0 at segment starts/padding."""
@@ -103,96 +95,153 @@ def shift_right(tokens: tf.Tensor, positions: tf.Tensor, segment_ids: tf.Tensor)
     return tf.where(first_or_padding, tf.zeros_like(tokens), shifted)
 
 
-def _decoder_stream(example, loss_on_inputs: bool) -> dict[str, tf.Tensor]:
-    """inputs + targets as one stream, with per-token loss weights and prefix flags.
+class FeatureConverter(abc.ABC):
+    """Task examples -> one kind of model's packed fixed-shape features.
 
-    The prefix flag covers len(inputs) + 1 positions: decoder_input_tokens are shifted right by
-    one, so the prefix tokens sit at positions 1..len(inputs) of what the decoder reads (as
-    seqio's PrefixLM converter does).
+    A subclass declares the task features it reads (`task_features`, each with a sequence
+    length) and the model features it writes (`model_features`), and says how an example
+    becomes the 1-D streams to pack (`streams`, of the lengths `stream_lengths` gives) and how
+    packed streams (`key`, `key_segment_ids`, `key_positions`) become model features
+    (`model_row`). A family names its converter class (model/families/base.py's `converter`);
+    one for a new kind of model subclasses this one in the family's own package.
+
+    An object is one conversion, for examples of `element_spec` at `sequence_lengths`, in two
+    steps for pipelines that handle the packing windows themselves: `prepare` maps one task
+    example to its streams (trimmed), `convert` a ragged batch of prepared examples (one packing
+    window) to a batch of model feature rows.
     """
-    inputs = tf.cast(example.get("inputs", tf.zeros([0], tf.int32)), tf.int32)
-    targets = tf.cast(example["targets"], tf.int32)
-    num_inputs, num_targets = tf.size(inputs), tf.size(targets)
-    loss = tf.concat([tf.fill([num_inputs], int(loss_on_inputs)), tf.ones([num_targets], tf.int32)], 0)
-    prefix = tf.cast(tf.range(num_inputs + num_targets) <= num_inputs, tf.int32)
-    return {"targets": tf.concat([inputs, targets], 0), "loss": loss, "prefix": prefix}
+
+    # What a pre-training stream's identity records (a recorded input position stays valid for
+    # the same name).
+    name: ClassVar[str]
+    task_features: ClassVar[Tuple[str, ...]]
+    model_features: ClassVar[Tuple[str, ...]]
+
+    def __init__(self, sequence_lengths: Mapping[str, int], element_spec: Mapping[str, Any]):
+        required = set(self.task_features)
+        if required - set(sequence_lengths) or required - set(element_spec):
+            raise ValueError(f"{self.name} needs features and sequence lengths {sorted(required)}; "
+                             f"lengths given {dict(sequence_lengths)}, features {sorted(element_spec)}")
+        if any(int(v) < 1 for v in sequence_lengths.values()):
+            raise ValueError(f"sequence lengths must be positive: {dict(sequence_lengths)}")
+        self.lengths = self.stream_lengths(sequence_lengths, element_spec)
+
+    @abc.abstractmethod
+    def stream_lengths(self, sequence_lengths: Mapping[str, int],
+                       element_spec: Mapping[str, Any]) -> Dict[str, int]:
+        """{stream: row length} of the streams `streams` gives."""
+
+    @abc.abstractmethod
+    def streams(self, example: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """One task example -> its 1-D streams to pack, untrimmed."""
+
+    @abc.abstractmethod
+    def model_row(self, packed: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """Packed streams -> the `model_features`."""
+
+    def prepare(self, example: Mapping[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        return _trim(self.streams(example), self.lengths)
+
+    def convert(self, window: Mapping[str, tf.RaggedTensor]) -> Dict[str, tf.Tensor]:
+        return self.model_row(_pack_window(window, self.lengths))
 
 
-def _check_lengths(family: str, sequence_lengths: Mapping[str, int], element_spec) -> None:
-    if family not in FAMILIES:
-        raise ValueError(f"unknown model family {family!r}; known: {FAMILIES}")
-    required = {"encoder_decoder": {"inputs", "targets"}, "prefix_lm": {"inputs", "targets"},
-                "decoder_only": {"targets"}}[family]
-    missing_lengths = required - set(sequence_lengths)
-    missing_features = required - set(element_spec)
-    if missing_lengths or missing_features:
-        raise ValueError(f"{family} needs features and sequence lengths {sorted(required)}; "
-                         f"lengths given {dict(sequence_lengths)}, features {sorted(element_spec)}")
-    if any(int(v) < 1 for v in sequence_lengths.values()):
-        raise ValueError(f"sequence lengths must be positive: {dict(sequence_lengths)}")
+class EncoderDecoderConverter(FeatureConverter):
+    """inputs to the encoder, targets to the decoder, each packed at its own length."""
+
+    name = "encoder_decoder"
+    task_features = ("inputs", "targets")
+    model_features = ("encoder_input_tokens", "encoder_segment_ids", "encoder_positions",
+                      "decoder_target_tokens", "decoder_input_tokens", "decoder_segment_ids",
+                      "decoder_positions", "decoder_loss_weights")
+
+    def stream_lengths(self, sequence_lengths, element_spec):
+        return {key: sequence_lengths[key] for key in self.task_features}
+
+    def streams(self, example):
+        return {key: example[key] for key in self.task_features}
+
+    def model_row(self, packed):
+        return {
+            "encoder_input_tokens": packed["inputs"],
+            "encoder_segment_ids": packed["inputs_segment_ids"],
+            "encoder_positions": packed["inputs_positions"],
+            "decoder_target_tokens": packed["targets"],
+            "decoder_input_tokens": shift_right(packed["targets"], packed["targets_positions"],
+                                                packed["targets_segment_ids"]),
+            "decoder_segment_ids": packed["targets_segment_ids"],
+            "decoder_positions": packed["targets_positions"],
+            "decoder_loss_weights": tf.cast(packed["targets_segment_ids"] > 0, tf.int32),
+        }
 
 
-@dataclasses.dataclass(frozen=True)
-class WindowConverter:
-    """Feature conversion in two steps, for pipelines that handle the windows themselves:
-    `prepare` maps one task example to the streams to pack (trimmed), and `convert` maps a
-    ragged batch of prepared examples (one packing window) to a batch of model feature rows."""
+class DecoderOnlyConverter(FeatureConverter):
+    """One stream, inputs followed by targets (targets alone for plain language modelling),
+    every token learned."""
 
-    prepare: Callable[[Mapping[str, tf.Tensor]], dict[str, tf.Tensor]]
-    convert: Callable[[Mapping[str, tf.RaggedTensor]], dict[str, tf.Tensor]]
+    name = "decoder_only"
+    task_features = ("targets",)
+    model_features = ("decoder_target_tokens", "decoder_input_tokens", "decoder_segment_ids",
+                      "decoder_positions", "decoder_loss_weights")
+    stream_keys: ClassVar[Tuple[str, ...]] = ("targets", "loss")
+    loss_on_inputs: ClassVar[bool] = True
 
-
-def window_converter(family: str, sequence_lengths: Mapping[str, int], element_spec) -> WindowConverter:
-    """The converter of `family` for examples of `element_spec` (see the module docstring)."""
-    _check_lengths(family, sequence_lengths, element_spec)
-    if family == "encoder_decoder":
-        lengths = {"inputs": sequence_lengths["inputs"], "targets": sequence_lengths["targets"]}
-
-        def to_features(row):
-            return {
-                "encoder_input_tokens": row["inputs"],
-                "encoder_segment_ids": row["inputs_segment_ids"],
-                "encoder_positions": row["inputs_positions"],
-                "decoder_target_tokens": row["targets"],
-                "decoder_input_tokens": shift_right(row["targets"], row["targets_positions"],
-                                                    row["targets_segment_ids"]),
-                "decoder_segment_ids": row["targets_segment_ids"],
-                "decoder_positions": row["targets_positions"],
-                "decoder_loss_weights": tf.cast(row["targets_segment_ids"] > 0, tf.int32),
-            }
-
-        prepare = lambda example: _trim(example, lengths)
-    else:
+    def stream_lengths(self, sequence_lengths, element_spec):
         # The stream holds the features the examples have: targets alone for plain language
         # modelling (whatever inputs length the configuration also carries), inputs + targets
         # otherwise.
-        stream_length = sum(int(sequence_lengths[k]) for k in ("inputs", "targets") if k in element_spec)
-        streams = ("targets", "loss", "prefix") if family == "prefix_lm" else ("targets", "loss")
-        lengths = {k: stream_length for k in streams}
-        loss_on_inputs = family == "decoder_only"
+        length = sum(int(sequence_lengths[k]) for k in ("inputs", "targets") if k in element_spec)
+        return {key: length for key in self.stream_keys}
 
-        def to_features(row):
-            features = {
-                "decoder_target_tokens": row["targets"],
-                "decoder_input_tokens": shift_right(row["targets"], row["targets_positions"],
-                                                    row["targets_segment_ids"]),
-                "decoder_segment_ids": row["targets_segment_ids"],
-                "decoder_positions": row["targets_positions"],
-                "decoder_loss_weights": row["loss"],
-            }
-            if family == "prefix_lm":
-                features["decoder_causal_attention"] = row["prefix"]
-            return features
+    def streams(self, example):
+        """inputs + targets as one stream, with per-token loss weights."""
+        inputs = tf.cast(example.get("inputs", tf.zeros([0], tf.int32)), tf.int32)
+        targets = tf.cast(example["targets"], tf.int32)
+        loss = tf.concat([tf.fill([tf.size(inputs)], int(self.loss_on_inputs)),
+                          tf.ones([tf.size(targets)], tf.int32)], 0)
+        return {"targets": tf.concat([inputs, targets], 0), "loss": loss}
 
-        prepare = lambda example: _trim(_decoder_stream(example, loss_on_inputs), lengths)
-    return WindowConverter(prepare=prepare, convert=lambda window: to_features(_pack_window(window, lengths)))
+    def model_row(self, packed):
+        return {
+            "decoder_target_tokens": packed["targets"],
+            "decoder_input_tokens": shift_right(packed["targets"], packed["targets_positions"],
+                                                packed["targets_segment_ids"]),
+            "decoder_segment_ids": packed["targets_segment_ids"],
+            "decoder_positions": packed["targets_positions"],
+            "decoder_loss_weights": packed["loss"],
+        }
 
 
-def convert_features(dataset: tf.data.Dataset, family: str, sequence_lengths: Mapping[str, int],
-                     pack: bool = True, window: int = PACKING_WINDOW) -> tf.data.Dataset:
-    """Task examples -> model features for `family` (see the module docstring)."""
-    converter = window_converter(family, sequence_lengths, dataset.element_spec)
-    return (dataset.map(converter.prepare)
+class PrefixLMConverter(DecoderOnlyConverter):
+    """The decoder-only stream, learning the targets only, with full attention over the prefix
+    (the inputs)."""
+
+    name = "prefix_lm"
+    task_features = ("inputs", "targets")
+    model_features = DecoderOnlyConverter.model_features + ("decoder_causal_attention",)
+    stream_keys = DecoderOnlyConverter.stream_keys + ("prefix",)
+    loss_on_inputs = False
+
+    def streams(self, example):
+        """The decoder-only streams and the prefix flags. The flag covers len(inputs) + 1
+        positions: decoder_input_tokens are shifted right by one, so the prefix tokens sit at
+        positions 1..len(inputs) of what the decoder reads (as seqio's PrefixLM converter does).
+        """
+        streams = super().streams(example)
+        num_inputs = tf.size(example["inputs"])
+        streams["prefix"] = tf.cast(tf.range(tf.size(streams["targets"])) <= num_inputs, tf.int32)
+        return streams
+
+    def model_row(self, packed):
+        return {**super().model_row(packed), "decoder_causal_attention": packed["prefix"]}
+
+
+def convert_features(dataset: tf.data.Dataset, converter: "type[FeatureConverter]",
+                     sequence_lengths: Mapping[str, int], pack: bool = True,
+                     window: int = PACKING_WINDOW) -> tf.data.Dataset:
+    """Task examples -> model features of `converter` (a FeatureConverter class)."""
+    conversion = converter(sequence_lengths, dataset.element_spec)
+    return (dataset.map(conversion.prepare)
             .ragged_batch(window if pack else 1)
-            .map(converter.convert)
+            .map(conversion.convert)
             .unbatch())

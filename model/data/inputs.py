@@ -209,36 +209,60 @@ def tokenize_documents(documents: tf.data.Dataset, vocabulary: Vocabulary) -> tf
 
 
 def pretraining_dataset(text_dataset: tf.data.Dataset, vocabulary: Vocabulary, objective: str,
-                        sequence_lengths: Mapping[str, int], family: str, seed: int, pack: bool = True,
+                        sequence_lengths: Mapping[str, int], converter: "type[features.FeatureConverter]",
+                        seed: int, pack: bool = True,
                         config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()) -> tf.data.Dataset:
     """text -> tokenize -> split into chunks -> objective (+EOS, trim) -> model features."""
     tokens = tokenize(text_dataset, vocabulary)
     examples = objectives.apply_objective(tokens, objective, sequence_lengths, vocabulary.token_ids,
                                           seed, config)
-    return features.convert_features(examples, family, sequence_lengths, pack=pack)
+    return features.convert_features(examples, converter, sequence_lengths, pack=pack)
 
 
-def packed_windows(examples: tf.data.Dataset, family: str, sequence_lengths: Mapping[str, int],
-                   pack: bool = True) -> tf.data.Dataset:
+def packed_windows(examples: tf.data.Dataset, converter: "type[features.FeatureConverter]",
+                   sequence_lengths: Mapping[str, int], pack: bool = True) -> tf.data.Dataset:
     """(example, position) pairs -> a batch of rows per packing window (the windows of
     `features.convert_features`, as long as every start is the first example of a window:
     positions record only those), each row with the position of the window's first example (any
     shape) and its number in the window, "row"."""
-    converter = features.window_converter(family, sequence_lengths, examples.element_spec[0])
+    conversion = converter(sequence_lengths, examples.element_spec[0])
 
     def window_rows(window_examples, positions):
-        rows = converter.convert(window_examples)
-        num_rows = tf.shape(rows["decoder_target_tokens"], out_type=tf.int64)[0]
+        rows = conversion.convert(window_examples)
+        num_rows = tf.shape(next(iter(rows.values())), out_type=tf.int64)[0]
         first = {key: tf.repeat(value[:1], num_rows, axis=0) for key, value in positions.items()}
         return rows, {**first, "row": tf.range(num_rows)}
 
-    return (examples.map(lambda features_, position: (converter.prepare(features_), position))
+    return (examples.map(lambda features_, position: (conversion.prepare(features_), position))
             .ragged_batch(features.PACKING_WINDOW if pack else 1)
             .map(window_rows))
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class StreamRecipe:
+    """How a training stream makes its examples, whatever text it reads: the vocabulary, the
+    objective and its settings, the lengths, the feature converter, the seed of the noise and
+    whether rows are packed. A single source's stream (`PretrainingStream`) and a language
+    mixture (model/data/language_mixture.py, whose members are such streams) are both made
+    with one, by name."""
+
+    vocabulary: Vocabulary
+    objective: str
+    sequence_lengths: Mapping[str, int]
+    converter: "type[features.FeatureConverter]"
+    seed: int
+    pack: bool = True
+    config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
+
+    def recipe(self, **changes) -> dict:
+        """The recipe's fields by name, `changes` made: what a stream of the same examples is
+        made with (a mixture's members: another seed)."""
+        return {field.name: changes.get(field.name, getattr(self, field.name))
+                for field in dataclasses.fields(StreamRecipe)}
+
+
 @dataclasses.dataclass(frozen=True)
-class PretrainingStream:
+class PretrainingStream(StreamRecipe):
     """The training stream of `pretraining_dataset` over a source, epoch after epoch, that can
     start at any recorded `InputPosition` for the cost of one packing window.
 
@@ -255,13 +279,6 @@ class PretrainingStream:
     """
 
     source: str
-    vocabulary: Vocabulary
-    objective: str
-    sequence_lengths: Mapping[str, int]
-    family: str
-    seed: int
-    pack: bool = True
-    config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
     shuffle_windows: int = 0
     split: str = "train"  # of a TFDS source or a pipeline output folder (documents_from_source)
 
@@ -278,7 +295,7 @@ class PretrainingStream:
     def __call__(self) -> tf.data.Dataset:
         """The model features of one pass (epoch 0), without positions."""
         return pretraining_dataset(text_dataset_from_source(self.source, self.split), self.vocabulary,
-                                   self.objective, self.sequence_lengths, self.family, self.seed,
+                                   self.objective, self.sequence_lengths, self.converter, self.seed,
                                    self.pack, self.config)
 
     def identity(self) -> dict:
@@ -286,7 +303,7 @@ class PretrainingStream:
         # The vocabulary by content: the same model copied elsewhere (a TPU host) is the same.
         return {"source": self.source, "vocabulary_sha256": hashlib.sha256(self.vocabulary.model_proto).hexdigest(),
                 "objective": self.objective,
-                "sequence_lengths": dict(self.sequence_lengths), "family": self.family,
+                "sequence_lengths": dict(self.sequence_lengths), "family": self.converter.name,
                 "seed": self.seed, "pack": self.pack, "packing_window": features.PACKING_WINDOW,
                 "objective_config": dataclasses.asdict(self.config),
                 # Named only when set, so that the records written before the options existed
@@ -337,7 +354,7 @@ class PretrainingStream:
             lambda tokens, position: (corrupt(tokens, position["example"], epoch), {"epoch": epoch, **position}))
 
     def _epoch_rows(self, epoch: tf.Tensor, start: InputPosition) -> tf.data.Dataset:
-        windows = packed_windows(self._epoch_examples(epoch, start), self.family,
+        windows = packed_windows(self._epoch_examples(epoch, start), self.converter,
                                  self.sequence_lengths, self.pack)
         if not self.shuffle_windows:
             return windows.unbatch()

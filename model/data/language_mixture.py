@@ -83,17 +83,10 @@ class MixturePosition:
 
 
 @dataclasses.dataclass(frozen=True)
-class LanguageMixtureStream:
+class LanguageMixtureStream(inputs.StreamRecipe):
     """The training stream of a `languages:ROOT` source (see the module docstring)."""
 
     root: str
-    vocabulary: Vocabulary
-    objective: str
-    sequence_lengths: Mapping[str, int]
-    family: str
-    seed: int
-    pack: bool = True
-    config: objectives.ObjectiveConfig = objectives.ObjectiveConfig()
     languages: Sequence[str] = ()
     exponent: float = MT5_EXPONENT
     # Read from the root: each language's text, and its rate.
@@ -114,9 +107,8 @@ class LanguageMixtureStream:
 
     def member(self, language: str) -> inputs.PretrainingStream:
         text = self.texts[language]
-        return inputs.PretrainingStream(text.source, self.vocabulary, self.objective, self.sequence_lengths,
-                                        self.family, member_seed(self.seed, language), self.pack,
-                                        self.config, split=text.train_split)
+        return inputs.PretrainingStream(text.source, split=text.train_split,
+                                        **self.recipe(seed=member_seed(self.seed, language)))
 
     def __call__(self) -> tf.data.Dataset:
         """The model features of one pass over the first language: the mixture has no pass of
@@ -179,7 +171,7 @@ class LanguageMixtureStream:
 
     def rows(self, start: MixturePosition = MixturePosition()) -> tf.data.Dataset:
         """(model features, position of the row) pairs from `start` on, without end."""
-        windows = inputs.packed_windows(self.drawn_examples(start), self.family, self.sequence_lengths,
+        windows = inputs.packed_windows(self.drawn_examples(start), self.converter, self.sequence_lengths,
                                         self.pack)
         return windows.unbatch().skip(start.row)
 

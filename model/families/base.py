@@ -7,24 +7,26 @@ the registry and the command line ask of one: its name and architectures, its ta
 (`--mode finetune|eval|decode`), its export and its checkpoint formats, plus the run-side recipe
 of the pre-training streams (the objective's examples through the family's feature converter).
 
-A family is one kind of model with its feature contract: which feature converter of
-`model/data/features.py` makes its inputs (and so which feature keys it receives), how its Mesh
-TensorFlow model is built, and what it returns for a batch: losses (with any auxiliary terms),
-evaluation metrics and predictions. Each family names its vocabulary kind (`vocabulary`) and its
-optimizer (`optimizer`): there is no default (T5's SentencePiece and Adafactor are T5's).
+A family is one kind of model with its feature contract: which feature converter class
+(`model/data/features.py`'s `FeatureConverter`) makes its inputs (and so which feature keys it
+receives), how its Mesh TensorFlow model is built, and what it returns for a batch: losses (with
+any auxiliary terms), evaluation metrics and predictions. Each family names its vocabulary kind
+(`vocabulary`) and its optimizer (`optimizer`): there is no default (T5's SentencePiece and
+Adafactor are T5's).
 
-A family that needs extra features (NSP labels, segment types, structure indices) adds a feature
-converter for them and names it in `converter`; one with extra losses (NSP, classification heads)
-adds them to `Losses.objective` and reports them in `Losses.metrics`; one with heads that a
-pre-trained checkpoint does not have lists them in `fresh_on_warm_start`; one whose checkpoints
-convert to or from other formats lists them in `checkpoint_formats`.
+A family that needs other features names a converter class of its own package in `converter`
+(as the toy family of tests/toys does; BERT makes its features from documents and names none);
+one with extra losses (NSP, classification heads) adds them to `Losses.objective` and reports
+them in `Losses.metrics`; one with heads that a pre-trained checkpoint does not have lists them
+in `fresh_on_warm_start`; one whose checkpoints convert to or from other formats lists them in
+`checkpoint_formats`.
 """
 from __future__ import annotations
 
 import abc
 import argparse
 import dataclasses
-from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple
+from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple, Type
 
 import tensorflow as tf2
 
@@ -61,10 +63,10 @@ class ModelFamily(Family, abc.ABC):
     """One model family, configured for one run: model/trainer/family.py's `Family` and what the
     registry and the command line ask of it."""
 
-    # The family's name and the feature converter (a name known to model/data/features.py) that
-    # turns task examples {"inputs", "targets"} into its features.
+    # The family's name and its feature converter: the class (model/data/features.py's
+    # FeatureConverter) that turns task examples {"inputs", "targets"} into its features.
     name: ClassVar[str]
-    converter: ClassVar[str]
+    converter: ClassVar[Optional[Type[features.FeatureConverter]]]
     # The ModelConfig.architecture values this family builds.
     architectures: ClassVar[Tuple[str, ...]]
     # Regular expressions of variable names that warm start may leave freshly initialised
@@ -102,7 +104,7 @@ class ModelFamily(Family, abc.ABC):
     @property
     def feature_keys(self) -> Tuple[str, ...]:
         """The features the model reads: every key of its converter's output."""
-        return features.FEATURE_KEYS[self.converter]
+        return self.converter.model_features
 
     @property
     def float_feature_keys(self) -> Tuple[str, ...]:
@@ -147,15 +149,16 @@ class ModelFamily(Family, abc.ABC):
         a `languages:ROOT` source, mT5's mixture of them (model/data/language_mixture.py)."""
         data = run.data_config
         root = language_mixture.mixture_root(data.source)
+        recipe = dict(vocabulary=run.vocabulary, objective=data.objective,
+                      sequence_lengths=data.sequence_lengths, converter=cls.converter,
+                      seed=data.seed)
         if root is None:
-            return inputs.PretrainingStream(data.source, run.vocabulary, data.objective,
-                                            data.sequence_lengths, cls.converter, seed=data.seed,
-                                            shuffle_windows=data.shuffle_windows)
+            return inputs.PretrainingStream(data.source, shuffle_windows=data.shuffle_windows,
+                                            **recipe)
         if data.shuffle_windows:
             raise ValueError("DataConfig.shuffle_windows is for one source, not a language mixture")
         return language_mixture.LanguageMixtureStream(
-            root, run.vocabulary, data.objective, data.sequence_lengths, cls.converter, seed=data.seed,
-            languages=tuple(data.languages), exponent=data.language_exponent)
+            root, languages=tuple(data.languages), exponent=data.language_exponent, **recipe)
 
     @classmethod
     def validation_examples(cls, run: Any) -> tf2.data.Dataset:

@@ -26,10 +26,11 @@ What is asked, and when:
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, Optional, Protocol, Tuple
+from typing import Any, ClassVar, Dict, Optional, Protocol, Tuple, Type
 
 import tensorflow as tf2
 
+from model.data.features import FeatureConverter
 from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.trainer.losses import Losses
@@ -39,9 +40,9 @@ from model.trainer.mtf_compat import mtf
 class Family(Protocol):
     """One model family, configured for one run (`run` below is a model/trainer/runs.py Run)."""
 
-    # The feature converter (a name known to model/data/features.py) that turns examples
-    # {"inputs", "targets"} into the family's features.
-    converter: ClassVar[str]
+    # The feature converter: the class (model/data/features.py's FeatureConverter) that turns
+    # examples {"inputs", "targets"} into the family's features (None: the family makes its own).
+    converter: ClassVar[Optional[Type[FeatureConverter]]]
     # Regular expressions of variable names that warm start may leave freshly initialised
     # (new heads); every other variable must come from the checkpoint.
     fresh_on_warm_start: ClassVar[Tuple[str, ...]]

@@ -20,6 +20,7 @@ from tensorflow.core.protobuf import rewriter_config_pb2
 from tensorflow_estimator.python.estimator.tpu import tpu_config, tpu_estimator
 
 from model.data import input_position
+from model.data.features import FeatureConverter
 from model.data.vocabulary import EOS_ID, Vocabulary
 from model.trainer import checkpoint_state, hooks, run_paths, warm_start
 from model.trainer.family import Family
@@ -190,7 +191,7 @@ class Run:
     recorded_paths: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
-    def feature_converter(self) -> str:
+    def feature_converter(self) -> "type[FeatureConverter]":
         return self.family.converter
 
     def checked_path(self, setting: str, value):

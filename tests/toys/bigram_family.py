@@ -1,14 +1,16 @@
 """A toy model family defined outside model/: a bigram language model, one embedding table for a
 body and a head of its own (each token's embedding scores the next token against the same
-table). It exists to show that a family is a class of model/families/base.py's interface plus
-one registry entry: the trainer and the command line train it, evaluate it and export it
-unchanged (tests/test_layout.py)."""
+table), reading features of its own converter. It exists to show that a family is a class of
+model/families/base.py's interface plus one registry entry: the trainer and the command line
+train it, evaluate it and export it unchanged (tests/test_layout.py), and its features need no
+change in model/data/ (tests/test_features.py)."""
 import json
 import pathlib
 
 import numpy as np
 import tensorflow.compat.v1 as tf
 
+from model.data import features
 from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily
 from model.trainer.losses import Losses, token_losses
@@ -16,6 +18,28 @@ from model.trainer.mtf_compat import mtf
 
 
 EMBEDDING = "toy_bigram/embedding"
+
+
+class BigramConverter(features.FeatureConverter):
+    """The toy's features: each target token, its predecessor (0 at an example's start) and its
+    weight in the loss (0 on padding), packed. A bigram reads nothing else, so there are no
+    segment ids or positions to give it."""
+
+    name = "toy_bigram"
+    task_features = ("targets",)
+    model_features = ("previous_tokens", "next_tokens", "next_token_weights")
+
+    def stream_lengths(self, sequence_lengths, element_spec):
+        return {"targets": sequence_lengths["targets"]}
+
+    def streams(self, example):
+        return {"targets": example["targets"]}
+
+    def model_row(self, packed):
+        tokens, segment_ids = packed["targets"], packed["targets_segment_ids"]
+        return {"previous_tokens": features.shift_right(tokens, packed["targets_positions"], segment_ids),
+                "next_tokens": tokens,
+                "next_token_weights": tf.cast(segment_ids > 0, tf.int32)}
 
 
 class NextTokenHead:
@@ -26,7 +50,7 @@ class NextTokenHead:
 
     def losses(self, batch) -> Losses:
         family = self._family
-        tokens = batch["decoder_input_tokens"]
+        tokens = batch["previous_tokens"]
         vocab = mtf.Dimension("vocab", family.vocab_size)
         width = mtf.Dimension("d_model", family.config.d_model)
         table = mtf.get_variable(tokens.mesh, EMBEDDING, mtf.Shape([vocab, width]),
@@ -34,14 +58,13 @@ class NextTokenHead:
                                  dtype=family.variable_dtype)
         hidden = mtf.gather(table, tokens, vocab)
         logits = mtf.einsum([hidden, table], output_shape=mtf.Shape(tokens.shape.dims + [vocab]))
-        return token_losses(logits, batch["decoder_target_tokens"],
-                            batch["decoder_loss_weights"], 0.0)
+        return token_losses(logits, batch["next_tokens"], batch["next_token_weights"], 0.0)
 
 
 class ToyBigram(ModelFamily):
     name = "toy_bigram"
-    # The features of the `lm` objective's decoder-only examples (model/data/features.py).
-    converter = "decoder_only"
+    # Its own converter, over the `lm` objective's examples (targets only).
+    converter = BigramConverter
     architectures = ("toy_bigram",)
 
     @classmethod

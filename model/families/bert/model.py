@@ -103,8 +103,8 @@ def token_types_from_inputs(tokens: mtf.Tensor, sep_id: int) -> mtf.Tensor:
 class Bert(ModelFamily):
     name = "bert"
     # BERT's examples are built from documents by model/families/bert/inputs.py, not from T5's
-    # {"inputs", "targets"} examples by a converter of model/data/features.py.
-    converter = "bert"
+    # {"inputs", "targets"} examples by a feature converter.
+    converter = None
     architectures = ("bert",)
     # Heads that pre-training does not have (patterns match whole names).
     fresh_on_warm_start = (r"cls/classifier/.*", r"cls/squad/.*")

@@ -212,7 +212,7 @@ class GPT1Model:
 
 class GPT1(ModelFamily):
     name = "gpt1"
-    converter = "decoder_only"
+    converter = features.DecoderOnlyConverter
     architectures = (ARCHITECTURE,)
     fresh_on_warm_start = (r"gpt1/head/.*",)
     # OpenAI's BPE: 40,478 ids, not padded (divisible by 2 only).
@@ -239,7 +239,7 @@ class GPT1(ModelFamily):
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
-        return HEAD_KEYS if self.gpt1.head else features.FEATURE_KEYS[self.converter]
+        return HEAD_KEYS if self.gpt1.head else self.converter.model_features
 
     @property
     def float_feature_keys(self) -> Tuple[str, ...]:

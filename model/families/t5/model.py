@@ -20,6 +20,7 @@ import abc
 import dataclasses
 from typing import Dict
 
+from model.data import features
 from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily, TPULaunch
 from model.families.t5 import finetune, hf, mesh_tf
@@ -71,7 +72,7 @@ class _T5Family(ModelFamily):
 
 class EncoderDecoder(_T5Family):
     name = "encoder_decoder"
-    converter = "encoder_decoder"
+    converter = features.EncoderDecoderConverter
     architectures = (Architecture.ENCODER_DECODER.value,
                      Architecture.ENCODER_DECODER_SHARED.value,
                      Architecture.ENCODER_DECODER_HALF_LAYERS.value)
@@ -109,7 +110,7 @@ class DecoderOnlyLM(_T5Family):
     """Reads inputs followed by targets as one causal stream; loss on the whole stream."""
 
     name = "decoder_only"
-    converter = "decoder_only"
+    converter = features.DecoderOnlyConverter
     architectures = (Architecture.DECODER_ONLY_LM.value,)
 
     def logits(self, model, batch, mode):
@@ -134,5 +135,5 @@ class PrefixLM(DecoderOnlyLM):
     converter's loss weights)."""
 
     name = "prefix_lm"
-    converter = "prefix_lm"
+    converter = features.PrefixLMConverter
     architectures = (Architecture.PREFIX_LM.value,)
