@@ -23,11 +23,18 @@ from model import families  # noqa: E402
 from model.data import features, inputs  # noqa: E402
 from model.trainer.mesh import MeshConfig  # noqa: E402
 from model.trainer.model_config import ModelConfig  # noqa: E402
-from model.trainer.model_fn import OptimizationConfig  # noqa: E402
-from model.trainer.runs import TrainConfig, make_estimator  # noqa: E402
+from model.trainer.model_fn import OptimizationConfig, PrecisionConfig  # noqa: E402
+from model.trainer.runs import DataConfig, Run, TrainConfig  # noqa: E402
 
 INPUTS, TARGETS, BATCH, VOCAB = 128, 32, 16, 32128
 TOKENS_PER_STEP = BATCH * (INPUTS + TARGETS)
+
+
+def synthetic_run(model_config: ModelConfig, train_config: TrainConfig, model_dir: str,
+                  precision: PrecisionConfig = PrecisionConfig()) -> Run:
+    """A run of the synthetic examples: no data or vocabulary, a one-device mesh."""
+    return Run(families.family_class(model_config.architecture), model_config, MeshConfig(),
+               OptimizationConfig(), DataConfig(), train_config, model_dir, precision)
 
 
 class StepTimer(tf.train.SessionRunHook):
@@ -72,8 +79,7 @@ def bench_training(warmup: int, windows: int, window: int) -> None:
     train_config = TrainConfig(tokens_per_batch=BATCH * INPUTS, save_checkpoints_steps=10**9,
                                keep_checkpoint_max=1, intra_op_threads=1, inter_op_threads=1)
     with tempfile.TemporaryDirectory() as model_dir:
-        estimator = make_estimator(families.family_class(model_config.architecture), model_config, MeshConfig(), OptimizationConfig(), train_config,
-                                   model_dir, VOCAB, BATCH)
+        estimator = synthetic_run(model_config, train_config, model_dir).estimator(BATCH, VOCAB)
         timer = StepTimer()
         steps = warmup + windows * window + 1
         estimator.train(lambda params: synthetic_examples().repeat().batch(

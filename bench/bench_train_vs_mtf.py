@@ -44,14 +44,12 @@ import tensorflow.compat.v1 as tf
 REPO = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from bench.bench_train import INPUTS, TARGETS, synthetic_examples  # noqa: E402
-from model import families  # noqa: E402
+from bench.bench_train import INPUTS, TARGETS, synthetic_examples, synthetic_run  # noqa: E402
 from model.trainer.hooks import logged_losses  # noqa: E402
-from model.trainer.mesh import MeshConfig  # noqa: E402
 from model.trainer.model_config import ModelConfig  # noqa: E402
-from model.trainer.model_fn import OptimizationConfig, PrecisionConfig  # noqa: E402
+from model.trainer.model_fn import PrecisionConfig  # noqa: E402
 from model.trainer.mtf_compat import learning_rate_schedules, mtf, placement_mesh_impl, transformer, transformer_layers
-from model.trainer.runs import TrainConfig, make_estimator  # noqa: E402
+from model.trainer.runs import TrainConfig  # noqa: E402
 
 BATCH, VOCAB = 16, 32128
 D_MODEL, D_FF, HEADS, D_KV, LAYERS = 256, 1024, 4, 64, 4
@@ -202,8 +200,8 @@ def train_ours(option: Option, steps: int, hooks: Sequence[tf.train.SessionRunHo
     train_config = TrainConfig(tokens_per_batch=BATCH * INPUTS, save_checkpoints_steps=10**9,
                                keep_checkpoint_max=1, intra_op_threads=1, inter_op_threads=1)
     with tempfile.TemporaryDirectory() as model_dir:
-        estimator = make_estimator(families.family_class(model_config.architecture), model_config, MeshConfig(), OptimizationConfig(), train_config,
-                                   model_dir, VOCAB, BATCH, option.precision)
+        estimator = synthetic_run(model_config, train_config, model_dir,
+                                  option.precision).estimator(BATCH, VOCAB)
         estimator.train(lambda params: synthetic_batches(params["batch_size"]),
                         max_steps=steps, hooks=list(hooks))
         return [entry["loss"] for entry in logged_losses(model_dir)]

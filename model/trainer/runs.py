@@ -142,36 +142,6 @@ def run_config(train_config: TrainConfig, model_dir: str, cluster=None) -> tpu_c
             per_host_input_for_training=tpu_config.InputPipelineConfig.BROADCAST))
 
 
-def make_estimator(family: "type[Family]", model_config: ModelConfig, mesh_config: MeshConfig,
-                   optimization: OptimizationConfig, train_config: TrainConfig, model_dir: str,
-                   vocab_size: int, batch_size: int,
-                   precision: PrecisionConfig = PrecisionConfig(),
-                   fine_tuning: FineTuningMethod = FineTuningMethod(), beam_size: int = 1,
-                   alpha: float = 0.6, session_start: int = 0,
-                   vocabulary: Optional[Vocabulary] = None) -> tpu_estimator.TPUEstimator:
-    """The estimator of a run; training it trains TrainConfig.train_steps from the run's first
-    step, in a session that starts at `session_start` (ModelFnSetup). The family is given
-    `vocabulary`, the run's."""
-    setup = ModelFnSetup(
-        family_class=family, model_config=model_config, mesh_config=mesh_config, optimization=optimization,
-        vocab_size=vocab_size, model_dir=model_dir,
-        save_checkpoints_steps=train_config.save_checkpoints_steps,
-        keep_checkpoint_max=train_config.keep_checkpoint_max,
-        progress_steps=train_config.progress_steps,
-        decode_length=train_config.decode_length, train_steps=train_config.train_steps,
-        session_start=session_start, use_tpu=train_config.use_tpu,
-        precision=precision, init_checkpoint=train_config.init_checkpoint,
-        warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=fine_tuning,
-        beam_size=beam_size, alpha=alpha, vocabulary=vocabulary)
-    cluster = None
-    if train_config.use_tpu:
-        cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
-    return tpu_estimator.TPUEstimator(
-        model_fn=make_model_fn(setup), config=run_config(train_config, model_dir, cluster),
-        use_tpu=train_config.use_tpu, train_batch_size=batch_size, eval_batch_size=batch_size,
-        predict_batch_size=batch_size)
-
-
 @dataclasses.dataclass
 class Run:
     """One configured run: the gin-bound configs and the family (a class of
@@ -233,13 +203,32 @@ class Run:
             self.checked_path(run_paths.SOURCE, self.data_config.source)
         return self.family.validation_examples(self)
 
-    def estimator(self, batch_size: int, beam_size: int = 1, alpha: float = 0.6
-                  ) -> tpu_estimator.TPUEstimator:
-        return make_estimator(self.family, self.model_config, self.mesh_config, self.optimization,
-                              self.train_config, self.model_dir,
-                              self.vocabulary.vocab_size, batch_size, self.precision,
-                              self.fine_tuning, beam_size, alpha,
-                              vocabulary=self.model_vocabulary)
+    def estimator(self, batch_size: int, vocab_size: Optional[int] = None, beam_size: int = 1,
+                  alpha: float = 0.6, session_start: int = 0) -> tpu_estimator.TPUEstimator:
+        """The run's estimator, the one way one is built: training it trains
+        TrainConfig.train_steps from the run's first step, in a session that starts at
+        `session_start` (ModelFnSetup); `vocab_size` by default its vocabulary's, the family
+        given that vocabulary (none where the run names none)."""
+        train_config = self.train_config
+        setup = ModelFnSetup(
+            family_class=self.family, model_config=self.model_config, mesh_config=self.mesh_config,
+            optimization=self.optimization,
+            vocab_size=self.vocabulary.vocab_size if vocab_size is None else vocab_size,
+            model_dir=self.model_dir, save_checkpoints_steps=train_config.save_checkpoints_steps,
+            keep_checkpoint_max=train_config.keep_checkpoint_max,
+            progress_steps=train_config.progress_steps,
+            decode_length=train_config.decode_length, train_steps=train_config.train_steps,
+            session_start=session_start, use_tpu=train_config.use_tpu,
+            precision=self.precision, init_checkpoint=train_config.init_checkpoint,
+            warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=self.fine_tuning,
+            beam_size=beam_size, alpha=alpha, vocabulary=self.model_vocabulary)
+        cluster = None
+        if train_config.use_tpu:
+            cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
+        return tpu_estimator.TPUEstimator(
+            model_fn=make_model_fn(setup), config=run_config(train_config, self.model_dir, cluster),
+            use_tpu=train_config.use_tpu, train_batch_size=batch_size, eval_batch_size=batch_size,
+            predict_batch_size=batch_size)
 
 
 def first_step(run: Run) -> int:
@@ -266,10 +255,8 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
     train_config = dataclasses.replace(run.train_config,
                                        train_steps=max_steps or run.train_config.train_steps)
-    estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
-                               train_config, run.model_dir, vocab_size, batch_size,
-                               run.precision, run.fine_tuning, session_start=start_step,
-                               vocabulary=run.model_vocabulary)
+    estimator = dataclasses.replace(run, train_config=train_config).estimator(
+        batch_size, vocab_size, session_start=start_step)
     target = base_step + train_config.train_steps
     if start_step < target:
         progress(f"training {run.model_config.architecture} in {run.model_dir}: "
@@ -303,9 +290,7 @@ def evaluate(run: Run, examples: Examples, vocab_size: int,
         raise checkpoint_state.no_checkpoint_error(run.model_dir)
     batch_size = min(run.train_config.eval_batch_size, max(1, run.train_config.tokens_per_batch
                                                             // feature_length(examples())))
-    estimator = make_estimator(run.family, run.model_config, run.mesh_config, run.optimization,
-                               run.train_config, run.model_dir, vocab_size, batch_size,
-                               run.precision, vocabulary=run.model_vocabulary)
+    estimator = run.estimator(batch_size, vocab_size)
     progress(f"evaluating {checkpoint}")
     results = estimator.evaluate(
         lambda params: examples().batch(params["batch_size"], drop_remainder=True),
@@ -339,7 +324,7 @@ def predict(run: Run, features: Dict[str, np.ndarray], checkpoint: Optional[str]
     batch_size = min(count, run.train_config.eval_batch_size)
     filled = {key: np.concatenate([value, np.zeros((-count % batch_size,) + value.shape[1:], value.dtype)])
               for key, value in features.items()}
-    predictions = run.estimator(batch_size, beam_size, alpha).predict(
+    predictions = run.estimator(batch_size, beam_size=beam_size, alpha=alpha).predict(
         lambda params: tf.data.Dataset.from_tensor_slices(filled).batch(
             params["batch_size"], drop_remainder=True),
         checkpoint_path=checkpoint, yield_single_examples=True)
