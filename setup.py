@@ -8,7 +8,7 @@ the use, named by an extra over the pins of requirements.txt (deploy/requirement
 
 `make install` installs every pin for development. Dataflow runs `python setup.py sdist` on the
 launching machine (--setup_file) and pip-installs the result on every worker; deploy/Dockerfile
-and deploy/tpu.py install it with the extra their job needs.
+and deploy/tpu/ install it with the extra their job needs.
 """
 import pathlib
 import sys

@@ -39,26 +39,6 @@ from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
 
 
-@dataclasses.dataclass(frozen=True)
-class TPULaunch:
-    """What a TPU launcher (deploy/tpu.py) plans a family's pre-training with, beside the gin
-    files it reads: where the family's sizes are, which files configure its pre-training, the
-    vocabulary it plans the layout for and the model parallelism some sizes need."""
-
-    size_dir: str  # under model/gin/: the family's size files (those that bind d_model)
-    pretrain_gin: Tuple[str, ...]  # read after pretrain.gin
-    # Ids of the vocabulary the layout splits over the `model` mesh axis. The launcher does not
-    # read --vocabulary (on gs://), so it plans for the family's own.
-    vocab_size: int
-    # Read before a size file that names no ModelConfig.architecture (T5's); a family whose
-    # size files name theirs leaves it empty.
-    architecture_gin: Tuple[str, ...] = ()
-    # Model parallelism needed on 8-core TPUs (v2-8/v3-8) by size name: below it the weights,
-    # gradients and activations of one replica do not fit one core's memory. Sizes not listed
-    # fit one core.
-    min_model_parallelism: Mapping[str, int] = dataclasses.field(default_factory=dict)
-
-
 class ModelFamily(Family, abc.ABC):
     """One model family, configured for one run: model/trainer/family.py's `Family` and what the
     registry and the command line ask of it."""
@@ -88,9 +68,6 @@ class ModelFamily(Family, abc.ABC):
     # The global gradient norm is clipped to this before the update (None: no clipping; T5's
     # Adafactor clips its updates instead). BERT's and OpenAI's code clip at 1.0.
     gradient_clip_norm: ClassVar[Optional[float]] = None
-    # How deploy/tpu.py pre-trains the family on Cloud TPU (None: it does not; one family class
-    # of a package at most has one, the launcher names it by its package).
-    tpu_launch: ClassVar[Optional[TPULaunch]] = None
 
     def __init__(self, config: Any, vocab_size: int,
                  variable_dtype: mtf.VariableDType = mtf.VariableDType(),

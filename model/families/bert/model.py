@@ -58,7 +58,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow.compat.v1 as tf
 
-from model.families.base import ModelFamily, TPULaunch
+from model.families.base import ModelFamily
 from model.families.bert import finetune, google, hf, inputs as bert_inputs
 from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.config import BertConfig
@@ -111,9 +111,6 @@ class Bert(ModelFamily):
     gradient_clip_norm = 1.0
     # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
     warm_start_continues_training = False
-    # Phase 1 of the two (90% of the steps at 128 pieces); the uncased WordPiece vocabulary's
-    # 30,522 pieces, not padded (divisible by 2 only).
-    tpu_launch = TPULaunch("bert", ("bert/pretrain_128.gin",), 30_522)
 
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
                  run_vocabulary: Optional[WordPieceVocabulary] = None):

@@ -56,7 +56,7 @@ import tensorflow.compat.v1 as tf
 
 from model.data import features
 from model.data.vocabulary import Vocabulary
-from model.families.base import ModelFamily, TPULaunch
+from model.families.base import ModelFamily
 from model.families.gpt1 import finetune, hf, openai
 from model.families.gpt1.bpe import BpeVocabulary, is_encoder_file
 from model.families.gpt1.config import GPT1Config
@@ -215,8 +215,6 @@ class GPT1(ModelFamily):
     converter = features.DecoderOnlyConverter
     architectures = (ARCHITECTURE,)
     fresh_on_warm_start = (r"gpt1/head/.*",)
-    # OpenAI's BPE: 40,478 ids, not padded (divisible by 2 only).
-    tpu_launch = TPULaunch("gpt1", ("gpt1/pretrain.gin",), 40_478)
     gradient_clip_norm = 1.0
     # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
     warm_start_continues_training = False

@@ -33,7 +33,6 @@ import gin
 import tensorflow.compat.v1 as tf
 
 from model.families.bert import finetune as bert_finetune, inputs as bert_inputs
-from model.families.base import TPULaunch
 from model.families.bert.model import AdamWeightDecay, Bert, BertConfig
 from model.families.segabert import finetune, pytorch, structure
 from model.trainer.adam import bias_correction_step
@@ -95,8 +94,6 @@ class SegaBert(Bert):
     # structure.SegaBertStream.
     name = "segabert"
     architectures = ("segabert",)
-    # BERT's WordPiece vocabulary (30,522 pieces).
-    tpu_launch = TPULaunch("segabert", ("segabert/pretrain.gin",), 30_522)
     # fresh_on_warm_start is BERT's: new heads start fresh. (Masked LM alone never trains the
     # pooler: a pre-trained checkpoint has its initial weights.)
 

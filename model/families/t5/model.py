@@ -22,7 +22,7 @@ from typing import Dict
 
 from model.data import features
 from model.data.vocabulary import Vocabulary
-from model.families.base import ModelFamily, TPULaunch
+from model.families.base import ModelFamily
 from model.families.t5 import finetune, hf, mesh_tf
 from model.families.t5.architectures import Architecture, Model, build_model
 from model.trainer import decoding
@@ -76,11 +76,6 @@ class EncoderDecoder(_T5Family):
     architectures = (Architecture.ENCODER_DECODER.value,
                      Architecture.ENCODER_DECODER_SHARED.value,
                      Architecture.ENCODER_DECODER_HALF_LAYERS.value)
-    # T5's pre-training on TPU (`--family t5`, this package's name): its size files
-    # (model/gin/sizes/) name no architecture; SentencePiece padded to a multiple of 128
-    # (32,128 ids); the T5 authors' model parallelism for the sizes that need it.
-    tpu_launch = TPULaunch("sizes", (), 32_128, ("architectures/encoder_decoder.gin",),
-                           {"base": 2, "large": 8, "3B": 8, "11B": 8})
 
     @classmethod
     def checkpoint_formats(cls):
