@@ -356,11 +356,14 @@ def nothing_read_error(counters: stats.Stats) -> Optional[str]:
     first byte; or a manifest the workers could not read), naming them; None when a file was
     read. A run of only the files the public C4 code skips (known corrupt) is not refused."""
     read = counters.get("read", {})
-    unreadable = [problem["file"] for problem in stats.file_problems(counters)
-                  if problem.get("skipped") or problem.get("unreadable_from_byte") == 0]
-    # Files opened as WET files (counted in files.read) of which no byte could be read.
-    damaged_read = sum(1 for problem in stats.file_problems(counters)
-                       if not problem.get("skipped") and problem.get("unreadable_from_byte") == 0)
+    unreadable, damaged_read = [], 0
+    for problem in stats.file_problems(counters):
+        if problem.get("skipped"):
+            unreadable.append(problem["file"])
+        elif problem.get("unreadable_from_byte") == 0:
+            # Opened as a WET file (counted in files.read), yet no byte of it could be read.
+            unreadable.append(problem["file"])
+            damaged_read += 1
     manifests = read.get("manifests.skipped:unreadable", 0)
     if read.get("files.read", 0) > damaged_read or not (unreadable or manifests):
         return None
