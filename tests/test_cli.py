@@ -63,7 +63,10 @@ def every_task() -> list:
 def test_train_help_lists_every_task():
     task_help = help_text("model.train").split("--task TASK ")[-1].split("--mixture MIXTURE")[0]
     assert "story_cloze" in every_task()
-    assert set(every_task()) <= set(re.findall(r"\w+", task_help))
+    shown = set(re.findall(r"[\w.]+", task_help))
+    missing = [name for name in every_task()
+               if name not in shown and name.rpartition(".")[0] + ".LANG" not in shown]
+    assert not missing
 
 
 def test_task_tables_list_every_task(capsys):

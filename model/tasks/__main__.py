@@ -14,7 +14,12 @@ def task_table() -> list[str]:
     for name in tasks.names():
         task = tasks.get(name)
         splits = "; ".join(f"{ours}: {theirs}" for ours, theirs in task.splits.items())
-        size = f"{task.num_train_examples:,}" + ("" if task.trained_on else " (never trained on)")
+        if not task.trained_on:
+            size = "(never trained on)" if task.num_train_examples is None else \
+                f"{task.num_train_examples:,} (never trained on)"
+        else:
+            size = "not on record (mixed equally)" if task.num_train_examples is None else \
+                f"{task.num_train_examples:,}"
         lines.append(f"| {name} | {splits} | {task.local_format.description} | "
                      f"{', '.join(task.metric_names)} | {size} | "
                      f"{task.lengths.inputs}/{task.lengths.targets} |")
@@ -30,15 +35,16 @@ def head_task_table() -> list[str]:
 
 
 def mixture_table() -> list[str]:
-    lines = ["| mixture | tasks (examples-proportional rate, K = 2**21) | tokens (inputs/targets) |",
-             "|---|---|---|"]
+    lines = ["| mixture | mixing | tasks (rate, K = 2**21) | tokens (inputs/targets) |",
+             "|---|---|---|---|"]
     for name in tasks.mixture_names():
         mixture = tasks.get_mixture(name)
         rates = mixture.rates()
         members = ", ".join(f"{t.name} ({rates[t.name]:.4f})" if t.name in rates else f"{t.name} (eval only)"
                             for t in mixture.tasks)
         lengths = mixture.lengths
-        lines.append(f"| {name} | {members} | {lengths.inputs}/{lengths.targets} |")
+        lines.append(f"| {name} | {mixture.mixing.value} | {members} | "
+                     f"{lengths.inputs}/{lengths.targets} |")
     return lines
 
 
@@ -48,9 +54,10 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                      "## Tasks of GPT-1's and BERT's heads only", "",
                      "Read from their release files (--task_files TASK:SPLIT=PATH); no TFDS "
                      "source.", "", *head_task_table(), "", "## Mixtures", "", *mixture_table(), "",
-                     "Mixing: examples_proportional, temperature (T), equal; the size limit K is "
-                     "2**21 unless --mixing_limit gives one; `all` halves both RTE tasks, as the "
-                     "t5 library's `all` mixtures."]))
+                     "Mixing: examples_proportional, temperature (T), equal; a mixture's own "
+                     "unless --mixing names one; the size limit K is 2**21 unless --mixing_limit "
+                     "gives one; `all` halves both RTE tasks, as the t5 library's `all` "
+                     "mixtures; mT5's mix every member at one rate, as multilingual-t5's."]))
 
 
 if __name__ == "__main__":

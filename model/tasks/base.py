@@ -71,6 +71,16 @@ class LocalFormat:
 
 
 @dataclasses.dataclass(frozen=True)
+class ReleaseLayout:
+    """Where a task's original release files lie in a folder of releases (the command line's
+    `--task_dir DIR`): the task's folder under DIR, and per split the file's path inside the
+    release (XNLI's validation: `XNLI-1.0/xnli.dev.tsv`). The file may lie at any depth under
+    DIR/folder, as an unpacked archive or a sample adds a level; it must be found once."""
+    folder: str
+    files: Mapping[str, str]
+
+
+@dataclasses.dataclass(frozen=True)
 class Task:
     """A downstream task of the paper, cast as text to text.
 
@@ -91,11 +101,14 @@ class Task:
     postprocess: Callable[[str], Any]
     metric_names: tuple[str, ...]
     score_postprocessed: Callable[[Sequence[Any], Sequence[Any]], dict[str, float]]
-    num_train_examples: int  # the TFDS train split's size, for mixing rates
+    # The TFDS train split's size, for mixing rates; None where it is not known (a task that
+    # only mixes equally, as mT5's do): examples-proportional mixing then refuses it.
+    num_train_examples: int | None
     training_pairs_of: Callable[[Example], list[TextPair]] | None = None
     reference_of: Callable[[Example], Any] | None = None
     target_to_reference: Callable[[str], Any] | None = None
     trained_on: bool = True  # False: evaluated only, as the paper never trains on WNLI
+    untrained_reason: str = ""  # why a task is evaluated only, for the refusal to fine-tune on it
     benchmark: str = ""  # "glue" or "super_glue": counts in that benchmark's average
     # How the paper's final models decode this task (BEAM_SEARCH for WMT and CNN/DM); used only
     # when beam search is switched on (model.trainer.decoding.DecodingConfig), else every task is greedy.
@@ -104,6 +117,11 @@ class Task:
     # A classification task's classes by id, as its targets spell them (MRPC's "not_equivalent",
     # "equivalent"); None for other tasks. An export names a classifier's outputs by them.
     label_names: tuple[str, ...] | None = None
+    # The splits an evaluation scores; None: the registered validation splits. A "test" split
+    # is scored and reported but never picks a checkpoint when the task has another split.
+    eval_splits: tuple[str, ...] | None = None
+    release: ReleaseLayout | None = None  # where `--task_dir` finds the release files
+    language: str = ""  # ISO 639-1 code of a task of one language of a multilingual benchmark
 
     def decoding(self, beam_search: bool) -> Decoding:
         """Greedy, as the paper's Section 3 experiments decode; with `beam_search`, the final

@@ -18,9 +18,13 @@ and in `MODEL_DIR/eval/`:
   best.json        for each task and split, the step, checkpoint, scores, data and decoding of
                    the best checkpoint: one step per task (the highest mean of its metrics over
                    all its validation splits, the earliest on ties), as the t5 library's
-                   `eval_utils.metric_group_max` picks one step for MNLI matched and mismatched
+                   `eval_utils.metric_group_max` picks one step for MNLI matched and mismatched;
+                   a test split (mT5's tasks score one) is reported but picks no step beside
+                   another split
   benchmarks.json  the GLUE and SuperGLUE averages of the best scores, as the paper's tables
                    report them, for each benchmark whose tasks were all evaluated
+  table2.json      for a mixture of mT5's settings, its row of the mT5 paper's Table 2: one
+                   step for the setting, each language's score and their mean (model/tasks/mt5.py)
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ import numpy as np
 import tensorflow as tf2
 
 from model import tasks
-from model.tasks import Decoding, Task, discriminative, metrics
+from model.tasks import Decoding, Mixture, Task, discriminative, metrics, mt5
 from model.tasks.selection import TaskData
 from model.trainer import checkpoint_state, runs
 from model.trainer.decoding import DecodingConfig
@@ -138,14 +142,27 @@ class Scored:
 ScoreCheckpoint = Callable[[str, EvalSet], Scored]
 
 
-def decoded(run: runs.Run, decoding: DecodingConfig) -> ScoreCheckpoint:
+def decoded(run: runs.Run, decoding: DecodingConfig, eval_sets: Sequence[EvalSet] = ()) -> ScoreCheckpoint:
     """T5's scoring: the inputs decoded (greedily, or with the task's final decoding when
-    `decoding` switches beam search on), the texts scored by the task (`task.score`)."""
+    `decoding` switches beam search on), the texts scored by the task (`task.score`). With
+    `eval_sets`, a checkpoint's first decode takes the inputs of all of them that decode alike,
+    in one pass (a graph and a checkpoint read per pass: mT5's 15 languages by 2 splits are one
+    pass, not 30)."""
+    passes: Dict[Tuple[str, Decoding], Dict[str, str]] = {}
+
+    def predictions(checkpoint: str, eval_set_: EvalSet, task_decoding: Decoding) -> List[str]:
+        key = (checkpoint, task_decoding)
+        if key not in passes or any(text not in passes[key] for text in eval_set_.inputs):
+            alike = [e for e in eval_sets if e.task.decoding(decoding.beam_search) == task_decoding]
+            texts = list(dict.fromkeys(text for e in (*alike, eval_set_) for text in e.inputs))
+            passes.clear()  # one checkpoint's predictions at a time
+            passes[key] = dict(zip(texts, decode_texts(run, checkpoint, texts, task_decoding)))
+        return [passes[key][text] for text in eval_set_.inputs]
+
     def score(checkpoint: str, eval_set_: EvalSet) -> Scored:
         task_decoding = eval_set_.task.decoding(decoding.beam_search)
-        predictions = decode_texts(run, checkpoint, eval_set_.inputs, task_decoding)
-        return Scored(tuple(predictions), eval_set_.task.score(list(eval_set_.references), predictions),
-                      task_decoding)
+        texts = predictions(checkpoint, eval_set_, task_decoding)
+        return Scored(tuple(texts), eval_set_.task.score(list(eval_set_.references), texts), task_decoding)
     return score
 
 
@@ -231,7 +248,10 @@ def best_checkpoints(model_dir: str, eval_sets: Sequence[EvalSet]) -> Dict[str, 
         common = sorted(set.intersection(*(set(scores) for scores in recorded)))
         if not common:
             continue
-        step = max(common, key=lambda s: selection_score(*(scores[s] for scores in recorded)))
+        # A test split is scored and reported, but picks no checkpoint beside another split.
+        choosing = [scores for eval_set_, scores in zip(splits, recorded) if eval_set_.split != "test"]
+        choosing = choosing or recorded
+        step = max(common, key=lambda s: selection_score(*(scores[s] for scores in choosing)))
         for eval_set_, scores, steps in zip(splits, recorded, entries):
             entry = steps[step]
             best[eval_set_.name] = {"step": step, "checkpoint": f"model.ckpt-{step}",
@@ -255,10 +275,12 @@ def benchmark_averages(best: Mapping[str, dict]) -> Dict[str, float]:
 
 
 def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
-                         steps: Optional[Sequence[int]] = None) -> Dict[str, dict]:
+                         steps: Optional[Sequence[int]] = None,
+                         mixture: Optional[Mixture] = None) -> Dict[str, dict]:
     """Scores (`score`) every checkpoint of the model directory (or those of `steps`) not yet
     evaluated on each eval set; writes the records above; returns the best and writes it with
-    the benchmark averages (also printed)."""
+    the benchmark averages (also printed); for a `mixture` of mT5's settings, its row of the
+    mT5 paper's Table 2 too (model/tasks/mt5.py; written and printed)."""
     checkpoint_state.require_checkpoints(run.model_dir)
     available = checkpoint_state.checkpoint_steps(run.model_dir)
     for step, checkpoint in available.items():
@@ -277,4 +299,10 @@ def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: Sco
     if averages:
         (directory / BENCHMARKS_NAME).write_text(json.dumps(averages, indent=1, sort_keys=True) + "\n")
         runs.progress(", ".join(f"{name} {value:.2f}" for name, value in sorted(averages.items())))
+    if mixture is not None and mixture.table_cell is not None:
+        row = mt5.table_row(mixture, {(e.task.name, e.split): recorded_scores(run.model_dir, e)
+                                      for e in eval_sets})
+        if row is not None:
+            runs.progress(f"wrote {mt5.write_table(run.model_dir, row)}\n"
+                          + "\n".join(mt5.table_lines(row)))
     return best

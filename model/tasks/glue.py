@@ -107,6 +107,8 @@ def _task(config: GlueConfig) -> Task:
         num_train_examples=config.num_train_examples,
         # The paper never trains on WNLI (its train and validation sets are adversarial to each other).
         trained_on=config.config != "wnli",
+        untrained_reason=("as in the paper: GLUE's WNLI and its training set are adversarial"
+                          if config.config == "wnli" else ""),
         benchmark="glue" if config.config != "wnli" else "",
         lengths=GLUE_LENGTHS,
         label_names=config.label_names,

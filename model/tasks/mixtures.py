@@ -27,6 +27,11 @@ class Mixture:
     name: str
     tasks: tuple[Task, ...]
     scales: Mapping[str, float] = dataclasses.field(default_factory=dict)
+    # The mixing a run uses unless the command line names one: the T5 paper's mixtures mix
+    # examples-proportionally; multilingual-t5 registers mT5's with one rate for every member.
+    mixing: Mixing = Mixing.EXAMPLES_PROPORTIONAL
+    # For mT5's mixtures, the Table 2 cell (benchmark, setting) whose row their results fill.
+    table_cell: tuple[str, str] | None = None
 
     @property
     def trained_tasks(self) -> tuple[Task, ...]:
@@ -37,14 +42,25 @@ class Mixture:
         """Lengths that cut no member's sequences (a mixture trains and decodes at one length)."""
         return functools.reduce(SequenceLengths.covering, (task.lengths for task in self.tasks))
 
-    def scaled_sizes(self, sizes: Mapping[str, int] | None = None) -> dict[str, float]:
+    def scaled_sizes(self, sizes: Mapping[str, int] | None = None,
+                     mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL) -> dict[str, float]:
         """The trained tasks' training-set sizes (the TFDS ones, or those of `sizes`, e.g. of
-        local files) times their scales."""
-        return {t.name: (sizes or {}).get(t.name, t.num_train_examples) * self.scales.get(t.name, 1.0)
-                for t in self.trained_tasks}
+        local files) times their scales. Equal mixing needs none; the other mixings refuse a
+        task whose size is not known."""
+        if Mixing(mixing) is Mixing.EQUAL:
+            return {t.name: 1.0 for t in self.trained_tasks}
+        known = {t.name: (sizes or {}).get(t.name, t.num_train_examples) for t in self.trained_tasks}
+        unknown = [name for name, size in known.items() if size is None]
+        if unknown:
+            raise ValueError(f"{self.name}: the training-set size of {', '.join(unknown)} is not "
+                             f"known, so {Mixing(mixing).value} mixing cannot rate it: mix "
+                             "equally (--mixing equal), as multilingual-t5's mixtures do")
+        return {name: size * self.scales.get(name, 1.0) for name, size in known.items()}
 
-    def rates(self, mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL, *,
+    def rates(self, mixing: Mixing | str | None = None, *,
               limit: int = DEFAULT_SIZE_LIMIT, temperature: float = 1.0,
               sizes: Mapping[str, int] | None = None) -> dict[str, float]:
-        """Mixing rates of the trained tasks (model/data/mixing.py), K applied."""
-        return rates_of(self.scaled_sizes(sizes), mixing, limit=limit, temperature=temperature)
+        """Mixing rates of the trained tasks (model/data/mixing.py), K applied; by the mixture's
+        own mixing unless one is given."""
+        mixing = mixing or self.mixing
+        return rates_of(self.scaled_sizes(sizes, mixing), mixing, limit=limit, temperature=temperature)

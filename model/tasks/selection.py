@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import pathlib
+import sys
 from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Tuple
 
 from model import tasks
 from model.data.mixing import rates_of
-from model.tasks import Mixing, SequenceLengths, Task, discriminative, mixtures
-from model.tasks.sources import parse_task_files, tfds_version
+from model.tasks import Mixing, Mixture, SequenceLengths, Task, discriminative, mixtures
+from model.tasks.sources import find_release_file, parse_task_files, tfds_version
 
 
 def validation_splits(task: str, local_files: Mapping[Tuple[str, str], Tuple[str, ...]]) -> List[str]:
@@ -38,26 +40,57 @@ class _Reread:
 
 @dataclasses.dataclass(frozen=True)
 class TaskData:
-    """Where examples come from: local release files per (task, split), else TFDS."""
+    """Where examples come from: local release files per (task, split); else, for a task with
+    a release layout, its file in a folder of releases (`task_dir`); else TFDS."""
 
     local_files: Mapping[Tuple[str, str], Tuple[str, ...]] = dataclasses.field(default_factory=dict)
     tfds_data_dir: Optional[str] = None
+    task_dir: Optional[str] = None
+
+    def _paths(self, task: Task, split: str) -> Optional[Tuple[str, ...]]:
+        paths = self.local_files.get((task.name, split))
+        if paths:
+            return paths
+        if self.task_dir and task.release is not None:
+            if split not in task.release.files:
+                raise KeyError(f"{task.name} has no split {split!r} in its release files; "
+                               f"it has {sorted(task.release.files)}")
+            return (find_release_file(self.task_dir, task.release.folder, task.release.files[split]),)
+        return None
 
     def examples(self, task: Task, split: str) -> Iterable[dict]:
-        paths = self.local_files.get((task.name, split))
+        paths = self._paths(task, split)
         if paths:
             return _Reread(lambda: task.local_examples(*paths))
         return _Reread(lambda: task.examples(split, self.tfds_data_dir))
 
     def describe(self, task: Task, split: str) -> str:
         """Which data `examples` reads, with its version: what a score was computed on."""
-        paths = self.local_files.get((task.name, split))
+        paths = self._paths(task, split)
         if paths:
             return f"local files {', '.join(paths)} ({task.local_format.description})"
         return f"tfds {tfds_version(task.splits[split], self.tfds_data_dir)}"
 
     def validation_splits(self, task: Task) -> List[str]:
-        return validation_splits(task.name, self.local_files)
+        """The splits a task is scored on: those given as local files, else the task's own
+        (`Task.eval_splits`, or its validation splits). From a folder of releases, a split
+        whose file is not there is left out with a notice: a mixture is scored on the
+        languages a user has (and says which it lacks)."""
+        if any(name == task.name for name, _ in self.local_files):
+            return validation_splits(task.name, self.local_files)
+        if task.eval_splits is None:
+            return validation_splits(task.name, {})
+        if not (self.task_dir and task.release is not None):
+            return list(task.eval_splits)
+        available = []
+        for split in task.eval_splits:
+            try:
+                self._paths(task, split)
+            except FileNotFoundError as missing:
+                print(f"{task.name} {split}: not evaluated: {missing}", file=sys.stderr)
+                continue
+            available.append(split)
+        return available
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +101,7 @@ class Selection:
     rates: Mapping[str, float]  # trained task name -> rate
     evaluated: Tuple[Task, ...]
     lengths: SequenceLengths  # of the tasks trained and evaluated: none of their sequences is cut
+    mixture: Mixture  # what was selected (a one-task mixture for --task)
     # The share of the pre-training objective over DataConfig.source mixed in (Section 3.5.2's
     # multi-task training with the unsupervised task); the tasks share the rest by `rates`.
     pretraining_rate: float = 0.0
@@ -81,44 +115,52 @@ PRETRAINING = "pretraining"
 
 
 def select(task: Optional[str] = None, mixture: Optional[str] = None,
-           mixing: Mixing | str = Mixing.EXAMPLES_PROPORTIONAL,
+           mixing: Mixing | str | None = None,
            limit: int = mixtures.DEFAULT_SIZE_LIMIT, temperature: float = 1.0,
            with_pretraining: bool = False, training: bool = True) -> Selection:
     """One task (rate 1), or a mixture with the paper's mixing strategy and size limit K
     (model/tasks/mixtures.py); `with_pretraining` mixes in the pre-training objective as one more
     member, whose data set is larger than any limit: it counts K examples, as in the paper. A
     task never trained on (WNLI, as in the paper) is refused for training and has no rate in a
-    mixture; it can be evaluated (`training=False`)."""
+    mixture; it can be evaluated (`training=False`). `mixing` None: the mixture's own
+    (examples-proportional for the T5 paper's, equal for mT5's)."""
     if bool(task) == bool(mixture):
         raise ValueError("give one of --task and --mixture")
     if task:
         chosen = tasks.get(task)
         if training and not chosen.trained_on:
-            raise ValueError(f"{task} is never trained on (as in the paper: GLUE's WNLI and its "
-                             "training set are adversarial); evaluate it with --mode eval")
-        mix = tasks.Mixture(task, (chosen,))
+            raise ValueError(f"{task} is never trained on ({chosen.untrained_reason}); "
+                             "evaluate it with --mode eval")
+        # One task needs no size to be drawn from alone.
+        mix = tasks.Mixture(task, (chosen,), mixing=Mixing.EQUAL)
     else:
         mix = tasks.get_mixture(mixture)
     if not mix.trained_tasks:
-        return Selection(mix.name, {}, mix.tasks, mix.lengths)
-    sizes = mix.scaled_sizes()
+        return Selection(mix.name, {}, mix.tasks, mix.lengths, mix)
+    mixing = mixing or mix.mixing
+    sizes = mix.scaled_sizes(mixing=mixing)
     if with_pretraining:
-        sizes[PRETRAINING] = limit
+        sizes[PRETRAINING] = limit if Mixing(mixing) is not Mixing.EQUAL else 1.0
     rates = rates_of(sizes, mixing, limit=limit, temperature=temperature)
     pretraining_rate = rates.pop(PRETRAINING, 0.0)
     return Selection(mix.name, {k: v / (1 - pretraining_rate) for k, v in rates.items()}, mix.tasks,
-                     mix.lengths, pretraining_rate)
+                     mix.lengths, mix, pretraining_rate)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("tasks (finetune, eval, decode)")
-    group.add_argument("--task", help=f"one task: {', '.join(tasks.names())}; for GPT-1's and "
+    # A task per language (mT5's) is shown once, as `mt5_xnli_dev_test.LANG`.
+    shown = dict.fromkeys(name.rpartition(".")[0] + ".LANG" if "." in name else name
+                          for name in tasks.names())
+    group.add_argument("--task", help=f"one task: {', '.join(shown)} (python -m model.tasks lists "
+                                      "each with its languages); for GPT-1's and "
                                       f"BERT's heads also "
                                       f"{', '.join(discriminative.names_outside_task_registry())} "
                                       "(from their release files, --task_files)")
     group.add_argument("--mixture", help=f"a mixture: {', '.join(tasks.mixture_names())}")
-    group.add_argument("--mixing", default=Mixing.EXAMPLES_PROPORTIONAL.value,
-                       choices=[m.value for m in Mixing], help="mixing strategy of a mixture")
+    group.add_argument("--mixing", choices=[m.value for m in Mixing],
+                       help="mixing strategy of a mixture (default: the mixture's own: "
+                            "examples_proportional for the T5 paper's, equal for mT5's)")
     group.add_argument("--mixing_limit", type=int, default=mixtures.DEFAULT_SIZE_LIMIT,
                        help="K, the size limit of examples-proportional and temperature mixing "
                             "(default 2^21)")
@@ -128,6 +170,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                             "DataConfig.source) as one more member of size K")
     group.add_argument("--task_files", action="append", default=[], metavar="TASK:SPLIT=PATH[,PATH]",
                        help="a task's original release files for a split, instead of TFDS")
+    group.add_argument("--task_dir", help="a folder of the tasks' release files, one folder per "
+                                          "benchmark (xnli/, paws_x/, wikiann/, xquad/, mlqa/, "
+                                          "tydiqa_goldp/, squad/), read instead of TFDS by the "
+                                          "tasks that know their release layout (mT5's)")
     group.add_argument("--tfds_data_dir", help="where the tasks' TFDS datasets are prepared")
 
 
@@ -139,4 +185,6 @@ def task_data(args: argparse.Namespace) -> TaskData:
     files = parse_task_files(args.task_files)
     for name, _ in files:
         tasks.get(name)  # an unknown task fails here
-    return TaskData(files, args.tfds_data_dir)
+    if args.task_dir and not pathlib.Path(args.task_dir).is_dir():
+        raise FileNotFoundError(f"--task_dir {args.task_dir}: no such folder")
+    return TaskData(files, args.tfds_data_dir, args.task_dir)

@@ -40,6 +40,23 @@ def parse_task_files(specs: Sequence[str]) -> TaskFiles:
     return files
 
 
+def find_release_file(task_dir: str, folder: str, name: str) -> str:
+    """The one file under `task_dir`/`folder`, at any depth, whose path ends with `name` (a
+    path inside a release, e.g. `XNLI-1.0/xnli.dev.tsv`): an unpacked archive or a sample may
+    add a level. None found, or several, is an error naming what was looked for."""
+    root = pathlib.Path(task_dir) / folder
+    wanted = pathlib.PurePosixPath(name)
+    found = sorted(path for path in root.rglob(wanted.name)
+                   if path.is_file() and path.as_posix().endswith("/" + name))
+    if not found:
+        raise FileNotFoundError(f"no {name} under {root} (--task_dir {task_dir}: each task's "
+                                f"release files lie in its folder, here {folder}/)")
+    if len(found) > 1:
+        raise ValueError(f"{len(found)} files {name} under {root}: {', '.join(map(str, found))}; "
+                         "keep one, or name it with --task_files")
+    return str(found[0])
+
+
 def _python(value: Any) -> Any:
     """A TFDS numpy example as plain Python: str for bytes, lists for arrays, numbers as numbers."""
     import numpy as np

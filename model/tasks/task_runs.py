@@ -13,7 +13,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence
 
 import tensorflow.compat.v1 as tf
 
-from model.tasks import evaluation
+from model.tasks import Mixture, evaluation
 from model.tasks.evaluation import EvalSet, ScoreCheckpoint
 from model.trainer import checkpoint_state, runs
 
@@ -26,7 +26,8 @@ def trained_steps(run: runs.Run) -> List[int]:
 
 
 def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
-             train: Optional[Callable[[runs.Run], Any]] = None) -> Dict[str, dict]:
+             train: Optional[Callable[[runs.Run], Any]] = None,
+             mixture: Optional[Mixture] = None) -> Dict[str, dict]:
     """A family's `--mode finetune|eval|decode` with a task, scored by `score`:
     finetune: `train(run)` keeping every checkpoint, then every checkpoint scored, the best per
     task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
@@ -35,7 +36,8 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
     decode: the newest checkpoint is scored; returns {"<task>/<split>": {"step", "scores"}}.
     The candidates are the checkpoints this run trained (`trained_steps`): never the weights it
     started from (T5's warm-start checkpoint, whose step the run continues, is in the model
-    directory too; the t5 library would score it, uselessly: it has not seen the task)."""
+    directory too; the t5 library would score it, uselessly: it has not seen the task).
+    `mixture`: what the run trains and scores; an mT5 setting's also writes its Table 2 row."""
     if mode not in ("finetune", "eval", "decode"):
         raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
     if mode == "finetune":
@@ -50,11 +52,11 @@ def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: Scor
                                 f"weights it started from, step {runs.first_step(run)}, are not scored)")
     if mode == "decode":
         newest = max(candidates)
-        evaluation.evaluate_checkpoints(run, eval_sets, score, steps=[newest])
+        evaluation.evaluate_checkpoints(run, eval_sets, score, steps=[newest], mixture=mixture)
         return {s.name: {"step": newest,
                          "scores": evaluation.recorded_scores(run.model_dir, s)[newest]}
                 for s in eval_sets}
-    best = evaluation.evaluate_checkpoints(run, eval_sets, score, steps=candidates)
+    best = evaluation.evaluate_checkpoints(run, eval_sets, score, steps=candidates, mixture=mixture)
     if mode == "finetune":
         newest = sorted(checkpoint_state.checkpoint_steps(run.model_dir)
                         )[-run.train_config.keep_checkpoint_max:]

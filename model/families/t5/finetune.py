@@ -131,6 +131,8 @@ def eval_sets(selection: Selection, data: TaskData) -> List[evaluation.EvalSet]:
         for split in data.validation_splits(task):
             labelled = [e for e in data.examples(task, split) if e.get("label", 0) != -1]
             sets.append(evaluation.eval_set(task, split, labelled, data.describe(task, split)))
+    if not sets:
+        raise ValueError(f"{selection.name}: no split of its tasks to evaluate")
     return sets
 
 
@@ -142,9 +144,11 @@ def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: Deco
     if not run.train_config.init_checkpoint:
         runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
     examples = training_examples(run, selection, data)
+    sets = eval_sets(selection, data)
     return task_runs.task_run(
-        "finetune", run, eval_sets(selection, data), evaluation.decoded(run, decoding),
-        lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps))
+        "finetune", run, sets, evaluation.decoded(run, decoding, sets),
+        lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps),
+        selection.mixture)
 
 
 def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
@@ -157,5 +161,6 @@ def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, di
     decoding = DecodingConfig()
     if mode == "finetune":
         return finetune(run, selection, data, decoding)
-    return task_runs.task_run(mode, run, eval_sets(selection, data),
-                               evaluation.decoded(run, decoding))
+    sets = eval_sets(selection, data)
+    return task_runs.task_run(mode, run, sets, evaluation.decoded(run, decoding, sets),
+                              mixture=selection.mixture)
