@@ -8,8 +8,8 @@ from seqeval.metrics import f1_score as seqeval_f1
 from tensorflow_datasets.text.wikiann.wikiann import get_spans, tags_to_spans
 
 from model.tasks import metrics
-from model.tasks.multilingual_metrics import (SPAN_SEPARATOR, normalize_mlqa, qa_metric,
-                                              span_f1, spans_of_tags)
+from model.tasks.multilingual_metrics import normalize_mlqa, qa_metric, span_f1
+from model.tasks.multilingual_sources import SPAN_SEPARATOR, spans_of_tags
 
 # --- normalisation: the expected forms follow the MLQA script's rules step by step ----------------
 # (lower case, drop punctuation, drop the language's articles, re-tokenise, join with spaces)

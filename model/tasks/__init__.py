@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from model.tasks import cnn_dailymail, glue, metrics, squad, super_glue, wmt
+from model.tasks import (cnn_dailymail, glue, metrics, mt5, multilingual_qa, paws_x, squad,
+                         super_glue, wikiann, wmt, xnli)
 from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, GREEDY, Decoding, LocalFormat,
-                              SequenceLengths, Task, TfdsSplit)
+                              ReleaseLayout, SequenceLengths, Task, TfdsSplit)
 from model.tasks.mixtures import Mixing, Mixture
 
-_TASKS: dict[str, Task] = {task.name: task for family in (glue, super_glue, squad, cnn_dailymail, wmt)
-                           for task in family.TASKS}
+_T5_PAPER_TASKS = tuple(task for family in (glue, super_glue, squad, cnn_dailymail, wmt)
+                        for task in family.TASKS)
+_MT5_TASKS = tuple(task for family in (xnli, paws_x, wikiann, multilingual_qa) for task in family.TASKS)
+_TASKS: dict[str, Task] = {task.name: task for task in _T5_PAPER_TASKS + _MT5_TASKS}
 
 _GLUE = tuple(t for t in _TASKS.values() if t.name.startswith("glue_"))
 _SUPER_GLUE = tuple(t for t in _TASKS.values() if t.name.startswith("super_glue_") or t.name == "dpr")
@@ -27,12 +30,14 @@ _MIXTURES: dict[str, Mixture] = {
     "glue": Mixture("glue", _GLUE),
     "super_glue": Mixture("super_glue", _SUPER_GLUE),
     # The t5 library's `all` mixtures halve both RTE tasks (`_dedupe`: SuperGLUE's RTE is GLUE's).
-    "all": Mixture("all", tuple(_TASKS.values()), scales={"glue_rte": 0.5, "super_glue_rte": 0.5}),
+    "all": Mixture("all", _T5_PAPER_TASKS, scales={"glue_rte": 0.5, "super_glue_rte": 0.5}),
+    **{mixture.name: mixture for mixture in mt5.MIXTURES},
 }
 
 
 def names() -> list[str]:
-    """Every task name, in the registry's order (GLUE, SuperGLUE, DPR, SQuAD, CNN/DM, WMT)."""
+    """Every task name, in the registry's order (GLUE, SuperGLUE, DPR, SQuAD, CNN/DM, WMT; then
+    mT5's: XNLI, PAWS-X, WikiAnn, the QA tasks)."""
     return list(_TASKS)
 
 
@@ -40,8 +45,13 @@ def get(name: str) -> Task:
     try:
         return _TASKS[name]
     except KeyError:
-        raise KeyError(f"no task {name!r}; tasks: {', '.join(_TASKS)}"
-                       + (f" (and mixture {name!r}: use get_mixture)" if name in _MIXTURES else "")) from None
+        pass
+    family, dot, language = name.rpartition(".")
+    has = sorted(known.rpartition(".")[2] for known in _TASKS if known.startswith(family + ".")) if dot else []
+    if has:
+        raise KeyError(f"{family} has no language {language!r}; it has {', '.join(has)}")
+    raise KeyError(f"no task {name!r}; tasks: {', '.join(_TASKS)}"
+                   + (f" (and mixture {name!r}: use get_mixture)" if name in _MIXTURES else ""))
 
 
 def mixture_names() -> list[str]:
@@ -78,5 +88,5 @@ def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]])
 
 
 __all__ = ["BEAM_SEARCH", "BENCHMARKS", "DEFAULT_LENGTHS", "Decoding", "GREEDY",
-           "LocalFormat", "Mixing", "Mixture", "SequenceLengths", "Task", "TfdsSplit",
+           "LocalFormat", "Mixing", "Mixture", "ReleaseLayout", "SequenceLengths", "Task", "TfdsSplit",
            "benchmark_average", "benchmark_tasks", "get", "get_mixture", "mixture_names", "names"]

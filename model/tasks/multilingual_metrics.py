@@ -22,6 +22,7 @@ from statistics import fmean
 from typing import Sequence
 
 from model.tasks.metrics import _token_f1
+from model.tasks.multilingual_sources import SPAN_SEPARATOR
 
 # --- QA: MLQA's language-aware normalisation ---------------------------------------------------
 
@@ -104,41 +105,6 @@ def qa_metric(language: str) -> MultilingualQaMetric:
 
 
 # --- WikiAnn: entity spans ---------------------------------------------------------------------
-
-SPAN_SEPARATOR = " $$ "  # between the "TYPE: tokens" spans of one sentence (mT5's wikiann task)
-NO_SPANS = "None"  # the target of a sentence without entities
-
-
-def _entity_tag(tag: str) -> tuple[str, str]:
-    """An IOB2 tag as (prefix, entity type): "B-PER" -> ("B", "PER"), "O" -> ("O", "")."""
-    if tag == "O":
-        return "O", ""
-    prefix, dash, entity_type = tag.partition("-")
-    if prefix not in ("B", "I") or not dash or not entity_type:
-        raise ValueError(f"{tag!r} is no IOB2 tag (O, B-TYPE or I-TYPE)")
-    return prefix, entity_type
-
-
-def spans_of_tags(tokens: Sequence[str], tags: Sequence[str]) -> list[str]:
-    """A sentence's entities as "TYPE: tokens" strings in the order they start, ["None"] when it
-    has none: TFDS wikiann's `spans`. An entity starts at every B- tag and at every I- tag that
-    does not continue the open entity's type (an I- after O, or after another type)."""
-    if len(tokens) != len(tags):
-        raise ValueError(f"{len(tokens)} tokens but {len(tags)} tags")
-    spans: list[str] = []
-    open_type, open_tokens = "", []
-    for token, tag in zip(tokens, tags):
-        prefix, entity_type = _entity_tag(tag)
-        if prefix == "I" and entity_type == open_type:
-            open_tokens.append(token)
-            continue
-        if open_type:
-            spans.append(f"{open_type}: {' '.join(open_tokens)}")
-        open_type, open_tokens = entity_type, [token]
-    if open_type:
-        spans.append(f"{open_type}: {' '.join(open_tokens)}")
-    return spans or [NO_SPANS]
-
 
 def _typed_spans(text: str) -> list[tuple[str, str]]:
     """(type, text) of each "TYPE: tokens" part; as mT5's scorer, a part that is not exactly two

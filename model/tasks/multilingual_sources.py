@@ -128,23 +128,44 @@ def read_paws_x_tsv(path: str) -> Iterator[dict]:
 
 # --- WikiAnn (PAN-X): `lang:token<TAB>tag` lines, a blank line after each sentence ---------------
 
-def _entity_spans(tokens: Sequence[str], tags: Sequence[str]) -> list[str]:
-    """wikiann's `spans`: "TYPE: the entity's tokens" per entity in order, ["None"] if there is
-    none. An I- tag that continues no entity of its type starts one, so ill-formed tagging counts."""
-    spans = []
-    kind, start = None, 0
-    for index, tag in enumerate([*tags, "O"]):
-        if tag.startswith("I-") and tag[2:] == kind:
+SPAN_SEPARATOR = " $$ "  # between the "TYPE: tokens" spans of one sentence (mT5's wikiann task)
+NO_SPANS = "None"  # the target of a sentence without entities
+
+
+def _entity_tag(tag: str) -> tuple[str, str]:
+    """An IOB2 tag as (prefix, entity type): "B-PER" -> ("B", "PER"), "O" -> ("O", "")."""
+    if tag == "O":
+        return "O", ""
+    prefix, dash, entity_type = tag.partition("-")
+    if prefix not in ("B", "I") or not dash or not entity_type:
+        raise ValueError(f"{tag!r} is no IOB2 tag (O, B-TYPE or I-TYPE)")
+    return prefix, entity_type
+
+
+def spans_of_tags(tokens: Sequence[str], tags: Sequence[str]) -> list[str]:
+    """A sentence's entities as "TYPE: tokens" strings in the order they start, ["None"] when it
+    has none: TFDS wikiann's `spans`. An entity starts at every B- tag and at every I- tag that
+    does not continue the open entity's type (an I- after O, or after another type)."""
+    if len(tokens) != len(tags):
+        raise ValueError(f"{len(tokens)} tokens but {len(tags)} tags")
+    spans: list[str] = []
+    open_type, open_tokens = "", []
+    for token, tag in zip(tokens, tags):
+        prefix, entity_type = _entity_tag(tag)
+        if prefix == "I" and entity_type == open_type:
+            open_tokens.append(token)
             continue
-        if kind is not None:
-            spans.append(f"{kind}: {' '.join(tokens[start:index])}")
-        kind, start = (None, index) if tag == "O" else (tag[2:], index)
-    return spans or ["None"]
+        if open_type:
+            spans.append(f"{open_type}: {' '.join(open_tokens)}")
+        open_type, open_tokens = entity_type, [token]
+    if open_type:
+        spans.append(f"{open_type}: {' '.join(open_tokens)}")
+    return spans or [NO_SPANS]
 
 
 def _wikiann_sentence(tokens: list[str], tags: list[str], langs: list[str]) -> dict:
     return {"tokens": tokens, "tags": [WIKIANN_TAGS.index(tag) for tag in tags], "langs": langs,
-            "spans": _entity_spans(tokens, tags)}
+            "spans": spans_of_tags(tokens, tags)}
 
 
 def read_wikiann(path: str, language: str | None = None) -> Iterator[dict]:

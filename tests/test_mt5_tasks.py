@@ -1,0 +1,263 @@
+"""mT5's downstream tasks (issue 42): their text formats against multilingual-t5's published
+examples and, on the shared samples of every benchmark, against the rows of the release files;
+the registry, the three settings as mixtures, finding the release files in a folder, bad input,
+the Table 2 record; and a tiny mT5 fine-tuned zero-shot on XNLI from the command line and
+evaluated in all 15 languages."""
+import csv
+import json
+
+import pytest
+
+from model import tasks, train
+from model.tasks import mt5, multilingual_qa, paws_x, wikiann, xnli
+from model.tasks.selection import TaskData, select
+from model.tasks.sources import find_release_file
+from tests.support.trained_vocab import trained_vocabulary
+
+
+@pytest.fixture(scope="module")
+def task_dir(shared_data):
+    return shared_data / "tasks"
+
+
+def local(task_dir) -> TaskData:
+    return TaskData(task_dir=str(task_dir))
+
+
+# --- formats: multilingual-t5's published examples (multilingual_t5/preprocessors_test.py) ----
+
+def test_xquad_format_is_multilingual_t5s():
+    example = {"id": "123", "context": "Some context.",
+               "question": "Whose portrait by François Clouet was included in the Jones bequest of 1882?",
+               "answers": {"text": ["The answer.", "Another answer."], "answer_start": [0, 0]}}
+    task = tasks.get("mt5_xquad_test.en")
+    assert task.preprocess(example) == {
+        "inputs": "question: Whose portrait by François Clouet was included in the Jones bequest "
+                  "of 1882 ? context: Some context . ",
+        "targets": "The answer . "}
+    assert task.reference(example) == ["The answer . ", "Another answer . "]
+
+
+def test_wikiann_format_is_multilingual_t5s():
+    example = {"tokens": ["rick", "and", "morty", "are", "cool", "."],
+               "tags": ["B-PER", "O", "B-PER", "O", "O", "O"], "langs": ["en"] * 6,
+               "spans": ["PER: rick", "PER: morty"]}
+    assert tasks.get("mt5_ner_eval.en").preprocess(example) == {
+        "inputs": "tag: rick and morty are cool .", "targets": "PER: rick $$ PER: morty"}
+
+
+def test_mnli_and_xnli_formats_are_multilingual_t5s():
+    assert tasks.get("mt5_xnli_train").preprocess(
+        {"hypothesis": "hypothesis1", "label": 1, "premise": "premise1"}) == {
+        "inputs": "xnli: premise: premise1 hypothesis: hypothesis1", "targets": "1"}
+    example = {"hypothesis": {"language": ["lang1", "lang2"], "translation": ["translation1", "translation2"]},
+               "label": 1, "premise": {"lang1": "premise1", "lang2": "premise2"}}
+    assert xnli._xnli_pair("lang2", example) == {
+        "inputs": "xnli: premise: premise2 hypothesis: translation2", "targets": "1"}
+
+
+def test_qa_punctuation_padding_is_tensorflows_re2_rule(task_dir):
+    """multilingual-t5 pads with TensorFlow's regex_replace (RE2): every character but letters,
+    marks, numbers, `_` and RE2's ASCII whitespace; ours must agree on real text of many scripts."""
+    import tensorflow as tf
+    texts = [q["context"] for language in ("de", "zh", "en") for q in
+             list(tasks.get(f"mt5_xquad_test.{language}").local_examples(
+                 find_release_file(str(task_dir), "xquad", f"xquad.{language}.json")))[:40]]
+    texts += ["a\u00a0b\u3000c\u200bd_e\te", "François «quoted» — 1,000.5 ١٢٣ ।"]
+    padded = tf.strings.regex_replace(tf.strings.regex_replace(
+        texts, r"([^_\s\p{N}\p{L}\p{M}])", r" \1 "), r"\s+", " ").numpy()
+    assert [multilingual_qa.pad_punctuation(t) for t in texts] == [p.decode("utf-8") for p in padded]
+
+
+# --- formats on the release files, row for row ----------------------------------------------------
+
+def tsv_rows(path):
+    with open(path, encoding="utf-8", newline="") as f:
+        return list(csv.DictReader(f, delimiter="\t", quoting=csv.QUOTE_NONE))
+
+
+@pytest.mark.parametrize("split,file", [("validation", "xnli.dev.tsv"), ("test", "xnli.test.tsv")])
+def test_xnli_pairs_are_the_release_rows_in_every_language(task_dir, split, file):
+    rows = {row["language"]: row for row in tsv_rows(task_dir / "xnli/XNLI-1.0" / file)}
+    assert sorted(rows) == sorted(xnli.LANGUAGES)
+    for language in xnli.LANGUAGES:
+        task = tasks.get(f"mt5_xnli_dev_test.{language}")
+        (pair,) = [task.preprocess(e) for e in local(task_dir).examples(task, split)]
+        row = rows[language]
+        assert pair == {"inputs": f"xnli: premise: {row['sentence1']} hypothesis: {row['sentence2']}",
+                        "targets": str(xnli.LABELS.index(row["gold_label"]))}
+
+
+def test_xnli_zero_shot_trains_on_the_english_rows_and_translate_train_on_the_translations(task_dir):
+    data = local(task_dir)
+    english = tsv_rows(task_dir / "xnli/XNLI-MT-1.0/multinli/multinli.train.en.tsv")
+    pairs = [tasks.get("mt5_xnli_train").preprocess(e) for e in data.examples(tasks.get("mt5_xnli_train"), "train")]
+    assert pairs == [{"inputs": f"xnli: premise: {r['premise']} hypothesis: {r['hypo']}",
+                      "targets": str(xnli.LABELS.index(r["label"]))} for r in english]
+    german = tsv_rows(task_dir / "xnli/XNLI-MT-1.0/multinli/multinli.train.de.tsv")
+    task = tasks.get("mt5_xnli_translate_train.de")
+    assert [task.preprocess(e)["inputs"] for e in data.examples(task, "train")] == [
+        f"xnli: premise: {r['premise']} hypothesis: {r['hypo']}" for r in german]
+
+
+def test_pawsx_pairs_are_the_release_rows(task_dir):
+    data = local(task_dir)
+    for language in paws_x.LANGUAGES:
+        task = tasks.get(f"mt5_pawsx_dev_test.{language}")
+        rows = tsv_rows(task_dir / f"paws_x/x-final/{language}/test_2k.tsv")
+        assert [task.preprocess(e) for e in data.examples(task, "test")] == [
+            {"inputs": f"paws sentence1: {r['sentence1']} sentence2: {r['sentence2']}",
+             "targets": paws_x.LABELS[int(r["label"])]} for r in rows]
+
+
+def test_wikiann_pairs_are_the_release_sentences_with_tfds_spans(task_dir):
+    from tensorflow_datasets.text.wikiann.wikiann import get_spans
+    data = local(task_dir)
+    for language in wikiann.LANGUAGES:
+        task = tasks.get(f"mt5_ner_eval.{language}")
+        lines = [line.split("\t") for line in
+                 (task_dir / f"wikiann/{language}/test").read_text(encoding="utf-8").splitlines() if line]
+        tokens = [token.split(":", 1)[1] for token, _ in lines]
+        tags = [tag for _, tag in lines]
+        (pair,) = [task.preprocess(e) for e in data.examples(task, "test")]
+        assert pair == {"inputs": "tag: " + " ".join(tokens), "targets": " $$ ".join(get_spans(tokens, tags))}
+
+
+def test_tydiqa_tasks_split_the_goldp_file_by_language(task_dir):
+    data = local(task_dir)
+    (arabic,) = list(data.examples(tasks.get("mt5_tydiqa_dev.ar"), "validation"))
+    assert arabic["id"] == "arabic-2387335860751143628-1"
+    assert list(data.examples(tasks.get("mt5_tydiqa_dev.fi"), "validation")) == []
+    finnish = list(data.examples(tasks.get("mt5_tydiqa_train_dev"), "train"))
+    assert len(finnish) == 2 and list(data.examples(tasks.get("mt5_tydiqa_train.en"), "train")) == []
+
+
+# --- registry, settings, bad input -----------------------------------------------------------------
+
+def test_every_benchmark_has_its_languages_and_settings():
+    counts = {name: len(b.languages) for name, b in mt5.BENCHMARKS.items()}
+    assert counts == {"xnli": 15, "paws_x": 7, "wikiann": 40, "xquad": 11, "mlqa": 7, "tydiqa_goldp": 9}
+    cells = {m.table_cell for m in mt5.MIXTURES}
+    assert {setting for _, setting in cells} == set(mt5.SETTINGS)
+    in_language = sorted(b for b, s in cells if s == mt5.IN_LANGUAGE)
+    assert in_language == ["tydiqa_goldp", "wikiann"]
+    for mixture in mt5.MIXTURES:
+        assert tasks.get_mixture(mixture.name) is mixture
+        benchmark = mt5.BENCHMARKS[mixture.table_cell[0]]
+        assert {t.name for t in benchmark.scored.values()} <= {t.name for t in mixture.tasks}
+
+
+def test_zero_shot_trains_on_english_alone_and_translate_train_adds_every_translation():
+    zero_shot = select(mixture="mt5_xnli_zeroshot")
+    assert list(zero_shot.rates) == ["mt5_xnli_train"]
+    translate = select(mixture="mt5_xnli_translate_train")
+    assert len(translate.rates) == 15 and set(translate.rates.values()) == {1 / 15}
+    assert len(select(mixture="mt5_ner_multilingual").rates) == 40
+
+
+def test_sizes_not_on_record_refuse_proportional_mixing():
+    with pytest.raises(ValueError, match="training-set size of mt5_ner_train.af.*--mixing equal"):
+        select(mixture="mt5_ner_multilingual", mixing="examples_proportional")
+    assert select(task="mt5_ner_train.yo").rates == {"mt5_ner_train.yo": 1.0}
+
+
+def test_evaluation_only_tasks_are_refused_for_fine_tuning_with_the_mixture_to_use():
+    with pytest.raises(ValueError, match="no training split.*mt5_xnli_zeroshot"):
+        select(task="mt5_xnli_dev_test.de")
+
+
+def test_a_language_a_benchmark_lacks_is_named_with_those_it_has():
+    with pytest.raises(KeyError, match=r"mt5_xnli_dev_test has no language 'ja'; it has ar, bg, .*zh"):
+        tasks.get("mt5_xnli_dev_test.ja")
+
+
+def test_release_files_are_found_once_or_named(task_dir, tmp_path):
+    assert find_release_file(str(task_dir), "xquad", "xquad.ar.json").endswith("hf_dummy_subset/xquad.ar.json")
+    with pytest.raises(FileNotFoundError, match="no xquad.el.json under .*xquad"):
+        find_release_file(str(task_dir), "xquad", "xquad.el.json")
+    for copy in ("a", "b"):
+        (tmp_path / "xquad" / copy).mkdir(parents=True)
+        (tmp_path / "xquad" / copy / "xquad.de.json").write_text("{}")
+    with pytest.raises(ValueError, match="2 files xquad.de.json"):
+        find_release_file(str(tmp_path), "xquad", "xquad.de.json")
+
+
+def test_a_language_without_release_files_is_left_out_with_a_notice(task_dir, capsys):
+    data = local(task_dir)
+    assert data.validation_splits(tasks.get("mt5_xquad_test.el")) == []
+    assert "mt5_xquad_test.el test: not evaluated: no xquad.el.json" in capsys.readouterr().err
+    assert data.validation_splits(tasks.get("mt5_xquad_test.th")) == ["test"]
+
+
+# --- the Table 2 record ------------------------------------------------------------------------------
+
+def test_one_step_for_the_setting_chosen_on_validation_and_reported_on_test():
+    mixture = tasks.get_mixture("mt5_xnli_zeroshot")
+    scored = {}
+    for language in ("de", "en"):
+        name = f"mt5_xnli_dev_test.{language}"
+        # Step 20 is best on validation, step 10 on test: the test split must not choose.
+        scored[(name, "validation")] = {10: {"accuracy": 50.0}, 20: {"accuracy": 70.0}}
+        scored[(name, "test")] = {10: {"accuracy": 90.0}, 20: {"accuracy": 60.0 if language == "de" else 80.0}}
+    row = mt5.table_row(mixture, scored)
+    assert row["step"] == 20 and row["setting"] == "zero-shot"
+    assert row["languages"] == {"de": {"accuracy": 60.0}, "en": {"accuracy": 80.0}}
+    assert row["average"] == {"accuracy": 70.0}
+    assert len(row["languages_missing"]) == 13
+    lines = mt5.table_lines(row)
+    assert "| mT5-Small (paper) | 67.5 |" in lines
+    assert "| this run (step 20; 2 of 15 languages) | 70.0 |" in lines
+
+
+def test_xquads_step_is_chosen_on_squads_validation():
+    mixture = tasks.get_mixture("mt5_xquad_zeroshot")
+    scored = {("mt5_squad_train_dev", "validation"): {1: {"em": 10.0, "f1": 20.0}, 2: {"em": 5.0, "f1": 5.0}},
+              ("mt5_xquad_test.de", "test"): {1: {"em": 1.0, "f1": 2.0}, 2: {"em": 50.0, "f1": 60.0}}}
+    row = mt5.table_row(mixture, scored)
+    assert row["step"] == 1 and row["chosen_by"] == ["mt5_squad_train_dev/validation"]
+    assert row["languages"] == {"de": {"f1": 2.0, "em": 1.0}}
+
+
+# --- a tiny mT5 from the command line ----------------------------------------------------------------
+
+def test_tiny_mt5_fine_tunes_zero_shot_on_xnli_and_scores_15_languages(tmp_path, shared_data, task_dir,
+                                                                        capsys, clean_gin):
+    vocabulary = trained_vocabulary(shared_data).path
+    capsys.readouterr()
+    bindings = ["ModelConfig.hf_model_type = 'mt5'", f"DataConfig.vocabulary = '{vocabulary}'",
+                "DataConfig.inputs_length = 128", "DataConfig.targets_length = 4",
+                "TrainConfig.decode_length = 4", "TrainConfig.tokens_per_batch = 512",
+                "TrainConfig.train_steps = 2", "TrainConfig.save_checkpoints_steps = 2",
+                "TrainConfig.eval_batch_size = 32"]
+    argv = ["--mode", "finetune", "--mixture", "mt5_xnli_zeroshot", "--model_dir", str(tmp_path),
+            "--task_dir", str(task_dir), "--gin_file", "architectures/t5.1.1.gin",
+            "--gin_file", "sizes/tiny.gin"]
+    for binding in bindings:
+        argv += ["--gin_param", binding]
+    assert train.main(argv) == 0
+    out = capsys.readouterr()
+    best = json.loads(out.out)
+    assert set(best) == {f"mt5_xnli_dev_test.{lang}/{split}" for lang in xnli.LANGUAGES
+                         for split in ("validation", "test")}
+    row = json.loads((tmp_path / "eval" / mt5.TABLE_NAME).read_text())
+    assert row["step"] == 2 and sorted(row["languages"]) == sorted(xnli.LANGUAGES)
+    assert row["languages_missing"] == [] and 0 <= row["average"]["accuracy"] <= 100
+    assert "| mT5-XXL (paper) | 85.0 |" in out.err and "| this run (step 2) |" in out.err
+    scores = (tmp_path / "eval" / "mt5_xnli_dev_test.sw" / "test" / "scores.jsonl").read_text()
+    assert "XNLI-1.0/xnli.test.tsv" in json.loads(scores)["data"]
+
+
+def test_no_target_of_the_samples_is_cut_at_the_tasks_lengths(shared_data, task_dir):
+    """Every target of the samples, tokenized with EOS by the tests' 1,000-piece vocabulary (which
+    cuts text into more pieces than mT5's 250,000), fits its task's targets length."""
+    vocabulary = trained_vocabulary(shared_data)
+    data = local(task_dir)
+    checked = 0
+    for benchmark in mt5.BENCHMARKS.values():
+        for task in benchmark.scored.values():
+            for split in data.validation_splits(task):
+                for example in data.examples(task, split):
+                    targets = task.preprocess(example)["targets"]
+                    assert len(vocabulary.encode(targets)) + 1 <= task.lengths.targets, task.name
+                    checked += 1
+    assert checked > 200
