@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import functools
 
-from model.tasks import metrics, multilingual_sources
-from model.tasks.base import Example, LocalFormat, ReleaseLayout, SequenceLengths, Task, TfdsSplit
+from model.tasks import metrics, multilingual_sources, xnli
+from model.tasks.base import Example, LocalFormat, ReleaseLayout, Task, TfdsSplit
 from model.tasks.text_format import benchmark_inputs, class_id, label_name
 
 LANGUAGES = ("de", "en", "es", "fr", "ja", "ko", "zh")
@@ -23,7 +23,7 @@ LABELS = ("different_meaning", "paraphrase")
 ENGLISH_TRAIN_EXAMPLES = 49_401  # paws_x_wiki/en's train split
 # multilingual-t5 ships no lengths file for PAWS-X; XNLI's (gin/sequence_lengths/xnli.gin)
 # covers its sentence pairs and labels.
-LENGTHS = SequenceLengths(inputs=1024, targets=128)
+LENGTHS = xnli.LENGTHS
 
 
 def _preprocess(example: Example) -> dict[str, str]:

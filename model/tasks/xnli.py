@@ -19,7 +19,7 @@ from model.tasks.base import Example, LocalFormat, ReleaseLayout, SequenceLength
 from model.tasks.text_format import class_id
 
 LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
-LABELS = ("entailment", "neutral", "contradiction")
+LABELS = multilingual_sources.XNLI_LABELS
 _DIGITS = tuple(str(label) for label in range(len(LABELS)))
 MULTINLI_TRAIN_EXAMPLES = 392_702  # multi_nli's train split; XNLI-MT translates every row
 # multilingual-t5's gin/sequence_lengths/xnli.gin (and xnli_zeroshot.gin).
