@@ -1,4 +1,5 @@
-"""The paper's downstream tasks as text to text: a registry of tasks and mixtures.
+"""The paper's downstream tasks as text to text, and mT5's (named as multilingual-t5 names them,
+`mt5_...`): a registry of tasks and mixtures.
 
     from model import tasks
     task = tasks.get("glue_mnli")
