@@ -17,8 +17,8 @@ from typing import Iterable
 from deploy import REPO_ROOT
 
 REQUIREMENTS_TXT = REPO_ROOT / "requirements.txt"
-# Needed only to run the tests, never on a worker.
-TEST_ONLY = frozenset({"pytest", "pytest-xdist"})
+# Needed only to run the tests, never on a worker (seqeval: the oracle of WikiAnn's span F1).
+TEST_ONLY = frozenset({"pytest", "pytest-xdist", "seqeval"})
 # The project's top-level packages, as setup.py installs them (with their subpackages).
 PACKAGES = ("text", "pipelines", "tfds_c4", "model")
 

@@ -112,7 +112,8 @@ def test_the_run_memorises_its_training_examples(finetuned, shared_data):
 
 def test_mixture_draws_tasks_by_their_rates(shared_data):
     rates = {"super_glue_cb": 0.75, "super_glue_wic": 0.25}
-    selection = task_selection.Selection("cb_and_wic", rates, (), tasks.DEFAULT_LENGTHS)
+    selection = task_selection.Selection("cb_and_wic", rates, (), tasks.DEFAULT_LENGTHS,
+                                         tasks.Mixture("cb_and_wic", ()))
     data = task_selection.TaskData({(name, "train"): (str(shared_data / "tasks" / name.replace("_glue", "glue")
                                                     / "train.jsonl"),) for name in rates})
     firsts = [pair["inputs"].numpy().decode().split(" ")[0]
