@@ -1,13 +1,15 @@
 """Pre-train, fine-tune, evaluate, decode and export with one command line and gin configuration.
 
-    python -m model.train --mode pretrain --model_dir DIR \
+    python -m model pretrain --model_dir DIR \
         --gin_file sizes/base.gin --gin_file architectures/encoder_decoder.gin \
         --gin_file pretrain.gin --gin_param "DataConfig.source = 'tfds:t5_c4/en@/data/tfds'"
 
 Gin files are looked up in model/gin/ (see model/TRAINING.md). The command line parses, builds
 the run with its family (model/families/'s registry) and calls the library: the trainer
 (model/trainer/) for pre-training, validation and decoding, the family for task runs
-(`ModelFamily.run_tasks`) and exports (`ModelFamily.export`). Nothing imports this module.
+(`ModelFamily.run_tasks`) and exports (`ModelFamily.export`). `python -m model`
+(model/__main__.py) runs it for its commands pretrain, finetune, eval, decode and export;
+`python -m model.train --mode M` is its former name.
 """
 from __future__ import annotations
 
@@ -31,9 +33,8 @@ from model.tasks import selection, task_runs  # noqa: E402
 from model.trainer import checkpoint_state, run_paths, runs  # noqa: E402
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model.train",
-                                     description=__doc__.split("\n\n")[0])
+def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.train") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=runs.MODES, required=True)
     parser.add_argument("--model_dir", required=True)
     parser.add_argument("--gin_file", action="append", default=[])
@@ -101,4 +102,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 if __name__ == "__main__":
+    from model.renamed import renamed
+    given = sys.argv[1:]
+    mode = next((given[i + 1] for i, arg in enumerate(given[:-1]) if arg == "--mode"), "MODE")
+    renamed(f"model.train --mode {mode}", mode)
     sys.exit(main())

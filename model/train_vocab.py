@@ -1,6 +1,6 @@
 """Trains the shared SentencePiece vocabulary on a weighted mixture of languages.
 
-  python -m model.train_vocab --output vocab/c4_mix.32k --size 32000 --sample_size 2000000 \
+  python -m model vocab --output vocab/c4_mix.32k --size 32000 --sample_size 2000000 \
       --source en=tfds:t5_c4/en@DATA_DIR --source de=out/de --source fr=out/fr --source ro=out/ro \
       --weights en=10,de=1,fr=1,ro=1
 
@@ -25,7 +25,7 @@ text-to-text transformer", Section 3.2): 250,000 pieces, SentencePiece unigram t
 language sampling rates of pre-training (exponent 0.3), character coverage 0.99999 and
 SentencePiece's byte fallback, so that any string can be encoded. Flags given override it:
 
-  python -m model.train_vocab --recipe mt5 --languages out/mc4 --output vocab/mc4 \
+  python -m model vocab --recipe mt5 --languages out/mc4 --output vocab/mc4 \
       --sample_size 10000000
 """
 from __future__ import annotations
@@ -136,7 +136,7 @@ def corpus_sources(args: argparse.Namespace, exponent: float
 
 
 def parser() -> argparse.ArgumentParser:
-    command_line = argparse.ArgumentParser(prog="python -m model.train_vocab", description=__doc__,
+    command_line = argparse.ArgumentParser(prog="python -m model vocab", description=__doc__,
                                            formatter_class=argparse.RawDescriptionHelpFormatter)
     flag = command_line.add_argument
     flag("--output", required=True, help="output prefix (PREFIX.model, .vocab, .json)")
@@ -204,4 +204,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
+    from model.renamed import renamed
+    renamed("model.train_vocab", "vocab")
     sys.exit(main())

@@ -1,4 +1,5 @@
-"""`python -m model.wordpiece`: trains BERT's WordPiece vocabulary (model/families/bert/wordpiece.py)."""
+"""`python -m model.wordpiece`, the former name of `python -m model wordpiece`: trains BERT's
+WordPiece vocabulary (model/families/bert/wordpiece.py)."""
 import sys
 
 from model.trainer.verbosity import quiet_libraries, verbosity_in
@@ -11,4 +12,6 @@ if __name__ == "__main__":
 from model.families.bert.wordpiece import main  # noqa: E402  (after the log levels above)
 
 if __name__ == "__main__":
+    from model.renamed import renamed
+    renamed("model.wordpiece", "wordpiece")
     sys.exit(main())

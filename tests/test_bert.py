@@ -629,7 +629,7 @@ def head_bindings(vocabulary, head, length, batch, steps):
 
 
 def finetune_command(model_dir, bindings, task, files, capsys) -> dict:
-    """`python -m model.train --mode finetune --task TASK` in this process; its JSON."""
+    """`python -m model finetune --task TASK` in this process; its JSON."""
     argv = ["--mode", "finetune", "--model_dir", str(model_dir), "--gin_file", "bert/tiny.gin",
             "--task", task]
     for split in ("train", "validation"):

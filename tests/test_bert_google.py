@@ -5,7 +5,7 @@ The round trip starts from a tiny random BertForPreTraining of transformers, wri
 TF checkpoint in the test (tf.compat.v1 variables under Google's names, as transformers'
 convert_bert_pytorch_checkpoint_to_original_tf names BertModel's, with run_pretraining.py's
 heads) that transformers' own reader, `load_tf_weights_in_bert`, loads back into the same model.
-It is imported with `python -m model.convert import --format google`; our MLM and NSP logits
+It is imported with `python -m model import --format google`; our MLM and NSP logits
 must equal transformers' within 1e-5 of the largest logit, and again after `export --format hf`.
 Google's vocabularies ([PAD] 0, [unused0..98], [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103, then
 the pieces) are rebuilt from pieces learned on the shared C4 samples, cased and uncased, and

@@ -1,4 +1,4 @@
-"""The command lines as a user runs them: `python -m model.train`'s progress and results, no
+"""The command lines as a user runs them: `python -m model pretrain`'s progress and results, no
 library noise; the operative gin config holds every parameter the built model used. Every
 command line's --help names it as it is run, prints nothing else, and lists what the registries
 offer (tasks, families and their checkpoint formats)."""
@@ -15,34 +15,70 @@ import pytest
 from tests.support.trained_vocab import trained_vocabulary
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-COMMAND_LINES = ("model.train", "model.train_vocab", "model.wordpiece", "model.convert",
-                 "model.tasks", "pipelines.c4", "deploy.dataflow", "deploy.tpu", "deploy.rehearse")
+COMMAND_LINES = (("model",), ("model", "pretrain"), ("model", "finetune"), ("model", "export"),
+                 ("model", "import"), ("model", "vocab"), ("model", "wordpiece"), ("model", "tasks"),
+                 ("pipelines.c4",), ("deploy.dataflow",), ("deploy.tpu",), ("deploy.rehearse",))
 
 
 @functools.lru_cache(maxsize=None)
-def help_of(module: str) -> subprocess.CompletedProcess:
-    """`python -m MODULE --help`, run once for all the tests that read it."""
-    return subprocess.run([sys.executable, "-m", module, "--help"], cwd=REPO, capture_output=True,
-                          text=True, timeout=300, env=dict(os.environ, PYTHONPATH=str(REPO)))
+def help_of(module: str, *command: str) -> subprocess.CompletedProcess:
+    """`python -m MODULE [COMMAND] --help`, run once for all the tests that read it."""
+    return subprocess.run([sys.executable, "-m", module, *command, "--help"], cwd=REPO,
+                          capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
 
 
-def help_text(module: str) -> str:
+def help_text(module: str, *command: str) -> str:
     """The --help text with argparse's line wrapping undone."""
-    return " ".join(help_of(module).stdout.split())
+    return " ".join(help_of(module, *command).stdout.split())
 
 
-@pytest.mark.parametrize("module", COMMAND_LINES)
-def test_help_names_the_command_and_prints_nothing_else(module):
-    result = help_of(module)
+@pytest.mark.parametrize("command_line", COMMAND_LINES, ids=" ".join)
+def test_help_names_the_command_and_prints_nothing_else(command_line):
+    result = help_of(*command_line)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""  # no TensorFlow start-up lines, absl logs or pkg_resources warning
-    assert result.stdout.startswith(f"usage: python -m {module} ")
+    assert result.stdout.startswith(f"usage: python -m {' '.join(command_line[:2])} ")
+
+
+def test_model_export_help_shows_the_runs_export_and_the_families_formats():
+    text = help_text("model", "export")
+    assert "--export_dir" in text and "--checkpoint" in text and "--family" in text
+
+
+@pytest.mark.parametrize("module, argv, old, new", [
+    ("model.train", ["--mode", "finetune", "--help"], "model.train --mode finetune", "finetune"),
+    ("model.convert", ["import", "--help"], "model.convert import", "import"),
+    ("model.train_vocab", ["--help"], "model.train_vocab", "vocab"),
+    ("model.wordpiece", ["--help"], "model.wordpiece", "wordpiece"),
+    ("model.tasks", [], "model.tasks", "tasks")])
+def test_former_command_lines_still_run_after_a_one_line_notice(module, argv, old, new, monkeypatch,
+                                                                capsys):
+    import runpy
+    import warnings
+    monkeypatch.setattr(sys, "argv", [module, *argv])
+    with warnings.catch_warnings():  # runpy's, for a module imported before it runs as __main__
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            assert stop.code in (0, None)
+    out, err = capsys.readouterr()
+    assert err == (f"note: `python -m {old}` is now `python -m model {new}`; the old name goes "
+                   "in the next release\n")
+    assert out  # and then the command ran: its help, or the task list
+
+
+def test_an_unknown_command_names_the_commands(capsys):
+    from model.__main__ import main
+    assert main(["train"]) == 2
+    assert "no command 'train'; commands: pretrain, finetune, eval, decode, export, import" in capsys.readouterr().err
 
 
 def test_convert_help_lists_every_family_and_format_of_the_registry():
     from model import families
-    from model.convert import command as convert
-    text = help_text("model.convert")
+    from model import convert_command as convert
+    text = help_text("model", "import")
     for package in convert.convertible_families():
         assert f"{package}: " in text
     for family in families.REGISTRY.families:
@@ -61,7 +97,7 @@ def every_task() -> list:
 
 
 def test_train_help_lists_every_task():
-    task_help = help_text("model.train").split("--task TASK ")[-1].split("--mixture MIXTURE")[0]
+    task_help = help_text("model", "finetune").split("--task TASK ")[-1].split("--mixture MIXTURE")[0]
     assert "story_cloze" in every_task()
     shown = set(re.findall(r"[\w.]+", task_help))
     missing = [name for name in every_task()
@@ -80,7 +116,7 @@ def test_task_tables_list_every_task(capsys):
 def test_pretrain_prints_progress_and_result_only(shared_data, tmp_path):
     vocabulary = trained_vocabulary(shared_data)
     source = shared_data / "c4_samples/olmo/c4-sample.01.json.gz"
-    command = [sys.executable, "-m", "model.train", "--mode", "pretrain",
+    command = [sys.executable, "-m", "model", "pretrain",
                "--model_dir", str(tmp_path), "--gin_file", "sizes/tiny.gin"]
     for binding in [f"DataConfig.source = '{source}'",
                     f"DataConfig.vocabulary = '{vocabulary.path}'",

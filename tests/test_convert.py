@@ -4,11 +4,11 @@ folders out (format `hf` of each family).
 Each round trip starts from a tiny random model made by transformers' own classes (the
 reference: T5ForConditionalGeneration of modeling_t5.py, OpenAIGPTLMHeadModel of
 modeling_openai.py, BertForPreTraining of modeling_bert.py) and saved by `save_pretrained`. It is
-imported with `python -m model.convert import`, our Mesh TensorFlow model is run on the
+imported with `python -m model import`, our Mesh TensorFlow model is run on the
 imported checkpoint (model/convert/checkpoints.py `checkpoint_outputs`: the family's own
 graph) and its logits compared with transformers' within 1e-5 of the largest logit (T5:
 teacher-forced decoder logits; GPT-1: LM logits; BERT: MLM and NSP logits); then the checkpoint
-is exported with `python -m model.convert export` and the exported model, loaded by
+is exported with `python -m model export` and the exported model, loaded by
 transformers, must give the same logits again. Every parameter is redrawn at random (norm gains
 and biases too, which initialisation leaves at 1 and 0) so that each one matters.
 """
@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.convert import command as convert
+from model import convert_command as convert
 from model import families
 from model.convert import checkpoints
 from model.trainer import runs
@@ -204,7 +204,7 @@ def test_export_dir_names_the_export_and_output_still_works_with_a_warning(tmp_p
     assert run_convert(*export, "--export_dir", tmp_path / "new") == 0
     assert "--output" not in capsys.readouterr().err
     assert run_convert(*export, "--output", tmp_path / "old") == 0
-    assert "warning: --output is --export_dir's former name (model.train --mode export's); it " \
+    assert "warning: --output is --export_dir's former name (model export's); it " \
            "still works, spell it --export_dir" in capsys.readouterr().err
     for name in ("config.json", "model.safetensors"):
         assert (tmp_path / "old" / name).read_bytes() == (tmp_path / "new" / name).read_bytes()
@@ -473,13 +473,13 @@ def test_an_unknown_family_or_format_is_named_with_the_known_ones(tmp_path, caps
 
 
 def test_the_command_line_fails_in_one_line_on_stderr(tmp_path):
-    """`python -m model.convert` as a user runs it: TensorFlow's start-up messages stay off
+    """`python -m model import` as a user runs it: TensorFlow's start-up messages stay off
     stderr, the error is one line, the status 2."""
     import subprocess
     import sys
     (tmp_path / "empty").mkdir()
     result = subprocess.run(
-        [sys.executable, "-m", "model.convert", "import", "--family", "bert", "--format", "hf",
+        [sys.executable, "-m", "model", "import", "--family", "bert", "--format", "hf",
          "--source", str(tmp_path / "empty"), "--model_dir", str(tmp_path / "ours")],
         capture_output=True, text=True, cwd=pathlib.Path(convert.__file__).parents[1])
     assert result.returncode == 2

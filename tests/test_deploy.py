@@ -509,7 +509,7 @@ def test_tpu_dry_run_prints_create_install_and_train(capsys):
     assert ("gcloud storage cp gs://my-bucket/vocab/spm.model vocabulary.model && "
             in remote_script(train))
     trainer = shlex.split(remote_script(train).split("nohup ", 1)[1].split(" > ", 1)[0])
-    assert trainer[:5] == ["python3", "-m", "model.train", "--mode", "pretrain"]
+    assert trainer[:4] == ["python3", "-m", "model", "pretrain"]
     assert option_values(trainer, "--model_dir") == ["gs://my-bucket/models/small-en"]
     assert option_values(trainer, "--gin_file") == ["sizes/small.gin",
                                                     "architectures/encoder_decoder.gin", "tpu.gin"]

@@ -373,7 +373,7 @@ def test_release_fine_tuned_on_story_cloze_exports_to_double_heads(release, tmp_
     import numpy as np
     import torch
     from model import train
-    from model.convert import command as convert
+    from model import convert_command as convert
     from model.tasks import discriminative
     from model.convert import checkpoints
     from model.trainer import runs

@@ -218,8 +218,8 @@ def test_a_missing_or_empty_model_dir_says_which_and_what_to_run_first(tmp_path,
         status, _, err = command(["--mode", mode, "--model_dir", str(model_dir), *extra])
         assert status == 2
         assert f"error: --model_dir {model_dir}: {problem}; train it first (python -m " \
-               f"model.train --mode pretrain --model_dir {model_dir} ..." in err, err
-        assert f"python -m model.convert import --model_dir {model_dir}" in err
+               f"model pretrain --model_dir {model_dir} ..." in err, err
+        assert f"python -m model import --model_dir {model_dir}" in err
     assert not (tmp_path / "missing").exists()
 
 
@@ -236,7 +236,7 @@ def test_a_fine_tune_from_no_checkpoint_leaves_no_folder(shared_data, tmp_path, 
     problem = {"empty": "the folder holds no checkpoint",
                "missing": f"no such folder, nor a checkpoint ({tmp_path / init}.index)"}[init]
     assert f"no checkpoint at '{tmp_path / init}' (TrainConfig.init_checkpoint): {problem}" in err
-    assert f"python -m model.train --mode pretrain --model_dir {tmp_path / init}" in err
+    assert f"python -m model pretrain --model_dir {tmp_path / init}" in err
     assert not (tmp_path / "runs").exists()
 
 

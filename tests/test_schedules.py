@@ -102,7 +102,7 @@ def test_spans_and_warmups_refuse_what_they_cannot_mean():
 # --- through the command line ------------------------------------------------------------
 
 def train_command(model_dir, gin_files, bindings) -> subprocess.CompletedProcess:
-    """`python -m model.train --mode pretrain ...`, run in this process (the same main and argv;
+    """`python -m model pretrain ...`, run in this process (the same main and argv;
     a TensorFlow start-up saved): its exit status and what it printed."""
     argv = ["--mode", "pretrain", "--model_dir", str(model_dir)]
     for gin_file in gin_files:

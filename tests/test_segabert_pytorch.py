@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
 
-from model.convert import command as convert
+from model import convert_command as convert
 from model.convert import checkpoints
 from model.trainer import runs
 from model.trainer.model_config import ModelConfig

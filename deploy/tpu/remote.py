@@ -120,7 +120,7 @@ def train_argv(run: TpuRun) -> list[str]:
     family = run.size.family
     gin_files = [_shell_word(run.size.gin_file), *family.launch.architecture_gin,
                  *family.launch.pretrain_gin, TPU_GIN]
-    argv = ["python3", "-m", "model.train", "--mode", "pretrain",
+    argv = ["python3", "-m", "model", "pretrain",
             "--model_dir", _shell_word(run.model_dir)]
     for gin_file in gin_files:
         argv += ["--gin_file", gin_file]

@@ -6,7 +6,7 @@ run's evaluation recorded for the exported checkpoint, and Python that loads the
 its head once (each format's `usage`: T5's generate, BERT's heads, GPT-1's multiple-choice
 layout, SegaBERT's authors' files).
 
-The task is the one `--task` names (model.train --mode export), else the one whose evaluation
+The task is the one `--task` names (model export), else the one whose evaluation
 the run recorded (MODEL_DIR/eval/<task>/<split>/scores.jsonl, model/tasks/evaluation.py); a run
 evaluated on several tasks lists each one's scores and names no labels.
 """
@@ -130,8 +130,8 @@ def card_text(run: runs.Run, checkpoint: str, model_class: str, task: Optional[s
                                               for metric, value in metrics.items())
                   for name, metrics in scores.items()]
     else:
-        lines.append("No evaluation of this checkpoint was recorded (`python -m model.train "
-                     "--mode eval --task T --model_dir DIR` records one).")
+        lines.append("No evaluation of this checkpoint was recorded (`python -m model eval "
+                     "--task T --model_dir DIR` records one).")
     lines += ["", "## Use", ""]
     if tokenizer:
         lines += ["```python", usage.rstrip(), "```"]

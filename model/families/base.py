@@ -161,7 +161,7 @@ class ModelFamily(Family, abc.ABC):
     @classmethod
     def checkpoint_formats(cls) -> Dict[str, CheckpointFormat]:
         """{format name: CheckpointFormat} of the checkpoints this family converts from and to
-        (`python -m model.convert import|export --family PACKAGE --format NAME`, PACKAGE the
+        (`python -m model import|export --family PACKAGE --format NAME`, PACKAGE the
         name of the family's package under model/families/). Each format is a module of the
         family's package over model/convert/checkpoints.py; the objects are made when the
         command line asks, after gin is parsed, and read gin only when they convert."""
@@ -171,7 +171,7 @@ class ModelFamily(Family, abc.ABC):
     def export(cls, run: Any, export_dir: str, checkpoint: str, task: Optional[str]) -> dict:
         """`--mode export`: `checkpoint` as a transformers `save_pretrained` folder."""
         raise ValueError(f"the {cls.name} family has no --mode export "
-                         "(python -m model.convert export converts the families that export)")
+                         "(python -m model export converts the families that export)")
 
     # ---- The model's side: what the model function asks of a configured family.
 

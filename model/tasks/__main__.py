@@ -1,4 +1,5 @@
-"""`python -m model.tasks`: the tasks and mixtures, with their sources and metrics."""
+"""`python -m model tasks` (formerly `python -m model.tasks`): the tasks and mixtures, with their
+sources and metrics."""
 from __future__ import annotations
 
 import argparse
@@ -49,7 +50,7 @@ def mixture_table() -> list[str]:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> None:
-    argparse.ArgumentParser(prog="python -m model.tasks", description=__doc__).parse_args(argv)
+    argparse.ArgumentParser(prog="python -m model tasks", description=__doc__).parse_args(argv)
     print("\n".join(["## Tasks", "", *task_table(), "",
                      "## Tasks of GPT-1's and BERT's heads only", "",
                      "Read from their release files (--task_files TASK:SPLIT=PATH); no TFDS "
@@ -61,4 +62,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
 
 
 if __name__ == "__main__":
+    from model.renamed import renamed
+    renamed("model.tasks", "tasks")
     main()

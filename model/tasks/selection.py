@@ -152,7 +152,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     # A task per language (mT5's) is shown once, as `mt5_xnli_dev_test.LANG`.
     shown = dict.fromkeys(name.rpartition(".")[0] + ".LANG" if "." in name else name
                           for name in tasks.names())
-    group.add_argument("--task", help=f"one task: {', '.join(shown)} (python -m model.tasks lists "
+    group.add_argument("--task", help=f"one task: {', '.join(shown)} (python -m model tasks lists "
                                       "each with its languages); for GPT-1's and "
                                       f"BERT's heads also "
                                       f"{', '.join(discriminative.names_outside_task_registry())} "

@@ -55,9 +55,9 @@ def keep_only(model_dir: str, steps: Iterable[int]) -> List[int]:
 
 
 # What makes a run's checkpoints, for the errors of a folder that holds none.
-TRAIN_FIRST = ("train it first (python -m model.train --mode pretrain --model_dir {dir} ..., "
-               "or --mode finetune with TrainConfig.init_checkpoint; model/TRAINING.md), or "
-               "import a released one (python -m model.convert import --model_dir {dir} ...; "
+TRAIN_FIRST = ("train it first (python -m model pretrain --model_dir {dir} ..., "
+               "or python -m model finetune with TrainConfig.init_checkpoint; model/TRAINING.md), or "
+               "import a released one (python -m model import --model_dir {dir} ...; "
                "model/CONVERSIONS.md)")
 
 

@@ -9,7 +9,7 @@ import gin
 import numpy as np
 import pytest
 
-from model.convert import command as convert
+from model import convert_command as convert
 from model.convert import checkpoints
 from model.trainer import runs
 from model.trainer.model_config import ModelConfig

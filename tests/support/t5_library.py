@@ -56,7 +56,7 @@ def reference_model(path, sizes: dict, rows: int, gated: bool,
 
 
 def import_source(source, model_dir, *gin_params):
-    """`python -m model.convert import --family t5 --format t5` in process (its exit status)."""
+    """`python -m model import --family t5 --format t5` in process (its exit status)."""
     argv = ["import", "--family", "t5", "--format", "t5", "--source", source, "--model_dir",
             model_dir]
     for binding in gin_params:

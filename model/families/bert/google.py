@@ -6,7 +6,7 @@ word masking, multilingual, and the 24 smaller BERTs), each holding
     bert_config.json                                             modeling.py's BertConfig
     vocab.txt                                                    the WordPiece vocabulary
 
-    python -m model.convert import --family bert --format google \
+    python -m model import --family bert --format google \
         --source uncased_L-12_H-768_A-12 --model_dir DIR
 
 Names: Google's variables are the ones transformers' `load_tf_weights_in_bert` reads.

@@ -3,7 +3,7 @@ tensorflow-text's FastBertTokenizer (uncased, as BERT-Base-Uncased: lower case, 
 stripped, split on white space and punctuation, then WordPiece; tests/test_bert.py checks it
 against transformers' BertTokenizer on real pages).
 
-    python -m model.wordpiece --output vocab/c4_wordpiece.txt --size 30522 \
+    python -m model wordpiece --output vocab/c4_wordpiece.txt --size 30522 \
         --sample_size 1000000 --source tfds:t5_c4/en@DATA_DIR
 
 Writes PATH (one piece per line, BERT's vocab.txt format: the id of a piece is its line number)
@@ -203,8 +203,8 @@ def special_ids(path: str) -> SpecialIds:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    # Run as `python -m model.wordpiece` (model/wordpiece.py quiets TensorFlow first).
-    parser = argparse.ArgumentParser(prog="python -m model.wordpiece", description=__doc__,
+    # Run as `python -m model wordpiece` (model/wordpiece.py quiets TensorFlow first).
+    parser = argparse.ArgumentParser(prog="python -m model wordpiece", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--output", required=True, help="the vocab.txt to write (and .json)")
     parser.add_argument("--size", type=int, default=WordPieceSettings.size,

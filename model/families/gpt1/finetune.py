@@ -1,13 +1,13 @@
 """GPT-1's discriminative fine-tuning on a task, from the command line (`--task` with a `gpt1`
 architecture):
 
-    python -m model.train --mode finetune --task super_glue_copa --model_dir DIR \
+    python -m model finetune --task super_glue_copa --model_dir DIR \
         --gin_file gpt1/base.gin --gin_file gpt1/finetune.gin \
         --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
         --gin_param "DataConfig.vocabulary = 'spm.model'" \
         --task_files super_glue_copa:train=train.jsonl \
         --task_files super_glue_copa:validation=val.jsonl
-    python -m model.train --mode eval --task super_glue_copa ...   (the checkpoints not yet scored)
+    python -m model eval --task super_glue_copa ...   (the checkpoints not yet scored)
 
 The task's discriminative view (model/tasks/discriminative.py) gives its segments and labels; the
 family's input transformation (`gpt1_inputs.head_features`) makes the token sequences, padded to

@@ -1,6 +1,6 @@
 """Format `openai`: GPT-1 as OpenAI released it, finetune-transformer-lm's `model/` folder.
 
-    python -m model.convert import --family gpt1 --format openai --source finetune-transformer-lm/model \
+    python -m model import --family gpt1 --format openai --source finetune-transformer-lm/model \
         --model_dir DIR [--gin_param "ModelConfig.num_heads = 12"]
 
 The folder holds `params_shapes.json` (the shapes of the parameters, in the order of the

@@ -10,7 +10,7 @@ pre-training model's, segabert/model/modeling.py, saved by convert_segatron_to_h
     pytorch_model.bin  the weights (or model.safetensors)
     vocab.txt          BERT's uncased WordPiece vocabulary ([CLS] 101, [SEP] 102)
 
-    python -m model.convert import --family segabert --format pytorch \
+    python -m model import --family segabert --format pytorch \
         --source segabert-uncased-base-50k --model_dir DIR
 
 Their names are BERT's in transformers (model/families/bert/hf.py) but for
@@ -32,7 +32,7 @@ the word embedding; a stored copy must equal it.
 The activation: their ACT2FN's "gelu" is the erf form, transformers' "gelu" (theirs
 "gelu_new" the tanh form, as transformers'): BertConfig.hidden_act takes the config's name.
 
-Export (`python -m model.convert export --family segabert --format pytorch --model_dir DIR
+Export (`python -m model export --family segabert --format pytorch --model_dir DIR
 --export_dir OUT`) writes the same three files from a masked-LM run (BertConfig.head 'mlm': an
 import, a pre-training): `authors_state`'s tensors, their config.json of our sizes
 (`authors_config`, the tables' rows StructureLimits') and the run's vocab.txt, which the import

@@ -1,14 +1,14 @@
 """Fine-tuning, evaluation and decoding on the paper's tasks (model/tasks/) from the command line:
 
-    python -m model.train --mode finetune --task glue_rte --model_dir DIR \
+    python -m model finetune --task glue_rte --model_dir DIR \
         --gin_file sizes/base.gin --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
         --gin_param "DataConfig.vocabulary = 'spm.model'"
-    python -m model.train --mode finetune --mixture glue ...        (multi-task, Section 3.5.2)
-    python -m model.train --mode finetune --mixture all --with_pretraining --mixing_limit 524288 \
+    python -m model finetune --mixture glue ...        (multi-task, Section 3.5.2)
+    python -m model finetune --mixture all --with_pretraining --mixing_limit 524288 \
         --gin_file pretrain.gin ...   (multi-task pre-training: C4's objective mixed in, from scratch;
                                        the size limit K is 2^21 unless --mixing_limit gives one)
-    python -m model.train --mode eval --task glue_rte ...           (every checkpoint not yet scored)
-    python -m model.train --mode decode --task glue_rte ...         (the newest checkpoint)
+    python -m model eval --task glue_rte ...           (every checkpoint not yet scored)
+    python -m model decode --task glue_rte ...         (the newest checkpoint)
 
 A fine-tuning run (model/gin/finetune.gin: constant learning rate 0.001, 2^18 steps, a checkpoint
 every 5,000) warm-starts from the pre-trained checkpoint (the global step continues), trains on

@@ -1,7 +1,7 @@
 """Export of a checkpoint to Hugging Face `transformers` (T5ForConditionalGeneration): config,
 weights, generation config and a T5Tokenizer.
 
-    python -m model.train --mode export --model_dir DIR --export_dir OUT --gin_file sizes/base.gin \
+    python -m model export --model_dir DIR --export_dir OUT --gin_file sizes/base.gin \
         --gin_param "DataConfig.vocabulary = 'spm.model'" [--task cnn_dailymail]
     # then: T5ForConditionalGeneration.from_pretrained(OUT), T5Tokenizer.from_pretrained(OUT)
 

@@ -1,7 +1,7 @@
 """Format `t5`: the Mesh TensorFlow checkpoints that the t5 library writes, the released T5
 checkpoints among them.
 
-    python -m model.convert import --family t5 --format t5 --source gs-copy/t5.1.1.base \
+    python -m model import --family t5 --format t5 --source gs-copy/t5.1.1.base \
         --model_dir DIR [--gin_param "DataConfig.vocabulary = 'sentencepiece.model'"]
 
 `--source` is a checkpoint (`.../model.ckpt-1000000`) or a folder (its newest). The layouts:

@@ -1,8 +1,9 @@
-"""Checkpoints in from and out to other formats, each family's own.
+"""Checkpoints in from and out to other formats, each family's own: the commands `import` and
+`export --format` of `python -m model` (model/__main__.py).
 
-    python -m model.convert import --family FAMILY --format FORMAT --source PATH \
+    python -m model import --family FAMILY --format FORMAT --source PATH \
         --model_dir DIR [--gin_file ...] [--gin_param ...]
-    python -m model.convert export --family FAMILY --format FORMAT --model_dir DIR \
+    python -m model export --family FAMILY --format FORMAT --model_dir DIR \
         --export_dir PATH [--gin_file ...] [--gin_param ...] [--checkpoint CKPT]
 
 FAMILY is a family's package under model/families/ (t5, gpt1, bert, segabert) and FORMAT one
@@ -15,12 +16,11 @@ writes. Every export also names a classifier's labels by its task and writes a m
 
 Import writes DIR/model.ckpt-0 and DIR/operative_config.gin; fine-tune it with
 `--gin_file DIR/operative_config.gin --gin_param "TrainConfig.init_checkpoint = 'DIR'"`.
-Export writes the checkpoint (default the newest in DIR; `--checkpoint` as model.train's export:
+Export writes the checkpoint (default the newest in DIR; `--checkpoint` as a run's export:
 "best", a path or a name in DIR), sized by DIR/operative_config.gin (written by an import or a
-training run) and any gin given, to `--export_dir`, as `python -m model.train --mode export`
-names it (`--output`, the flag's former name, still works, with a warning). `python -m
-model.train --mode export` (T5) stays: T5's format `hf` exports through the same code
-(model/families/t5/hf.py).
+training run) and any gin given, to `--export_dir` (`--output`, the flag's former name, still
+works, with a warning). `python -m model export` without `--format` is a run's own export
+(model/train.py): T5's goes through the same code as its format `hf` (model/families/t5/hf.py).
 
 `hf` exports T5 as T5ForConditionalGeneration, GPT-1 as OpenAIGPTLMHeadModel and BERT as
 BertForPreTraining, each config's activation the GELU that ours computes (OpenAI GPT's afn
@@ -88,7 +88,7 @@ def resolve(family: str, format_name: str, direction: str) -> CheckpointFormat:
 def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir: str,
                       checkpoint: str = "", recorded_paths: Optional[Dict[str, str]] = None
                       ) -> Dict[str, str]:
-    """Writes `checkpoint` (as `--checkpoint` of model.train: "" the newest in `model_dir`,
+    """Writes `checkpoint` (as a run's `--checkpoint`: "" the newest in `model_dir`,
     "best", a path or a name in `model_dir`), sized by the parsed gin configuration, in the
     format to `export_dir`. `recorded_paths` (runs.recorded_paths) lets a recorded path that
     is not there be named with the operative config it came from."""
@@ -107,7 +107,7 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir:
 
 # --- Command line ---------------------------------------------------------------------------
 
-DEPRECATED_OUTPUT = ("--output is --export_dir's former name (model.train --mode export's); it "
+DEPRECATED_OUTPUT = ("--output is --export_dir's former name (model export's); it "
                      "still works, spell it --export_dir")
 
 
@@ -125,7 +125,9 @@ def export_folder(args: argparse.Namespace) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m model.convert",
+    given = list(sys.argv[1:] if argv is None else argv)
+    direction = given[0] if given and given[0] in ("import", "export") else "import|export"
+    parser = argparse.ArgumentParser(prog=f"python -m model {direction}",
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("direction", choices=("import", "export"))
     parser.add_argument("--family", required=True,
@@ -140,7 +142,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--output", help=f"deprecated: {DEPRECATED_OUTPUT}")
     parser.add_argument("--checkpoint", default="",
                         help="export: the checkpoint (default the newest of --model_dir; "
-                             "'best', a path, or a name in --model_dir, as model.train's)")
+                             "'best', a path, or a name in --model_dir, as a run's export)")
     parser.add_argument("--gin_file", action="append", default=[])
     parser.add_argument("--gin_param", action="append", default=[])
     add_verbosity_flag(parser)
