@@ -56,7 +56,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
             # A run that is not there has nothing to read: say so before its settings are missed.
             checkpoint_state.require_folder(args.model_dir)
         # eval, decode and export take the run's own settings; flags given again override them.
-        recorded = (runs.apply_recorded_bindings(args.model_dir, selection.uses_tasks(args))
+        request = selection.TaskRequest.from_args(args)
+        recorded = (runs.apply_recorded_bindings(args.model_dir, request.given)
                     if args.mode in runs.MODES_ON_A_RUN else {})
         runs.parse_gin(default_gin.get(args.mode, []) + args.gin_file, args.gin_param)
         runs.warn_overrides(recorded, args.model_dir)
@@ -74,8 +75,8 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
             checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint, args.task)
             runs.progress(f"exporting {checkpoint}")
             print(json.dumps(run.family.export(run, args.export_dir, checkpoint, args.task)))
-        elif selection.uses_tasks(args):
-            print(json.dumps(run.family.run_tasks(args.mode, run, args)))
+        elif request.given:
+            print(json.dumps(run.family.run_tasks(args.mode, run, request)))
         elif args.mode in ("pretrain", "finetune"):
             step = runs.train(run, run.training_examples(), run.vocabulary.vocab_size)
             print(json.dumps({"step": step}))

@@ -251,10 +251,11 @@ def test_unlabelled_examples_are_left_out(vocabulary):
 
 
 def test_task_files_must_name_the_task():
-    files = bert_tasks.checked_task_files("glue_mnli", ["glue_mnli:validation_matched=a.tsv"])
+    from model.tasks.sources import parse_task_files
+    files = bert_tasks.checked_task_files("glue_mnli", parse_task_files(["glue_mnli:validation_matched=a.tsv"]))
     assert files == {("glue_mnli", "validation_matched"): ("a.tsv",)}
     with pytest.raises(ValueError, match="glue_mrcp"):
-        bert_tasks.checked_task_files("glue_mrpc", ["glue_mrcp:train=a.tsv"])
+        bert_tasks.checked_task_files("glue_mrpc", parse_task_files(["glue_mrcp:train=a.tsv"]))
 
 
 def test_next_sentence_labels_are_fair_on_real_pages(c4_examples):

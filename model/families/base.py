@@ -24,7 +24,6 @@ in `fresh_on_warm_start`; one whose checkpoints convert to or from other formats
 from __future__ import annotations
 
 import abc
-import argparse
 import dataclasses
 from typing import Any, ClassVar, Dict, Mapping, Optional, Tuple, Type
 
@@ -34,6 +33,7 @@ from model.data import features, inputs, language_mixture
 from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.convert.checkpoints import CheckpointFormat
+from model.tasks.selection import TaskRequest
 from model.trainer.family import Family
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
@@ -152,8 +152,8 @@ class ModelFamily(Family, abc.ABC):
                                           pack=True)
 
     @classmethod
-    def run_tasks(cls, mode: str, run: Any, args: argparse.Namespace) -> Dict[str, dict]:
-        """`--mode finetune|eval|decode` with `--task`/`--mixture` (the arguments of
+    def run_tasks(cls, mode: str, run: Any, request: TaskRequest) -> Dict[str, dict]:
+        """finetune, eval or decode with `--task`/`--mixture` (a TaskRequest of
         model/tasks/selection.py): fine-tunes, scores or decodes and returns
         {"TASK/SPLIT": {"step": N, "scores": {...}}}."""
         raise ValueError(f"the {cls.name} family does not fine-tune on tasks")

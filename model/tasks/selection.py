@@ -16,7 +16,7 @@ from typing import Callable, Iterable, Iterator, List, Mapping, Optional, Tuple
 from model import tasks
 from model.data.mixing import rates_of
 from model.tasks import Mixing, Mixture, SequenceLengths, Task, discriminative, mixtures
-from model.tasks.sources import find_release_file, parse_task_files, tfds_version
+from model.tasks.sources import TaskFiles, find_release_file, parse_task_files, tfds_version
 
 
 def validation_splits(task: str, local_files: Mapping[Tuple[str, str], Tuple[str, ...]]) -> List[str]:
@@ -177,14 +177,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--tfds_data_dir", help="where the tasks' TFDS datasets are prepared")
 
 
-def uses_tasks(args: argparse.Namespace) -> bool:
-    return bool(args.task or args.mixture)
+@dataclasses.dataclass(frozen=True)
+class TaskRequest:
+    """What a command asks of the tasks: the task flags (`add_arguments`), typed, built once by
+    the command line and handed to a family's task run, which never sees argparse."""
 
+    task: Optional[str] = None
+    mixture: Optional[str] = None
+    mixing: Optional[str] = None  # None: the mixture's own
+    mixing_limit: int = mixtures.DEFAULT_SIZE_LIMIT
+    temperature: float = 1.0
+    with_pretraining: bool = False
+    task_files: TaskFiles = dataclasses.field(default_factory=dict)
+    tfds_data_dir: Optional[str] = None
+    task_dir: Optional[str] = None
 
-def task_data(args: argparse.Namespace) -> TaskData:
-    files = parse_task_files(args.task_files)
-    for name, _ in files:
-        tasks.get(name)  # an unknown task fails here
-    if args.task_dir and not pathlib.Path(args.task_dir).is_dir():
-        raise FileNotFoundError(f"--task_dir {args.task_dir}: no such folder")
-    return TaskData(files, args.tfds_data_dir, args.task_dir)
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> "TaskRequest":
+        return cls(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature,
+                   args.with_pretraining, parse_task_files(args.task_files), args.tfds_data_dir,
+                   args.task_dir)
+
+    @property
+    def given(self) -> bool:
+        """Whether the command runs on tasks (--task or --mixture)."""
+        return bool(self.task or self.mixture)
+
+    def selection(self, training: bool) -> Selection:
+        return select(self.task, self.mixture, self.mixing, self.mixing_limit, self.temperature,
+                      self.with_pretraining, training)
+
+    def data(self) -> TaskData:
+        """The registry's tasks' data: their files as given, else in --task_dir, else TFDS."""
+        for name, _ in self.task_files:
+            tasks.get(name)  # an unknown task fails here
+        if self.task_dir and not pathlib.Path(self.task_dir).is_dir():
+            raise FileNotFoundError(f"--task_dir {self.task_dir}: no such folder")
+        return TaskData(self.task_files, self.tfds_data_dir, self.task_dir)

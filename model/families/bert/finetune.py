@@ -42,8 +42,8 @@ from model import tasks
 from model.families.bert.inputs import padded, trimmed_segments
 from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
 from model.tasks import Task, discriminative, evaluation, task_runs
-from model.tasks.selection import validation_splits
-from model.tasks.sources import parse_task_files
+from model.tasks.selection import TaskRequest, validation_splits
+from model.tasks.sources import TaskFiles
 from model.trainer import runs
 
 
@@ -382,10 +382,9 @@ class HeadTask:
         return eval_set, lambda checkpoint: head_outputs(run, features, checkpoint)[:, 0].tolist()
 
 
-def checked_task_files(task: str, specs: Sequence[str]) -> Dict[Tuple[str, str], Tuple[str, ...]]:
+def checked_task_files(task: str, files: TaskFiles) -> TaskFiles:
     """The command line's --task_files, each naming this run's task (a typo would otherwise
     leave the task read from TFDS)."""
-    files = parse_task_files(specs)
     others = sorted({name for name, _ in files if name != task})
     if others:
         raise ValueError(f"--task_files names {others}; this run fine-tunes {task!r} alone")
@@ -404,8 +403,8 @@ def training(run, task: HeadTask) -> Callable[[runs.Run], int]:
     return train
 
 
-def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTask
-             ) -> Dict[str, dict]:
+def run_mode(mode: str, run, request: TaskRequest, head: str,
+             head_task: Type[HeadTask] = HeadTask) -> Dict[str, dict]:
     """finetune: train the head on the task's train split for TrainConfig.train_steps (from
     step 0: warm start restores the weights only), then score every checkpoint the run trained
     on every validation split (GLUE MNLI has two) and keep the best; eval: score those not yet
@@ -416,20 +415,20 @@ def run_mode(mode: str, run, args, head: str, head_task: Type[HeadTask] = HeadTa
     if head != "span":
         # The head's kind (classification, regression, multiple choice) and size are the
         # task's view's (bound in gin, so the operative config records them).
-        view = discriminative.view(args.task)
+        view = discriminative.view(request.task)
         head = view.kind
         gin.bind_parameter("BertConfig.head", head)
         gin.bind_parameter("BertConfig.num_classes", view.num_classes)
-    if args.mixture:
+    if request.mixture:
         raise ValueError("BERT's heads fine-tune on one --task at a time")
-    files = checked_task_files(args.task, args.task_files)
+    files = checked_task_files(request.task, request.task_files)
     # The task's local validation files, else its registered validation splits.
-    splits = validation_splits(args.task, files)
+    splits = validation_splits(request.task, files)
     if not splits:
-        raise ValueError(f"{args.task}: no validation split to score; give --task_files "
-                         f"{args.task}:validation=PATH")
-    task = head_task(args.task, head, run.vocabulary, run.data_config.inputs_length, files,
-                     args.tfds_data_dir)
+        raise ValueError(f"{request.task}: no validation split to score; give --task_files "
+                         f"{request.task}:validation=PATH")
+    task = head_task(request.task, head, run.vocabulary, run.data_config.inputs_length, files,
+                     request.tfds_data_dir)
     evaluated = [task.eval_split(run, split) for split in splits]
     train = None
     if mode == "finetune":

@@ -154,8 +154,8 @@ class Bert(ModelFamily):
         return cls.pretraining_stream(run, run.data_config.eval_source)()
 
     @classmethod
-    def run_tasks(cls, mode, run, args):
-        return finetune.run_mode(mode, run, args, BertConfig().head)
+    def run_tasks(cls, mode, run, request):
+        return finetune.run_mode(mode, run, request, BertConfig().head)
 
     # ----------------------------------------------------------------------------------------
     # Contract with the model core: the body's features and the head's (heads.py).

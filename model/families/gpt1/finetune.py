@@ -30,7 +30,6 @@ local reader), else TFDS (`--tfds_data_dir`) for the registry's tasks and their 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 from typing import Callable, Dict, Mapping, Sequence, Tuple
@@ -41,8 +40,8 @@ import tensorflow.compat.v1 as tf
 
 from model.families.gpt1 import inputs as gpt1_inputs
 from model.tasks import discriminative, evaluation, task_runs
-from model.tasks.selection import validation_splits
-from model.tasks.sources import TaskFiles, parse_task_files
+from model.tasks.selection import TaskRequest, validation_splits
+from model.tasks.sources import TaskFiles
 from model.trainer import runs
 
 
@@ -62,9 +61,8 @@ def bind_head(view: discriminative.View) -> None:
     gin.bind_parameter("GPT1Config.sequences_per_example", gpt1_inputs.sequences_per_example(view))
 
 
-def task_files(specs: Sequence[str]) -> TaskFiles:
+def task_files(files: TaskFiles) -> TaskFiles:
     """--task_files for GPT-1's heads: every named task must have a discriminative view."""
-    files = parse_task_files(specs)
     for name, _ in files:
         discriminative.view(name)  # a task without a view fails here
     return files
@@ -135,14 +133,14 @@ def answers(run: runs.Run, rows: Mapping[str, np.ndarray]) -> evaluation.Answers
         run, {"inputs": rows["head_tokens"]}, checkpoint)[:, 0].tolist()
 
 
-def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
+def run_mode(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
     """finetune: train, then score every checkpoint the run trained and keep the best; eval:
     score those not yet scored; decode: score the newest (task_runs.task_run). Scored on the
     validation splits that have labelled examples, in batches of GPT1FinetuneConfig.batch_size."""
-    if args.mixture:
+    if request.mixture:
         raise ValueError("GPT-1 fine-tunes on one task at a time (--task)")
-    task, data_dir = args.task, args.tfds_data_dir
-    files = task_files(args.task_files)
+    task, data_dir = request.task, request.tfds_data_dir
+    files = task_files(request.task_files)
     view = discriminative.view(task)
     bind_head(view)
     config = GPT1FinetuneConfig()

@@ -339,8 +339,8 @@ class GPT1(ModelFamily):
         return super().validation_examples(run)
 
     @classmethod
-    def run_tasks(cls, mode, run, args):
-        return finetune.run_mode(mode, run, args)
+    def run_tasks(cls, mode, run, request):
+        return finetune.run_mode(mode, run, request)
 
     def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
         return GPTAdam(learning_rate, self.gpt1.adam_beta1, self.gpt1.adam_beta2,

@@ -119,8 +119,8 @@ class SegaBert(Bert):
                                         run.data_config.seed, bert_inputs.BertDataConfig())
 
     @classmethod
-    def run_tasks(cls, mode, run, args):
-        return bert_finetune.run_mode(mode, run, args, BertConfig().head,
+    def run_tasks(cls, mode, run, request):
+        return bert_finetune.run_mode(mode, run, request, BertConfig().head,
                                       finetune.StructuredHeadTask)
 
     def optimizer(self, learning_rate):

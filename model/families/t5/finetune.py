@@ -33,7 +33,6 @@ those given.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 from typing import Dict, List, Mapping, Optional
 
@@ -42,8 +41,8 @@ import tensorflow as tf
 
 from model.data import features, inputs, objectives
 from model.data.vocabulary import EOS_ID, Vocabulary
-from model.tasks import SequenceLengths, evaluation, selection as task_selection, task_runs, tf_data
-from model.tasks.selection import Selection, TaskData
+from model.tasks import SequenceLengths, evaluation, task_runs, tf_data
+from model.tasks.selection import Selection, TaskData, TaskRequest
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig
 
@@ -151,12 +150,11 @@ def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: Deco
         selection.mixture)
 
 
-def run_mode(mode: str, run: runs.Run, args: argparse.Namespace) -> Dict[str, dict]:
+def run_mode(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
     """finetune: train, evaluate, keep the best; eval: score the checkpoints not yet scored;
     decode: score the newest checkpoint (its predictions are written beside the scores)."""
-    selection = task_selection.select(args.task, args.mixture, args.mixing, args.mixing_limit, args.temperature,
-                       args.with_pretraining, training=mode == "finetune")
-    data = task_selection.task_data(args)
+    selection = request.selection(training=mode == "finetune")
+    data = request.data()
     run = with_task_lengths(run, selection.lengths)
     decoding = DecodingConfig()
     if mode == "finetune":

@@ -45,8 +45,8 @@ class _T5Family(ModelFamily):
         return Vocabulary(path)
 
     @classmethod
-    def run_tasks(cls, mode, run, args):
-        return finetune.run_mode(mode, run, args)
+    def run_tasks(cls, mode, run, request):
+        return finetune.run_mode(mode, run, request)
 
     @classmethod
     def export(cls, run, export_dir, checkpoint, task):
