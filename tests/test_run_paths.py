@@ -17,7 +17,7 @@ import gin
 import pytest
 
 from model import train
-from model.convert import command as convert_command
+from model import convert_command
 from model.trainer import run_paths, runs
 from tests.support.in_process import run_main
 from tests.support.trained_vocab import trained_vocabulary
