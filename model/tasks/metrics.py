@@ -11,7 +11,7 @@ import contextlib
 import re
 import string
 from statistics import fmean
-from typing import Hashable, Iterator, Sequence
+from typing import Callable, Hashable, Iterator, Sequence
 
 import numpy as np
 import sacrebleu
@@ -76,12 +76,14 @@ def _token_f1(reference: str, prediction: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
-def squad(targets: Sequence[Sequence[str]], predictions: Sequence[str]) -> dict[str, float]:
-    """Exact match and token F1 of normalised answers, each the best over the example's references."""
+def squad(targets: Sequence[Sequence[str]], predictions: Sequence[str],
+          normalize: Callable[[str], str] = normalize_answer) -> dict[str, float]:
+    """Exact match and token F1 of normalised answers (SQuAD's normalisation unless another is
+    given), each the best over the example's references."""
     exact, f1 = [], []
     for references, prediction in zip(targets, predictions):
-        references = [normalize_answer(r) for r in references]
-        prediction = normalize_answer(prediction)
+        references = [normalize(r) for r in references]
+        prediction = normalize(prediction)
         exact.append(max(float(r == prediction) for r in references))
         f1.append(max(_token_f1(r, prediction) for r in references))
     return {"em": 100 * fmean(exact), "f1": 100 * fmean(f1)}

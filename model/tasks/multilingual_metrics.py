@@ -18,10 +18,9 @@ import re
 import string
 import sys
 import unicodedata
-from statistics import fmean
 from typing import Sequence
 
-from model.tasks.metrics import _token_f1
+from model.tasks import metrics
 from model.tasks.multilingual_sources import SPAN_SEPARATOR
 
 # --- QA: MLQA's language-aware normalisation ---------------------------------------------------
@@ -90,13 +89,8 @@ class MultilingualQaMetric:
 
     def __call__(self, targets: Sequence[Sequence[str]],
                  predictions: Sequence[str]) -> dict[str, float]:
-        exact, f1 = [], []
-        for references, prediction in zip(targets, predictions):
-            references = [normalize_mlqa(r, self.language) for r in references]
-            prediction = normalize_mlqa(prediction, self.language)
-            exact.append(max(float(r == prediction) for r in references))
-            f1.append(max(_token_f1(r, prediction) for r in references))
-        return {"em": 100 * fmean(exact), "f1": 100 * fmean(f1)}
+        return metrics.squad(targets, predictions,
+                             functools.partial(normalize_mlqa, language=self.language))
 
 
 def qa_metric(language: str) -> MultilingualQaMetric:
