@@ -80,6 +80,14 @@ class ReleaseLayout:
     files: Mapping[str, str]
 
 
+def training_of(splits: Mapping[str, Any], trained_by: str) -> dict:
+    """`trained_on` and `untrained_reason` of a task of mT5's benchmarks: trained where it has a
+    training split, else evaluated only, `trained_by` (a mixture) training for it."""
+    trained = "train" in splits
+    return {"trained_on": trained,
+            "untrained_reason": "" if trained else f"it has no training split: {trained_by} trains for it"}
+
+
 @dataclasses.dataclass(frozen=True)
 class Task:
     """A downstream task of the paper, cast as text to text.

@@ -25,7 +25,8 @@ import unicodedata
 from typing import Callable, Iterator
 
 from model.tasks import multilingual_metrics, sources
-from model.tasks.base import Example, LocalFormat, ReleaseLayout, SequenceLengths, Task, TfdsSplit
+from model.tasks.base import (Example, LocalFormat, ReleaseLayout, SequenceLengths, Task,
+                              TfdsSplit, training_of)
 
 XQUAD_LANGUAGES = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
 MLQA_LANGUAGES = ("ar", "de", "en", "es", "hi", "vi", "zh")
@@ -83,16 +84,14 @@ def _read_all(*paths: str) -> Iterator[dict]:
 def _task(name: str, language: str, splits: dict[str, TfdsSplit], files: dict[str, str], folder: str,
           read: Callable[..., Iterator[dict]] = _read_all, eval_splits: tuple[str, ...] | None = None,
           num_train_examples: int | None = None) -> Task:
-    trained = "train" in splits
     return Task(
         name=name, splits=splits,
         local_format=LocalFormat(f"SQuAD v1.1 JSON ({', '.join(files.values())})", read),
         preprocess=_preprocess, postprocess=lambda text: text,
         metric_names=("em", "f1"), score_postprocessed=multilingual_metrics.qa_metric(language),
         num_train_examples=num_train_examples, reference_of=_references,
-        target_to_reference=lambda target: [target], trained_on=trained,
-        untrained_reason="" if trained else "it has no training split: the mixtures of its "
-                                            "benchmark train for it",
+        target_to_reference=lambda target: [target],
+        **training_of(splits, "each mixture of its benchmark"),
         lengths=LENGTHS,
         eval_splits=tuple(s for s in splits if s != "train") if eval_splits is None else eval_splits,
         release=ReleaseLayout(folder, files), language=language)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 
 from model.tasks import metrics, multilingual_sources, xnli
-from model.tasks.base import Example, LocalFormat, ReleaseLayout, Task, TfdsSplit
+from model.tasks.base import Example, LocalFormat, ReleaseLayout, Task, TfdsSplit, training_of
 from model.tasks.text_format import benchmark_inputs, class_id, label_name
 
 LANGUAGES = ("de", "en", "es", "fr", "ja", "ko", "zh")
@@ -33,7 +33,6 @@ def _preprocess(example: Example) -> dict[str, str]:
 
 def _task(name: str, language: str, splits: dict[str, str], files: dict[str, str],
           num_train_examples: int | None = None) -> Task:
-    trained = "train" in splits
     return Task(
         name=name,
         splits={ours: TfdsSplit(f"paws_x_wiki/{language}", theirs) for ours, theirs in splits.items()},
@@ -41,9 +40,8 @@ def _task(name: str, language: str, splits: dict[str, str], files: dict[str, str
                                  multilingual_sources.read_paws_x_tsv),
         preprocess=_preprocess, postprocess=functools.partial(class_id, label_names=LABELS),
         metric_names=("accuracy",), score_postprocessed=metrics.accuracy,
-        num_train_examples=num_train_examples, trained_on=trained,
-        untrained_reason="" if trained else "it has no training split: a mixture such as "
-                                            "mt5_pawsx_zeroshot trains for it",
+        num_train_examples=num_train_examples,
+        **training_of(splits, "a mixture such as mt5_pawsx_zeroshot"),
         lengths=LENGTHS, label_names=LABELS,
         eval_splits=tuple(split for split in splits if split != "train"),
         release=ReleaseLayout("paws_x", files), language=language)

@@ -10,7 +10,8 @@ Tasks, named as multilingual-t5 registers them:
 from __future__ import annotations
 
 from model.tasks import multilingual_metrics, multilingual_sources
-from model.tasks.base import Example, LocalFormat, ReleaseLayout, SequenceLengths, Task, TfdsSplit
+from model.tasks.base import (Example, LocalFormat, ReleaseLayout, SequenceLengths, Task,
+                              TfdsSplit, training_of)
 
 LANGUAGES = ("af", "ar", "bg", "bn", "de", "el", "en", "es", "et", "eu", "fa", "fi", "fr", "he",
              "hi", "hu", "id", "it", "ja", "jv", "ka", "kk", "ko", "ml", "mr", "ms", "my", "nl",
@@ -25,7 +26,6 @@ def _preprocess(example: Example) -> dict[str, str]:
 
 
 def _task(name: str, language: str, splits: dict[str, str], files: dict[str, str]) -> Task:
-    trained = "train" in splits
     return Task(
         name=name,
         splits={ours: TfdsSplit(f"wikiann/{language}", theirs) for ours, theirs in splits.items()},
@@ -33,9 +33,8 @@ def _task(name: str, language: str, splits: dict[str, str], files: dict[str, str
                                  multilingual_sources.read_wikiann),
         preprocess=_preprocess, postprocess=lambda text: text,
         metric_names=("span_f1",), score_postprocessed=multilingual_metrics.span_f1,
-        num_train_examples=None, trained_on=trained,
-        untrained_reason="" if trained else "it has no training split: a mixture such as "
-                                            "mt5_ner_zeroshot trains for it",
+        num_train_examples=None,
+        **training_of(splits, "a mixture such as mt5_ner_zeroshot"),
         lengths=LENGTHS, eval_splits=tuple(split for split in splits if split != "train"),
         release=ReleaseLayout("wikiann", files), language=language)
 

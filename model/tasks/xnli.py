@@ -15,7 +15,8 @@ import functools
 from typing import Iterator
 
 from model.tasks import metrics, multilingual_sources
-from model.tasks.base import Example, LocalFormat, ReleaseLayout, SequenceLengths, Task, TfdsSplit
+from model.tasks.base import (Example, LocalFormat, ReleaseLayout, SequenceLengths, Task,
+                              TfdsSplit, training_of)
 from model.tasks.text_format import class_id
 
 LANGUAGES = ("ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh")
@@ -56,14 +57,12 @@ def _read_mnli_from_xnli_mt(path: str) -> Iterator[dict]:
 def _task(name: str, splits: dict[str, TfdsSplit], description: str, read, preprocess,
           release: ReleaseLayout, language: str = "", num_train_examples: int | None = None,
           eval_splits: tuple[str, ...] = ()) -> Task:
-    trained = "train" in splits
     return Task(
         name=name, splits=splits, local_format=LocalFormat(description, read),
         preprocess=preprocess, postprocess=functools.partial(class_id, label_names=_DIGITS),
         metric_names=("accuracy",), score_postprocessed=metrics.accuracy,
-        num_train_examples=num_train_examples, trained_on=trained,
-        untrained_reason="" if trained else "it has no training split: a mixture such as "
-                                            "mt5_xnli_zeroshot trains for it",
+        num_train_examples=num_train_examples,
+        **training_of(splits, "a mixture such as mt5_xnli_zeroshot"),
         lengths=LENGTHS, label_names=_DIGITS, eval_splits=eval_splits, release=release,
         language=language)
 
