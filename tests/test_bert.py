@@ -20,6 +20,7 @@ from model import train
 from model.data import inputs
 from model.data.input_position import InputPosition
 from model.families.bert import inputs as bert_inputs, finetune as bert_tasks, wordpiece
+from model.families.bert.config import BertConfig
 from model.families.bert.model import Bert
 from model.families.bert.wordpiece import LEARNED_IDS as LEARNED
 from model.trainer import runs
@@ -43,11 +44,10 @@ LENGTH_FEATURES_OF_ONE = ("next_sentence_labels", "labels", "start_positions", "
 def our_parameters(d_model, d_ff, heads, layers, head="pretraining", vocab_size=30522):
     """{variable name: size} of our BERT graph (built, not run)."""
     gin.clear_config()
-    gin.bind_parameter("BertConfig.head", head)
     config = ModelConfig(architecture="bert", d_model=d_model, d_ff=d_ff, num_heads=heads,
                          d_kv=d_model // heads, num_layers=layers)
     with tf.Graph().as_default():
-        family = Bert(config, vocab_size)
+        family = Bert(config, vocab_size, family_config=BertConfig(head=head))
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
         batch = {}
@@ -369,7 +369,7 @@ def pretrained(tmp_path_factory, shared_data, vocabulary) -> runs.Run:
 
 
 def test_tiny_bert_pretrains_on_c4_with_falling_loss(pretrained, vocabulary, shared_data):
-    # BertConfig is read from gin when a model is built: bind the run's configuration again.
+    # The validation stream reads BertDataConfig from gin: bind the run's configuration again.
     run = configure(pretrained.model_dir, vocabulary, shared_data / C4_SAMPLES)
     losses = logged_losses(run.model_dir)
     first = np.mean([losses[s] for s in range(1, 6)])
@@ -701,11 +701,9 @@ def tiny_head_graph(head, num_classes, features):
     from model.trainer.mtf_compat import placement_mesh_impl
 
     gin.clear_config()
-    gin.bind_parameter("BertConfig.head", head)
-    gin.bind_parameter("BertConfig.num_classes", num_classes)
     family = Bert(ModelConfig(architecture="bert", d_model=16, d_ff=32, num_heads=2, d_kv=8,
-                              num_layers=1, dropout_rate=0.0), TINY_VOCAB_SIZE)
-    gin.clear_config()
+                              num_layers=1, dropout_rate=0.0), TINY_VOCAB_SIZE,
+                  family_config=BertConfig(head=head, num_classes=num_classes))
     with tf.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
@@ -925,7 +923,7 @@ def test_pretraining_phases_follow_the_paper(phase, length, predictions, clean_g
     assert run.model_config.architecture == "bert" and run.data_config.inputs_length == length
     assert runs.batch_size_for(run.train_config, length) == 256
     assert bert_inputs.BertDataConfig().predictions(length) == predictions
-    family = families.family_for(run.model_config, 30522)
+    family = families.family_for(run.model_config, 30522, family_config=run.family_config)
     assert family.bert.head == "pretraining" and family.bert.weight_decay_rate == 0.01
     # Phase 1 runs 90% of the 1M steps; phase 2 the rest, from step 0 of its own run (warm
     # start restores BERT's weights only) at steps 900k.. of the one schedule.
@@ -982,6 +980,6 @@ def test_finetuning_configurations_build(head_file, head, clean_gin):
     gin.clear_config()
     runs.parse_gin(["finetune.gin", "bert/large.gin", f"bert/{head_file}.gin"], [])
     run = families.configured_run("unused")
-    family = families.family_for(run.model_config, 30522)
+    family = families.family_for(run.model_config, 30522, family_config=run.family_config)
     assert family.bert.head == head and run.model_config.num_layers == 24
     assert runs.batch_size_for(run.train_config, run.data_config.inputs_length) == 32

@@ -12,6 +12,7 @@ is exported with `python -m model export` and the exported model, loaded by
 transformers, must give the same logits again. Every parameter is redrawn at random (norm gains
 and biases too, which initialisation leaves at 1 and 0) so that each one matters.
 """
+import json
 import pathlib
 import shutil
 
@@ -385,28 +386,36 @@ def test_a_base_model_folder_imports_under_the_head_models_names(tmp_path):
     assert_close(our_logits("gpt1", tmp_path / "ours"), transformers_logits("gpt1", reference))
 
 
-@pytest.mark.parametrize("head,classes,model_class", [
-    ("classification", 3, "BertForSequenceClassification"),
-    ("regression", 1, "BertForSequenceClassification"),
-    ("multiple_choice", 3, "BertForMultipleChoice"),
-    ("span", 2, "BertForQuestionAnswering")])
+@pytest.mark.parametrize("head,classes,model_class,recorded_in", [
+    ("classification", 3, "BertForSequenceClassification", "operative_config"),
+    ("classification", 3, "BertForSequenceClassification", "run_settings"),
+    ("regression", 1, "BertForSequenceClassification", "operative_config"),
+    ("multiple_choice", 3, "BertForMultipleChoice", "operative_config"),
+    ("span", 2, "BertForQuestionAnswering", "operative_config")])
 def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, head, classes,
-                                                                    model_class):
-    """A BERT checkpoint with a fine-tuning head (BertConfig.head, recorded in the run's
-    operative_config.gin) exports to transformers' model of that head, with our head's outputs:
+                                                                    model_class, recorded_in):
+    """A BERT checkpoint with a fine-tuning head (BertConfig.head: recorded in the run's
+    run_settings.json, the family's config as data, over its operative_config.gin's; runs
+    written before that file bound it in gin, so their operative_config.gin holds it) exports
+    to transformers' model of that head, with our head's outputs:
     run_classifier's dense layer on the pooled [CLS] (BertForSequenceClassification, one
     regression label), the paper's SWAG score per choice's pooled [CLS]
     (BertForMultipleChoice: each choice's sequence in turn here, [batch, choices, length]
     there) or run_squad's start/end vectors (BertForQuestionAnswering's qa_outputs)."""
     tiny_bert().save_pretrained(tmp_path / "source")
     assert import_folder("bert", tmp_path / "source", tmp_path / "pretrained") == 0
-    recorded = (tmp_path / "pretrained" / checkpoints.GIN_NAME).read_text() + \
-        f"BertConfig.head = '{head}'\nBertConfig.num_classes = {classes}\n"
+    recorded = (tmp_path / "pretrained" / checkpoints.GIN_NAME).read_text()
     tuned = tmp_path / "tuned"
     tuned.mkdir()
+    if recorded_in == "operative_config":
+        recorded += f"BertConfig.head = '{head}'\nBertConfig.num_classes = {classes}\n"
+    else:  # the gin record says the pre-training head, the family config the one trained
+        recorded += "BertConfig.head = 'pretraining'\nBertConfig.num_classes = 2\n"
+        (tuned / runs.RUN_SETTINGS_NAME).write_text(json.dumps(
+            {"BertConfig": {"head": head, "num_classes": classes}}))
     (tuned / checkpoints.GIN_NAME).write_text(recorded)
     gin.clear_config()
-    runs.parse_gin([str(tuned / checkpoints.GIN_NAME)], [])
+    runs.apply_recorded_bindings(str(tuned))
     conv, config = conversion("bert"), ModelConfig()
     assert conv.model_class == model_class
     reader = tf.train.load_checkpoint(str(tmp_path / "pretrained"))

@@ -267,18 +267,24 @@ def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, c
     assert "DataConfig.targets_length = 8 as bound" in capsys.readouterr().err
 
 
-def test_the_operative_config_records_the_task_lengths_the_run_uses(tmp_path, clean_gin):
-    """A default RTE run trims targets and decodes at GLUE's 84 tokens; the operative config that
-    training writes (gin's operative_config_str, the t5 library's GinConfigSaverHook) said 114,
-    the dataclass default, before the lengths were bound in gin."""
+def test_the_run_records_the_task_lengths_it_uses_and_later_commands_read_them(tmp_path, clean_gin):
+    """A default RTE run trims targets and decodes at GLUE's 84 tokens, derived from its task
+    (gin is not rebound: its operative config says 114, the dataclass default). The run's
+    checkpoints record the derived lengths beside the operative config (runs.RUN_SETTINGS_NAME),
+    and a later command on the run reads them over the operative config's."""
     gin.clear_config()
     runs.parse_gin(["finetune.gin"], [])
     run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), task_selection.select(task="glue_rte").lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length, run.train_config.decode_length) == (512, 84, 84)
     operative = gin.operative_config_str()
-    for line in ("DataConfig.inputs_length = 512", "DataConfig.targets_length = 84", "TrainConfig.decode_length = 84"):
-        assert line in operative.splitlines(), operative
-    assert "114" not in operative
+    assert "DataConfig.targets_length = 114" in operative.splitlines(), operative
+    (tmp_path / runs.OPERATIVE_CONFIG_NAME).write_text(operative)
+    runs.record_settings(run)
+    recorded = runs.recorded_bindings(str(tmp_path), for_tasks=True)
+    assert {key: recorded[key] for key in runs.SEQUENCE_LENGTH_SETTINGS} == {
+        "DataConfig.inputs_length": 512, "DataConfig.targets_length": 84, "TrainConfig.decode_length": 84}
+    (tmp_path / runs.RUN_SETTINGS_NAME).unlink()
+    assert runs.recorded_bindings(str(tmp_path))["DataConfig.targets_length"] == 114
 
 
 def test_decoding_is_greedy_unless_the_final_models_beam_search_is_switched_on(clean_gin):

@@ -559,12 +559,13 @@ def test_tpu_path_graph_builds(tmp_path, clean_gin):
                       "GPT1Config.sequences_per_example = 2"],
                  ["GPT1Config.head = 'regression'", "GPT1Config.num_classes = 1"]):
         gin.parse_config(head)
+        family = families.family_class(ModelConfig().architecture)
         setup = ModelFnSetup(
-            family_class=families.family_class(ModelConfig().architecture),
-            model_config=ModelConfig(), mesh_config=MeshConfig(),
+            family_class=family, model_config=ModelConfig(), mesh_config=MeshConfig(),
             optimization=OptimizationConfig(), vocab_size=128, model_dir=str(tmp_path),
             save_checkpoints_steps=10, keep_checkpoint_max=1, decode_length=4, train_steps=10,
-            precision=PrecisionConfig(activation_dtype="bfloat16"))
+            precision=PrecisionConfig(activation_dtype="bfloat16"),
+            family_config=family.configured_family_config())
         with tf.Graph().as_default():
             shapes = {"head_tokens": [2, 16], "label": [2, 1]}
             float_keys = setup.family.float_feature_keys
@@ -592,8 +593,9 @@ def fresh_head_outputs(task, examples, vocabulary, length, fetch, seed=0, embedd
     view = discriminative.view(task)
     gin.clear_config()
     runs.parse_gin(["gpt1/tiny.gin"], ["ModelConfig.dropout_rate = 0.0"])
-    gpt1_finetune.bind_head(view)
-    family = gpt1.GPT1(ModelConfig(), vocabulary.vocab_size)
+    family = gpt1.GPT1(ModelConfig(), vocabulary.vocab_size, family_config=dataclasses.replace(
+        gpt1.GPT1Config(), head=view.kind, num_classes=view.num_classes,
+        sequences_per_example=gpt1_inputs.sequences_per_example(view)))
     rows = gpt1_inputs.head_features(examples, view, vocabulary, length)
     with tf.Graph().as_default():
         tf.set_random_seed(seed)

@@ -282,7 +282,8 @@ def test_next_sentence_prediction_is_refused(clean_gin):
     from model.trainer.model_config import ModelConfig
     gin.parse_config("BertConfig.head = 'pretraining'")
     with pytest.raises(ValueError, match="masked LM alone"):
-        SegaBert(ModelConfig(architecture="segabert"), 100)
+        SegaBert(ModelConfig(architecture="segabert"), 100,
+                 family_config=SegaBert.configured_family_config())
 
 
 def variable_sizes(gin_files, vocab_size):
@@ -293,7 +294,7 @@ def variable_sizes(gin_files, vocab_size):
     from model.trainer.mtf_compat import mtf
     from model.trainer.gin_files import GIN_DIR
     gin.parse_config_files_and_bindings([str(GIN_DIR / f) for f in gin_files], [])
-    family = SegaBert(ModelConfig(), vocab_size)
+    family = SegaBert(ModelConfig(), vocab_size, family_config=SegaBert.configured_family_config())
     with tf1.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")
@@ -429,12 +430,14 @@ def test_decoding_derives_the_indices_of_a_sentence_pair():
 
 
 def one_layer_setup(model_dir, vocab_size, decode_length):
-    """The model function's setup for a one-layer SegaBERT of width 16."""
+    """The model function's setup for a one-layer SegaBERT of width 16 (its family config
+    from the gin bindings)."""
     from model.trainer.mesh import MeshConfig
     from model.trainer.model_config import ModelConfig
     from model.trainer.model_fn import ModelFnSetup, OptimizationConfig
+    family = families.family_class("segabert")
     return ModelFnSetup(
-        family_class=families.family_class("segabert"),
+        family_class=family, family_config=family.configured_family_config(),
         model_config=ModelConfig(architecture="segabert", d_model=16, d_ff=32, num_heads=2,
                                  d_kv=8, num_layers=1),
         mesh_config=MeshConfig(), optimization=OptimizationConfig(), vocab_size=vocab_size,

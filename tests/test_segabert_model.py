@@ -144,7 +144,7 @@ def segabert_family():
     import gin
     from model.families.segabert.model import SegaBert
     gin.parse_config("BertConfig.head = 'mlm'")
-    return SegaBert(tiny_config("segabert"), VOCAB)
+    return SegaBert(tiny_config("segabert"), VOCAB, family_config=SegaBert.configured_family_config())
 
 
 def structured_features(rng, rows):
@@ -217,8 +217,9 @@ def test_one_sentence_one_paragraph_with_bert_positions_is_bert(clean_gin):
     features["token_index"][:] = np.arange(LENGTH)
     gin.parse_config("BertConfig.head = 'mlm'")
     bert_features = {k: features[k] for k in ("bert_input_tokens", "bert_token_types")}
-    bert_logits, bert_weights = lowered_run(Bert(tiny_config("bert"), VOCAB), bert_features,
-                                            mlm_logits)
+    bert_logits, bert_weights = lowered_run(
+        Bert(tiny_config("bert"), VOCAB, family_config=Bert.configured_family_config()),
+        bert_features, mlm_logits)
     prefix = "bert/embeddings/"
     shared = {name: value for name, value in bert_weights.items()
               if name != prefix + "position_embeddings"}

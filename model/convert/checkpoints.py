@@ -149,8 +149,10 @@ def _graph(conv: Conversion, config: ModelConfig, vocab_size: int,
            inputs: Mapping[str, np.ndarray], with_optimizer: bool, vocabulary: Any = None):
     """Builds our model in the default graph: (lowering, {output: tf tensor}); with
     `with_optimizer`, the family's optimizer slots and the global step exist too. The family is
-    given `vocabulary` as a run's (its special ids; None: the family's own)."""
-    family = conv.family_class(config, vocab_size, run_vocabulary=vocabulary)
+    given `vocabulary` as a run's (its special ids; None: the family's own) and its config as
+    gin binds it when the conversion runs (the source's bindings bound, on an import)."""
+    family = conv.family_class(config, vocab_size, run_vocabulary=vocabulary,
+                               family_config=conv.family_class.configured_family_config())
     graph = mtf.Graph()
     mesh = mtf.Mesh(graph, "mesh")
     outputs = conv.mtf_outputs(family, mesh, inputs)

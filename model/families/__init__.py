@@ -30,9 +30,12 @@ def family_class(architecture: str) -> type:
 
 
 def family_for(config: Any, vocab_size: int,
-               variable_dtype: mtf.VariableDType = mtf.VariableDType()) -> ModelFamily:
-    """The family of `config.architecture`, configured for one run."""
-    return family_class(config.architecture)(config, vocab_size, variable_dtype)
+               variable_dtype: mtf.VariableDType = mtf.VariableDType(),
+               family_config: Any = None) -> ModelFamily:
+    """The family of `config.architecture`, configured for one run (`family_config`: the
+    run's, None: the family's defaults)."""
+    return family_class(config.architecture)(config, vocab_size, variable_dtype,
+                                             family_config=family_config)
 
 
 def package_of(family: type) -> str:

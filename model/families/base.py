@@ -34,7 +34,7 @@ from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.convert.checkpoints import CheckpointFormat
 from model.tasks.selection import TaskRequest
-from model.trainer.family import Family
+from model.trainer.family import Family, default_family_config
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
 
@@ -69,14 +69,21 @@ class ModelFamily(Family, abc.ABC):
     # Adafactor clips its updates instead). BERT's and OpenAI's code clip at 1.0.
     gradient_clip_norm: ClassVar[Optional[float]] = None
 
+    # The family's own configuration (model/trainer/family.py): a frozen dataclass that gin
+    # configures, built once per run by `configured_family_config` (None: the family has none).
+    config_class: ClassVar[Optional[type]] = None
+
     def __init__(self, config: Any, vocab_size: int,
                  variable_dtype: mtf.VariableDType = mtf.VariableDType(),
-                 run_vocabulary: Optional[Vocabulary] = None):
+                 run_vocabulary: Optional[Vocabulary] = None, family_config: Any = None):
         self.config = config
         self.vocab_size = vocab_size
         self.variable_dtype = variable_dtype
         # The run's vocabulary (None: no run's, as in a checkpoint conversion).
         self.run_vocabulary = run_vocabulary
+        # The run's family config as handed down (None: the class's defaults, not gin's).
+        self.family_config = (default_family_config(self.config_class)
+                              if family_config is None else family_config)
 
     @property
     def feature_keys(self) -> Tuple[str, ...]:
@@ -111,6 +118,13 @@ class ModelFamily(Family, abc.ABC):
 
     # ---- The run's side: what the trainer and the command line ask of a family before any
     # model is built (class methods; `run` is a model/trainer/runs.py Run).
+
+    @classmethod
+    def configured_family_config(cls) -> Any:
+        """The family's config as the parsed gin bindings make it (None: the family has
+        none): the one place a family's settings are read from gin, once per run, by the
+        command line (runs.configured_run)."""
+        return None if cls.config_class is None else cls.config_class()
 
     @classmethod
     @abc.abstractmethod

@@ -13,9 +13,12 @@ What is asked, and when:
   names, and the pre-training examples (`training_stream`, `validation_examples`) made with
   the family's feature converter (`converter`);
 - once per run, the class is called as `family(model_config, vocab_size, variable_dtype,
-  run_vocabulary=...)`, `run_vocabulary` the run's vocabulary (`vocabulary` of DataConfig's
-  file; None where no run names one, as in a checkpoint conversion): what a model reads of it
-  (BERT's [SEP] id, GPT-1's special tokens' order) comes from there, never from gin;
+  run_vocabulary=..., family_config=...)`, `run_vocabulary` the run's vocabulary (`vocabulary`
+  of DataConfig's file; None where no run names one, as in a checkpoint conversion): what a
+  model reads of it (BERT's [SEP] id, GPT-1's special tokens' order) comes from there;
+  `family_config` an object of the family's `config_class` (BertConfig, GPT1Config), built once
+  from gin by the command line (runs.configured_run) and handed down in the run (None: the
+  class's defaults). No family reads gin when it is constructed;
 - in each mode of the model function, of that object: `build` the Mesh TensorFlow model, then
   for TRAIN and EVAL the `feature_keys` it reads (`float_feature_keys` as float32) and its
   `losses`, for PREDICT `predict` on `inputs` (plus `predict_feature_keys` the input has);
@@ -26,7 +29,8 @@ What is asked, and when:
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Dict, Optional, Protocol, Tuple, Type
+import dataclasses
+from typing import Any, ClassVar, Dict, List, Optional, Protocol, Tuple, Type
 
 import tensorflow as tf2
 
@@ -57,12 +61,20 @@ class Family(Protocol):
     predict_feature_keys: ClassVar[Tuple[str, ...]]
     # The global gradient norm is clipped to this before the update (None: no clipping).
     gradient_clip_norm: ClassVar[Optional[float]]
+    # The family's own configuration beyond ModelConfig's sizes: a frozen dataclass,
+    # configurable in gin (None: the family has none).
+    config_class: ClassVar[Optional[type]]
 
     def __init__(self, config: Any, vocab_size: int,
                  variable_dtype: mtf.VariableDType = ...,
-                 run_vocabulary: Optional[Vocabulary] = None) -> None: ...
+                 run_vocabulary: Optional[Vocabulary] = None,
+                 family_config: Any = None) -> None: ...
 
     # ---- The run's side (class methods).
+
+    @classmethod
+    def configured_family_config(cls) -> Any:
+        """The family's config as the parsed gin bindings make it (None: it has none)."""
 
     @classmethod
     def vocabulary(cls, path: str) -> Vocabulary:
@@ -101,3 +113,36 @@ class Family(Protocol):
 
     def optimizer(self, learning_rate: Any) -> mtf.optimize.Optimizer:
         """The optimizer of a training step at `learning_rate` (a scalar tensor)."""
+
+
+def default_family_config(config_class: Optional[type]) -> Any:
+    """An object of `config_class` with every field at its default, gin not consulted (each
+    plain default is given: gin fills only what a call leaves out; a field made by a default
+    factory is the class's own); None without a class."""
+    if config_class is None:
+        return None
+    return config_class(**{field.name: field.default for field in dataclasses.fields(config_class)
+                           if field.default is not dataclasses.MISSING})
+
+
+def config_parts(config: Any) -> List[Any]:
+    """The gin-configurable dataclasses a family config is made of: itself, or its fields
+    where each is one (SegaBERT's: BERT's config, its structure limits, its optimizer's)."""
+    if config is None:
+        return []
+    values = [getattr(config, field.name) for field in dataclasses.fields(config)]
+    if values and all(dataclasses.is_dataclass(value) for value in values):
+        return values
+    return [config]
+
+
+def replaced_config(config: Any, changes: Dict[str, Any]) -> Any:
+    """`config` with `changes` to its fields, or, for a config made of parts, to the one part
+    that has them all."""
+    if config_parts(config) == [config]:
+        return dataclasses.replace(config, **changes)
+    for field in dataclasses.fields(config):
+        part = getattr(config, field.name)
+        if set(changes) <= {part_field.name for part_field in dataclasses.fields(part)}:
+            return dataclasses.replace(config, **{field.name: dataclasses.replace(part, **changes)})
+    raise ValueError(f"no part of {type(config).__name__} has all of {sorted(changes)}")

@@ -25,7 +25,7 @@ family's `predict_feature_keys` that are given, passed to its `predict` by name)
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import gin
 import tensorflow.compat.v1 as tf
@@ -117,11 +117,14 @@ class ModelFnSetup:
     alpha: float = 0.6
     # The run's vocabulary, given to the family (None: the run names none).
     vocabulary: Optional[Vocabulary] = None
+    # The run's family config (the family's `config_class`; None: its defaults).
+    family_config: Any = None
 
     @property
     def family(self) -> Family:
         return self.family_class(self.model_config, self.vocab_size,
-                                 self.precision.variable_dtype, run_vocabulary=self.vocabulary)
+                                 self.precision.variable_dtype, run_vocabulary=self.vocabulary,
+                                 family_config=self.family_config)
 
 
 def import_features(features: Dict[str, tf.Tensor], keys: Sequence[str], mesh: mtf.Mesh,

@@ -9,9 +9,10 @@ from the registry of model/families/) supplies the vocabulary, the data and the 
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import tokenize
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -23,7 +24,7 @@ from model.data import input_position
 from model.data.features import FeatureConverter
 from model.data.vocabulary import EOS_ID, Vocabulary
 from model.trainer import checkpoint_state, hooks, run_paths, warm_start
-from model.trainer.family import Family
+from model.trainer.family import Family, config_parts, default_family_config, replaced_config
 from model.trainer.decoding import strip_after_eos
 from model.trainer.finetune_methods import FineTuningMethod
 from model.trainer.gin_files import binding_syntax_error, file_syntax_error, gin_path
@@ -156,9 +157,29 @@ class Run:
     model_dir: str
     precision: PrecisionConfig = PrecisionConfig()
     fine_tuning: FineTuningMethod = FineTuningMethod()
+    # The family's own config (its `config_class`: BertConfig, GPT1Config; None: the family has
+    # none, or its defaults), built once from gin by configured_run; a task run derives its own
+    # (with_family_config), recorded with the checkpoints (RUN_SETTINGS_NAME).
+    family_config: Any = None
     # {path setting: value} of the paths this run took from its operative config (a later
     # command's: recorded_paths), for the error when one is not there.
     recorded_paths: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # {gin key: value} of the settings this run derived from its tasks rather than took from
+    # gin (a task run's sequence lengths), recorded with the checkpoints (RUN_SETTINGS_NAME).
+    derived: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+    def with_family_config(self, **changes: Any) -> "Run":
+        """The run with its family config derived: `changes` replace fields of it (a
+        fine-tuning head's kind and size)."""
+        config = self.family_config
+        if config is None:
+            config = default_family_config(self.family.config_class)
+        return dataclasses.replace(self, family_config=replaced_config(config, changes))
+
+    def with_derived(self, settings: Mapping[str, Any]) -> "Run":
+        """The run with `settings` ({gin key: value}) recorded as derived; the caller puts
+        them in the run's configs."""
+        return dataclasses.replace(self, derived={**self.derived, **settings})
 
     @property
     def feature_converter(self) -> "type[FeatureConverter]":
@@ -221,7 +242,8 @@ class Run:
             session_start=session_start, use_tpu=train_config.use_tpu,
             precision=self.precision, init_checkpoint=train_config.init_checkpoint,
             warm_start_fresh=tuple(train_config.warm_start_fresh), fine_tuning=self.fine_tuning,
-            beam_size=beam_size, alpha=alpha, vocabulary=self.model_vocabulary)
+            beam_size=beam_size, alpha=alpha, vocabulary=self.model_vocabulary,
+            family_config=self.family_config)
         cluster = None
         if train_config.use_tpu:
             cluster = tf.distribute.cluster_resolver.TPUClusterResolver(train_config.tpu)
@@ -239,6 +261,25 @@ def first_step(run: Run) -> int:
         run.family.warm_start_continues_training)
 
 
+def recorded_settings(run: Run) -> Dict[str, Dict[str, Any]]:
+    """{gin configurable: {parameter: value}} of what a run's checkpoints record beside the
+    operative config: the family's config in full (each gin-configurable part of it) and the
+    settings the run derived (`Run.derived`)."""
+    settings: Dict[str, Dict[str, Any]] = {}
+    for part in config_parts(run.family_config):
+        settings[type(part).__name__] = dataclasses.asdict(part)
+    for key, value in run.derived.items():
+        configurable, parameter = key.rsplit(".", 1)
+        settings.setdefault(configurable, {})[parameter] = value
+    return settings
+
+
+def record_settings(run: Run) -> None:
+    """Writes `recorded_settings` to the run's RUN_SETTINGS_NAME (once its folder exists)."""
+    path = pathlib.Path(run.model_dir) / RUN_SETTINGS_NAME
+    path.write_text(json.dumps(recorded_settings(run), indent=1, sort_keys=True) + "\n")
+
+
 def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int] = None) -> int:
     """Trains `max_steps` steps (default TrainConfig.train_steps) past the first step (0, or the
     warm-start checkpoint's), resuming from the newest checkpoint with the same data position;
@@ -251,6 +292,7 @@ def train(run: Run, examples: Examples, vocab_size: int, max_steps: Optional[int
                                                     run.train_config.init_checkpoint))
     base_step = first_step(run)
     pathlib.Path(run.model_dir).mkdir(parents=True, exist_ok=True)
+    record_settings(run)
     start_step = checkpoint_step(run.model_dir) or base_step
     batch_size = batch_size_for(run.train_config, feature_length(examples()))
     train_config = dataclasses.replace(run.train_config,
@@ -371,6 +413,10 @@ def parse_gin(gin_files: Sequence[str], gin_params: Sequence[str]) -> None:
 
 
 OPERATIVE_CONFIG_NAME = "operative_config.gin"  # hooks.py's GinConfigSaverHook writes it
+# Beside it, what gin's record may not hold as the run used it: the family's config as data and
+# the settings a task run derived (recorded_settings). Runs written before it hold both in their
+# operative config (fine-tuning bound them in gin), which is read as before.
+RUN_SETTINGS_NAME = "run_settings.json"
 # Modes that work on a trained run: they read its recorded settings (recorded_bindings).
 MODES_ON_A_RUN = ("eval", "decode", "export")
 # Where a run ran rather than what it trained: a later command takes these from its own flags.
@@ -409,7 +455,27 @@ def recorded_bindings(model_dir: str, for_tasks: bool = False) -> Dict[str, obje
         key = "/".join(kept + [name])
         if len(kept) < len(scopes) or key not in bindings:
             bindings[key] = statement.value
+    # The values the run used: over what its operative config says gin gave.
+    for configurable, parameters in read_settings(path.with_name(RUN_SETTINGS_NAME)).items():
+        for parameter, value in parameters.items():
+            bindings[f"{configurable}.{parameter}"] = value
     return bindings
+
+
+def read_settings(path: pathlib.Path) -> Dict[str, Dict[str, Any]]:
+    """A run's recorded settings (record_settings' file; {} where there is none), or a
+    ValueError naming the file when it is not what record_settings writes."""
+    if not path.is_file():
+        return {}
+    try:
+        settings = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{path} is not a run's settings ({error}); it is rewritten when the "
+                         f"run trains, or remove it to read the run's operative config alone") from None
+    if not (isinstance(settings, dict) and all(isinstance(fields, dict) for fields in settings.values())):
+        raise ValueError(f"{path} is not a run's settings: it must map each configurable to "
+                         f"its {{parameter: value}}")
+    return settings
 
 
 def apply_recorded_bindings(model_dir: str, for_tasks: bool = False) -> Dict[str, object]:
@@ -446,8 +512,9 @@ def configured_run(model_dir: str, family_of: "Callable[[str], type[Family]]") -
     """The run that the parsed gin bindings describe (gin fills the dataclass fields), with the
     family that `family_of` (the registry's lookup) gives for its architecture."""
     model_config = ModelConfig()
-    run = Run(family_of(model_config.architecture), model_config, MeshConfig(),
-              OptimizationConfig(), DataConfig(), TrainConfig(), model_dir, PrecisionConfig(),
-              FineTuningMethod())
+    family = family_of(model_config.architecture)
+    run = Run(family, model_config, MeshConfig(), OptimizationConfig(), DataConfig(),
+              TrainConfig(), model_dir, PrecisionConfig(), FineTuningMethod(),
+              family.configured_family_config())
     run.fine_tuning.check(run.model_config.adapter_size)
     return run

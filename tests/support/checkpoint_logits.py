@@ -16,7 +16,8 @@ from model.trainer.mtf_compat import mtf
 def checkpoint_logits(run: runs.Run, features: Mapping[str, np.ndarray]) -> np.ndarray:
     """[batch, length, vocab] logits of the newest checkpoint in `run.model_dir` for a batch of
     the family's features ([batch, length] int arrays)."""
-    family = families.family_for(run.model_config, run.vocabulary.vocab_size)
+    family = families.family_for(run.model_config, run.vocabulary.vocab_size,
+                                 family_config=run.family_config)
     with tf.Graph().as_default():
         graph = mtf.Graph()
         mesh = mtf.Mesh(graph, "mesh")

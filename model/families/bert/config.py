@@ -6,11 +6,13 @@ SegaBERT's pytorch.py) import it without importing each other.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import gin
 
 from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.heads import HEADS
+from model.trainer.family import config_parts, default_family_config
 
 
 @gin.configurable
@@ -45,3 +47,10 @@ class BertConfig:
         if self.hidden_act not in ACTIVATIONS:
             raise ValueError(f"BertConfig.hidden_act must be one of {sorted(ACTIVATIONS)}, got "
                              f"{self.hidden_act!r}")
+
+
+def bert_part(family_config: Any) -> BertConfig:
+    """BERT's config in a run's family config: the config itself, or its BERT part (SegaBERT's
+    holds more); the defaults where the run has none."""
+    parts = config_parts(family_config) or [default_family_config(BertConfig)]
+    return next(part for part in parts if isinstance(part, BertConfig))

@@ -9,7 +9,8 @@ trimmed from the end of the longer segment; label = the view's class index. Regr
 paper's STS-B): the same input, the label the view's float score, scored by the task's metrics
 (Pearson and Spearman). Multiple choice (the paper's SWAG; COPA, Story Cloze, RACE): one input
 `[CLS] context [SEP] choice [SEP]` per choice (`choice_segments`), the label the right choice.
-The head's kind and size are the view's: `run_mode` binds BertConfig.head and num_classes.
+The head's kind and size are the view's: `run_mode` derives the run's BertConfig (head,
+num_classes) from it, recorded with the run's checkpoints.
 
 SQuAD (BERT's run_squad.py, `SquadConfig`): the context is split on white space into words
 (each character's word kept, as run_squad's `char_to_word_offset`), each word tokenised into its
@@ -39,6 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from model import tasks
+from model.families.bert.config import bert_part
 from model.families.bert.inputs import padded, trimmed_segments
 from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
 from model.tasks import Task, discriminative, evaluation, task_runs
@@ -317,6 +319,8 @@ class HeadTask:
     files: Dict[Tuple[str, str], Tuple[str, ...]]
     # Where the task's TFDS dataset is prepared, for splits that `files` does not give.
     data_dir: Optional[str] = None
+    # The span head's windows and answers (the run's, from gin).
+    squad: SquadConfig = SquadConfig()
 
     @property
     def version_2_with_negative(self) -> bool:
@@ -336,7 +340,7 @@ class HeadTask:
         if not paths:
             raise ValueError(f"the span head reads SQuAD JSON files: give --task_files "
                              f"{self.name}:{split}=PATH")
-        return [squad_question(raw, self.vocabulary, self.length)
+        return [squad_question(raw, self.vocabulary, self.length, self.squad)
                 for path in paths for raw in read_squad_v2(path)]
 
     def examples(self, split: str) -> List[discriminative.Example]:
@@ -374,7 +378,7 @@ class HeadTask:
             def answers(checkpoint: str) -> List[str]:
                 window_logits = iter(head_outputs(run, features, checkpoint))
                 return [best_answer(q, [next(window_logits) for _ in q.windows],
-                                    self.version_2_with_negative) for q in questions]
+                                    self.version_2_with_negative, self.squad) for q in questions]
             return eval_set, answers
         examples = self.examples(split)
         eval_set = evaluation.head_eval_set(self.metrics(), split, examples, data)
@@ -403,22 +407,22 @@ def training(run, task: HeadTask) -> Callable[[runs.Run], int]:
     return train
 
 
-def run_mode(mode: str, run, request: TaskRequest, head: str,
+def run_mode(mode: str, run, request: TaskRequest,
              head_task: Type[HeadTask] = HeadTask) -> Dict[str, dict]:
     """finetune: train the head on the task's train split for TrainConfig.train_steps (from
     step 0: warm start restores the weights only), then score every checkpoint the run trained
     on every validation split (GLUE MNLI has two) and keep the best; eval: score those not yet
     scored; decode: score the newest (task_runs.task_run, as for every family)."""
+    head = bert_part(run.family_config).head
     if head in ("pretraining", "mlm"):
         raise ValueError(f"--task needs a BERT fine-tuning head (BertConfig.head "
                          f"'classification' or 'span'), not {head!r}")
     if head != "span":
         # The head's kind (classification, regression, multiple choice) and size are the
-        # task's view's (bound in gin, so the operative config records them).
+        # task's view's: the run's family config derived (recorded with its checkpoints).
         view = discriminative.view(request.task)
         head = view.kind
-        gin.bind_parameter("BertConfig.head", head)
-        gin.bind_parameter("BertConfig.num_classes", view.num_classes)
+        run = run.with_family_config(head=head, num_classes=view.num_classes)
     if request.mixture:
         raise ValueError("BERT's heads fine-tune on one --task at a time")
     files = checked_task_files(request.task, request.task_files)
@@ -428,7 +432,7 @@ def run_mode(mode: str, run, request: TaskRequest, head: str,
         raise ValueError(f"{request.task}: no validation split to score; give --task_files "
                          f"{request.task}:validation=PATH")
     task = head_task(request.task, head, run.vocabulary, run.data_config.inputs_length, files,
-                     request.tfds_data_dir)
+                     request.tfds_data_dir, SquadConfig())
     evaluated = [task.eval_split(run, split) for split in splits]
     train = None
     if mode == "finetune":

@@ -61,7 +61,7 @@ import tensorflow.compat.v1 as tf
 from model.families.base import ModelFamily
 from model.families.bert import finetune, google, hf, inputs as bert_inputs
 from model.families.bert.activations import ACTIVATIONS
-from model.families.bert.config import BertConfig
+from model.families.bert.config import BertConfig, bert_part
 from model.families.bert.heads import HEADS, Encoded, Head
 from model.convert.checkpoints import TransformersFormat
 from model.trainer.adam import DecoupledAdam
@@ -112,16 +112,23 @@ class Bert(ModelFamily):
     # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
     warm_start_continues_training = False
 
+    config_class = BertConfig
+
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
-                 run_vocabulary: Optional[WordPieceVocabulary] = None):
-        super().__init__(config, vocab_size, variable_dtype, run_vocabulary)
-        self.bert = BertConfig()
+                 run_vocabulary: Optional[WordPieceVocabulary] = None,
+                 family_config: Optional[BertConfig] = None):
+        super().__init__(config, vocab_size, variable_dtype, run_vocabulary, family_config)
         # The run's reserved ids (none: the learner's), for PREDICT's token types.
         self.special: SpecialIds = (run_vocabulary.special if run_vocabulary is not None
                                     else LEARNED_IDS)
         # The one place the head's name is read: its class owns its features, losses and
         # PREDICT output.
         self.head: Head = HEADS[self.bert.head](self)
+
+    @property
+    def bert(self) -> BertConfig:
+        """BERT's part of the family config (SegaBERT's holds more)."""
+        return bert_part(self.family_config)
 
     # ----------------------------------------------------------------------------------------
     # The run's side: WordPiece, documents made into NSP pairs, heads fine-tuned on one task.
@@ -133,9 +140,9 @@ class Bert(ModelFamily):
     @classmethod
     def checkpoint_formats(cls):
         # hf: transformers' BertForPreTraining, or the fine-tuned head's model (BertConfig.head).
-        return {"hf": TransformersFormat(lambda: hf.conversion(cls, BertConfig())),
+        return {"hf": TransformersFormat(lambda: hf.conversion(cls, cls.configured_family_config())),
                 # google: google-research/bert's released checkpoints (import).
-                "google": google.GoogleFormat(cls, BertConfig)}
+                "google": google.GoogleFormat(cls, cls.configured_family_config)}
 
     @classmethod
     def pretraining_stream(cls, run: Any, source: str) -> bert_inputs.BertPretrainingStream:
@@ -155,7 +162,7 @@ class Bert(ModelFamily):
 
     @classmethod
     def run_tasks(cls, mode, run, request):
-        return finetune.run_mode(mode, run, request, BertConfig().head)
+        return finetune.run_mode(mode, run, request)
 
     # ----------------------------------------------------------------------------------------
     # Contract with the model core: the body's features and the head's (heads.py).

@@ -54,11 +54,11 @@ class GPT1FinetuneConfig:
     batch_size: int = 32
 
 
-def bind_head(view: discriminative.View) -> None:
-    """The head the view needs, bound in gin (so the operative config records it)."""
-    gin.bind_parameter("GPT1Config.head", view.kind)
-    gin.bind_parameter("GPT1Config.num_classes", view.num_classes)
-    gin.bind_parameter("GPT1Config.sequences_per_example", gpt1_inputs.sequences_per_example(view))
+def with_head(run: runs.Run, view: discriminative.View) -> runs.Run:
+    """The run with the head the view needs: its family config derived (recorded with the
+    run's checkpoints)."""
+    return run.with_family_config(head=view.kind, num_classes=view.num_classes,
+                                  sequences_per_example=gpt1_inputs.sequences_per_example(view))
 
 
 def task_files(files: TaskFiles) -> TaskFiles:
@@ -142,7 +142,7 @@ def run_mode(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
     task, data_dir = request.task, request.tfds_data_dir
     files = task_files(request.task_files)
     view = discriminative.view(task)
-    bind_head(view)
+    run = with_head(run, view)
     config = GPT1FinetuneConfig()
     run = dataclasses.replace(run, train_config=dataclasses.replace(
         run.train_config, eval_batch_size=config.batch_size))

@@ -219,10 +219,13 @@ class GPT1(ModelFamily):
     # Fine-tuning starts from the weights only, at step 0 (ModelFamily).
     warm_start_continues_training = False
 
+    config_class = GPT1Config
+
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
-                 run_vocabulary: Optional[Vocabulary] = None):
-        super().__init__(config, vocab_size, variable_dtype, run_vocabulary)
-        self.gpt1 = GPT1Config()
+                 run_vocabulary: Optional[Vocabulary] = None,
+                 family_config: Optional[GPT1Config] = None):
+        super().__init__(config, vocab_size, variable_dtype, run_vocabulary, family_config)
+        self.gpt1: GPT1Config = self.family_config
         # The run's vocabulary says the special tokens' order (OpenAI's BPE, or ours: also
         # without one).
         self.special = special_tokens(vocab_size, isinstance(run_vocabulary, BpeVocabulary))
@@ -232,7 +235,7 @@ class GPT1(ModelFamily):
         # hf: transformers' OpenAIGPTLMHeadModel (the pre-trained model; no head); openai:
         # finetune-transformer-lm's released model/ folder (import).
         def conversion():
-            return hf.conversion(cls, GPT1Config())
+            return hf.conversion(cls, cls.configured_family_config())
         return {"hf": TransformersFormat(conversion), "openai": openai.OpenAIFormat(conversion)}
 
     @property

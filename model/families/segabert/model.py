@@ -27,7 +27,7 @@ finetune.head_features gives a GLUE pair (the authors' processors/glue.py).
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, Tuple
+from typing import Dict, Optional, Tuple
 
 import gin
 import tensorflow.compat.v1 as tf
@@ -36,6 +36,7 @@ from model.families.bert import finetune as bert_finetune, inputs as bert_inputs
 from model.families.bert.model import AdamWeightDecay, Bert, BertConfig
 from model.families.segabert import finetune, pytorch, structure
 from model.trainer.adam import bias_correction_step
+from model.trainer.family import default_family_config
 from model.trainer.mtf_compat import mtf
 
 # The three embedding tables, in structure.INDEX_KEYS order.
@@ -52,6 +53,20 @@ class FusedAdamConfig:
     beta1: float = 0.9
     beta2: float = 0.999
     epsilon: float = 1e-8
+
+
+@dataclasses.dataclass(frozen=True)
+class SegaBertConfig:
+    """SegaBERT's family config: BERT's (its head and sizes), the structure tables' sizes and
+    the optimizer's settings, each bound in gin under its own name."""
+
+    # SegaBERT pre-trains with masked LM alone.
+    bert: BertConfig = dataclasses.field(
+        default_factory=lambda: dataclasses.replace(default_family_config(BertConfig), head="mlm"))
+    limits: structure.StructureLimits = dataclasses.field(
+        default_factory=lambda: default_family_config(structure.StructureLimits))
+    adam: FusedAdamConfig = dataclasses.field(
+        default_factory=lambda: default_family_config(FusedAdamConfig))
 
 
 class FusedAdam(AdamWeightDecay):
@@ -97,13 +112,19 @@ class SegaBert(Bert):
     # fresh_on_warm_start is BERT's: new heads start fresh. (Masked LM alone never trains the
     # pooler: a pre-trained checkpoint has its initial weights.)
 
+    config_class = SegaBertConfig
+
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
-                 run_vocabulary=None):
-        super().__init__(config, vocab_size, variable_dtype, run_vocabulary)
+                 run_vocabulary=None, family_config: Optional[SegaBertConfig] = None):
+        super().__init__(config, vocab_size, variable_dtype, run_vocabulary, family_config)
         if self.bert.head == "pretraining":
             raise ValueError("SegaBERT pre-trains with masked LM alone: set BertConfig.head = "
                              "'mlm' (model/gin/segabert/)")
-        self.limits = structure.StructureLimits()
+        self.limits = self.family_config.limits
+
+    @classmethod
+    def configured_family_config(cls) -> SegaBertConfig:
+        return SegaBertConfig(BertConfig(), structure.StructureLimits(), FusedAdamConfig())
 
     predict_feature_keys = structure.INDEX_KEYS
 
@@ -120,11 +141,10 @@ class SegaBert(Bert):
 
     @classmethod
     def run_tasks(cls, mode, run, request):
-        return bert_finetune.run_mode(mode, run, request, BertConfig().head,
-                                      finetune.StructuredHeadTask)
+        return bert_finetune.run_mode(mode, run, request, finetune.StructuredHeadTask)
 
     def optimizer(self, learning_rate):
-        settings = FusedAdamConfig()
+        settings = self.family_config.adam
         return FusedAdam(learning_rate, beta1=settings.beta1, beta2=settings.beta2,
                          epsilon=settings.epsilon, weight_decay=settings.weight_decay_rate)
 

@@ -23,7 +23,8 @@ Sequences are trimmed to the task's lengths, and decoded up to its targets lengt
 unless gin binds `DataConfig.inputs_length`, `DataConfig.targets_length` or
 `TrainConfig.decode_length` (pretrain.gin, used for multi-task pre-training, binds span
 corruption's 512/114): a bound length wins, with a warning when it cuts the tasks' sequences.
-The lengths chosen are bound in gin, so `operative_config.gin` records the lengths the run used.
+The lengths taken from the tasks are derived into the run's configs (gin is not rebound) and
+recorded with its checkpoints in `run_settings.json` (runs.recorded_settings).
 WNLI is never trained on (as in the paper); it can be evaluated.
 
 Task data comes from TFDS (`--tfds_data_dir`, or TFDS's default) unless `--task_files
@@ -36,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Dict, List, Mapping, Optional
 
-import gin
 import tensorflow as tf
 
 from model.data import features, inputs, objectives
@@ -51,26 +51,30 @@ TOKENIZE_BATCH = 64
 SHUFFLE_BUFFER = 2 ** 16
 
 
-# The run's lengths that a selection's lengths replace, unless the gin config binds them itself.
-_LENGTH_PARAMETERS = {"DataConfig.inputs_length": "inputs", "DataConfig.targets_length": "targets",
-                      "TrainConfig.decode_length": "targets"}
+# The run's lengths that a selection's lengths replace, unless the gin config binds them itself:
+# {gin key: (the config of the run it is in, its field, the tasks' length it takes)}.
+_LENGTH_PARAMETERS = {"DataConfig.inputs_length": ("data_config", "inputs_length", "inputs"),
+                      "DataConfig.targets_length": ("data_config", "targets_length", "targets"),
+                      "TrainConfig.decode_length": ("train_config", "decode_length", "targets")}
 
 
 def with_task_lengths(run: runs.Run, lengths: SequenceLengths) -> runs.Run:
     """The run trimming and decoding at the tasks' lengths (the decode length is the targets
     length, as in the t5 library). A length that the gin config binds stays as bound (a user's
     explicit choice, e.g. shorter sequences for a quick run), with a warning when it cuts
-    sequences that the tasks' lengths would keep. The tasks' lengths are bound in gin and the
-    run's data and train configs made again from gin, so that the operative config that
-    training writes records the lengths used (not the dataclasses' defaults)."""
-    for parameter, key in _LENGTH_PARAMETERS.items():
+    sequences that the tasks' lengths would keep. The lengths taken from the tasks are the
+    run's derived settings, recorded with its checkpoints (runs.RUN_SETTINGS_NAME)."""
+    derived = {}
+    for parameter, (config, field, key) in _LENGTH_PARAMETERS.items():
         needed, bound = getattr(lengths, key), runs.gin_value(parameter)
         if bound is None:
-            gin.bind_parameter(parameter, needed)
+            derived[parameter] = needed
+            run = dataclasses.replace(run, **{config: dataclasses.replace(
+                getattr(run, config), **{field: needed})})
         elif bound < needed:
             runs.progress(f"warning: {parameter} = {bound} as bound, "
                            f"shorter than the tasks' {key} ({needed} tokens): longer ones are cut")
-    return dataclasses.replace(run, data_config=runs.DataConfig(), train_config=runs.TrainConfig())
+    return run.with_derived(derived)
 
 
 def tokenized(pairs: tf.data.Dataset, vocabulary: Vocabulary, lengths: Mapping[str, int]) -> tf.data.Dataset:
