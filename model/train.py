@@ -6,8 +6,9 @@
 
 Gin files are looked up in model/gin/ (see model/TRAINING.md). The command line parses, builds
 the run with its family (model/families/'s registry) and calls the library: the trainer
-(model/trainer/) for pre-training, validation and decoding, the family for task runs
-(`ModelFamily.run_tasks`) and exports (`ModelFamily.export`). `python -m model`
+(model/trainer/) for pre-training, validation and decoding, the one task loop
+(model/tasks/task_runs.py `run_tasks`, which asks the family for its `task_plan`) for task runs,
+and the family for exports (`ModelFamily.export`). `python -m model`
 (model/__main__.py) runs it for its commands pretrain, finetune, eval, decode and export;
 `python -m model.train --mode M` is its former name.
 """
@@ -76,7 +77,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
             runs.progress(f"exporting {checkpoint}")
             print(json.dumps(run.family.export(run, args.export_dir, checkpoint, args.task)))
         elif request.given:
-            print(json.dumps(run.family.run_tasks(args.mode, run, request)))
+            print(json.dumps(task_runs.run_tasks(args.mode, run, request)))
         elif args.mode in ("pretrain", "finetune"):
             step = runs.train(run, run.training_examples(), run.vocabulary.vocab_size)
             print(json.dumps({"step": step}))

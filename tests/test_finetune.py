@@ -16,8 +16,7 @@ import tensorflow.compat.v1 as tf
 
 from model import families
 from model import tasks, train
-from model.families.t5 import finetune
-from model.tasks import evaluation
+from model.tasks import evaluation, task_runs, text_to_text
 from model.tasks import selection as task_selection
 from model.trainer import checkpoint_state, finetune_methods
 from model.trainer import runs
@@ -63,16 +62,17 @@ def finetuned(tmp_path_factory, shared_data, data_bindings, pretrained_dir):
     run = configure(model_dir, data_bindings, *FINETUNE_BINDINGS,
                     f"TrainConfig.init_checkpoint = '{pretrained_dir}'",
                     "TrainConfig.save_checkpoints_steps = 40", "TrainConfig.keep_checkpoint_max = 1",
-                    gin_files=("finetune.gin",))
-    best = finetune.finetune(run, task_selection.select(task="super_glue_cb"), cb_data(shared_data),
-                             DecodingConfig(), max_steps=80)
+                    "TrainConfig.train_steps = 80", gin_files=("finetune.gin",))
+    best = task_runs.task_run("finetune", text_to_text.plan(
+        run, task_selection.select(task="super_glue_cb"), cb_data(shared_data), DecodingConfig(),
+        training=True))
     return run, best
 
 
 def test_every_checkpoint_is_scored_and_the_best_is_kept(finetuned, shared_data):
     run, best = finetuned
     model_dir = pathlib.Path(run.model_dir)
-    scored = evaluation.recorded_scores(run.model_dir, finetune.eval_sets(
+    scored = evaluation.recorded_scores(run.model_dir, text_to_text.eval_sets(
         task_selection.select(task="super_glue_cb"), cb_data(shared_data))[0])
     # Warm start continues the pre-training step (20): a checkpoint every 40 steps up to 20 + 80,
     # each scored; the warm-started weights (step 20) are not a candidate.
@@ -117,12 +117,12 @@ def test_mixture_draws_tasks_by_their_rates(shared_data):
     data = task_selection.TaskData({(name, "train"): (str(shared_data / "tasks" / name.replace("_glue", "glue")
                                                     / "train.jsonl"),) for name in rates})
     firsts = [pair["inputs"].numpy().decode().split(" ")[0]
-              for pair in finetune.mixed_pairs(selection, data, seed=0).take(2000)]
+              for pair in text_to_text.mixed_pairs(selection, data, seed=0).take(2000)]
     assert firsts.count("cb") / len(firsts) == pytest.approx(0.75, abs=0.03)
     assert set(firsts) == {"cb", "wic"}
     # Deterministic for a seed.
-    again = [pair["inputs"].numpy() for pair in finetune.mixed_pairs(selection, data, seed=0).take(50)]
-    assert again == [pair["inputs"].numpy() for pair in finetune.mixed_pairs(selection, data, seed=0).take(50)]
+    again = [pair["inputs"].numpy() for pair in text_to_text.mixed_pairs(selection, data, seed=0).take(50)]
+    assert again == [pair["inputs"].numpy() for pair in text_to_text.mixed_pairs(selection, data, seed=0).take(50)]
 
 
 def test_multi_task_training_mixes_in_the_pretraining_objective(tmp_path, shared_data, data_bindings):
@@ -133,7 +133,7 @@ def test_multi_task_training_mixes_in_the_pretraining_objective(tmp_path, shared
     assert selection.pretraining_rate == pytest.approx(0.5)
     first_sentinel = run.vocabulary.token_ids.first_sentinel_id
     with_sentinels = [bool((example["inputs"].numpy() >= first_sentinel).any())
-                      for example in finetune.token_examples(run, selection, cb_data(shared_data)).take(400)]
+                      for example in text_to_text.token_examples(run, selection, cb_data(shared_data)).take(400)]
     # Span corruption puts sentinels in every input; CB's text has none.
     assert sum(with_sentinels) / len(with_sentinels) == pytest.approx(0.5, abs=0.08)
 
@@ -256,12 +256,12 @@ def test_task_lengths_replace_the_runs_unless_gin_binds_them(tmp_path, capsys, c
     assert task_selection.select(mixture="super_glue").lengths == tasks.SequenceLengths(512, 62)
     gin.clear_config()  # earlier tests leave their bindings
     runs.parse_gin(["finetune.gin"], [])
-    run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), wmt.lengths)
+    run = text_to_text.with_task_lengths(families.configured_run(str(tmp_path)), wmt.lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 512)
     assert run.train_config.decode_length == 512
     assert capsys.readouterr().err == ""
     runs.parse_gin([], ["DataConfig.targets_length = 8"])
-    run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), wmt.lengths)
+    run = text_to_text.with_task_lengths(families.configured_run(str(tmp_path)), wmt.lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length) == (512, 8)
     assert run.train_config.decode_length == 512
     assert "DataConfig.targets_length = 8 as bound" in capsys.readouterr().err
@@ -274,7 +274,7 @@ def test_the_run_records_the_task_lengths_it_uses_and_later_commands_read_them(t
     and a later command on the run reads them over the operative config's."""
     gin.clear_config()
     runs.parse_gin(["finetune.gin"], [])
-    run = finetune.with_task_lengths(families.configured_run(str(tmp_path)), task_selection.select(task="glue_rte").lengths)
+    run = text_to_text.with_task_lengths(families.configured_run(str(tmp_path)), task_selection.select(task="glue_rte").lengths)
     assert (run.data_config.inputs_length, run.data_config.targets_length, run.train_config.decode_length) == (512, 84, 84)
     operative = gin.operative_config_str()
     assert "DataConfig.targets_length = 114" in operative.splitlines(), operative

@@ -233,7 +233,8 @@ def test_a_family_defined_outside_model_trains_evaluates_and_exports_through_the
         shared_data, tmp_path, monkeypatch):
     """A new family is its class plus one registry entry: the toy bigram model of tests/toys,
     with a head of its own, trains one step, evaluates and exports through `model.train`'s
-    main, with nothing in model/ changed for it."""
+    main, and fine-tunes, scores and decodes on a task through the one task loop (text to text:
+    its converter and its `predict`), with nothing in model/ changed for it."""
     import numpy as np
     import tensorflow.compat.v1 as tf
 
@@ -264,6 +265,28 @@ def test_a_family_defined_outside_model_trains_evaluates_and_exports_through_the
     assert exported["export_dir"] == str(export_dir)
     np.testing.assert_array_equal(np.load(export_dir / "embedding.npy"), tf.train.load_variable(
         str(tmp_path), "toy_bigram/embedding"))
+
+    cb = shared_data / "tasks" / "superglue_cb"
+    tuned = tmp_path / "tuned"
+    task = ["--model_dir", str(tuned), "--task", "super_glue_cb",
+            "--task_files", f"super_glue_cb:train={cb / 'train.jsonl'}",
+            "--task_files", f"super_glue_cb:validation={cb / 'val.jsonl'}"]
+    finetuned = printed_json(command(train.main, ["--mode", "finetune", *task], bindings + [
+        f"TrainConfig.init_checkpoint = '{tmp_path}'", "TrainConfig.train_steps = 2",
+        "TrainConfig.decode_length = 4", "TrainConfig.eval_batch_size = 8"]))
+    # The warm start continues the pre-training's step 1: checkpoints 2 and 3, both scored.
+    best = finetuned["super_glue_cb/validation"]
+    assert best["step"] in (2, 3) and set(best["scores"]) == {"mean_3class_f1", "accuracy"}
+    predictions = tuned / "eval" / "super_glue_cb" / "validation"
+    assert sorted(path.name for path in predictions.glob("predictions-*.jsonl")) == [
+        "predictions-2.jsonl", "predictions-3.jsonl"]
+    decoded = printed_json(command(train.main, ["--mode", "decode", *task]))
+    assert decoded["super_glue_cb/validation"]["step"] == 3
+    assert printed_json(command(train.main, ["--mode", "eval", *task])) == finetuned
+    exported = printed_json(command(train.main, ["--mode", "export", "--model_dir", str(tuned),
+                                                 "--export_dir", str(tmp_path / "tuned_export"),
+                                                 "--checkpoint", "best"]))
+    assert exported["checkpoint"] == str(tuned / best["checkpoint"])
 
 
 def test_no_test_module_imports_another():

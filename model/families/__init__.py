@@ -3,8 +3,8 @@
 
 Each family is one package here: t5/ (the paper's encoder-decoder, decoder-only and prefix LM),
 gpt1/, bert/ and segabert/ (which builds on bert/, the one documented direction between
-families). A package owns its Mesh TensorFlow model, its inputs, its heads and fine-tuning
-(`ModelFamily.run_tasks`), its vocabulary kind and its checkpoint formats. Adding a family is one
+families). A package owns its Mesh TensorFlow model, its inputs, its heads and its part of
+a task run (`ModelFamily.task_plan`), its vocabulary kind and its checkpoint formats. Adding a family is one
 package, one entry in `REGISTRY` below and its gin files: the trainer (model/trainer/) and the
 command line (model/train.py) do not change. The list is explicit: importing a module registers
 nothing.

@@ -3,9 +3,10 @@ to families.
 
 `ModelFamily` implements the trainer's contract (model/trainer/family.py's `Family`: what the
 model function and a run ask of a family) with the defaults every family shares, and adds what
-the registry and the command line ask of one: its name and architectures, its task runs
-(`--mode finetune|eval|decode`), its export and its checkpoint formats, plus the run-side recipe
-of the pre-training streams (the objective's examples through the family's feature converter).
+the registry and the command line ask of one: its name and architectures, its part of a task
+run (`task_plan`: text to text by default, heads for BERT and GPT-1), its export and its
+checkpoint formats, plus the run-side recipe of the pre-training streams (the objective's
+examples through the family's feature converter).
 
 A family is one kind of model with its feature contract: which feature converter class
 (`model/data/features.py`'s `FeatureConverter`) makes its inputs (and so which feature keys it
@@ -33,7 +34,9 @@ from model.data import features, inputs, language_mixture
 from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.convert.checkpoints import CheckpointFormat
+from model.tasks import text_to_text
 from model.tasks.selection import TaskRequest
+from model.tasks.task_runs import TaskPlan
 from model.trainer.family import Family, default_family_config
 from model.trainer.losses import Losses
 from model.trainer.mtf_compat import mtf
@@ -166,11 +169,16 @@ class ModelFamily(Family, abc.ABC):
                                           pack=True)
 
     @classmethod
-    def run_tasks(cls, mode: str, run: Any, request: TaskRequest) -> Dict[str, dict]:
-        """finetune, eval or decode with `--task`/`--mixture` (a TaskRequest of
-        model/tasks/selection.py): fine-tunes, scores or decodes and returns
-        {"TASK/SPLIT": {"step": N, "scores": {...}}}."""
-        raise ValueError(f"the {cls.name} family does not fine-tune on tasks")
+    def task_plan(cls, run: Any, request: TaskRequest, training: bool) -> TaskPlan:
+        """The family's part of a task run with `--task`/`--mixture` (a TaskRequest of
+        model/tasks/selection.py; model/tasks/task_runs.py's `run_tasks` is the one loop that
+        trains and scores it): the run as the tasks configure it, the validation sets, how a
+        checkpoint answers them and, when `training`, how the run trains. By default text to
+        text (model/tasks/text_to_text.py): pairs through the family's feature converter,
+        answers decoded by its `predict`."""
+        if cls.converter is None:
+            raise ValueError(f"the {cls.name} family does not fine-tune on tasks")
+        return text_to_text.task_plan(run, request, training)
 
     @classmethod
     def checkpoint_formats(cls) -> Dict[str, CheckpointFormat]:

@@ -1,7 +1,8 @@
-"""A family's task run (`--mode finetune|eval|decode` with a task): fine-tune keeping every
-checkpoint, score them (model/tasks/evaluation.py, given the family's way to score one), keep
-the best; and the checkpoint a command's `--checkpoint` names, the best one included. Scoring
-and selection are evaluation.py's; this module trains, deletes and resolves.
+"""The one task loop of every family (`--mode finetune|eval|decode` with a task, `run_tasks`): the
+family plans the run (`TaskPlan`: its features, heads, answers and training), this module
+fine-tunes keeping every checkpoint, scores them (model/tasks/evaluation.py, by the plan's way to
+score one) and keeps the best; and the checkpoint a command's `--checkpoint` names, the best one
+included. Scoring and selection are evaluation.py's; this module trains, deletes and resolves.
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import tensorflow.compat.v1 as tf
 
 from model.tasks import Mixture, evaluation
 from model.tasks.evaluation import EvalSet, ScoreCheckpoint
+from model.tasks.selection import TaskRequest
 from model.trainer import checkpoint_state, runs
 
 
@@ -25,26 +27,51 @@ def trained_steps(run: runs.Run) -> List[int]:
     return [step for step in checkpoint_state.checkpoint_steps(run.model_dir) if step > first]
 
 
-def task_run(mode: str, run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
-             train: Optional[Callable[[runs.Run], Any]] = None,
-             mixture: Optional[Mixture] = None) -> Dict[str, dict]:
-    """A family's `--mode finetune|eval|decode` with a task, scored by `score`:
-    finetune: `train(run)` keeping every checkpoint, then every checkpoint scored, the best per
-    task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
+@dataclasses.dataclass(frozen=True)
+class TaskPlan:
+    """What a family supplies for a task run (`ModelFamily.task_plan`): the run as its tasks
+    configure it (lengths, a head's config), the validation sets, how a checkpoint is scored on
+    them, how the run trains (fine-tuning only: given the run, which keeps every checkpoint) and
+    the mixture it trains and scores (None: one task)."""
+
+    run: runs.Run
+    eval_sets: Sequence[EvalSet]
+    score: ScoreCheckpoint
+    train: Optional[Callable[[runs.Run], Any]] = None
+    mixture: Optional[Mixture] = None
+
+
+TASK_MODES = ("finetune", "eval", "decode")
+
+
+def run_tasks(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
+    """The one task loop of every family (`--mode finetune|eval|decode` with `--task` or
+    `--mixture`): the run's family plans it (`task_plan`: features, heads, answers, training),
+    `task_run` trains and scores."""
+    if mode not in TASK_MODES:
+        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+    return task_run(mode, run.family.task_plan(run, request, training=mode == "finetune"))
+
+
+def task_run(mode: str, plan: TaskPlan) -> Dict[str, dict]:
+    """`--mode finetune|eval|decode` of a family's `plan`:
+    finetune: `plan.train(run)` keeping every checkpoint, then every checkpoint scored, the best
+    per task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
     ({"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}});
     eval: the checkpoints not yet scored are scored; returns the best;
     decode: the newest checkpoint is scored; returns {"<task>/<split>": {"step", "scores"}}.
     The candidates are the checkpoints this run trained (`trained_steps`): never the weights it
     started from (T5's warm-start checkpoint, whose step the run continues, is in the model
     directory too; the t5 library would score it, uselessly: it has not seen the task).
-    `mixture`: what the run trains and scores; an mT5 setting's also writes its Table 2 row."""
-    if mode not in ("finetune", "eval", "decode"):
+    An mT5 setting's mixture also writes its Table 2 row."""
+    if mode not in TASK_MODES:
         raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+    run, eval_sets, score, mixture = plan.run, plan.eval_sets, plan.score, plan.mixture
     if mode == "finetune":
-        if train is None:
+        if plan.train is None:
             raise ValueError("finetune needs a training function")
-        train(dataclasses.replace(run, train_config=dataclasses.replace(run.train_config,
-                                                                         keep_checkpoint_max=0)))
+        plan.train(dataclasses.replace(run, train_config=dataclasses.replace(
+            run.train_config, keep_checkpoint_max=0)))
     checkpoint_state.require_checkpoints(run.model_dir)
     candidates = trained_steps(run)
     if not candidates:

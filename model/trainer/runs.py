@@ -423,7 +423,7 @@ MODES_ON_A_RUN = ("eval", "decode", "export")
 MACHINE_SETTINGS = frozenset({"TrainConfig.use_tpu", "TrainConfig.tpu",
                               "TrainConfig.intra_op_threads", "TrainConfig.inter_op_threads",
                               "MeshConfig.mesh_shape", "MeshConfig.layout"})
-# The sequence lengths a task run takes from its tasks (model/families/t5/finetune.py with_task_lengths).
+# The sequence lengths a task run takes from its tasks (model/tasks/text_to_text.py with_task_lengths).
 SEQUENCE_LENGTH_SETTINGS = frozenset({"DataConfig.inputs_length", "DataConfig.targets_length",
                                       "TrainConfig.decode_length"})
 

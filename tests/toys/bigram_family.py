@@ -2,8 +2,9 @@
 body and a head of its own (each token's embedding scores the next token against the same
 table), reading features of its own converter. It exists to show that a family is a class of
 model/families/base.py's interface plus one registry entry: the trainer and the command line
-train it, evaluate it and export it unchanged (tests/test_layout.py), and its features need no
-change in model/data/ (tests/test_features.py)."""
+pre-train it, evaluate it and export it unchanged, and the one task loop fine-tunes, scores and
+decodes it on a task text to text (tests/test_layout.py); its features need no change in
+model/data/ (tests/test_features.py)."""
 import json
 import pathlib
 
@@ -49,16 +50,21 @@ class NextTokenHead:
         self._family = family
 
     def losses(self, batch) -> Losses:
-        family = self._family
         tokens = batch["previous_tokens"]
-        vocab = mtf.Dimension("vocab", family.vocab_size)
-        width = mtf.Dimension("d_model", family.config.d_model)
-        table = mtf.get_variable(tokens.mesh, EMBEDDING, mtf.Shape([vocab, width]),
-                                 initializer=tf.random_normal_initializer(stddev=0.1),
-                                 dtype=family.variable_dtype)
+        table = embedding_table(self._family, tokens.mesh)
+        vocab = table.shape.dims[0]
         hidden = mtf.gather(table, tokens, vocab)
         logits = mtf.einsum([hidden, table], output_shape=mtf.Shape(tokens.shape.dims + [vocab]))
         return token_losses(logits, batch["next_tokens"], batch["next_token_weights"], 0.0)
+
+
+def embedding_table(family: "ToyBigram", mesh: mtf.Mesh) -> mtf.Tensor:
+    """The toy's one table, [vocab, d_model]."""
+    vocab = mtf.Dimension("vocab", family.vocab_size)
+    width = mtf.Dimension("d_model", family.config.d_model)
+    return mtf.get_variable(mesh, EMBEDDING, mtf.Shape([vocab, width]),
+                            initializer=tf.random_normal_initializer(stddev=0.1),
+                            dtype=family.variable_dtype)
 
 
 class ToyBigram(ModelFamily):
@@ -91,4 +97,16 @@ class ToyBigram(ModelFamily):
         return NextTokenHead(self).losses(batch)
 
     def predict(self, model, inputs, decode_length, beam_size=1, alpha=0.6):
-        raise NotImplementedError("the toy family does not decode")
+        """Greedy bigram decoding (no beam search): from each input's first token, each next
+        token is the one the table scores best after the previous."""
+        table = embedding_table(self, inputs.mesh)
+        vocab = table.shape.dims[0]
+        batch, length = inputs.shape.dims
+        previous = mtf.gather(inputs, mtf.constant(inputs.mesh, 0, dtype=tf.int32), length)
+        decoded = []
+        for _ in range(decode_length):
+            logits = mtf.einsum([mtf.gather(table, previous, vocab), table],
+                                output_shape=mtf.Shape([batch, vocab]))
+            previous = mtf.cast(mtf.argmax(logits, vocab), tf.int32)
+            decoded.append(previous)
+        return mtf.stack(decoded, "decode_length", axis=1)

@@ -9,7 +9,7 @@ trimmed from the end of the longer segment; label = the view's class index. Regr
 paper's STS-B): the same input, the label the view's float score, scored by the task's metrics
 (Pearson and Spearman). Multiple choice (the paper's SWAG; COPA, Story Cloze, RACE): one input
 `[CLS] context [SEP] choice [SEP]` per choice (`choice_segments`), the label the right choice.
-The head's kind and size are the view's: `run_mode` derives the run's BertConfig (head,
+The head's kind and size are the view's: `task_plan` derives the run's BertConfig (head,
 num_classes) from it, recorded with the run's checkpoints.
 
 SQuAD (BERT's run_squad.py, `SquadConfig`): the context is split on white space into words
@@ -43,9 +43,10 @@ from model import tasks
 from model.families.bert.config import bert_part
 from model.families.bert.inputs import padded, trimmed_segments
 from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
-from model.tasks import Task, discriminative, evaluation, task_runs
+from model.tasks import Task, discriminative, evaluation
 from model.tasks.selection import TaskRequest, validation_splits
 from model.tasks.sources import TaskFiles
+from model.tasks.task_runs import TaskPlan
 from model.trainer import runs
 
 
@@ -306,7 +307,7 @@ def head_outputs(run, features: Dict[str, np.ndarray], checkpoint: Optional[str]
 
 
 # ------------------------------------------------------------------------------------------------
-# The command line's finetune / eval / decode with --task for BERT's heads.
+# BERT's heads in the one task loop (`task_plan`).
 
 @dataclasses.dataclass(frozen=True)
 class HeadTask:
@@ -395,7 +396,7 @@ def checked_task_files(task: str, files: TaskFiles) -> TaskFiles:
     return files
 
 
-def training(run, task: HeadTask) -> Callable[[runs.Run], int]:
+def head_training(run, task: HeadTask) -> Callable[[runs.Run], int]:
     """How the head trains (given the run, which keeps every checkpoint): on the task's train
     split, shuffled (DataConfig.seed), for TrainConfig.train_steps."""
     features = task.features("train")
@@ -407,12 +408,12 @@ def training(run, task: HeadTask) -> Callable[[runs.Run], int]:
     return train
 
 
-def run_mode(mode: str, run, request: TaskRequest,
-             head_task: Type[HeadTask] = HeadTask) -> Dict[str, dict]:
-    """finetune: train the head on the task's train split for TrainConfig.train_steps (from
-    step 0: warm start restores the weights only), then score every checkpoint the run trained
-    on every validation split (GLUE MNLI has two) and keep the best; eval: score those not yet
-    scored; decode: score the newest (task_runs.task_run, as for every family)."""
+def task_plan(run, request: TaskRequest, training: bool,
+              head_task: Type[HeadTask] = HeadTask) -> TaskPlan:
+    """BERT's part of a task run (model/tasks/task_runs.py's one loop): the head's config
+    derived from the task, its features, each checkpoint's answers on every validation split
+    (GLUE MNLI has two) and, when `training`, the head trained on the task's train split for
+    TrainConfig.train_steps (from step 0: warm start restores the weights only)."""
     head = bert_part(run.family_config).head
     if head in ("pretraining", "mlm"):
         raise ValueError(f"--task needs a BERT fine-tuning head (BertConfig.head "
@@ -434,8 +435,6 @@ def run_mode(mode: str, run, request: TaskRequest,
     task = head_task(request.task, head, run.vocabulary, run.data_config.inputs_length, files,
                      request.tfds_data_dir, SquadConfig())
     evaluated = [task.eval_split(run, split) for split in splits]
-    train = None
-    if mode == "finetune":
-        train = training(run, task)
-    return task_runs.task_run(mode, run, [eval_set for eval_set, _ in evaluated],
-                               evaluation.answered({s.name: a for s, a in evaluated}), train)
+    return TaskPlan(run, [eval_set for eval_set, _ in evaluated],
+                    evaluation.answered({s.name: a for s, a in evaluated}),
+                    head_training(run, task) if training else None)

@@ -161,8 +161,8 @@ class Bert(ModelFamily):
         return cls.pretraining_stream(run, run.data_config.eval_source)()
 
     @classmethod
-    def run_tasks(cls, mode, run, request):
-        return finetune.run_mode(mode, run, request)
+    def task_plan(cls, run, request, training):
+        return finetune.task_plan(run, request, training)
 
     # ----------------------------------------------------------------------------------------
     # Contract with the model core: the body's features and the head's (heads.py).

@@ -39,9 +39,10 @@ import numpy as np
 import tensorflow.compat.v1 as tf
 
 from model.families.gpt1 import inputs as gpt1_inputs
-from model.tasks import discriminative, evaluation, task_runs
+from model.tasks import discriminative, evaluation
 from model.tasks.selection import TaskRequest, validation_splits
 from model.tasks.sources import TaskFiles
+from model.tasks.task_runs import TaskPlan
 from model.trainer import runs
 
 
@@ -101,7 +102,7 @@ def batch_and_steps(config: GPT1FinetuneConfig, count: int) -> Tuple[int, int]:
     return batch, max(1, math.ceil(config.epochs * count / batch))
 
 
-def training(run: runs.Run, task: str, view: discriminative.View,
+def head_training(run: runs.Run, task: str, view: discriminative.View,
              examples: Sequence[discriminative.Example], config: GPT1FinetuneConfig
              ) -> Callable[[runs.Run], int]:
     """How the head (and the whole model) trains on the task's labelled training `examples`:
@@ -133,10 +134,11 @@ def answers(run: runs.Run, rows: Mapping[str, np.ndarray]) -> evaluation.Answers
         run, {"inputs": rows["head_tokens"]}, checkpoint)[:, 0].tolist()
 
 
-def run_mode(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
-    """finetune: train, then score every checkpoint the run trained and keep the best; eval:
-    score those not yet scored; decode: score the newest (task_runs.task_run). Scored on the
-    validation splits that have labelled examples, in batches of GPT1FinetuneConfig.batch_size."""
+def task_plan(run: runs.Run, request: TaskRequest, training: bool) -> TaskPlan:
+    """GPT-1's part of a task run (model/tasks/task_runs.py's one loop): the head derived from
+    the task's view, each checkpoint's answers on the validation splits that have labelled
+    examples (in batches of GPT1FinetuneConfig.batch_size) and, when `training`, the head and
+    the model trained on the task's labelled training examples."""
     if request.mixture:
         raise ValueError("GPT-1 fine-tunes on one task at a time (--task)")
     task, data_dir = request.task, request.tfds_data_dir
@@ -157,7 +159,7 @@ def run_mode(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
     if not sets:
         raise ValueError(f"{task}: no labelled validation examples to score; give --task_files "
                          f"{task}:validation=PATH")
-    train = (training(run, task, view, discriminative.labelled_examples(
+    train = (head_training(run, task, view, discriminative.labelled_examples(
         task, "train", files.get((task, "train")), data_dir), config)
-             if mode == "finetune" else None)
-    return task_runs.task_run(mode, run, sets, evaluation.answered(split_answers), train)
+             if training else None)
+    return TaskPlan(run, sets, evaluation.answered(split_answers), train)

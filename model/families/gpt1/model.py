@@ -342,8 +342,8 @@ class GPT1(ModelFamily):
         return super().validation_examples(run)
 
     @classmethod
-    def run_tasks(cls, mode, run, request):
-        return finetune.run_mode(mode, run, request)
+    def task_plan(cls, run, request, training):
+        return finetune.task_plan(run, request, training)
 
     def optimizer(self, learning_rate) -> mtf.optimize.Optimizer:
         return GPTAdam(learning_rate, self.gpt1.adam_beta1, self.gpt1.adam_beta2,

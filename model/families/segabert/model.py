@@ -140,8 +140,8 @@ class SegaBert(Bert):
                                         run.data_config.seed, bert_inputs.BertDataConfig())
 
     @classmethod
-    def run_tasks(cls, mode, run, request):
-        return bert_finetune.run_mode(mode, run, request, finetune.StructuredHeadTask)
+    def task_plan(cls, run, request, training):
+        return bert_finetune.task_plan(run, request, training, finetune.StructuredHeadTask)
 
     def optimizer(self, learning_rate):
         settings = self.family_config.adam

@@ -66,7 +66,7 @@ import tensorflow.compat.v1 as tf
 
 from model import tasks
 from model.data.vocabulary import EOS_ID, PAD_ID
-from model.families.t5 import finetune
+from model.tasks import text_to_text
 from model.families.t5.architectures import LAYER_NORM_EPSILON, VOCAB_DIVISOR, Architecture
 from model.trainer import runs, warm_start
 from model.convert import card
@@ -237,7 +237,7 @@ def export(run: runs.Run, export_dir: str, checkpoint: str = "",
     tokenizer take the task's lengths and decoding. Returns what was written."""
     decoding = tasks.GREEDY
     if task:
-        run = finetune.with_task_lengths(run, tasks.get(task).lengths)
+        run = text_to_text.with_task_lengths(run, tasks.get(task).lengths)
         decoding = tasks.get(task).decoding(DecodingConfig().beam_search)
     source = warm_start.checkpoint_path(checkpoint or run.model_dir)
     vocab_size = (run.vocabulary.vocab_size if run.data_config.vocabulary

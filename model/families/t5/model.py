@@ -23,7 +23,7 @@ from typing import Dict
 from model.data import features
 from model.data.vocabulary import Vocabulary
 from model.families.base import ModelFamily
-from model.families.t5 import finetune, hf, mesh_tf
+from model.families.t5 import hf, mesh_tf
 from model.families.t5.architectures import Architecture, Model, build_model
 from model.trainer import decoding
 from model.trainer.losses import Losses, token_losses
@@ -43,10 +43,6 @@ class _T5Family(ModelFamily):
     def vocabulary(cls, path: str) -> Vocabulary:
         """T5's vocabulary: a SentencePiece model (the paper's 32k C4 one, or one trained here)."""
         return Vocabulary(path)
-
-    @classmethod
-    def run_tasks(cls, mode, run, request):
-        return finetune.run_mode(mode, run, request)
 
     @classmethod
     def export(cls, run, export_dir, checkpoint, task):

@@ -1,4 +1,5 @@
-"""Fine-tuning, evaluation and decoding on the paper's tasks (model/tasks/) from the command line:
+"""Fine-tuning, evaluation and decoding on the paper's tasks text to text: the task run of every
+family with a feature converter (T5's; model/families/base.py's default `task_plan`):
 
     python -m model finetune --task glue_rte --model_dir DIR \
         --gin_file sizes/base.gin --gin_param "TrainConfig.init_checkpoint = 'PRETRAINED_DIR'" \
@@ -35,14 +36,15 @@ those given.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Mapping, Optional
+from typing import Callable, List, Mapping, Optional
 
 import tensorflow as tf
 
 from model.data import features, inputs, objectives
 from model.data.vocabulary import EOS_ID, Vocabulary
-from model.tasks import SequenceLengths, evaluation, task_runs, tf_data
+from model.tasks import SequenceLengths, evaluation, tf_data
 from model.tasks.selection import Selection, TaskData, TaskRequest
+from model.tasks.task_runs import TaskPlan
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig
 
@@ -139,30 +141,28 @@ def eval_sets(selection: Selection, data: TaskData) -> List[evaluation.EvalSet]:
     return sets
 
 
-def finetune(run: runs.Run, selection: Selection, data: TaskData, decoding: DecodingConfig,
-             max_steps: Optional[int] = None) -> Dict[str, dict]:
-    """Trains (keeping every checkpoint), evaluates every checkpoint (decoded as `decoding`
-    says), keeps the best per task and the newest keep_checkpoint_max. Returns
-    {"<task>/<split>": best}."""
-    if not run.train_config.init_checkpoint:
-        runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
-    examples = training_examples(run, selection, data)
+def plan(run: runs.Run, selection: Selection, data: TaskData, decoding: DecodingConfig,
+         training: bool) -> TaskPlan:
+    """The task run of `selection`: every checkpoint decoded (as `decoding` says) and scored on
+    every validation split; `training`: trained on the mixed training pairs, through the run's
+    feature converter."""
     sets = eval_sets(selection, data)
-    return task_runs.task_run(
-        "finetune", run, sets, evaluation.decoded(run, decoding, sets),
-        lambda keep_all: runs.train(keep_all, examples, run.vocabulary.vocab_size, max_steps),
-        selection.mixture)
+    train: Optional[Callable[[runs.Run], int]] = None
+    if training:
+        if not run.train_config.init_checkpoint:
+            runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
+        examples = training_examples(run, selection, data)
+
+        def train_on_pairs(keep_all: runs.Run) -> int:
+            return runs.train(keep_all, examples, run.vocabulary.vocab_size)
+        train = train_on_pairs
+    return TaskPlan(run, sets, evaluation.decoded(run, decoding, sets), train, selection.mixture)
 
 
-def run_mode(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
-    """finetune: train, evaluate, keep the best; eval: score the checkpoints not yet scored;
-    decode: score the newest checkpoint (its predictions are written beside the scores)."""
-    selection = request.selection(training=mode == "finetune")
-    data = request.data()
-    run = with_task_lengths(run, selection.lengths)
-    decoding = DecodingConfig()
-    if mode == "finetune":
-        return finetune(run, selection, data, decoding)
-    sets = eval_sets(selection, data)
-    return task_runs.task_run(mode, run, sets, evaluation.decoded(run, decoding, sets),
-                              mixture=selection.mixture)
+def task_plan(run: runs.Run, request: TaskRequest, training: bool) -> TaskPlan:
+    """The text-to-text task run of the request's task or mixture (every family with a feature
+    converter, unless it supplies its own): trimmed and decoded at the tasks' lengths, decoded as
+    DecodingConfig says."""
+    selection = request.selection(training=training)
+    return plan(with_task_lengths(run, selection.lengths), selection, request.data(),
+                DecodingConfig(), training)
