@@ -10,7 +10,7 @@ import dataclasses
 import json
 import os
 import pathlib
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Dict, List, Optional, Sequence
 
 import tensorflow.compat.v1 as tf
 
@@ -28,16 +28,25 @@ def trained_steps(run: runs.Run) -> List[int]:
 
 
 @dataclasses.dataclass(frozen=True)
+class Training:
+    """What a fine-tuning run trains on: the family's model features (`examples`, made anew
+    for each pass) for `steps` past the run's first step (None: TrainConfig.train_steps)."""
+
+    examples: runs.Examples
+    steps: Optional[int] = None
+
+
+@dataclasses.dataclass(frozen=True)
 class TaskPlan:
     """What a family supplies for a task run (`ModelFamily.task_plan`): the run as its tasks
-    configure it (lengths, a head's config), the validation sets, how a checkpoint is scored on
-    them, how the run trains (fine-tuning only: given the run, which keeps every checkpoint) and
-    the mixture it trains and scores (None: one task)."""
+    configure it (lengths, a head's config, its batch), the validation sets, how a checkpoint is
+    scored on them, what it trains on (fine-tuning only) and the mixture it trains and scores
+    (None: one task)."""
 
     run: runs.Run
     eval_sets: Sequence[EvalSet]
     score: ScoreCheckpoint
-    train: Optional[Callable[[runs.Run], Any]] = None
+    training: Optional[Training] = None
     mixture: Optional[Mixture] = None
 
 
@@ -55,8 +64,8 @@ def run_tasks(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]
 
 def task_run(mode: str, plan: TaskPlan) -> Dict[str, dict]:
     """`--mode finetune|eval|decode` of a family's `plan`:
-    finetune: `plan.train(run)` keeping every checkpoint, then every checkpoint scored, the best
-    per task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
+    finetune: the run trained on `plan.training`, keeping every checkpoint, then every checkpoint
+    scored, the best per task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
     ({"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}});
     eval: the checkpoints not yet scored are scored; returns the best;
     decode: the newest checkpoint is scored; returns {"<task>/<split>": {"step", "scores"}}.
@@ -68,10 +77,11 @@ def task_run(mode: str, plan: TaskPlan) -> Dict[str, dict]:
         raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
     run, eval_sets, score, mixture = plan.run, plan.eval_sets, plan.score, plan.mixture
     if mode == "finetune":
-        if plan.train is None:
-            raise ValueError("finetune needs a training function")
-        plan.train(dataclasses.replace(run, train_config=dataclasses.replace(
-            run.train_config, keep_checkpoint_max=0)))
+        if plan.training is None:
+            raise ValueError("finetune needs the plan's training")
+        keep_all = dataclasses.replace(run, train_config=dataclasses.replace(
+            run.train_config, keep_checkpoint_max=0))
+        runs.train(keep_all, plan.training.examples, run.vocabulary.vocab_size, plan.training.steps)
     checkpoint_state.require_checkpoints(run.model_dir)
     candidates = trained_steps(run)
     if not candidates:

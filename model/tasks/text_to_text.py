@@ -36,7 +36,7 @@ those given.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable, List, Mapping, Optional
+from typing import List, Mapping
 
 import tensorflow as tf
 
@@ -44,7 +44,7 @@ from model.data import features, inputs, objectives
 from model.data.vocabulary import EOS_ID, Vocabulary
 from model.tasks import SequenceLengths, evaluation, tf_data
 from model.tasks.selection import Selection, TaskData, TaskRequest
-from model.tasks.task_runs import TaskPlan
+from model.tasks.task_runs import TaskPlan, Training
 from model.trainer import runs
 from model.trainer.decoding import DecodingConfig
 
@@ -147,16 +147,13 @@ def plan(run: runs.Run, selection: Selection, data: TaskData, decoding: Decoding
     every validation split; `training`: trained on the mixed training pairs, through the run's
     feature converter."""
     sets = eval_sets(selection, data)
-    train: Optional[Callable[[runs.Run], int]] = None
+    trained_on = None
     if training:
         if not run.train_config.init_checkpoint:
             runs.progress("warning: no TrainConfig.init_checkpoint: fine-tuning from random weights")
-        examples = training_examples(run, selection, data)
-
-        def train_on_pairs(keep_all: runs.Run) -> int:
-            return runs.train(keep_all, examples, run.vocabulary.vocab_size)
-        train = train_on_pairs
-    return TaskPlan(run, sets, evaluation.decoded(run, decoding, sets), train, selection.mixture)
+        trained_on = Training(training_examples(run, selection, data))
+    return TaskPlan(run, sets, evaluation.decoded(run, decoding, sets), trained_on,
+                    selection.mixture)
 
 
 def task_plan(run: runs.Run, request: TaskRequest, training: bool) -> TaskPlan:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Callable, Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type, Union
+from typing import Dict, FrozenSet, Iterable, List, Optional, Sequence, Tuple, Type, Union
 
 import gin
 import numpy as np
@@ -46,7 +46,7 @@ from model.families.bert.wordpiece import SpecialIds, WordPieceVocabulary
 from model.tasks import Task, discriminative, evaluation
 from model.tasks.selection import TaskRequest, validation_splits
 from model.tasks.sources import TaskFiles
-from model.tasks.task_runs import TaskPlan
+from model.tasks.task_runs import TaskPlan, Training
 from model.trainer import runs
 
 
@@ -396,16 +396,12 @@ def checked_task_files(task: str, files: TaskFiles) -> TaskFiles:
     return files
 
 
-def head_training(run, task: HeadTask) -> Callable[[runs.Run], int]:
-    """How the head trains (given the run, which keeps every checkpoint): on the task's train
-    split, shuffled (DataConfig.seed), for TrainConfig.train_steps."""
+def head_training(run, task: HeadTask) -> Training:
+    """What the head trains on: the task's train split, shuffled (DataConfig.seed), for
+    TrainConfig.train_steps."""
     features = task.features("train")
-
-    def train(keep_all: runs.Run) -> int:
-        return runs.train(keep_all, lambda: features_dataset(features).shuffle(
-            len(features["bert_input_tokens"]), seed=run.data_config.seed),
-            run.vocabulary.vocab_size)
-    return train
+    return Training(lambda: features_dataset(features).shuffle(
+        len(features["bert_input_tokens"]), seed=run.data_config.seed))
 
 
 def task_plan(run, request: TaskRequest, training: bool,

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Callable, Dict, Mapping, Sequence, Tuple
+from typing import Dict, Mapping, Sequence, Tuple
 
 import gin
 import numpy as np
@@ -42,7 +42,7 @@ from model.families.gpt1 import inputs as gpt1_inputs
 from model.tasks import discriminative, evaluation
 from model.tasks.selection import TaskRequest, validation_splits
 from model.tasks.sources import TaskFiles
-from model.tasks.task_runs import TaskPlan
+from model.tasks.task_runs import TaskPlan, Training
 from model.trainer import runs
 
 
@@ -87,13 +87,6 @@ def features(run: runs.Run, view: discriminative.View,
     return unpadded(rows, gpt1_inputs.sequences_per_example(view))
 
 
-def _with_batch(run: runs.Run, examples_per_batch: int, row_length: int) -> runs.Run:
-    """The run with a token budget of `examples_per_batch` rows of `row_length` tokens."""
-    return dataclasses.replace(run, train_config=dataclasses.replace(
-        run.train_config, tokens_per_batch=examples_per_batch * row_length,
-        eval_batch_size=examples_per_batch))
-
-
 def batch_and_steps(config: GPT1FinetuneConfig, count: int) -> Tuple[int, int]:
     """Examples per batch and the steps that make `config.epochs` passes over `count` examples:
     a task smaller than the batch size trains on batches of all its examples, so the steps
@@ -103,11 +96,11 @@ def batch_and_steps(config: GPT1FinetuneConfig, count: int) -> Tuple[int, int]:
 
 
 def head_training(run: runs.Run, task: str, view: discriminative.View,
-             examples: Sequence[discriminative.Example], config: GPT1FinetuneConfig
-             ) -> Callable[[runs.Run], int]:
-    """How the head (and the whole model) trains on the task's labelled training `examples`:
+                  examples: Sequence[discriminative.Example], config: GPT1FinetuneConfig
+                  ) -> Tuple[Training, int]:
+    """What the head (and the whole model) trains on: the task's labelled training `examples`,
     `config.epochs` passes in batches of `config.batch_size` (the schedule spans those steps:
-    the trainer gives it the run's)."""
+    the trainer gives it the run's); and the tokens per batch that make those batches."""
     if not examples:
         raise ValueError(f"{task}: no labelled training examples")
     rows = features(run, view, examples)
@@ -120,11 +113,7 @@ def head_training(run: runs.Run, task: str, view: discriminative.View,
     def examples_dataset():
         return tf.data.Dataset.from_tensor_slices(rows).shuffle(
             count, seed=seed, reshuffle_each_iteration=True)
-
-    def train(keep_all: runs.Run) -> int:
-        batched = _with_batch(keep_all, batch, rows["head_tokens"].shape[1])
-        return runs.train(batched, examples_dataset, batched.vocabulary.vocab_size, max_steps=steps)
-    return train
+    return Training(examples_dataset, steps), batch * rows["head_tokens"].shape[1]
 
 
 def answers(run: runs.Run, rows: Mapping[str, np.ndarray]) -> evaluation.Answers:
@@ -159,7 +148,10 @@ def task_plan(run: runs.Run, request: TaskRequest, training: bool) -> TaskPlan:
     if not sets:
         raise ValueError(f"{task}: no labelled validation examples to score; give --task_files "
                          f"{task}:validation=PATH")
-    train = (head_training(run, task, view, discriminative.labelled_examples(
-        task, "train", files.get((task, "train")), data_dir), config)
-             if training else None)
-    return TaskPlan(run, sets, evaluation.answered(split_answers), train)
+    trained_on = None
+    if training:
+        trained_on, tokens_per_batch = head_training(run, task, view, discriminative.labelled_examples(
+            task, "train", files.get((task, "train")), data_dir), config)
+        run = dataclasses.replace(run, train_config=dataclasses.replace(
+            run.train_config, tokens_per_batch=tokens_per_batch))
+    return TaskPlan(run, sets, evaluation.answered(split_answers), trained_on)
