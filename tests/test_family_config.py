@@ -114,3 +114,31 @@ def test_a_damaged_settings_file_is_a_clear_error(tmp_path, text):
         runs.recorded_bindings(str(tmp_path))
     (tmp_path / runs.RUN_SETTINGS_NAME).unlink()  # as the message says: the operative config alone
     assert runs.recorded_bindings(str(tmp_path)) == {"BertConfig.head": "span"}
+
+
+def test_the_span_head_reads_squad_config_as_gin_binds_it(tmp_path, shared_data, clean_gin):
+    """BERT's plan for SQuAD builds its task with SquadConfig as the command line's gin binds it
+    (a default argument evaluated at import would keep the defaults): a question cut to 2
+    pieces makes every window start `[CLS] q q [SEP]`."""
+    from model.families.bert import finetune
+    from model.tasks.selection import TaskRequest
+    pieces = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "what", "which", "is", "of"]
+    (tmp_path / "vocab.txt").write_text("\n".join(pieces) + "\n")
+    squad = shared_data / "tasks" / "squad" / "squad_v1_sample.json"
+    runs.parse_gin(["bert/tiny.gin"], [f"DataConfig.vocabulary = '{tmp_path / 'vocab.txt'}'",
+                                       "BertConfig.head = 'span'", "DataConfig.inputs_length = 32",
+                                       "SquadConfig.max_query_length = 2"])
+    built = []
+
+    class RecordedTask(finetune.HeadTask):
+        def __init__(self, *fields):
+            super().__init__(*fields)
+            built.append(self)
+
+    request = TaskRequest(task="squad", task_files={("squad", "validation"): (str(squad),)})
+    plan = finetune.task_plan(families.configured_run(str(tmp_path / "run")), request,
+                              training=False, head_task=RecordedTask)
+    (task,) = built
+    assert task.squad.max_query_length == 2 and plan.eval_sets
+    windows = [window for question in task.questions("validation") for window in question.windows]
+    assert windows and all(window.tokens[3] == task.vocabulary.special.sep for window in windows)
