@@ -4,9 +4,10 @@
 Each family is one package here: t5/ (the paper's encoder-decoder, decoder-only and prefix LM),
 gpt1/, bert/ and segabert/ (which builds on bert/, the one documented direction between
 families). A package owns its Mesh TensorFlow model, its inputs, its heads and its part of
-a task run (`ModelFamily.task_plan`), its vocabulary kind and its checkpoint formats. Adding a family is one
-package, one entry in `REGISTRY` below and its gin files: the trainer (model/trainer/) and the
-command line (model/train.py) do not change. The list is explicit: importing a module registers
+a task run (`ModelFamily.task_plan`), its config class, its vocabulary kind and its checkpoint
+formats. Adding a family is one package, one entry in `REGISTRY` below and its gin files: the
+trainer (model/trainer/), the one task loop (model/tasks/task_runs.py) and the command line
+(model/train.py) do not change. The list is explicit: importing a module registers
 nothing.
 """
 from __future__ import annotations

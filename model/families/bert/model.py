@@ -140,7 +140,8 @@ class Bert(ModelFamily):
     @classmethod
     def checkpoint_formats(cls):
         # hf: transformers' BertForPreTraining, or the fine-tuned head's model (BertConfig.head).
-        return {"hf": TransformersFormat(lambda: hf.conversion(cls, cls.configured_family_config())),
+        return {"hf": TransformersFormat(
+                    lambda: hf.conversion(cls, cls.configured_family_config())),
                 # google: google-research/bert's released checkpoints (import).
                 "google": google.GoogleFormat(cls, cls.configured_family_config)}
 
