@@ -111,7 +111,7 @@ def dedup_shuffle_bytes(paths):
     read (every page of the input, as a dump's page count counts them)."""
     import apache_beam as beam
 
-    from pipelines import cleaning, config, dedup, released, stages, wet
+    from pipelines import config, dedup, released, stages, wet
     from pipelines.files import open_raw
     from pipelines.page import Page
     from text.sentences import split_sentences
@@ -123,9 +123,9 @@ def dedup_shuffle_bytes(paths):
     for rules in ("paper", "released"):
         variant = config.variant("en", rules)
         mode = variant.dedup.mode
-        pages = raw if rules == "paper" else [
-            page for record in raw for page in released.wet_pages(record)]
-        clean = released.clean_page if rules == "released" else cleaning.clean_page
+        pages = [page for record in raw for page in released.wet_pages(record)
+                 ] if variant.rule_set.reads_released_text else raw
+        clean = variant.rule_set.clean_page
         records, windows = bytearray(), 0
         for page in pages:
             text = clean(page.text, variant.cleaning, split_sentences).text

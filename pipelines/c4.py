@@ -263,11 +263,11 @@ def parser() -> argparse.ArgumentParser:
 
 def configure(args: argparse.Namespace) -> VariantConfig:
     config = variant(args.variant, args.rules, args.splitter)
-    if config.cleaning is not None and config.rules == "paper":
+    if config.cleaning is not None and config.rule_set.cleaning_is_chosen:
         config = dataclasses.replace(config, cleaning=CLEANING_SETTINGS[args.cleaning])
-    elif args.cleaning != "public_c4" and config.rules == "released":
-        raise ValueError("--cleaning applies to the paper rules only; the released rules have "
-                         "the public C4 thresholds")
+    elif args.cleaning != "public_c4" and not config.rule_set.cleaning_is_chosen:
+        raise ValueError(f"--cleaning applies to the paper rules only; the {config.rules} rules "
+                         f"have the public C4 thresholds")
     return config
 
 

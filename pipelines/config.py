@@ -1,6 +1,7 @@
 """The named variants of C4 (the paper's Section 3.4) under two rule sets, as typed configurations.
 
-Rule sets:
+Rule sets (pipelines/rules.py, each an object that carries its functions; a config names one
+and `VariantConfig.rule_set` gives it):
 - `paper` (the default): this project's reading of the paper (span dedup, whole-page `{` and
   "lorem ipsum", `”` as an end mark, our URL normalization, ...).
 - `released`: what the public code that made the released C4 does (tensorflow_datasets/text/c4.py
@@ -13,14 +14,14 @@ The split is the released C4's under both (pipelines/urls.py `split_of`).
 import dataclasses
 from typing import Dict, Optional, Tuple
 
-from pipelines import common_crawl, mc4
+from pipelines import common_crawl, mc4, rules as rule_sets
 from pipelines.cleaning import PUBLIC_C4_CLEANING, CleaningConfig
 from pipelines.dedup import PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig
 from pipelines.language import LanguageConfig
 from text.splitters import SPLITTER_NAMES
 
-RULE_SETS = ("paper", "released")
-DEFAULT_RULES = "paper"
+RULE_SETS = tuple(rule_sets.RULE_SETS)
+DEFAULT_RULES = rule_sets.PAPER.name
 # A variant name kept from before rule sets: `en` under the released rules.
 RELEASED_EN_ALIAS = "en.linededup"
 MC4 = "multilingual"
@@ -53,16 +54,20 @@ class VariantConfig:
     def __post_init__(self):
         if self.domain_filter not in (None, "realnews", "webtext"):
             raise ValueError(f"unknown domain filter {self.domain_filter!r}")
-        if self.rules not in RULE_SETS:
-            raise ValueError(f"unknown rule set {self.rules!r}; choose one of {RULE_SETS}")
+        only_dedup = self.rule_set.only_dedup
         if self.splitter not in SPLITTER_NAMES:
             raise ValueError(f"unknown sentence splitter {self.splitter!r}; choose one of "
                              f"{SPLITTER_NAMES}")
-        if self.rules == "released" and self.dedup not in (None, RELEASED_LINE_DEDUP):
-            raise ValueError("the released rules dedup lines (dedup.RELEASED_LINE_DEDUP)")
+        if only_dedup is not None and self.dedup not in (None, only_dedup):
+            raise ValueError(f"the {self.rules} rules dedup as {only_dedup}")
         if not 0 < self.badwords_filter_fraction <= 1:
             raise ValueError("the bad-words filter fraction must be in (0, 1], not "
                              f"{self.badwords_filter_fraction}")
+
+    @property
+    def rule_set(self) -> rule_sets.RuleSet:
+        """The rule set `rules` names, with its functions."""
+        return rule_sets.rule_set(self.rules)
 
     @property
     def lists(self) -> Tuple[str, ...]:
@@ -160,10 +165,10 @@ _RELEASED_ONLY = (RELEASED_EN_ALIAS, MC4)
 def _under_released_rules(config: VariantConfig) -> VariantConfig:
     """`config` with the released C4's rules: its thresholds (5 words per line, 3 sentences per
     page) and line dedup wherever the variant cleans and dedups."""
-    if config.rules == "released":
+    if config.rule_set is rule_sets.RELEASED:
         return config
     return dataclasses.replace(
-        config, rules="released",
+        config, rules=rule_sets.RELEASED.name,
         cleaning=PUBLIC_C4_CLEANING if config.cleaning else None,
         dedup=RELEASED_LINE_DEDUP if config.dedup else None)
 
@@ -176,16 +181,16 @@ def variant(name: str, rules: Optional[str] = None, splitter: str = "ours") -> V
         config = VARIANTS[name]
     except KeyError:
         raise ValueError(f"unknown variant {name!r}; choose one of {sorted(VARIANTS)}") from None
-    if rules is not None and rules not in RULE_SETS:
-        raise ValueError(f"unknown rule set {rules!r}; choose one of {RULE_SETS}")
-    if name == MC4 and rules == "paper":
+    if rules is not None:
+        rule_sets.rule_set(rules)  # an unknown name fails here
+    if name == MC4 and rules == rule_sets.PAPER.name:
         raise ValueError(
             f"variant {MC4} is mC4, the public C4 code's multilingual config, which has the "
             f"released rules only; the German, French and Romanian pages under the paper rules "
             f"(the vocabulary's mixture, named {MC4} before) are variant {VOCABULARY_LANGUAGES}")
     if name in _RELEASED_ONLY:
-        rules = "released"
-    if rules == "released":
+        rules = rule_sets.RELEASED.name
+    if rules == rule_sets.RELEASED.name:
         if name not in _RELEASED_VARIANTS:
             raise ValueError(f"variant {name} has no released rule set; the released rules "
                              f"cover {', '.join(_RELEASED_VARIANTS)}")

@@ -15,8 +15,9 @@ from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
 from pipelines import (badwords, cleaning, dedup, domains, files, inputs, language, lists, mc4,
-                       released, stats, urls, wet)
+                       released, stats, wet)
 from pipelines.config import VariantConfig
+from pipelines.rules import RuleSet
 from pipelines.language import cld3
 from pipelines.page import Page
 from pipelines.wording import counted
@@ -162,7 +163,7 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
             raise ValueError(f"variant {config.name} needs a bad-words list (--badwords)")
         content, digests[badwords_path] = lists.read_list(badwords_path)
         terms = {"en": tuple(badwords.parse_badwords(content, badwords_path,
-                                                     lower_case=config.rules == "paper"))}
+                                                     lower_case=config.rule_set.lower_case_badwords))}
     realnews = None
     if config.domain_filter == "realnews":
         if not realnews_domains_path:
@@ -386,9 +387,9 @@ class DedupUrls(beam.PTransform):
     """Pages -> (normalized URL, (its newest page, how many pages had it)), after the per-page
     `before` steps in the same DoFn (which end in KeyByUrl)."""
 
-    def __init__(self, rules: str, before: Sequence[Step]):
+    def __init__(self, rules: RuleSet, before: Sequence[Step]):
         super().__init__()
-        self._choose = urls.first_seen_newest_page if rules == "released" else urls.newest_page
+        self._choose = rules.keep_of_two
         self._before = tuple(before)
 
     def expand(self, pages):
@@ -410,28 +411,23 @@ class CountUrlDuplicates(Step):
 
 class RealNewsDomains(Step):
 
-    def __init__(self, allowed: Dict[str, domains.AllowedSubdomains], rules: str):
+    def __init__(self, allowed: Dict[str, domains.AllowedSubdomains], rules: RuleSet):
         self._allowed = allowed
-        self._rules = rules
+        self._is_realnews = rules.is_realnews
         self._extractor = None
 
     def setup(self):
         self._extractor = domains.offline_domain_extractor()
 
-    def _is_realnews(self, page: Page) -> bool:
-        if self._rules == "released":
-            return released.is_realnews_url(page.normalized_url, self._allowed, self._extractor)
-        return domains.is_realnews_url(page.url, self._allowed, self._extractor)
-
     def __call__(self, page: Page, counts: Counts):
-        if self._is_realnews(page):
+        if self._is_realnews(page, self._allowed, self._extractor):
             counts.add("domains", "pages.passed")
             return (page,)
         counts.add("domains", "pages.dropped:not_realnews_domain")
         return ()
 
 
-def _webtext_urls_of_file(path: str, rules: str):
+def _webtext_urls_of_file(path: str, rules: RuleSet):
     try:
         text = files.read_all(path).decode("utf-8", errors="replace")
     except files.InputError as error:
@@ -441,7 +437,7 @@ def _webtext_urls_of_file(path: str, rules: str):
     _count("domains", "url_lists.read")
     skipped = 0
     for line in text.splitlines():
-        url = domains.webtext_url_of_line(line, _normalizer_of(rules))
+        url = domains.webtext_url_of_line(line, rules.normalize_url)
         if url is None:
             skipped += bool(line.strip())
             continue
@@ -474,10 +470,6 @@ class KeepListedPages(Step):
         return [_PAGE_CODER.decode(page) for page in pages]
 
 
-def _normalizer_of(rules: str):
-    return urls.released_normalize_url if rules == "released" else urls.normalize_url
-
-
 class JoinWebTextUrls(beam.PTransform):
     """(URL, (newest page, count)) -> (URL, {"pages": [encoded page], "listed": [...]}), joined
     with the OpenWebText URL lists; KeepListedPages reads the groups. The `before` steps
@@ -492,7 +484,7 @@ class JoinWebTextUrls(beam.PTransform):
     def expand(self, newest):
         listed = (newest.pipeline
                   | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
-                  | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file, self._config.rules))
+                  | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file, self._config.rule_set))
         keyed = newest | "KeyPagesByUrl" >> beam.ParDo(
             PhaseFn([*self._before, KeyByUrl(), _EncodedPage()]))
         return {"pages": keyed, "listed": listed} | "JoinUrlLists" >> beam.CoGroupByKey()
@@ -508,9 +500,9 @@ class ParagraphFilter(Step):
 
 class Clean(Step):
 
-    def __init__(self, config: cleaning.CleaningConfig, rules: str, split: Splitter):
+    def __init__(self, config: cleaning.CleaningConfig, rules: RuleSet, split: Splitter):
         self._config = config
-        self._clean_page = released.clean_page if rules == "released" else cleaning.clean_page
+        self._clean_page = rules.clean_page
         self._split = split
 
     def __call__(self, page: Page, counts: Counts):
@@ -758,7 +750,7 @@ class Badwords(Step):
 def read_steps(config: VariantConfig) -> List[Step]:
     """The per-page steps before URL dedup's key, which depend on nothing but the page: the
     released text, the length limit."""
-    steps: List[Step] = [ReleasedText()] if config.rules == "released" else []
+    steps: List[Step] = [ReleasedText()] if config.rule_set.reads_released_text else []
     return steps + [WithinLength(config.max_page_chars)]
 
 
@@ -796,17 +788,17 @@ class C4Pages(beam.PTransform):
         config, resources = self._config, self._resources
         steps = [] if self._pages_read else read_steps(config)
         steps.append(KeyByUrl())
-        pages = pages | "UrlDedup" >> DedupUrls(config.rules, before=steps)
+        pages = pages | "UrlDedup" >> DedupUrls(config.rule_set, before=steps)
         steps = [CountUrlDuplicates()]
         if config.domain_filter == "webtext":
             pages = pages | "WebTextDomains" >> JoinWebTextUrls(config, resources, before=steps)
             steps = [KeepListedPages()]
         elif config.domain_filter == "realnews":
-            steps.append(RealNewsDomains(resources.realnews_domains, config.rules))
+            steps.append(RealNewsDomains(resources.realnews_domains, config.rule_set))
         if config.paragraph_filter:
             steps.append(ParagraphFilter())
         if config.cleaning:
-            steps.append(Clean(config.cleaning, config.rules, resources.splitter))
+            steps.append(Clean(config.cleaning, config.rule_set, resources.splitter))
         if config.dedup:
             return pages | "Dedup" >> DedupText(
                 config.dedup, config.min_sentences_after_dedup, resources.splitter,

@@ -111,6 +111,26 @@ def test_url_ties_go_to_the_first_page_seen_on_any_runner():
         assert chosen.text == expected.text == "a"
 
 
+def test_url_dedup_keeps_the_page_its_rule_set_chooses():
+    """Through URL dedup's Beam stage: the released rules keep the first page seen of equally
+    new ones (TFDS's choice), the paper rules the one `urls.newest_page` breaks the tie to."""
+    import apache_beam as beam
+    from apache_beam.testing.util import assert_that, equal_to
+
+    from pipelines import rules, stages
+    pages = [_page("2019-04-20T00:00:00Z", (1, 5), "b"),
+             _page("2019-04-20T00:00:00Z", (0, 9), "a"),
+             _page("2019-04-20T00:00:00Z", (1, 2), "c")]
+    paper_choice = urls.newest_page(urls.newest_page(pages[0], pages[1]), pages[2]).text
+    assert paper_choice != "a"
+    for rule_set, kept in ((rules.RELEASED, "a"), (rules.PAPER, paper_choice)):
+        with beam.Pipeline() as pipeline:
+            texts = (pipeline | beam.Create(pages)
+                     | stages.DedupUrls(rule_set, before=[stages.KeyByUrl()])
+                     | beam.Map(lambda keyed: (keyed[1][0].text, keyed[1][1])))
+            assert_that(texts, equal_to([(kept, 3)]))
+
+
 PAGES = [
     "A line with a citation at the end.[1]\nAnother [Edit] line with five words.[edit]\n"
     "Third line here, also long enough!",
@@ -205,3 +225,70 @@ def test_variants_under_the_released_rules():
         variant("multilingual", "paper")
     with pytest.raises(ValueError, match="unknown rule set"):
         variant("en", "tfds")
+
+
+def test_the_rule_set_is_chosen_once_by_name_and_carries_its_functions():
+    """A config names its rule set; `rule_set` gives the object whose functions the stages use
+    (the released C4's URL key under the released rules, ours under the paper's), and it travels
+    to Beam's workers pickled. No module but the rule sets' own and the variants' compares a rule
+    set's name."""
+    import pathlib
+    import re
+
+    from apache_beam.internal import pickler
+
+    from pipelines import rules
+    url = "http://www.Example.com/a/?utm_source=x"
+    for name, tfds_rules in (("paper", False), ("released", True)):
+        rule_set = variant("en", name).rule_set
+        assert rule_set is rules.rule_set(name) and rule_set.name == name
+        assert (rule_set.normalize_url(url) == c4_utils.normalize_url(url)) is tfds_rules
+        assert pickler.loads(pickler.dumps(rule_set)) == rule_set
+    with pytest.raises(ValueError, match="unknown rule set 'tfds'"):
+        variant("en", "tfds")
+    root = pathlib.Path(rules.__file__).parents[1]
+    compared = [f"{path.relative_to(root)}: {line.strip()}"
+                for folder in ("pipelines", "tfds_c4", "deploy") for path in (root / folder).rglob("*.py")
+                if path.name not in ("rules.py", "config.py")
+                for line in path.read_text().splitlines()
+                if re.search(r"""rules\s*[!=]=\s*["'](paper|released)["']""", line)]
+    assert compared == []
+
+
+def test_the_realnews_filter_and_the_badwords_list_follow_the_rule_set(tmp_path):
+    """Through the RealNews step and the resources a run loads: the paper rules test the page's
+    URL with its host lower-cased and lower-case the bad words; the released rules test the
+    released URL key as written (so `www.NYTimes.com` is not `nytimes.com`) and keep the list's
+    terms as written."""
+    from pipelines import stages
+    from pipelines.stages import Counts
+    url = "https://www.NYTimes.com/a"
+    page = Page(url, urls.released_normalize_url(url), "2019-04-20T00:00:00Z", "text/plain", 1, "t")
+    allowed = domains.parse_realnews_domains(b'{"nytimes.com": true}', "domains.json")
+    listed, domains_file = tmp_path / "en", tmp_path / "domains.json"
+    listed.write_text("Shit\nfoo\n")
+    domains_file.write_text('{"nytimes.com": true}')
+    for name, kept, terms in (("paper", 1, ("foo", "shit")), ("released", 0, ("Shit", "foo"))):
+        config = variant("realnewslike", name)
+        step = stages.RealNewsDomains(allowed, config.rule_set)
+        step.setup()
+        assert len(step(page, Counts())) == kept
+        resources = stages.load_resources(config, str(listed), str(domains_file))
+        assert resources.badwords == {"en": terms}
+
+
+def test_cleaning_thresholds_are_chosen_under_the_paper_rules_only():
+    """--cleaning paper_text (3 words per line, 5 sentences per page) sets the paper rules'
+    cleaning; the released rules have the public C4's thresholds and refuse another choice."""
+    from pipelines import c4
+    from pipelines.cleaning import CLEANING_SETTINGS
+
+    def configured(*flags):
+        args, _ = c4.parser().parse_known_args(["--variant", "en", "--output", "out", *flags])
+        return c4.configure(args)
+
+    assert configured("--cleaning", "paper_text").cleaning == CLEANING_SETTINGS["paper_text"]
+    assert configured().cleaning == CLEANING_SETTINGS["public_c4"] == PUBLIC_C4_CLEANING
+    assert configured("--rules", "released").cleaning == PUBLIC_C4_CLEANING
+    with pytest.raises(ValueError, match="--cleaning applies to the paper rules only"):
+        configured("--rules", "released", "--cleaning", "paper_text")
