@@ -15,7 +15,7 @@ from apache_beam.internal import pickler
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 
-from pipelines import c4, common_crawl, config, inputs, stages
+from pipelines import c4, common_crawl, config, graph, inputs, stages
 from pipelines.provenance import RUN_CONFIG_FILE
 
 # Dataflow refuses job requests over 10 MB; the graph carries the pickled word and domain lists.
@@ -56,7 +56,7 @@ def test_multi_process_run_writes_the_same_bytes_as_one_process(tmp_path, shared
 
 def variant_graph(variant: str, shared_data: pathlib.Path, output: pathlib.Path,
                   wet_input: list[str] = ()) -> beam.Pipeline:
-    """The full graph of a variant, built as `pipelines.c4.main` builds it, without running
+    """The full graph of a variant, built as `pipelines.c4.main` builds it (pipelines/graph.py), without running
     (by default on the realistic WET samples)."""
     variant_config = config.variant(variant)
     resources = stages.load_resources(
@@ -68,7 +68,7 @@ def variant_graph(variant: str, shared_data: pathlib.Path, output: pathlib.Path,
     plan = inputs.plan_inputs(wet_input or realistic_wet_files(shared_data), None,
                               common_crawl.BASE_URL)
     pipeline = beam.Pipeline(options=PipelineOptions(["--pickle_library=cloudpickle"]))
-    c4.build_pipeline(pipeline, variant_config, resources, plan, str(output),
+    graph.build_pipeline(pipeline, variant_config, resources, plan, str(output),
                       {"train": 2, "validation": 1})
     return pipeline
 

@@ -5,7 +5,7 @@ import logging
 
 import pytest
 
-from pipelines import c4, inputs
+from pipelines import c4, embedded, inputs
 
 GB = 10**9
 
@@ -13,18 +13,18 @@ GB = 10**9
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_the_estimate_grows_with_the_input_and_the_warning_names_the_way_beyond(mode):
     file_bytes = inputs.REMOTE_WET_FILE_BYTES
-    one, ten = c4.embedded_peak_bytes(file_bytes, mode), c4.embedded_peak_bytes(10 * file_bytes, mode)
+    one, ten = embedded.embedded_peak_bytes(file_bytes, mode), embedded.embedded_peak_bytes(10 * file_bytes, mode)
     assert one < ten
-    assert c4.memory_warning(file_bytes, 24 * GB, mode) is None
+    assert embedded.memory_warning(file_bytes, 24 * GB, mode) is None
     # A whole dump (56,000 files) never fits a machine.
-    warning = c4.memory_warning(56_000 * file_bytes, 24 * GB, mode)
+    warning = embedded.memory_warning(56_000 * file_bytes, 24 * GB, mode)
     assert warning and "Dataflow" in warning and "--runner" in warning
     assert f"on the embedded DirectRunner ({mode})" in warning and "this machine has 24 GB" in warning
     # The limit: the most input whose estimate fits in the headroom.
-    fits = int((c4.MEMORY_HEADROOM * 24 * GB - c4.EMBEDDED_MEMORY[mode].fixed_bytes)
-               / c4.EMBEDDED_MEMORY[mode].bytes_per_input_byte)
-    assert c4.memory_warning(fits, 24 * GB, mode) is None
-    assert c4.memory_warning(fits + 10**6, 24 * GB, mode) is not None
+    fits = int((embedded.MEMORY_HEADROOM * 24 * GB - embedded.EMBEDDED_MEMORY[mode].fixed_bytes)
+               / embedded.EMBEDDED_MEMORY[mode].bytes_per_input_byte)
+    assert embedded.memory_warning(fits, 24 * GB, mode) is None
+    assert embedded.memory_warning(fits + 10**6, 24 * GB, mode) is not None
 
 
 def test_remote_inputs_count_as_full_size_files_and_local_ones_by_their_size(tmp_path):
@@ -45,7 +45,7 @@ def test_remote_inputs_count_as_full_size_files_and_local_ones_by_their_size(tmp
     (["--runner=PortableRunner"], None),
 ])
 def test_only_the_embedded_runner_is_warned_about(beam_args, mode):
-    assert c4.embedded_running_mode(beam_args) == mode
+    assert embedded.embedded_running_mode(beam_args) == mode
 
 
 def test_the_command_line_warns_before_the_job_starts(shared_data, tmp_path, monkeypatch, caplog):

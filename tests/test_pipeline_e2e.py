@@ -438,7 +438,7 @@ def test_the_command_line_says_what_it_does_and_nothing_of_beams(shared_data, tm
 
 def test_the_embedded_job_never_tries_the_prism_runner(shared_data, tmp_path, monkeypatch):
     """Beam's DirectRunner first tries its Prism runner, which it downloads from GitHub; a job
-    on the embedded runner goes to Beam's own engine straight away (c4.embedded_runner)."""
+    on the embedded runner goes to Beam's own engine straight away (pipelines/embedded.py)."""
     from apache_beam.runners.portability import prism_runner
     tried = []
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline",

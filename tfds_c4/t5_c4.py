@@ -1,6 +1,6 @@
 """`t5_c4`: the C4 variants of the T5 paper as a TFDS dataset, built by the pipeline in pipelines/.
 
-The Beam graph is `pipelines.c4.variant_pages` (the same stages the standalone job runs), split
+The Beam graph is `pipelines.graph.variant_pages` (the same stages the standalone job runs), split
 by `pipelines.urls.split_of`; TFDS writes the examples. The pipeline's counters (pages kept and
 dropped per stage and reason) are stored in `info.metadata["statistics"]`.
 """
@@ -15,7 +15,7 @@ from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import c4, common_crawl, files, lists, mc4, stages, stats
+from pipelines import common_crawl, embedded, files, graph, lists, mc4, stages, stats
 from pipelines.output import written_counter
 from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.page import Page
@@ -211,15 +211,15 @@ def empty_split_error(counts: Dict[Optional[str], SplitCounts],
 def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
                        ) -> tfds.download.DownloadConfig:
     """`download_config` with the runner a build takes when none is chosen, or the DirectRunner
-    is: Beam's DirectRunner kept off its first try of the Prism runner (c4.embedded_runner), and
+    is: Beam's DirectRunner kept off its first try of the Prism runner (embedded.embedded_runner), and
     options parsed from nothing rather than TFDS's default, which parses the `tfds build` command
     line and warns about each of its flags. A runner object, or options naming another runner,
     are kept as given."""
     config = download_config or tfds.download.DownloadConfig()
     options = config.beam_options or PipelineOptions([])
-    if config.beam_runner is not None or not c4.runs_embedded(options):
+    if config.beam_runner is not None or not embedded.runs_embedded(options):
         return config
-    return dataclasses.replace(config, beam_runner=c4.embedded_runner(), beam_options=options)
+    return dataclasses.replace(config, beam_runner=embedded.embedded_runner(), beam_options=options)
 
 
 def _description(config: VariantConfig) -> str:
@@ -369,7 +369,7 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                                               self._options.punkt_data, resolved.badwords_dir)
         except (ValueError, files.InputError, PunktDataMissing) as error:
             raise MissingInputError(str(error)) from None
-        pages = c4.variant_pages(pipeline, config, resources, resolved.wet_input)
+        pages = graph.variant_pages(pipeline, config, resources, resolved.wet_input)
         self.info.metadata[VALIDATION_FRACTION_KEY] = self._options.validation_fraction
         fraction = self._options.validation_fraction
         per_language = config.language.detector == "cld3"

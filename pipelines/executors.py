@@ -1,0 +1,244 @@
+"""How a checked and loaded C4 job runs: in one Beam job, or in parts (a job per groups of input
+files, each group's pages kept with a marker, then one global job over them), resumable.
+"""
+import concurrent.futures
+import dataclasses
+import logging
+import time
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
+
+from pipelines import inputs, parts, provenance, stages, stats
+from pipelines.config import VariantConfig
+from pipelines.embedded import embedded_runner, runs_embedded
+from pipelines.graph import build_pipeline, write_pages
+from pipelines.wording import counted
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """What a run builds and where, checked and loaded: the pipelines of its parts read it."""
+    config: VariantConfig
+    resources: stages.Resources
+    plan: inputs.InputPlan
+    output_dir: str
+    max_shards: Dict[str, int]
+    validation_fraction: float
+    pages_per_shard: Optional[int]
+    beam_args: Sequence[str]
+
+    def run_config(self) -> dict:
+        """run_config.json's record of this run."""
+        return provenance.run_config(self.config, self.plan, self.validation_fraction,
+                                     self.max_shards, self.resources.list_sha256,
+                                     self.pages_per_shard)
+
+    def pipeline(self, part: Optional[str] = None) -> beam.Pipeline:
+        """A new pipeline on the chosen runner; a job name given is suffixed with `part`."""
+        options = PipelineOptions(self.beam_args)
+        cloud = options.view_as(GoogleCloudOptions)
+        if part and cloud.job_name:
+            cloud.job_name = f"{cloud.job_name}-{part}"
+        return beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
+                             options=options)
+
+
+class NothingRead(Exception):
+    """A run that could read no input file: the message names them; `counters` are the run's."""
+
+    def __init__(self, message: str, counters: stats.Stats):
+        super().__init__(message)
+        self.counters = counters
+
+
+# The unreadable files a message names; the rest are counted (all are in stats.json).
+NAMED_FILES = 10
+
+
+def nothing_read_error(counters: stats.Stats) -> Optional[str]:
+    """Why a run could read none of its input files (each skipped whole, or unreadable from its
+    first byte; or a manifest the workers could not read), naming them; None when a file was
+    read. A run of only the files the public C4 code skips (known corrupt) is not refused."""
+    read = counters.get("read", {})
+    unreadable, damaged_read = [], 0
+    for problem in stats.file_problems(counters):
+        if problem.get("skipped"):
+            unreadable.append(problem["file"])
+        elif problem.get("unreadable_from_byte") == 0:
+            # Opened as a WET file (counted in files.read), yet no byte of it could be read.
+            unreadable.append(problem["file"])
+            damaged_read += 1
+    manifests = read.get("manifests.skipped:unreadable", 0)
+    if read.get("files.read", 0) > damaged_read or not (unreadable or manifests):
+        return None
+    named = ", ".join(unreadable[:NAMED_FILES])
+    if len(unreadable) > NAMED_FILES:
+        named += f" and {counted(len(unreadable) - NAMED_FILES, 'more file')}"
+    what = [f"{counted(len(unreadable), 'input file')} ({named})"] if unreadable else []
+    if manifests:
+        what.append(counted(manifests, "manifest") + " the workers could not read")
+    return (f"no input could be read: {' and '.join(what)}; see the warnings above, and "
+            f"file_problems in {stats.STATS_FILE}. No dataset was written: fix or replace the "
+            "files, then rerun")
+
+
+def _remove_shards(job: Job) -> None:
+    """Deletes the split files a job wrote (empty, for a run that read nothing)."""
+    folders = [""] + list(job.config.language_folders or ())
+    patterns = [FileSystems.join(job.output_dir, folder, f"{split}-*-of-*.jsonl.gz")
+                if folder else FileSystems.join(job.output_dir, f"{split}-*-of-*.jsonl.gz")
+                for folder in folders for split in job.max_shards]
+    found = [metadata.path for match in FileSystems.match(patterns)
+             for metadata in match.metadata_list]
+    if found:
+        FileSystems.delete(found)
+
+
+def run_one_job(job: Job) -> stats.Stats:
+    """The job in one; NothingRead (its split files deleted) when it could read no input."""
+    pipeline = job.pipeline()
+    build_pipeline(pipeline, job.config, job.resources, job.plan, job.output_dir, job.max_shards,
+                   job.validation_fraction, job.pages_per_shard)
+    result = pipeline.run()
+    result.wait_until_finish()
+    counters = stats.collect_counters(result)
+    error = nothing_read_error(counters)
+    if error:
+        _remove_shards(job)
+        raise NothingRead(error, counters)
+    return counters
+
+
+# The global stage's CPU time over that of all the groups (bench/bench_parts.py: 2.8 and 3.7 in
+# two runs), for the time left that a job in parts prints.
+GLOBAL_STAGE_OVER_GROUPS = 3.3
+# Threads that check the groups' markers at launch: two reads a group (its marker, its folder's
+# listing), thousands of groups on an object store.
+MARKER_READERS = 16
+
+
+@dataclasses.dataclass(frozen=True)
+class PartsPlan:
+    groups: List[parts.Group]
+    config_sha256: str
+    done: Dict[int, parts.Marker]  # Group index -> its valid marker.
+    todo: List[parts.Group]
+    redo: List[Tuple[parts.Group, str]]  # The groups with something written, and why redone.
+    groups_per_job: int
+
+    def describe(self) -> str:
+        """The plan in words: the groups done, to compute (of which those redone, each with
+        why), and the jobs."""
+        jobs = -(-len(self.todo) // self.groups_per_job)
+        files = sum(len(group.files) for group in self.todo)
+        redone = f", {len(self.redo):,} of them redone" if self.redo else ""
+        lines = [f"in parts: {counted(len(self.groups), 'group')} of up to "
+                 f"{counted(len(self.groups[0].files) if self.groups else 0, 'WET file')}; "
+                 f"{len(self.done):,} done (reused), {len(self.todo):,} to compute{redone} "
+                 f"({counted(files, 'file')}) in {counted(jobs, 'job')} of up to "
+                 f"{counted(self.groups_per_job, 'group')}, then one global job (URL dedup to "
+                 "the shards)"]
+        lines += [f"  redo {group.name}: {why}" for group, why in self.redo]
+        return "\n".join(lines)
+
+
+def plan_parts(job: Job, group_files: int, groups_per_job: int, restart: bool,
+               dry_run: bool = False) -> PartsPlan:
+    """Which groups a job in parts reuses and which it computes; refuses (parts.PartsError)
+    the parts of another configuration unless `restart` (which deletes them, but in a
+    `dry_run`, which writes nothing)."""
+    groups = parts.plan_groups(job.plan.files, group_files)
+    record = job.run_config()
+    config_sha = parts.config_sha256(record, group_files)
+    parts.check_parts_config(job.output_dir, config_sha,
+                             {"run_config": record, "group_files": group_files}, restart,
+                             write=not dry_run)
+    done, todo, redo = {}, [], []
+    with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
+        checked = list(readers.map(
+            lambda group: parts.marker_problem(job.output_dir, group, config_sha), groups))
+    with_files = parts.groups_with_files(job.output_dir)
+    for group, (marker, problem) in zip(groups, checked):
+        if marker is not None:
+            done[group.index] = marker
+            continue
+        todo.append(group)
+        if problem == parts.NOT_DONE and group.name in with_files:
+            problem = parts.STOPPED_WHILE_WRITTEN
+        if problem != parts.NOT_DONE:
+            redo.append((group, problem))
+    return PartsPlan(groups, config_sha, done, todo, redo, groups_per_job)
+
+
+def _check_group_read(group: parts.Group, counters: stats.Stats, output_dir: str) -> None:
+    """A group whose workers could not read a manifest that the launcher read (a passing
+    failure, most likely) gets no marker, so that a rerun reads it again; a group that skipped
+    unreadable WET files (most likely corrupt: a rerun would skip them again) gets its marker,
+    with a warning saying how to redo it."""
+    read = counters.get("read", {})
+    if read.get("manifests.skipped:unreadable"):
+        raise parts.PartsError(f"{group.name} could not read a manifest that the launcher read "
+                               "(see the log): rerun the same command to redo the group")
+    skipped = read.get("files.skipped:unreadable", 0) + read.get("files.skipped:not_wet", 0)
+    if skipped:
+        logging.getLogger("c4").warning(
+            "%s skipped %s (counted in stats.json); if they can be read "
+            "now, delete %s and rerun to redo the group", group.name,
+            counted(skipped, "unreadable WET file"),
+            parts.group_dir(output_dir, group))
+
+
+def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
+    """The groups left, a job per `groups_per_job` of them (each group's marker written when
+    its job has ended), then the global job over every group's pages. NothingRead, before the
+    global job and with every group cleared, when the groups could read no input."""
+    log = logging.getLogger("c4")
+    for group, why in plan.redo:
+        log.warning("redoing %s: %s", group.name, why)
+    progress = parts.Progress(job.output_dir, job.config.name, len(plan.groups),
+                              [plan.done[index] for index in sorted(plan.done)],
+                              GLOBAL_STAGE_OVER_GROUPS)
+    steps = stages.read_steps(job.config)
+    for first in range(0, len(plan.todo), plan.groups_per_job):
+        batch = plan.todo[first:first + plan.groups_per_job]
+        for group in batch:
+            parts.clear_group(job.output_dir, group)
+        progress.start_groups(len(batch))
+        started = time.monotonic()
+        pipeline = job.pipeline(f"{batch[0].name}-to-{batch[-1].index:05d}")
+        for group in batch:
+            _ = pipeline | group.name >> parts.WriteGroup(
+                job.plan, group, job.output_dir, stages.max_record_bytes(job.config), steps)
+        result = pipeline.run()
+        result.wait_until_finish()
+        seconds = time.monotonic() - started
+        markers = []
+        for group in batch:
+            counters = stats.collect_counters(result, group.name)
+            _check_group_read(group, counters, job.output_dir)
+            markers.append(parts.write_marker(job.output_dir, group, plan.config_sha256,
+                                              counters, seconds / len(batch)))
+        progress.groups_done(markers, seconds)
+    error = nothing_read_error(progress.counters)
+    if error:
+        # Nothing is worth keeping, and a rerun after the files are fixed must read them again.
+        for group in plan.groups:
+            parts.clear_group(job.output_dir, group)
+        raise NothingRead(error, progress.counters)
+    progress.start_global()
+    pipeline = job.pipeline("global")
+    pages = (pipeline
+             | "ReadGroups" >> parts.ReadGroups([parts.marker_path(job.output_dir, group)
+                                                 for group in plan.groups])
+             | "C4" >> stages.C4Pages(job.config, job.resources,
+                                      dedup_buckets=max(1, job.plan.files), pages_read=True))
+    write_pages(pages, job.config, job.output_dir, job.max_shards, job.validation_fraction,
+                job.pages_per_shard)
+    result = pipeline.run()
+    result.wait_until_finish()
+    counters = stats.merged(progress.counters, stats.collect_counters(result))
+    progress.finish()
+    return counters

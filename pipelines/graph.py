@@ -1,0 +1,54 @@
+"""The Beam graph of a C4 variant: WET files read, the variant's stages, the pages written to
+their splits. The command line (pipelines/c4.py), its executors (pipelines/executors.py) and
+the TFDS builder (tfds_c4/) build it.
+"""
+import functools
+from typing import Dict, Optional
+
+import apache_beam as beam
+
+from pipelines import inputs, stages
+from pipelines.config import VariantConfig
+from pipelines.output import WriteShards, in_output_dir
+from pipelines.page import Page
+from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
+
+
+def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
+                  plan: inputs.InputPlan) -> beam.PCollection:
+    """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
+    return (pipeline
+            | "ReadWet" >> stages.ReadWetFiles(plan, stages.max_record_bytes(config))
+            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, plan.files)))
+
+
+def _page_language(page: Page) -> str:
+    return page.language
+
+
+def _page_split(page: Page, validation_fraction: float) -> str:
+    return split_of(page.url, validation_fraction)
+
+
+def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
+                   plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
+                   validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
+                   pages_per_shard: Optional[int] = None) -> None:
+    """The job in one: the variant's pages written to their splits."""
+    write_pages(variant_pages(pipeline, config, resources, plan), config, output_dir, max_shards,
+                validation_fraction, pages_per_shard)
+
+
+def write_pages(pages: beam.PCollection, config: VariantConfig, output_dir: str,
+                max_shards: Dict[str, int], validation_fraction: float,
+                pages_per_shard: Optional[int]) -> None:
+    """The pages written to their splits, in a folder per language where the variant writes
+    languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
+    if config.language_folders is None:
+        folder_of, folders = in_output_dir, ("",)
+    else:
+        folder_of, folders = _page_language, config.language_folders
+    pages | "Write" >> WriteShards(output_dir, max_shards,
+                                   functools.partial(_page_split,
+                                                     validation_fraction=validation_fraction),
+                                   folder_of, folders, pages_per_shard)
