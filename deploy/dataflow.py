@@ -10,7 +10,6 @@ Extra Beam options go after a literal `--` and are passed through unchanged.
 import argparse
 import dataclasses
 import hashlib
-import pathlib
 import re
 import shlex
 import sys
@@ -265,19 +264,24 @@ def _dumps(parser: argparse.ArgumentParser, args: argparse.Namespace) -> tuple[s
     return tuple(sorted(set(args.dump or DUMP_PRESETS[args.dump_preset])))
 
 
+# The list options that are an error where the variant does not read them (pipelines.c4 notes
+# and ignores an unread --badwords, which most variants read, so that one command serves them).
+_ONLY_WHERE_READ = ("webtext_urls", "realnews_domains", "badwords_dir")
+
+
 def _check_variant_resources(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
-    if args.variant == "webtextlike" and not args.webtext_urls:
-        parser.error("--variant webtextlike needs --webtext_urls gs://... (the OpenWebText URL "
-                     "lists, copied to Cloud Storage)")
-    if args.variant != "webtextlike" and args.webtext_urls:
-        parser.error(f"--webtext_urls only applies to --variant webtextlike, not {args.variant}")
-    if args.variant != "realnewslike" and args.realnews_domains:
-        parser.error(f"--realnews_domains only applies to --variant realnewslike, "
-                     f"not {args.variant}")
-    if args.variant != "multilingual" and args.badwords_dir:
-        parser.error(f"--badwords_dir only applies to --variant multilingual, not {args.variant}")
-    if args.variant == "multilingual" and args.badwords:
-        parser.error("--variant multilingual reads a list per language: give --badwords_dir, "
+    """The lists given against those the variant reads (the pipeline's VariantConfig.lists)."""
+    reads = VARIANT_CONFIGS[args.variant].lists
+    if "webtext_urls" in reads and not args.webtext_urls:
+        parser.error(f"--variant {args.variant} needs --webtext_urls gs://... (the OpenWebText "
+                     "URL lists, copied to Cloud Storage)")
+    for option in _ONLY_WHERE_READ:
+        if getattr(args, option) and option not in reads:
+            readers = [name for name, config in VARIANT_CONFIGS.items() if option in config.lists]
+            parser.error(f"--{option} only applies to --variant {' or '.join(readers)}, "
+                         f"not {args.variant}")
+    if args.badwords and "badwords_dir" in reads:
+        parser.error(f"--variant {args.variant} reads a list per language: give --badwords_dir, "
                      "not --badwords")
 
 

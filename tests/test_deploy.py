@@ -14,6 +14,7 @@ from packaging.markers import Marker
 from packaging.requirements import Requirement
 
 from deploy import dataflow, requirements, tpu, worker_env
+from pipelines import config as pipeline_config
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 BASE_DATAFLOW_ARGS = ["--project", "my-project", "--region", "us-central1",
@@ -210,6 +211,29 @@ def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():
 ])
 def test_dataflow_refuses_bad_arguments_with_a_message(capsys, bad_args, message):
     assert message in refusal(capsys, dataflow.parse_job, [*BASE_DATAFLOW_ARGS, *bad_args])
+
+
+@pytest.mark.parametrize("variant", list(pipeline_config.VARIANTS))
+def test_dataflow_takes_the_lists_its_variant_reads_as_the_pipeline_says(capsys, variant):
+    """Which list options a Dataflow job takes follows the pipeline's own VariantConfig.lists:
+    each of webtext_urls, realnews_domains and badwords_dir is accepted by the variants that read
+    it and refused, naming them, by the others."""
+    reads = pipeline_config.VARIANTS[variant].lists
+    values = {"webtext_urls": "gs://my-bucket/u", "realnews_domains": "gs://my-bucket/domains.json",
+              "badwords_dir": "gs://my-bucket/bw"}
+    needed = ["--webtext_urls", values["webtext_urls"]] if "webtext_urls" in reads else []
+    for option, value in values.items():
+        argv = [*BASE_DATAFLOW_ARGS, "--variant", variant, "--dump", "CC-MAIN-2019-18", *needed]
+        if f"--{option}" not in argv:
+            argv += [f"--{option}", value]
+        if option in reads:
+            job, _ = dataflow.parse_job(argv)
+            assert getattr(job, option) in (value, (value,))
+        else:
+            message = refusal(capsys, dataflow.parse_job, argv)
+            readers = [name for name, config in pipeline_config.VARIANTS.items()
+                       if option in config.lists]
+            assert f"--{option} only applies to --variant {' or '.join(readers)}" in message
 
 
 def test_dataflow_needs_a_bucket_or_every_location(capsys):
