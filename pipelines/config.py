@@ -59,7 +59,8 @@ class VariantConfig:
             raise ValueError(f"unknown sentence splitter {self.splitter!r}; choose one of "
                              f"{SPLITTER_NAMES}")
         if only_dedup is not None and self.dedup not in (None, only_dedup):
-            raise ValueError(f"the {self.rules} rules dedup as {only_dedup}")
+            raise ValueError(f"the {self.rules} rules have one text dedup, {only_dedup.mode!r} "
+                             f"with their settings (rules.{self.rules.upper()}.only_dedup)")
         if not 0 < self.badwords_filter_fraction <= 1:
             raise ValueError("the bad-words filter fraction must be in (0, 1], not "
                              f"{self.badwords_filter_fraction}")

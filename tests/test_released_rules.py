@@ -246,6 +246,9 @@ def test_the_rule_set_is_chosen_once_by_name_and_carries_its_functions():
         assert pickler.loads(pickler.dumps(rule_set)) == rule_set
     with pytest.raises(ValueError, match="unknown rule set 'tfds'"):
         variant("en", "tfds")
+    from pipelines.dedup import PAPER_SPAN_DEDUP
+    with pytest.raises(ValueError, match="the released rules have one text dedup, 'lines'"):
+        dataclasses.replace(variant("en", "released"), dedup=PAPER_SPAN_DEDUP)
     root = pathlib.Path(rules.__file__).parents[1]
     compared = [f"{path.relative_to(root)}: {line.strip()}"
                 for folder in ("pipelines", "tfds_c4", "deploy") for path in (root / folder).rglob("*.py")
