@@ -367,3 +367,51 @@ def test_bad_options_are_rejected_early(tmp_path):
         tfds.builder("t5_c4/en", data_dir=str(tmp_path), validation_fraction=0)
     with pytest.raises(ValueError, match="lists of paths"):
         tfds.builder("t5_c4/en", data_dir=str(tmp_path), wet_files="one.wet.gz")
+
+
+def test_a_finished_runs_folder_is_published_as_it_is(builds, manual_dir, shared_data, tmp_path):
+    """builder keyword run_output: the standalone run's folder becomes the dataset without
+    reading a WET file again; tfds.load gives the run's records, the dataset keeps its counters
+    and validation fraction, and equals the dataset built from the WET files. mC4's language
+    folders become its splits. An unfinished run, a failed one, another rule set or an empty
+    folder is refused, saying why."""
+    builder, data_dir, (counters, records) = builds("en")
+    output = tmp_path / "run"
+    assert standalone("en", str(manual_dir / "wet" / "*"), manual_dir, output)[0] == counters
+    publish_dir = tmp_path / "published"
+    published = build("en", publish_dir, tmp_path / "no_manual_dir", run_output=str(output))
+    loaded = loaded_pages("en", publish_dir)
+    direct = loaded_pages("en", data_dir)
+    for split in SPLITS:
+        assert loaded[split] and _url_and_text(loaded[split]) == _url_and_text(records[split])
+        assert sorted(map(json.dumps, loaded[split])) == sorted(map(json.dumps, direct[split]))
+    assert tfds_c4.statistics(published) == counters == tfds_c4.statistics(builder)
+    assert published.info.metadata["validation_fraction"] == VALIDATION_FRACTION
+
+    mc4_output = tmp_path / "mc4_run"
+    c4.main(["--variant", "multilingual", "--input", str(shared_data / "wet" / "*" / "*"),
+             "--output", str(mc4_output), "--badwords_dir", str(manual_dir / "badwords"),
+             "--validation_fraction", str(VALIDATION_FRACTION)])
+    mc4_built = build("multilingual", tmp_path / "mc4_published", tmp_path / "no_manual_dir",
+                      run_output=str(mc4_output), languages="en+und")
+    assert sorted(mc4_built.info.splits) == ["en", "en-validation", "und", "und-validation"]
+    und = [example["url"].decode() for example in tfds.as_numpy(tfds.load(
+        "t5_c4/multilingual", split="und-validation", data_dir=str(tmp_path / "mc4_published")))]
+    assert sorted(und) == sorted(json.loads(line)["url"] for path in (mc4_output / "und").glob(
+        "validation-*.jsonl.gz") for line in gzip.open(path, "rt", encoding="utf-8"))
+
+    def refusal(folder, **options):
+        with pytest.raises(tfds_c4.MissingInputError) as error:
+            build("en", tmp_path / "refused", tmp_path / "no_manual_dir", run_output=str(folder),
+                  **options)
+        return str(error.value)
+
+    assert "is en under the paper rules; this build is en under the released rules" in refusal(
+        output, rules="released")
+    assert "holds no finished run" in refusal(tmp_path / "no_manual_dir")
+    stats_file = output / "stats.json"
+    finished = json.loads(stats_file.read_text())
+    stats_file.write_text(json.dumps({**finished, "progress": {"groups_done": 1}}))
+    assert "has not finished" in refusal(output)
+    stats_file.write_text(json.dumps({**finished, "error": "no input could be read"}))
+    assert "failed: no input could be read" in refusal(output)

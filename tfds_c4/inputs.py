@@ -70,6 +70,9 @@ class BuildOptions:
     rules: Optional[str] = None
     splitter: str = "ours"  # Sentence splitter: "ours" or "punkt" (punkt_tab data, below).
     punkt_data: Optional[str] = None  # The punkt_tab model's folder; default: NLTK_DATA.
+    # The output folder of a finished `python -m pipelines.c4` run of this config, published as
+    # it is (tfds_c4/published.py): no input is read, nothing is computed again.
+    run_output: Optional[str] = None
 
     def __post_init__(self):
         if isinstance(self.wet_files, str) or isinstance(self.webtext_urls, str):
@@ -82,6 +85,9 @@ class BuildOptions:
         if unknown:
             raise ValueError(f"languages {unknown} are not mC4's; choose among "
                              f"{' '.join(mc4.SPLIT_LANGUAGES)}")
+        if self.run_output and (self.wet_files or self.cc_dumps or self.max_wet_files):
+            raise ValueError("run_output publishes a finished run as it is: it takes no WET "
+                             "input (wet_files, cc_dumps, max_wet_files)")
         if not 0 < self.validation_fraction < 1:
             raise ValueError("validation_fraction must be in (0, 1): TFDS cannot write an empty "
                              f"split, got {self.validation_fraction}")

@@ -1,11 +1,12 @@
 """`t5_c4`: the C4 variants of the T5 paper as a TFDS dataset, built by the pipeline in pipelines/.
 
 The Beam graph is `pipelines.graph.variant_pages` (the same stages the standalone job runs), split
-by `pipelines.urls.split_of`; TFDS writes the examples. The pipeline's counters (pages kept and
+by `pipelines.urls.split_of`; TFDS writes the examples. With the builder keyword `run_output`, a
+finished run's output folder is published as it is instead (tfds_c4/published.py). The pipeline's counters (pages kept and
 dropped per stage and reason) are stored in `info.metadata["statistics"]`.
 """
 import dataclasses
-from typing import Dict, Optional, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 import apache_beam as beam
 import numpy as np
@@ -21,7 +22,7 @@ from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, varian
 from pipelines.page import Page
 from pipelines.urls import SPLIT_PLACES, split_at, split_of, split_place
 from pipelines.wording import counted
-from tfds_c4 import inputs as inputs_lib
+from tfds_c4 import inputs as inputs_lib, published
 from tfds_c4.inputs import BuildOptions, MissingInputError
 from text.punkt import PunktDataMissing
 
@@ -232,6 +233,11 @@ def _example_of(page: Page, split: str, language: Optional[str]):
     return page.normalized_url, page.to_json_record()
 
 
+def _keyed_record(record: dict, normalize_url) -> Tuple[str, dict]:
+    """(key, features) of a published record: its URL key, unique after URL dedup."""
+    return normalize_url(record["url"]), record
+
+
 def _in_split(page: Page, split: str, language: Optional[str], validation_fraction: float,
               splits_checked: bool) -> bool:  # pylint: disable=unused-argument
     return ((language is None or page.language == language)
@@ -326,6 +332,8 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         """
         self._options = BuildOptions(**{name: kwargs.pop(name) for name in _OPTION_NAMES
                                         if name in kwargs})
+        # A published run's counters (run_output), which the dataset keeps as its statistics.
+        self._published_statistics: Optional[stats.Stats] = None
         super().__init__(**kwargs)
 
     @classmethod
@@ -361,6 +369,8 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
     def _split_generators(self, dl_manager: tfds.download.DownloadManager,
                           pipeline: beam.Pipeline) -> Dict[str, beam.PCollection]:
         config = variant(self.builder_config.name, self._options.rules, self._options.splitter)
+        if self._options.run_output:
+            return self._published_splits(config, pipeline)
         resolved = inputs_lib.resolve(config, self._options, _existing_manual_dir(dl_manager),
                                       dl_manager.download)
         try:
@@ -388,6 +398,27 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
                     split, language, fraction, checked)
                 for language in languages for split in SPLITS}
 
+    def _published_splits(self, config: VariantConfig,
+                          pipeline: beam.Pipeline) -> Dict[str, beam.PCollection]:
+        """The splits of a finished run's output folder, read as they are."""
+        folder = self._options.run_output
+        try:
+            run_config, counters = published.finished_run(folder, config)
+            shards = published.split_shards(folder, config, counters, self._options.languages)
+        except published.UnpublishableRun as error:
+            raise MissingInputError(str(error)) from None
+        self.info.metadata[VALIDATION_FRACTION_KEY] = run_config["validation_fraction"]
+        self._published_statistics = counters
+        splits = {}
+        for (split, language), paths in shards.items():
+            name = mc4.split_name(language, split) if language else split
+            splits[name] = (pipeline
+                            | f"Shards_{name}" >> beam.Create(paths)
+                            | f"Read_{name}" >> beam.FlatMap(published.records_of)
+                            | f"Examples_{name}" >> beam.Map(_keyed_record,
+                                                             config.rule_set.normalize_url))
+        return splits
+
     def _generate_examples(self, split: str, language: Optional[str],  # pylint: disable=arguments-differ
                            validation_fraction: float, splits_checked):
         return _examples_of_split(split, language, validation_fraction, splits_checked)  # pylint: disable=no-value-for-parameter
@@ -399,8 +430,10 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
             raise EmptySplitError(str(error).split(_BEAM_STEP_SUFFIX)[0]) from None
 
     def _process_pipeline_result(self, pipeline_result) -> None:
-        """Stores the run's counters with the dataset (written to metadata.json)."""
-        self.info.metadata[STATISTICS_KEY] = stats.collect_counters(pipeline_result)
+        """Stores the run's counters with the dataset (written to metadata.json): this build's,
+        or the published run's."""
+        self.info.metadata[STATISTICS_KEY] = (self._published_statistics
+                                              or stats.collect_counters(pipeline_result))
 
 
 def statistics(builder: tfds.core.DatasetBuilder) -> stats.Stats:

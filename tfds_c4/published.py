@@ -1,0 +1,92 @@
+"""A finished run of the pipeline (`python -m pipelines.c4`, in one job or in parts, on this
+machine or on Dataflow) published as the TFDS dataset without computing it again: its shards are
+read as they are, its counters and validation fraction become the dataset's metadata.
+
+The run must be finished (`stats.json` without progress or error, `run_config.json` beside
+it) and be of the config being built: the same variant under the same rule set.
+"""
+import gzip
+import json
+from typing import Dict, List, Optional, Sequence, Tuple
+
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import files, mc4, provenance, stats
+from pipelines.config import VariantConfig
+
+SPLITS = ("train", "validation")
+
+
+class UnpublishableRun(Exception):
+    """The folder holds no finished run of the config built; the message says what it holds."""
+
+
+def _json_file(folder: str, name: str) -> Optional[dict]:
+    path = FileSystems.join(folder, name)
+    if not FileSystems.exists(path):
+        return None
+    try:
+        return json.loads(files.read_all(path).decode("utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise UnpublishableRun(f"{path} is not the pipeline's JSON ({error})") from None
+
+
+def finished_run(folder: str, config: VariantConfig) -> Tuple[dict, stats.Stats]:
+    """(run_config.json, the run's counters) of the finished run of `config` in `folder`;
+    UnpublishableRun naming what is missing or different."""
+    run_stats = _json_file(folder, stats.STATS_FILE)
+    run_config = _json_file(folder, provenance.RUN_CONFIG_FILE)
+    if run_stats is None or run_config is None:
+        raise UnpublishableRun(f"{folder} holds no finished run of pipelines.c4 (no "
+                               f"{stats.STATS_FILE} and {provenance.RUN_CONFIG_FILE})")
+    if "error" in run_stats:
+        raise UnpublishableRun(f"the run in {folder} failed: {run_stats['error']}")
+    if "progress" in run_stats:
+        raise UnpublishableRun(f"the run in {folder} has not finished (its {stats.STATS_FILE} "
+                               "says how far it got): rerun its command to finish it")
+    variant, rules = run_config.get("variant"), run_config.get("config", {}).get("rules")
+    if (variant, rules) != (config.name, config.rules):
+        raise UnpublishableRun(f"the run in {folder} is {variant} under the {rules} rules; this "
+                               f"build is {config.name} under the {config.rules} rules (builder "
+                               f"keyword rules={rules} for the same rules)")
+    counters = dict(run_stats.get("stages", {}))
+    problems = run_stats.get("file_problems", [])
+    if problems:
+        counters[stats.FILE_PROBLEMS] = {
+            stats.file_problem_counter(**problem): 1 for problem in problems}
+    return run_config, stats.merged(counters)
+
+
+def shard_files(folder: str, split: str, language: Optional[str]) -> List[str]:
+    """The split's shards in the run's folder (a language's folder for mC4), in order."""
+    if language:
+        folder = FileSystems.join(folder, language)
+    pattern = FileSystems.join(folder, f"{split}-*-of-*.jsonl.gz")
+    return sorted(metadata.path for match in FileSystems.match([pattern])
+                  for metadata in match.metadata_list)
+
+
+def split_shards(folder: str, config: VariantConfig, counters: stats.Stats,
+                 languages: Sequence[str]) -> Dict[Tuple[str, Optional[str]], List[str]]:
+    """{(split, language): its shards} of every split the dataset has: mC4's of `languages`
+    (default: every language the run wrote), else train and validation. A split without a
+    shard is an UnpublishableRun (TFDS cannot write an empty split)."""
+    per_language = config.language.detector == "cld3"
+    chosen = (tuple(languages) or tuple(stats.languages_of(counters))) if per_language else (None,)
+    found = {(split, language): shard_files(folder, split, language)
+             for language in chosen for split in SPLITS}
+    empty = [mc4.split_name(language, split) if language else split
+             for (split, language), shards in found.items() if not shards]
+    if empty:
+        raise UnpublishableRun(f"the run in {folder} wrote no page to {', '.join(empty)}: TFDS "
+                               "cannot write an empty split"
+                               + (" (choose the languages with the builder keyword languages)"
+                                  if per_language else ""))
+    return found
+
+
+def records_of(path: str):
+    """The records of one shard, in its order."""
+    with gzip.open(files.open_raw(path), "rt", encoding="utf-8") as lines:
+        for line in lines:
+            yield json.loads(line)
