@@ -15,6 +15,7 @@ from pipelines import inputs, parts, provenance, stages, stats
 from pipelines.config import VariantConfig
 from pipelines.embedded import embedded_runner, runs_embedded
 from pipelines.graph import build_pipeline, write_pages
+from pipelines.output import shard_glob
 from pipelines.wording import counted
 
 
@@ -88,8 +89,8 @@ def nothing_read_error(counters: stats.Stats) -> Optional[str]:
 def _remove_shards(job: Job) -> None:
     """Deletes the split files a job wrote (empty, for a run that read nothing)."""
     folders = [""] + list(job.config.language_folders or ())
-    patterns = [FileSystems.join(job.output_dir, folder, f"{split}-*-of-*.jsonl.gz")
-                if folder else FileSystems.join(job.output_dir, f"{split}-*-of-*.jsonl.gz")
+    patterns = [FileSystems.join(job.output_dir, folder, shard_glob(split))
+                if folder else FileSystems.join(job.output_dir, shard_glob(split))
                 for folder in folders for split in job.max_shards]
     found = [metadata.path for match in FileSystems.match(patterns)
              for metadata in match.metadata_list]

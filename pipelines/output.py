@@ -62,6 +62,11 @@ def shard_name(split: str, index: int, num_shards: int) -> str:
     return f"{split}-{index:05d}-of-{num_shards:05d}.jsonl.gz"
 
 
+def shard_glob(split: str) -> str:
+    """The pattern that matches every shard_name of `split`."""
+    return f"{split}-*-of-*.jsonl.gz"
+
+
 def bucket_of(page: Page, num_buckets: int) -> int:
     return hash64(page.normalized_url) % num_buckets
 

@@ -462,3 +462,10 @@ def test_glue_average_is_written_and_printed_as_the_papers_table(tmp_path, capsy
     assert set(written) == {"glue_average"}
     assert written["glue_average"] == pytest.approx(83.28, abs=0.005)
     assert f"glue_average {written['glue_average']:.2f}" in capsys.readouterr().err
+
+
+def test_a_mode_that_does_not_run_on_tasks_is_refused_before_any_planning():
+    with pytest.raises(ValueError, match="--mode pretrain does not run on tasks"):
+        task_runs.run_tasks("pretrain", run=None, request=None)  # nothing planned: no run needed
+    with pytest.raises(ValueError, match="--mode export does not run on tasks"):
+        task_runs.task_run("export", plan=None)

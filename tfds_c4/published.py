@@ -11,7 +11,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import files, mc4, provenance, stats
+from pipelines import files, mc4, output, provenance, stats
 from pipelines.config import VariantConfig
 
 SPLITS = ("train", "validation")
@@ -61,7 +61,7 @@ def shard_files(folder: str, split: str, language: Optional[str]) -> List[str]:
     """The split's shards in the run's folder (a language's folder for mC4), in order."""
     if language:
         folder = FileSystems.join(folder, language)
-    pattern = FileSystems.join(folder, f"{split}-*-of-*.jsonl.gz")
+    pattern = FileSystems.join(folder, output.shard_glob(split))
     return sorted(metadata.path for match in FileSystems.match([pattern])
                   for metadata in match.metadata_list)
 

@@ -53,12 +53,16 @@ class TaskPlan:
 TASK_MODES = ("finetune", "eval", "decode")
 
 
+def check_task_mode(mode: str) -> None:
+    if mode not in TASK_MODES:
+        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+
+
 def run_tasks(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
     """The one task loop of every family (`--mode finetune|eval|decode` with `--task` or
     `--mixture`): the run's family plans it (`task_plan`: features, heads, answers, training),
-    `task_run` trains and scores."""
-    if mode not in TASK_MODES:
-        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+    `task_run` trains and scores. The mode is checked before the family plans."""
+    check_task_mode(mode)
     return task_run(mode, run.family.task_plan(run, request, training=mode == "finetune"))
 
 
@@ -73,8 +77,7 @@ def task_run(mode: str, plan: TaskPlan) -> Dict[str, dict]:
     started from (T5's warm-start checkpoint, whose step the run continues, is in the model
     directory too; the t5 library would score it, uselessly: it has not seen the task).
     An mT5 setting's mixture also writes its Table 2 row."""
-    if mode not in TASK_MODES:
-        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+    check_task_mode(mode)
     run, eval_sets, score, mixture = plan.run, plan.eval_sets, plan.score, plan.mixture
     if mode == "finetune":
         if plan.training is None:
