@@ -406,8 +406,12 @@ def test_a_finished_runs_folder_is_published_as_it_is(builds, manual_dir, shared
                   **options)
         return str(error.value)
 
-    assert "is en under the paper rules; this build is en under the released rules" in refusal(
-        output, rules="released")
+    assert ("is en under the paper rules; this build is en under the released rules (builder "
+            "keyword rules=paper for the same rules)") in refusal(output, rules="released")
+    with pytest.raises(tfds_c4.MissingInputError, match=r"is multilingual under the released "
+                       r"rules; this build is en under the paper rules \(build "
+                       r"t5_c4/multilingual to publish it\)"):
+        build("en", tmp_path / "refused", tmp_path / "no_manual_dir", run_output=str(mc4_output))
     assert "holds no finished run" in refusal(tmp_path / "no_manual_dir")
     stats_file = output / "stats.json"
     finished = json.loads(stats_file.read_text())

@@ -46,9 +46,10 @@ def finished_run(folder: str, config: VariantConfig) -> Tuple[dict, stats.Stats]
                                "says how far it got): rerun its command to finish it")
     variant, rules = run_config.get("variant"), run_config.get("config", {}).get("rules")
     if (variant, rules) != (config.name, config.rules):
+        hint = (f"build t5_c4/{variant} to publish it" if variant != config.name
+                else f"builder keyword rules={rules} for the same rules")
         raise UnpublishableRun(f"the run in {folder} is {variant} under the {rules} rules; this "
-                               f"build is {config.name} under the {config.rules} rules (builder "
-                               f"keyword rules={rules} for the same rules)")
+                               f"build is {config.name} under the {config.rules} rules ({hint})")
     counters = dict(run_stats.get("stages", {}))
     problems = run_stats.get("file_problems", [])
     if problems:
