@@ -12,25 +12,23 @@ with the group to delete. The final output does not depend on which groups were 
 pages are the same, the global stages do not depend on the order of their input, and the
 counters of the reused groups come from their markers.
 
-A part file is the group's pages of one WET file, in input order: each page as PageCoder bytes
-after its length (4 bytes, little-endian), the whole deflated by ISA-L at level 1 (zlib format).
+A part file is the group's pages of one WET file, in input order, each as PageCoder bytes: a
+file of records (pipelines/records.py).
 """
 import dataclasses
 import hashlib
 import json
 import os
 import socket
-import struct
 import sys
 import time
-from typing import Dict, Iterable, Iterator, List, Optional, Sequence, Set, Tuple
+from typing import Iterable, Iterator, List, Optional, Sequence, Set, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
-from isal import isal_zlib
 
-from pipelines import inputs, stats
+from pipelines import inputs, records, stats
 from pipelines.provenance import json_default
 from pipelines.page import Page
 from pipelines.stages import (Counts, ListWetFiles, PageCoder, Step, read_wet_pages, run_steps)
@@ -45,9 +43,6 @@ PROGRESS_FILE = "progress.json"
 LOCK_FILE = ".c4-run.lock"
 # Why a group without a marker is computed: it was never done (not a problem to report).
 NOT_DONE = "not done"
-_PART_LEVEL = 1
-_LENGTH = struct.Struct("<I")
-_READ_BYTES = 1 << 20
 _PAGE_CODER = PageCoder()
 
 
@@ -126,38 +121,12 @@ def marker_path(output_dir: str, group: Group) -> str:
     return FileSystems.join(group_dir(output_dir, group), MARKER_FILE)
 
 
-def _write_atomically(path: str, data: bytes) -> None:
-    """Writes `data` at `path` so that a reader sees all of it or nothing (an object store's
-    upload is whole on close; a local file is renamed into place)."""
-    if "://" in path:
-        with FileSystems.create(path) as sink:
-            sink.write(data)
-        return
-    temporary = path + ".tmp"
-    with open(temporary, "wb") as sink:
-        sink.write(data)
-        sink.flush()
-        os.fsync(sink.fileno())
-    os.replace(temporary, path)
-
-
-def _read(path: str) -> bytes:
-    with FileSystems.open(path, compression_type="uncompressed") as source:
-        return source.read()
-
-
-def _sizes(directory: str) -> Dict[str, int]:
-    """{file name: size} of the files in a folder (none if it does not exist)."""
-    matched = FileSystems.match([FileSystems.join(directory, "*")])[0].metadata_list
-    return {FileSystems.split(metadata.path)[1]: metadata.size_in_bytes for metadata in matched}
-
-
 def marker_problem(output_dir: str, group: Group, config_sha: str) -> Tuple[Optional[Marker],
                                                                             Optional[str]]:
     """(the group's marker, None) when the group is done and its files are whole; else
     (None, why it must be (re)done)."""
     try:
-        data = _read(marker_path(output_dir, group))
+        data = records.read_all(marker_path(output_dir, group))
     except (IOError, OSError, BeamIOError):
         return None, NOT_DONE
     try:
@@ -169,7 +138,7 @@ def marker_problem(output_dir: str, group: Group, config_sha: str) -> Tuple[Opti
     if (marker.group, marker.first_file, marker.files) != (group.index, group.files.start,
                                                           len(group.files)):
         return None, "its marker covers other files"
-    sizes = _sizes(group_dir(output_dir, group))
+    sizes = records.file_sizes(group_dir(output_dir, group))
     for part in marker.part_files:
         if part.name not in sizes:
             return None, f"{part.name} is missing"
@@ -200,53 +169,15 @@ def part_name(file_index: int) -> str:
 
 def write_part(path: str, pages: Iterable[Page]) -> PartFile:
     """Writes the pages as a part file; a file of that name is replaced whole."""
-    compressor = isal_zlib.compressobj(_PART_LEVEL)
-    digest, size, count = hashlib.sha256(), 0, 0
-    temporary = path + ".tmp" if "://" not in path else path
-    with FileSystems.create(temporary, compression_type="uncompressed") as sink:
-        def put(chunk: bytes):
-            nonlocal size
-            if chunk:
-                digest.update(chunk)
-                sink.write(chunk)
-                size += len(chunk)
-        for page in pages:
-            encoded = _PAGE_CODER.encode(page)
-            put(compressor.compress(_LENGTH.pack(len(encoded)) + encoded))
-            count += 1
-        put(compressor.flush())
-    if temporary != path:
-        os.replace(temporary, path)
-    return PartFile(FileSystems.split(path)[1], size, digest.hexdigest(), count)
+    written = records.write_records(path, map(_PAGE_CODER.encode, pages))
+    return PartFile(written.name, written.bytes, written.sha256, written.records)
 
 
 def read_part(path: str, expected: PartFile) -> Iterator[Page]:
     """The pages of a part file; a PartsError if its bytes are not those its marker records."""
-    decompressor = isal_zlib.decompressobj()
-    digest, size, buffer = hashlib.sha256(), 0, b""
-    with FileSystems.open(path, compression_type="uncompressed") as source:
-        while True:
-            chunk = source.read(_READ_BYTES)
-            if not chunk:
-                break
-            digest.update(chunk)
-            size += len(chunk)
-            try:
-                buffer += decompressor.decompress(chunk)
-            except isal_zlib.error:
-                raise _not_its_marker(path) from None
-            offset = 0
-            while len(buffer) - offset >= _LENGTH.size:
-                (length,) = _LENGTH.unpack_from(buffer, offset)
-                if len(buffer) - offset - _LENGTH.size < length:
-                    break
-                start = offset + _LENGTH.size
-                yield _PAGE_CODER.decode(buffer[start:start + length])
-                offset = start + length
-            buffer = buffer[offset:]
-    if (size != expected.bytes or digest.hexdigest() != expected.sha256 or buffer
-            or not decompressor.eof):
-        raise _not_its_marker(path)
+    as_records = records.RecordFile(expected.name, expected.bytes, expected.sha256,
+                                    expected.pages)
+    return map(_PAGE_CODER.decode, records.read_records(path, as_records, _not_its_marker))
 
 
 def _not_its_marker(path: str) -> PartsError:
@@ -280,10 +211,10 @@ class _WritePartFn(beam.DoFn):
             counts.report()
 
 
-def _write_part_list(records: List[PartFile], directory: str) -> None:
-    records = sorted(records, key=lambda record: record.name)
-    _write_atomically(FileSystems.join(directory, PART_LIST_FILE),
-                      json.dumps([dataclasses.asdict(record) for record in records]).encode())
+def _write_part_list(part_files: List[PartFile], directory: str) -> None:
+    listed = sorted(part_files, key=lambda part: part.name)
+    records.write_atomically(FileSystems.join(directory, PART_LIST_FILE),
+                             json.dumps([dataclasses.asdict(part) for part in listed]).encode())
 
 
 class WriteGroup(beam.PTransform):
@@ -311,31 +242,24 @@ class WriteGroup(beam.PTransform):
 
 def clear_group(output_dir: str, group: Group) -> None:
     """Removes what a run left of a group that has no valid marker, marker first."""
-    directory = group_dir(output_dir, group)
-    names = _sizes(directory)
-    if MARKER_FILE in names:
-        FileSystems.delete([marker_path(output_dir, group)])
-    stale = [FileSystems.join(directory, name) for name in names if name != MARKER_FILE]
-    if stale:
-        FileSystems.delete(stale)
-    if "://" not in directory:
-        os.makedirs(directory, exist_ok=True)
+    records.clear_folder(group_dir(output_dir, group), MARKER_FILE)
 
 
 def write_marker(output_dir: str, group: Group, config_sha: str, counters: stats.Stats,
                  seconds: float) -> Marker:
     """The group's marker, from the list of part files its job wrote; written last."""
-    listed = json.loads(_read(FileSystems.join(group_dir(output_dir, group), PART_LIST_FILE)))
+    listed = json.loads(records.read_all(FileSystems.join(group_dir(output_dir, group),
+                                                          PART_LIST_FILE)))
     part_files = tuple(PartFile(**record) for record in listed)
     marker = Marker(group.index, group.files.start, len(group.files), config_sha, part_files,
                     counters, round(seconds, 3))
-    _write_atomically(marker_path(output_dir, group), marker.to_json())
+    records.write_atomically(marker_path(output_dir, group), marker.to_json())
     return marker
 
 
 def _part_files_of_marker(path: str):
     directory = FileSystems.split(path)[0]
-    for part in Marker.from_json(_read(path)).part_files:
+    for part in Marker.from_json(records.read_all(path)).part_files:
         yield FileSystems.join(directory, part.name), part
 
 
@@ -366,7 +290,7 @@ def check_parts_config(output_dir: str, config_sha: str, record: dict, restart: 
     path = FileSystems.join(parts_dir(output_dir), PARTS_CONFIG_FILE)
     current = {"config_sha256": config_sha, **record}
     try:
-        previous = json.loads(_read(path))
+        previous = json.loads(records.read_all(path))
     except (IOError, OSError, BeamIOError, ValueError):
         previous = None
     if previous is not None and previous.get("config_sha256") == config_sha:
@@ -383,7 +307,7 @@ def check_parts_config(output_dir: str, config_sha: str, record: dict, restart: 
         FileSystems.delete([parts_dir(output_dir)])
     if "://" not in output_dir:
         os.makedirs(parts_dir(output_dir), exist_ok=True)
-    _write_atomically(path, json.dumps(current, indent=1, sort_keys=True,
+    records.write_atomically(path, json.dumps(current, indent=1, sort_keys=True,
                                        default=json_default).encode())
 
 
@@ -417,7 +341,8 @@ class OutputLock:
         if "://" in self._path:
             if FileSystems.exists(self._path) and not self._break:
                 raise PartsError(
-                    f"another run writes into this output folder ({_read(self._path).decode()}, "
+                    "another run writes into this output folder "
+                    f"({records.read_all(self._path).decode()}, "
                     f"{self._path}); if it is dead, pass --break_lock")
             with FileSystems.create(self._path) as sink:
                 sink.write(self._holder().encode())
@@ -538,6 +463,7 @@ class Progress:
         self._stream.write(self.line(record) + ("" if self._bar else "\n"))
         self._stream.flush()
         encoded = json.dumps(record, indent=1).encode()
-        _write_atomically(FileSystems.join(parts_dir(self._output_dir), PROGRESS_FILE), encoded)
+        records.write_atomically(FileSystems.join(parts_dir(self._output_dir), PROGRESS_FILE),
+                                 encoded)
         if self._phase != "done":
             stats.write_stats(self.counters, self._variant, self._output_dir, progress=record)
