@@ -9,18 +9,20 @@ pipelines/executors.py, the local runner pipelines/embedded.py.
 import argparse
 import dataclasses
 import logging
+import os
 import sys
 from typing import Collection, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import (common_crawl, files, funnel, inputs, lists, parts, provenance, stages,
-                       stats)
+from pipelines import (common_crawl, files, funnel, inputs, lists, parts, provenance, staged,
+                       stages, stats)
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
-from pipelines.executors import (NAMED_FILES, Job, NothingRead, plan_parts, run_in_parts,
-                                 run_one_job)
+from pipelines.executors import (NAMED_FILES, BeamStages, Job, LocalWorkers, NothingRead,
+                                 check_staged_config, describe_staged, plan_parts, run_in_parts,
+                                 run_one_job, run_staged, staged_run)
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from pipelines.wording import counted
 from text.punkt import PunktDataMissing
@@ -167,8 +169,27 @@ def parser() -> argparse.ArgumentParser:
                               "marker, then the global stages over them (pipelines/parts.py). "
                               "Default: in parts when the inputs are several Common Crawl "
                               "manifests (several dumps)")
-    options.add_argument("--group_files", type=int, default=1000,
-                         help="WET files per group of a run in parts")
+    options.add_argument("--group_files", type=int, default=None,
+                         help="WET files per group of a run in parts (default 1000), or per read "
+                              f"task of a staged run (default {staged.READ_TASK_FILES})")
+    options.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
+                         help="run in stages of tasks that a rerun of the same command resumes: "
+                              "every shuffle kept as files of key buckets under "
+                              f"OUTPUT/{parts.PARTS_FOLDER}/, so that memory is bounded by a "
+                              "bucket, not by the input (pipelines/staged.py); on the local "
+                              "runner the tasks run on --workers processes, on another runner "
+                              "each stage is a Beam job over its unfinished tasks. Default: "
+                              "staged when the input is more than a one-job run on the local "
+                              "runner holds in this machine's memory")
+    options.add_argument("--workers", type=int, default=os.cpu_count(),
+                         help="processes that run a staged run's tasks side by side on this "
+                              "machine (default: its cores)")
+    options.add_argument("--buckets", type=int, default=None,
+                         help="URL buckets (and span-key buckets) of a staged run; default: one "
+                              f"per {staged.BUCKET_INPUT_BYTES / 1e6:,.0f} MB of gzipped input")
+    options.add_argument("--stages_as_beam_jobs", action="store_true",
+                         help="run a staged run's stages as Beam jobs on the local runner too "
+                              "(as on Dataflow), not on --workers processes")
     options.add_argument("--groups_per_job", type=int, default=1,
                          help="groups per Beam job of a run in parts (on Dataflow, a job's "
                               "start costs minutes: deploy.dataflow sets more)")
@@ -224,8 +245,10 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
         if args.pages_per_shard is not None and args.pages_per_shard < 1:
             raise ValueError("--pages_per_shard must be >= 1")
-        if min(args.group_files, args.groups_per_job) < 1:
-            raise ValueError("--group_files and --groups_per_job must be >= 1")
+        if min(args.group_files or 1, args.groups_per_job, args.workers) < 1:
+            raise ValueError("--group_files, --groups_per_job and --workers must be >= 1")
+        if args.staged and args.in_parts:
+            raise ValueError("--staged and --in_parts are two ways to run in parts: choose one")
         sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
                                  for dump in config.default_dumps]
         plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
@@ -242,16 +265,21 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                                               running_mode)
     job = Job(config, resources, plan, args.output, max_shards, args.validation_fraction,
               args.pages_per_shard, tuple(beam_args))
-    in_parts = (args.in_parts if args.in_parts is not None
-                else sum(source.manifest is not None for source in plan.sources) > 1)
+    in_stages = args.staged if args.staged is not None else bool(warning) and not args.in_parts
+    in_parts = not in_stages and (
+        args.in_parts if args.in_parts is not None
+        else sum(source.manifest is not None for source in plan.sources) > 1)
+    group_files = args.group_files or 1000
     try:
+        if in_stages:
+            return _run_staged(job, args, running_mode, bool(warning))
         if args.dry_run:
             print(f"{config.name}: {counted(plan.files, 'WET file')} into {args.output}")
-            print(plan_parts(job, args.group_files, args.groups_per_job, args.restart,
+            print(plan_parts(job, group_files, args.groups_per_job, args.restart,
                              dry_run=True).describe() if in_parts else "one job")
             return {}
         with parts.OutputLock(args.output, args.break_lock):
-            parts_plan = (plan_parts(job, args.group_files, args.groups_per_job, args.restart)
+            parts_plan = (plan_parts(job, group_files, args.groups_per_job, args.restart)
                           if in_parts else None)
             if warning:
                 logging.getLogger("c4").warning("warning: %s", warning)
@@ -267,13 +295,54 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     except KeyboardInterrupt:
         sys.exit("interrupted: rerun the same command to resume, the groups done are kept"
                  if in_parts else "interrupted")
+    _print_report(counters, args.output, args.validation_fraction)
+    return counters
+
+
+def _print_report(counters: stats.Stats, output_dir: str, validation_fraction: float) -> None:
     print(stats.format_table(counters))
-    print(split_report(counters, args.validation_fraction))
+    print(split_report(counters, validation_fraction))
     problems = file_problems_report(counters)
     if problems:
         print(problems)
-    print(f"statistics written to {FileSystems.join(args.output, stats.STATS_FILE)}, with "
+    print(f"statistics written to {FileSystems.join(output_dir, stats.STATS_FILE)}, with "
           f"{provenance.RUN_CONFIG_FILE} and {funnel.FUNNEL_FILE} beside it")
+
+
+def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
+                too_big_for_one_job: bool) -> stats.Stats:
+    """A staged run: its plan (--dry_run), or its stages to the end and its reports."""
+    log = logging.getLogger("c4")
+    try:
+        run = staged_run(job, staged.default_layout(job.plan, args.group_files, args.buckets))
+    except ValueError as error:
+        sys.exit(f"error: {error}")
+    if args.dry_run:
+        print(f"{job.config.name}: {counted(job.plan.files, 'WET file')} into {args.output}")
+        print(describe_staged(run))
+        return {}
+    local = running_mode is not None and not args.stages_as_beam_jobs
+    try:
+        with parts.OutputLock(args.output, args.break_lock):
+            check_staged_config(run, job.run_config(), args.restart)
+            if too_big_for_one_job and args.staged is None:
+                log.warning("the input is more than a one-job run on the local runner holds in "
+                            "this machine's memory: running in stages (--staged)")
+            log.info("building %s from %s in stages, %s", job.config.name,
+                     counted(job.plan.files, "WET file"),
+                     f"on {counted(args.workers, 'worker process', 'worker processes')}"
+                     if local else "a Beam job per stage")
+            counters = run_staged(job, run, LocalWorkers(args.workers) if local
+                                  else BeamStages(job))
+            _write_reports(job, counters)
+    except (parts.PartsError, staged.StagedError) as error:
+        sys.exit(f"error: {error}")
+    except NothingRead as error:
+        stats.write_stats(error.counters, job.config.name, args.output, error=str(error))
+        sys.exit(f"error: {error}")
+    except KeyboardInterrupt:
+        sys.exit("interrupted: rerun the same command to resume, the tasks done are kept")
+    _print_report(counters, args.output, args.validation_fraction)
     return counters
 
 

@@ -131,12 +131,38 @@ def resolve_records(records: bytes, mode: str
     first_of_key[1:] = np.any(keys[1:] != keys[:-1], axis=1)
     winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(rows)), 0))
     losing = np.any(pages != pages[winner_row], axis=1)
-    key_width, width = key_words * 8, rows.shape[1] * 8
-    losing_records = rows[losing].tobytes()
-    losers = ((losing_records[start + key_width:start + width],
-               losing_records[start:start + key_width])
-              for start in range(0, len(losing_records), width))
-    return rows[first_of_key].tobytes(), losers
+    return rows[first_of_key].tobytes(), _losers_of_rows(rows[losing], key_words * 8)
+
+
+def losers_among(winners: bytes, records: bytes, mode: str) -> Iterator[Tuple[bytes, bytes]]:
+    """(page key, key) of each record of `records` whose key `winners` (resolve_records's
+    winners of records that include these) gives to another page: how a bucket's winners, once
+    resolved across every block sent to it, answer each block's sender."""
+    winner_rows, rows = _rows_of(winners, mode), _rows_of(records, mode)
+    if not len(rows):
+        return iter(())
+    # Each row tagged with where it comes from (0: the winners), so that a record equal to its
+    # key's winner (its page won) sorts after it and is not taken for a loser.
+    both = np.concatenate([winner_rows, rows])
+    origin = np.concatenate([np.zeros(len(winner_rows), dtype=">u8"),
+                             np.ones(len(rows), dtype=">u8")])
+    order = np.lexsort(np.column_stack([both, origin]).T[::-1])
+    both, origin = both[order], origin[order]
+    key_words = record_widths(mode)[0] // 8
+    keys, pages = both[:, :key_words], both[:, key_words:]
+    first_of_key = np.ones(len(both), dtype=bool)
+    first_of_key[1:] = np.any(keys[1:] != keys[:-1], axis=1)
+    winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(both)), 0))
+    losing = (origin == 1) & np.any(pages != pages[winner_row], axis=1)
+    return _losers_of_rows(both[losing], key_words * 8)
+
+
+def _losers_of_rows(rows: np.ndarray, key_width: int) -> Iterator[Tuple[bytes, bytes]]:
+    """(page key, key) of each row, made one at a time from one packed block."""
+    # Big-endian, as the records were: numpy's concatenation gives the machine's byte order.
+    packed, width = rows.astype(">u8", copy=False).tobytes(), rows.shape[1] * 8
+    return ((packed[start + key_width:start + width], packed[start:start + key_width])
+            for start in range(0, len(packed), width))
 
 
 def bucket_blocks(records: bytes, mode: str, buckets: int) -> Iterator[Tuple[int, bytes]]:

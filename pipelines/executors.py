@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from pipelines import inputs, parts, provenance, stages, stats
+from pipelines import inputs, parts, provenance, staged, stages, stats
 from pipelines.config import VariantConfig
 from pipelines.embedded import embedded_runner, runs_embedded
 from pipelines.graph import build_pipeline, write_pages
@@ -243,3 +243,182 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
     counters = stats.merged(progress.counters, stats.collect_counters(result))
     progress.finish()
     return counters
+
+
+# A staged run (pipelines/staged.py): its stages in order, each stage's unfinished tasks on
+# local worker processes or as one Beam job on the chosen runner.
+
+def staged_run(job: Job, layout: staged.Layout) -> staged.StagedRun:
+    record = job.run_config()
+    return staged.StagedRun(job.config, job.resources, job.plan, job.output_dir, job.max_shards,
+                            job.validation_fraction, job.pages_per_shard, layout,
+                            staged.config_sha256(record, layout))
+
+
+def check_staged_config(run: staged.StagedRun, record: dict, restart: bool,
+                        dry_run: bool = False) -> None:
+    """Refuses the parts of another configuration (parts.PartsError) unless `restart`."""
+    parts.check_parts_config(run.output_dir, run.config_sha256,
+                             {"run_config": record, "staged": dataclasses.asdict(run.layout)},
+                             restart, write=not dry_run)
+
+
+_WORKER_RUN: Optional[staged.StagedRun] = None
+
+
+def _start_worker(run: staged.StagedRun) -> None:
+    """A worker process: dies with the launcher (a killed run leaves no worker writing into its
+    folder), and keeps the run it was forked with."""
+    global _WORKER_RUN
+    _WORKER_RUN = run
+    try:
+        import ctypes
+        import signal
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _run_in_worker(task: staged.Task) -> staged.TaskMarker:
+    return staged.run_task(_WORKER_RUN, task)
+
+
+class LocalWorkers:
+    """A stage's tasks on `workers` local processes (forked, so that the loaded run is not
+    copied per task); with one worker, in this process."""
+
+    def __init__(self, workers: int):
+        self.workers = workers
+
+    def run(self, run: staged.StagedRun, stage: str, tasks: Sequence[staged.Task],
+            progress: staged.Progress) -> List[staged.TaskMarker]:
+        if self.workers == 1:
+            markers = []
+            for task in tasks:
+                progress.running(1)
+                markers.append(staged.run_task(run, task))
+                progress.task_done(markers[-1])
+            return markers
+        import multiprocessing
+        context = multiprocessing.get_context("fork")
+        markers = []
+        with concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
+                                                    initializer=_start_worker,
+                                                    initargs=(run,)) as pool:
+            pending = {pool.submit(_run_in_worker, task) for task in tasks}
+            progress.running(min(self.workers, len(pending)))
+            while pending:
+                finished, pending = concurrent.futures.wait(
+                    pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                for future in finished:
+                    markers.append(future.result())
+                    progress.task_done(markers[-1])
+                progress.running(min(self.workers, len(pending)))
+        return markers
+
+
+class _StageTaskFn(beam.DoFn):
+
+    def __init__(self, run: staged.StagedRun):
+        self._run = run
+
+    def process(self, task: staged.Task):
+        marker = staged.run_task(self._run, task)
+        yield marker.index
+
+
+class BeamStages:
+    """A stage's tasks as one Beam job on the runner the Beam options name (Dataflow): a
+    failed job costs its stage's unfinished tasks, and a rerun runs only those."""
+    workers = 0
+
+    def __init__(self, job: Job):
+        self._job = job
+
+    def run(self, run: staged.StagedRun, stage: str, tasks: Sequence[staged.Task],
+            progress: staged.Progress) -> List[staged.TaskMarker]:
+        pipeline = self._job.pipeline(stage.replace("_", "-"))
+        _ = (pipeline
+             | "Tasks" >> beam.Create(list(tasks))
+             | "Spread" >> beam.Reshuffle()
+             | "Run" >> beam.ParDo(_StageTaskFn(run)))
+        progress.running(len(tasks))
+        pipeline.run().wait_until_finish()
+        markers = []
+        for task in tasks:
+            marker, why = staged.task_state(run, task)
+            if marker is None:
+                raise parts.PartsError(f"{task.name} of the {stage} job has no valid marker "
+                                       f"({why}): rerun the same command to redo it")
+            markers.append(marker)
+            progress.task_done(marker)
+        return markers
+
+
+def plan_stage(run: staged.StagedRun, tasks: Sequence[staged.Task]
+               ) -> Tuple[List[staged.TaskMarker], List[staged.Task], List[Tuple[str, str]]]:
+    """(the markers of the tasks done, the tasks to compute, (task, why) of those redone)."""
+    with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
+        states = list(readers.map(lambda task: staged.task_state(run, task), tasks))
+    done, todo, redo = [], [], []
+    for task, (marker, why) in zip(tasks, states):
+        if marker is not None:
+            done.append(marker)
+            continue
+        todo.append(task)
+        if why != staged.NOT_DONE:
+            redo.append((task.name, why))
+    return done, todo, redo
+
+
+def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
+    """The stages in order, each over its tasks without a valid marker. NothingRead, after the
+    read stage and with every task cleared, when the run could read no input."""
+    log = logging.getLogger("c4")
+    names = staged.stages_of(job.config)
+    progress = staged.Progress(job.output_dir, job.config.name, names,
+                               executor.workers or 1)
+    markers: Dict[str, List[staged.TaskMarker]] = {}
+    for stage in names:
+        tasks = staged.stage_tasks(run, stage, markers)
+        done, todo, redo = plan_stage(run, tasks)
+        for name, why in redo:
+            log.warning("redoing %s: %s", name, why)
+        progress.start_stage(stage, len(tasks), done)
+        computed = executor.run(run, stage, todo, progress) if todo else []
+        markers[stage] = sorted(done + computed, key=lambda marker: marker.index)
+        if stage == "read":
+            error = nothing_read_error(progress.counters)
+            if error:
+                counters = progress.counters
+                FileSystems.delete([parts.parts_dir(job.output_dir)])
+                raise NothingRead(error, counters)
+    progress.finish()
+    return progress.counters
+
+
+def describe_staged(run: staged.StagedRun) -> str:
+    """The plan of a staged run in words: each stage's tasks, those done, and what a failure
+    of the stage costs (its unfinished tasks, as a share of the run's CPU)."""
+    names = staged.stages_of(run.config)
+    known = {"read": -(-run.plan.files // run.layout.read_files),
+             "url_lists": len(run.resources.webtext_url_files), "url": run.layout.url_buckets,
+             "spans": run.layout.span_buckets, "finish": run.layout.url_buckets,
+             "partition": run.layout.url_buckets}
+    total_share = sum(staged.STAGE_CPU_OVER_READ[name] for name in names)
+    lines = [f"staged: {len(names)} stages, {counted(run.layout.url_buckets, 'URL bucket')} "
+             f"and {counted(run.layout.span_buckets, 'span-key bucket')}, "
+             f"{counted(run.layout.read_files, 'WET file')} per read task"]
+    for stage in names:
+        share = staged.STAGE_CPU_OVER_READ[stage] / total_share
+        if stage in known:
+            tasks = [staged.Task(stage, index) for index in range(known[stage])]
+            with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
+                done = sum(marker is not None for marker, _ in
+                           readers.map(lambda task: staged.task_state(run, task), tasks))
+            what = f"{counted(known[stage], 'task')}, {done:,} done"
+        else:
+            what = "a task per output shard, known when partition is done"
+        lines.append(f"  {stage}: {what}; a failure costs at most its unfinished tasks, "
+                     f"{share:.0%} of the run's CPU in all")
+    return "\n".join(lines)

@@ -68,7 +68,12 @@ def shard_glob(split: str) -> str:
 
 
 def bucket_of(page: Page, num_buckets: int) -> int:
-    return hash64(page.normalized_url) % num_buckets
+    return url_bucket(page.normalized_url, num_buckets)
+
+
+def url_bucket(normalized_url: str, num_buckets: int) -> int:
+    """The hash bucket of a normalized URL: its shard's, and a staged run's URL bucket's."""
+    return hash64(normalized_url) % num_buckets
 
 
 def shard_numbering(bucket: int, occupied: Sequence[int]) -> Optional[Tuple[int, int]]:
@@ -203,11 +208,20 @@ def write_entries(entries: Iterable[SortEntry], sink: BinaryIO,
                 spilled.append(_spill(held, spill_dir, runs))
                 held, held_bytes = [], 0
         held.sort()
-        compressed = GzipWriter(sink)
-        for *_, line in heapq.merge(*(_read_run(run) for run in spilled), held):
-            compressed.write(line)
-        compressed.close()
+        write_sorted_entries(heapq.merge(*(_read_run(run) for run in spilled), held), sink)
     return ShardWritten(pages=count, spilled_runs=len(spilled))
+
+
+def write_sorted_entries(entries: Iterable[SortEntry], sink: BinaryIO) -> int:
+    """Writes the lines of entries already in shard order to `sink`, gzipped; the number of
+    lines."""
+    compressed = GzipWriter(sink)
+    count = 0
+    for *_, line in entries:
+        compressed.write(line)
+        count += 1
+    compressed.close()
+    return count
 
 
 def encode_shard(pages: Iterable[Page]) -> bytes:
@@ -266,14 +280,14 @@ def in_output_dir(page: Page) -> str:
     return ""
 
 
-def _occupied_buckets(keys: Iterable[Tuple[str, str, int]]) -> Dict[Destination, List[int]]:
+def occupied_buckets(keys: Iterable[Tuple[str, str, int]]) -> Dict[Destination, List[int]]:
     occupied: Dict[Destination, List[int]] = {}
     for folder, split, bucket in keys:
         occupied.setdefault((folder, split), []).append(bucket)
     return {destination: sorted(buckets) for destination, buckets in sorted(occupied.items())}
 
 
-def _empty_splits(occupied: Dict[Destination, List[int]], folders: Sequence[str],
+def empty_splits(occupied: Dict[Destination, List[int]], folders: Sequence[str],
                   splits: Sequence[str]):
     """((folder, split, bucket 0), no entry) for each split with no page of a folder that gets
     files (one of `folders`, or one that holds a page): it is written as one empty file."""
@@ -365,13 +379,13 @@ class WriteShards(beam.PTransform):
         occupied = (keyed.buckets
                     | "DistinctBuckets" >> beam.Distinct()
                     | "ListBuckets" >> beam.combiners.ToList()
-                    | "ByDestination" >> beam.Map(_occupied_buckets))
+                    | "ByDestination" >> beam.Map(occupied_buckets))
         writer = _WriteShardFn(self._output_dir, self._sort_budget_bytes)
         written = (keyed.entries
                    | "GroupShards" >> beam.GroupByKey()
                    | "WriteShard" >> beam.ParDo(writer, occupied=beam.pvalue.AsSingleton(occupied)))
         empty = (occupied
-                 | "EmptySplits" >> beam.FlatMap(_empty_splits, self._folders,
+                 | "EmptySplits" >> beam.FlatMap(empty_splits, self._folders,
                                                  tuple(self._max_shards))
                  | "WriteEmptySplit" >> beam.ParDo(writer,
                                                    occupied=beam.pvalue.AsSingleton(occupied)))

@@ -47,6 +47,13 @@ class Counts:
             _count(stage, name, value)
         self._values.clear()
 
+    def as_stats(self) -> stats.Stats:
+        """The counts as a run's counters (a task run without Beam keeps them in its marker)."""
+        counters: stats.Stats = {}
+        for (stage, name), value in self._values.items():
+            counters.setdefault(stage, {})[name] = value
+        return stats.merged(counters)
+
 
 class Step:
     """One stage's work on one element between two shuffles: the elements it passes on (none,
@@ -266,7 +273,7 @@ def max_record_bytes(config: VariantConfig) -> int:
     return 4 * config.max_page_chars
 
 
-def _listed_files(source: inputs.WetSource, wanted: range):
+def listed_files(source: inputs.WetSource, wanted: range, counts: Counts):
     """(index in the input list, path) of a source's files in `wanted`, but those the public
     C4 code skips as corrupt (counted)."""
     try:
@@ -276,12 +283,24 @@ def _listed_files(source: inputs.WetSource, wanted: range):
             if indexed_path[0] not in wanted:
                 continue
             if inputs.is_known_corrupt(indexed_path[1]):
-                _count("read", "files.skipped:known_corrupt")
+                counts.add("read", "files.skipped:known_corrupt")
                 continue
             yield indexed_path
     except files.InputError as error:
         _LOG.warning("skipping manifest %s: %s", source.manifest, error)
-        _count("read", "manifests.skipped:unreadable")
+        counts.add("read", "manifests.skipped:unreadable")
+
+
+def _counted_per_element(function):
+    """`function(element, *args, counts)` as a generator over its element that reports its
+    counts to Beam when it is done (for beam.FlatMap)."""
+    def counted_function(element, *args):
+        counts = Counts()
+        try:
+            yield from function(element, *args, counts)
+        finally:
+            counts.report()
+    return counted_function
 
 
 class ListWetFiles(beam.PTransform):
@@ -299,7 +318,7 @@ class ListWetFiles(beam.PTransform):
     def expand(self, pipeline):
         return (pipeline
                 | "ListSources" >> beam.Create(self._sources)
-                | "ListFiles" >> beam.FlatMap(_listed_files, self._wanted)
+                | "ListFiles" >> beam.FlatMap(_counted_per_element(listed_files), self._wanted)
                 | "SpreadFiles" >> beam.Reshuffle())
 
 
@@ -427,14 +446,15 @@ class RealNewsDomains(Step):
         return ()
 
 
-def _webtext_urls_of_file(path: str, rules: RuleSet):
+def webtext_urls_of_file(path: str, rules: RuleSet, counts: Counts):
+    """(normalized URL, None) of each URL of an OpenWebText list file."""
     try:
         text = files.read_all(path).decode("utf-8", errors="replace")
     except files.InputError as error:
         _LOG.error("skipping URL list: %s", error)
-        _count("domains", "url_lists.skipped:unreadable")
+        counts.add("domains", "url_lists.skipped:unreadable")
         return
-    _count("domains", "url_lists.read")
+    counts.add("domains", "url_lists.read")
     skipped = 0
     for line in text.splitlines():
         url = domains.webtext_url_of_line(line, rules.normalize_url)
@@ -443,7 +463,7 @@ def _webtext_urls_of_file(path: str, rules: RuleSet):
             continue
         yield url, None
     if skipped:
-        _count("domains", "url_lines.skipped", skipped)
+        counts.add("domains", "url_lines.skipped", skipped)
 
 
 class _EncodedPage(Step):
@@ -484,7 +504,8 @@ class JoinWebTextUrls(beam.PTransform):
     def expand(self, newest):
         listed = (newest.pipeline
                   | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
-                  | "ReadUrlLists" >> beam.FlatMap(_webtext_urls_of_file, self._config.rule_set))
+                  | "ReadUrlLists" >> beam.FlatMap(_counted_per_element(webtext_urls_of_file),
+                                                  self._config.rule_set))
         keyed = newest | "KeyPagesByUrl" >> beam.ParDo(
             PhaseFn([*self._before, KeyByUrl(), _EncodedPage()]))
         return {"pages": keyed, "listed": listed} | "JoinUrlLists" >> beam.CoGroupByKey()
@@ -521,9 +542,9 @@ def _page_key(page: Page, config: dedup.DedupConfig) -> bytes:
     return dedup.page_key(page.url, page.normalized_url, config.mode)
 
 
-# What goes to the dedup join, keyed by page key: (_PAGE, the page as PageCoder bytes) or
-# (_LOST_KEY, a key the page does not keep).
-_PAGE, _LOST_KEY = 0, 1
+# What goes to the dedup join, keyed by page key: (PAGE_MESSAGE, the page as PageCoder bytes) or
+# (LOST_KEY_MESSAGE, a key the page does not keep).
+PAGE_MESSAGE, LOST_KEY_MESSAGE = 0, 1
 # The key a page is sent when it repeats one of its own keys: check me at the join.
 _REPEATS_IN_PAGE = b""
 # Records a worker buffers before it resolves them and sends the winners on: 16 MB of span records.
@@ -550,9 +571,9 @@ class SpanRecords(Step):
         keys, repeats = dedup.distinct_span_keys(
             dedup.units_of(page.text, self._config.mode, self._split), self._config)
         self._records += dedup.page_records(keys, key_of_page)
-        outputs = [(key_of_page, (_PAGE, _PAGE_CODER.encode(page)))]
+        outputs = [(key_of_page, (PAGE_MESSAGE, _PAGE_CODER.encode(page)))]
         if repeats:
-            outputs.append((key_of_page, (_LOST_KEY, _REPEATS_IN_PAGE)))
+            outputs.append((key_of_page, (LOST_KEY_MESSAGE, _REPEATS_IN_PAGE)))
         if len(self._records) >= self._flush_bytes:
             outputs.extend(self._flush())
         return outputs
@@ -572,7 +593,7 @@ class SpanRecords(Step):
 
 def _lost_key_messages(losers: Iterable[Tuple[bytes, bytes]]) -> list:
     """The dedup join's message to each (page key, key) of `losers`: the key it does not keep."""
-    return [(key_of_page, (_LOST_KEY, key)) for key_of_page, key in losers]
+    return [(key_of_page, (LOST_KEY_MESSAGE, key)) for key_of_page, key in losers]
 
 
 def _losers_of_bucket(bucket_and_blocks, mode: str):
@@ -595,7 +616,7 @@ class ApplyRemovals(Step):
         _, messages = joined
         pages, lost = [], set()
         for kind, payload in messages:
-            if kind == _PAGE:
+            if kind == PAGE_MESSAGE:
                 pages.append(_PAGE_CODER.decode(payload))
             else:
                 lost.add(payload)
@@ -775,15 +796,6 @@ class C4Pages(beam.PTransform):
         self._dedup_buckets = dedup_buckets
         self._pages_read = pages_read
 
-    def _last_steps(self) -> List[Step]:
-        config = self._config
-        steps: List[Step] = [Cld3Language(config.language) if config.language.detector == "cld3"
-                             else DetectLanguage(config.language)]
-        if config.filter_badwords:
-            steps.append(Badwords(self._resources.badwords, config.badwords_filter_fraction,
-                                  count_languages=config.language_folders is not None))
-        return steps
-
     def expand(self, pages):
         config, resources = self._config, self._resources
         steps = [] if self._pages_read else read_steps(config)
@@ -793,14 +805,32 @@ class C4Pages(beam.PTransform):
         if config.domain_filter == "webtext":
             pages = pages | "WebTextDomains" >> JoinWebTextUrls(config, resources, before=steps)
             steps = [KeepListedPages()]
-        elif config.domain_filter == "realnews":
-            steps.append(RealNewsDomains(resources.realnews_domains, config.rule_set))
-        if config.paragraph_filter:
-            steps.append(ParagraphFilter())
-        if config.cleaning:
-            steps.append(Clean(config.cleaning, config.rule_set, resources.splitter))
+        steps += filter_steps(config, resources)
         if config.dedup:
             return pages | "Dedup" >> DedupText(
                 config.dedup, config.min_sentences_after_dedup, resources.splitter,
-                self._dedup_buckets, before=steps, after=self._last_steps())
-        return pages | "Filter" >> beam.ParDo(PhaseFn(steps + self._last_steps()))
+                self._dedup_buckets, before=steps, after=last_steps(config, resources))
+        return pages | "Filter" >> beam.ParDo(PhaseFn(steps + last_steps(config, resources)))
+
+
+def filter_steps(config: VariantConfig, resources: Resources) -> List[Step]:
+    """The per-page steps between URL dedup (and the OpenWebText join) and the span dedup: the
+    RealNews domains, the paragraphs, the cleaning."""
+    steps: List[Step] = []
+    if config.domain_filter == "realnews":
+        steps.append(RealNewsDomains(resources.realnews_domains, config.rule_set))
+    if config.paragraph_filter:
+        steps.append(ParagraphFilter())
+    if config.cleaning:
+        steps.append(Clean(config.cleaning, config.rule_set, resources.splitter))
+    return steps
+
+
+def last_steps(config: VariantConfig, resources: Resources) -> List[Step]:
+    """The per-page steps after the span dedup: language, bad words."""
+    steps: List[Step] = [Cld3Language(config.language) if config.language.detector == "cld3"
+                         else DetectLanguage(config.language)]
+    if config.filter_badwords:
+        steps.append(Badwords(resources.badwords, config.badwords_filter_fraction,
+                              count_languages=config.language_folders is not None))
+    return steps

@@ -1,0 +1,640 @@
+"""A C4 run in stages of tasks: the shuffles of the one-job graph (pipelines/graph.py) kept as
+files of key buckets, each task's files kept under `OUTPUT/parts/<stage>/<task>/` with a marker
+written last, so that memory is bounded by a bucket, not by the input, and a rerun of the same
+command computes only the tasks without a valid marker.
+
+    read       per group of WET files: the pages read, the released text, the length limit;
+               each page to the bucket of its URL key (output.url_bucket)
+    url_lists  webtextlike, per OpenWebText list file: its URLs to the same buckets
+    url        per URL bucket: URL dedup (all pages of a URL are in its bucket), the domain
+               filters, paragraphs, cleaning; the span records, resolved within the bucket,
+               their winners to the buckets of their span keys
+    spans      per span-key bucket: the winners across every URL bucket, and to each URL bucket
+               the keys its pages lose
+    finish     per URL bucket: the spans removed, language, bad words; the pages' output lines
+               by split (and language)
+    partition  per URL bucket: the lines to the hash bucket of their shard (the number of
+               shards follows from every split's pages, for --pages_per_shard)
+    write      per shard: its lines, merged in order, gzipped: the file the one-job run writes
+
+The output (shards, stats.json, run_config.json, funnel.svg) is byte-identical to the one-job
+run's: every choice the stages make is by hash or an associative rule (URL dedup's keep_of_two,
+the span dedup's smallest page key, dedup.losers_among), never by the order of the input or
+the cut into tasks, and the counters of the tasks sum to the job's.
+
+Tasks are plain functions over files, run by an executor (pipelines/executors.py): local worker
+processes, or a Beam job per stage on any runner (Dataflow). A task's marker records its files'
+sizes and sha256, its counters and facts its later stages need (pages per destination, the
+shard buckets written), and the run configuration's sha256.
+"""
+import dataclasses
+import hashlib
+import heapq
+import json
+import os
+import time
+from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
+
+import apache_beam as beam
+from apache_beam.io.filesystem import BeamIOError
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import dedup, inputs, output, parts, records, stages, stats
+from pipelines.config import VariantConfig
+from pipelines.page import Page
+from pipelines.provenance import json_default
+from pipelines.urls import split_of
+
+MARKER_FILE = "DONE.json"
+# The input (gzipped WET bytes) of a URL bucket by default: about two full-size WET files,
+# whose pages a `url` task holds while it dedups URLs (bench/bench_scale.py --staged).
+BUCKET_INPUT_BYTES = 128_000_000
+# WET files per read task by default: a read task holds its pages, a bucket's list each.
+READ_TASK_FILES = 1
+STAGE_NAMES = ("read", "url_lists", "url", "spans", "finish", "partition", "write")
+_TUPLES = beam.coders.FastPrimitivesCoder()
+_PAGES = stages.PageCoder()
+
+
+class StagedError(Exception):
+    """A staged run's files cannot be used as they are; the message says what to do."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """How a staged run cuts its work; part of its configuration (another layout is another
+    run), and of no effect on the output."""
+    read_files: int  # WET files per read task.
+    url_buckets: int
+    span_buckets: int
+
+
+def default_layout(plan: inputs.InputPlan, read_files: Optional[int] = None,
+                   buckets: Optional[int] = None) -> Layout:
+    """A bucket per BUCKET_INPUT_BYTES of input unless `buckets` says; as many span-key
+    buckets as URL buckets."""
+    if buckets is None:
+        buckets = max(1, -(-plan.estimated_bytes() // BUCKET_INPUT_BYTES))
+    read_files = READ_TASK_FILES if read_files is None else read_files
+    if min(buckets, read_files) < 1:
+        raise ValueError("--buckets and --group_files must be >= 1")
+    return Layout(read_files, buckets, buckets)
+
+
+class Input(NamedTuple):
+    """A file a task reads: what it holds (`role`), the index of the task of the earlier stage
+    that wrote it, its path and its record in that task's marker."""
+    role: str
+    source: int
+    path: str
+    file: records.RecordFile
+
+
+@dataclasses.dataclass(frozen=True)
+class Task:
+    stage: str
+    index: int
+    inputs: Tuple[Input, ...] = ()
+    # partition: ((folder, split, hash buckets), ...) of every destination; write: its shard,
+    # (folder, split, hash bucket, shard index, number of shards).
+    params: tuple = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.stage}-{self.index:05d}"
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskMarker:
+    stage: str
+    index: int
+    config_sha256: str
+    files: Tuple[records.RecordFile, ...]
+    counters: stats.Stats
+    seconds: float
+    # What later stages plan with: "pages" {destination: pages} (finish), "occupied"
+    # [[folder, split, bucket]] (partition), "pages_read" (read).
+    facts: dict
+
+    def to_json(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self), indent=1).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "TaskMarker":
+        record = json.loads(data)
+        record["files"] = tuple(records.RecordFile(**each) for each in record["files"])
+        return cls(**record)
+
+    def file(self, name: str) -> Optional[records.RecordFile]:
+        return next((each for each in self.files if each.name == name), None)
+
+
+@dataclasses.dataclass(frozen=True)
+class StagedRun:
+    """What every task of a run reads: the checked and loaded job, its layout, its hash."""
+    config: VariantConfig
+    resources: stages.Resources
+    plan: inputs.InputPlan
+    output_dir: str
+    max_shards: Dict[str, int]
+    validation_fraction: float
+    pages_per_shard: Optional[int]
+    layout: Layout
+    config_sha256: str
+
+    def task_dir(self, task: Task) -> str:
+        return FileSystems.join(parts.parts_dir(self.output_dir), task.stage, task.name)
+
+    def marker_path(self, task: Task) -> str:
+        return FileSystems.join(self.task_dir(task), MARKER_FILE)
+
+    def files_dir(self, task: Task) -> str:
+        """Where the task's files are: its folder, or for a shard the output folder."""
+        return self.output_dir if task.stage == "write" else self.task_dir(task)
+
+
+def config_sha256(run_config: dict, layout: Layout) -> str:
+    record = {"run_config": run_config, "staged": dataclasses.asdict(layout)}
+    return hashlib.sha256(json.dumps(record, sort_keys=True,
+                                     default=json_default).encode()).hexdigest()
+
+
+def _bucket_name(kind: str, index: int) -> str:
+    return f"{kind}-{index:05d}"
+
+
+def _destination_name(folder: str, split: str) -> str:
+    return f"{folder}.{split}" if folder else split
+
+
+def _mismatch(path: str) -> StagedError:
+    task = FileSystems.split(FileSystems.split(path)[0])[1]
+    return StagedError(f"{path} does not match its task's marker (size or sha256): delete the "
+                       f"folder of {task} and rerun the same command to redo it")
+
+
+def _read_input(each: Input) -> Iterator[bytes]:
+    return records.read_records(each.path, each.file, _mismatch)
+
+
+def _inputs(task: Task, role: str) -> List[Input]:
+    return [each for each in task.inputs if each.role == role]
+
+
+def _read(task: Task, role: str) -> Iterator[bytes]:
+    for each in _inputs(task, role):
+        yield from _read_input(each)
+
+
+class _TaskFiles:
+    """The files a task writes in its folder, each whole, recorded for its marker."""
+
+    def __init__(self, directory: str):
+        self._directory = directory
+        self.written: List[records.RecordFile] = []
+
+    def write(self, name: str, contents: Iterable[bytes]) -> None:
+        self.written.append(records.write_records(FileSystems.join(self._directory, name),
+                                                  contents))
+
+
+# The tasks of each stage.
+
+def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    wanted = range(task.index * run.layout.read_files,
+                   min((task.index + 1) * run.layout.read_files, run.plan.files))
+    steps = stages.read_steps(run.config)
+    for step in steps:
+        step.setup()
+    buckets: Dict[int, List[bytes]] = {}
+    pages = 0
+    for source in run.plan.sources:
+        if source.first_index >= wanted.stop or source.first_index + source.count <= wanted.start:
+            continue
+        for file_index, path in stages.listed_files(source, wanted, counts):
+            for page in stages.read_wet_pages(file_index, path,
+                                              stages.max_record_bytes(run.config), counts):
+                for passed in stages.run_steps(steps, page, counts):
+                    bucket = output.url_bucket(passed.normalized_url, run.layout.url_buckets)
+                    buckets.setdefault(bucket, []).append(_PAGES.encode(passed))
+                    pages += 1
+    for bucket in sorted(buckets):
+        files.write(_bucket_name("url", bucket), buckets.pop(bucket))
+    return {"pages_in": pages}
+
+
+def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    path = run.resources.webtext_url_files[task.index]
+    buckets: Dict[int, set] = {}
+    for url, _ in stages.webtext_urls_of_file(path, run.config.rule_set, counts):
+        buckets.setdefault(output.url_bucket(url, run.layout.url_buckets), set()).add(url)
+    for bucket in sorted(buckets):
+        files.write(_bucket_name("url", bucket),
+                    (url.encode() for url in sorted(buckets.pop(bucket))))
+    return {}
+
+
+def _newest_pages(task: Task, keep_of_two) -> Dict[str, Tuple[Page, int]]:
+    newest: Dict[str, Tuple[Page, int]] = {}
+    for encoded in _read(task, "pages"):
+        page = _PAGES.decode(encoded)
+        kept = newest.get(page.normalized_url)
+        newest[page.normalized_url] = ((page, 1) if kept is None
+                                       else (keep_of_two(kept[0], page), kept[1] + 1))
+    return newest
+
+
+def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    config, resources = run.config, run.resources
+    listed = {encoded.decode() for encoded in _read(task, "listed")}
+    newest = _newest_pages(task, config.rule_set.keep_of_two)
+    pages_in = sum(count for _, count in newest.values())
+    steps = stages.filter_steps(config, resources)
+    span_records = (stages.SpanRecords(config.dedup, resources.splitter, run.layout.span_buckets)
+                    if config.dedup else None)
+    for step in steps + ([span_records] if span_records else []):
+        step.setup()
+        step.start()
+    pages, lost, winners = [], [], {}
+
+    def route(outputs):
+        for each in outputs:
+            if isinstance(each, beam.pvalue.TaggedOutput):
+                bucket, block = each.value
+                winners.setdefault(bucket, []).append(block)
+            elif isinstance(each, Page):
+                pages.append(_TUPLES.encode((b"", _PAGES.encode(each))))
+            else:
+                key_of_page, (kind, payload) = each
+                if kind == stages.PAGE_MESSAGE:
+                    pages.append(_TUPLES.encode((key_of_page, payload)))
+                else:
+                    lost.append(_TUPLES.encode((key_of_page, payload)))
+
+    count_duplicates, keep_listed = stages.CountUrlDuplicates(), stages.KeepListedPages()
+    for url in sorted(newest):
+        for page in count_duplicates((url, newest.pop(url)), counts):
+            if config.domain_filter == "webtext":
+                grouped = {"pages": [_PAGES.encode(page)], "listed": [None] if url in listed else []}
+                kept = keep_listed((url, grouped), counts)
+            else:
+                kept = (page,)
+            for each in kept:
+                passed = stages.run_steps(steps, each, counts)
+                if span_records:
+                    passed = [out for one in passed for out in span_records(one, counts)]
+                route(passed)
+    if span_records:
+        route(span_records.finish(counts))
+    files.write("pages", pages)
+    files.write("lost", lost)
+    for bucket in sorted(winners):
+        files.write(_bucket_name("spans", bucket), winners.pop(bucket))
+    return {"pages_in": pages_in}
+
+
+def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    mode = run.config.dedup.mode
+    blocks = [(each.source, b"".join(_read_input(each))) for each in _inputs(task, "winners")]
+    winners, _ = dedup.resolve_records(b"".join(block for _, block in blocks), mode)
+    for url_bucket, block in blocks:
+        files.write(_bucket_name("url", url_bucket),
+                    (_TUPLES.encode(loser) for loser in
+                     dedup.losers_among(winners, block, mode)))
+    return {}
+
+
+def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    config, resources = run.config, run.resources
+    lost_of: Dict[bytes, list] = {}
+    for encoded in _read(task, "lost"):
+        key_of_page, key = _TUPLES.decode(encoded)
+        lost_of.setdefault(key_of_page, []).append((stages.LOST_KEY_MESSAGE, key))
+    steps = stages.last_steps(config, resources)
+    if config.dedup:
+        steps.insert(0, stages.ApplyRemovals(config.dedup, config.min_sentences_after_dedup,
+                                             resources.splitter))
+    for step in steps:
+        step.setup()
+        step.start()
+    entries: Dict[Tuple[str, str], List[bytes]] = {}
+    pages_in = 0
+    for encoded in _read(task, "pages"):
+        pages_in += 1
+        key_of_page, page_bytes = _TUPLES.decode(encoded)
+        element = ((key_of_page, [(stages.PAGE_MESSAGE, page_bytes),
+                                  *lost_of.pop(key_of_page, ())])
+                   if config.dedup else _PAGES.decode(page_bytes))
+        for page in stages.run_steps(steps, element, counts):
+            folder = page.language if config.language_folders is not None else ""
+            destination = folder, split_of(page.url, run.validation_fraction)
+            entries.setdefault(destination, []).append(_TUPLES.encode(output.sort_entry(page)))
+    pages = {}
+    for destination in sorted(entries):
+        pages[_destination_name(*destination)] = len(entries[destination])
+        files.write(_destination_name(*destination), entries.pop(destination))
+    return {"pages": pages, "pages_in": pages_in}
+
+
+def shard_counts(run: StagedRun, finish_markers: Sequence[TaskMarker]
+                 ) -> Dict[Tuple[str, str], int]:
+    """(folder, split) -> its number of hash buckets, from the pages the finish tasks wrote."""
+    pages: Dict[str, int] = {}
+    for marker in finish_markers:
+        for name, count in marker.facts["pages"].items():
+            pages[name] = pages.get(name, 0) + count
+    return {_destination_of(name): output.shards_for(count, run.pages_per_shard,
+                                                     run.max_shards[_destination_of(name)[1]])
+            for name, count in pages.items()}
+
+
+def _destination_of(name: str) -> Tuple[str, str]:
+    folder, _, split = name.rpartition(".")
+    return folder, split
+
+
+def _partition_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    shards = {(folder, split): buckets for folder, split, buckets in task.params}
+    occupied = []
+    for each in _inputs(task, "entries"):
+        destination = _destination_of(each.file.name)
+        by_bucket: Dict[int, list] = {}
+        for encoded in _read_input(each):
+            entry = _TUPLES.decode(encoded)
+            by_bucket.setdefault(output.url_bucket(entry[0], shards[destination]),
+                                 []).append(entry)
+        for bucket in sorted(by_bucket):
+            occupied.append([*destination, bucket])
+            files.write(f"{each.file.name}.{bucket:05d}",
+                        map(_TUPLES.encode, sorted(by_bucket.pop(bucket))))
+    return {"occupied": occupied}
+
+
+class _HashingSink:
+    def __init__(self, sink):
+        self._sink = sink
+        self.digest = hashlib.sha256()
+        self.bytes = 0
+
+    def write(self, data: bytes) -> None:
+        self.digest.update(data)
+        self.bytes += len(data)
+        self._sink.write(data)
+
+
+def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    folder, split, _, index, num_shards = task.params
+    relative = output.shard_name(split, index, num_shards)
+    relative = f"{folder}/{relative}" if folder else relative
+    path = FileSystems.join(run.output_dir, relative)
+    temporary = path + ".tmp" if "://" not in path else path
+    if "://" not in path:
+        os.makedirs(FileSystems.split(path)[0], exist_ok=True)
+    streams = [map(_TUPLES.decode, _read_input(each)) for each in _inputs(task, "shard")]
+    with FileSystems.create(temporary, compression_type="uncompressed") as sink:
+        hashed = _HashingSink(sink)
+        written = output.write_sorted_entries(heapq.merge(*streams), hashed)
+    if temporary != path:
+        os.replace(temporary, path)
+    counts.add("write", output.written_counter(folder, split), written)
+    files.written.append(records.RecordFile(relative, hashed.bytes, hashed.digest.hexdigest(),
+                                            written))
+    return {"pages_in": written}
+
+
+_TASKS = {"read": _read_task, "url_lists": _url_lists_task, "url": _url_task,
+          "spans": _spans_task, "finish": _finish_task, "partition": _partition_task,
+          "write": _write_task}
+
+
+def run_task(run: StagedRun, task: Task) -> TaskMarker:
+    """Runs a task from an empty folder and writes its marker last."""
+    started = time.monotonic()
+    records.clear_folder(run.task_dir(task), MARKER_FILE)
+    files = _TaskFiles(run.files_dir(task))
+    counts = stages.Counts()
+    facts = _TASKS[task.stage](run, task, files, counts)
+    marker = TaskMarker(task.stage, task.index, run.config_sha256, tuple(files.written),
+                        counts.as_stats(), round(time.monotonic() - started, 3), facts)
+    records.write_atomically(run.marker_path(task), marker.to_json())
+    return marker
+
+
+# Planning: a stage's tasks from the markers of the stages before it.
+
+def stages_of(config: VariantConfig) -> List[str]:
+    """The stages a variant runs (url_lists for webtextlike, spans where it dedups text)."""
+    return [stage for stage in STAGE_NAMES
+            if (stage != "url_lists" or config.domain_filter == "webtext")
+            and (stage != "spans" or config.dedup)]
+
+
+def _written(run: StagedRun, stage: str, markers: Sequence[TaskMarker], role: str,
+             name: str) -> List[Input]:
+    """The files named `name` that the tasks of `stage` wrote, as inputs."""
+    found = []
+    for marker in markers:
+        for each in marker.files:
+            if each.name == name:
+                directory = run.task_dir(Task(stage, marker.index))
+                found.append(Input(role, marker.index, FileSystems.join(directory, name), each))
+    return found
+
+
+def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]) -> List[Task]:
+    """The tasks of `stage`, given the markers of every stage before it."""
+    layout = run.layout
+    if stage == "read":
+        return [Task(stage, index) for index in range(-(-run.plan.files // layout.read_files))]
+    if stage == "url_lists":
+        return [Task(stage, index) for index in range(len(run.resources.webtext_url_files))]
+    if stage == "url":
+        return [Task(stage, bucket, tuple(
+            _written(run, "read", markers["read"], "pages", _bucket_name("url", bucket))
+            + _written(run, "url_lists", markers.get("url_lists", ()), "listed",
+                       _bucket_name("url", bucket))))
+                for bucket in range(layout.url_buckets)]
+    if stage == "spans":
+        return [Task(stage, bucket, tuple(_written(run, "url", markers["url"], "winners",
+                                                   _bucket_name("spans", bucket))))
+                for bucket in range(layout.span_buckets)]
+    if stage == "finish":
+        url_markers = [[marker] for marker in markers["url"]]
+        return [Task(stage, bucket, tuple(
+            _written(run, "url", url_markers[bucket], "pages", "pages")
+            + _written(run, "url", url_markers[bucket], "lost", "lost")
+            + _written(run, "spans", markers.get("spans", ()), "lost",
+                       _bucket_name("url", bucket))))
+                for bucket in range(layout.url_buckets)]
+    if stage == "partition":
+        shards = tuple((*destination, buckets) for destination, buckets
+                       in sorted(shard_counts(run, markers["finish"]).items()))
+        return [Task(stage, marker.index,
+                     tuple(Input("entries", marker.index,
+                                 FileSystems.join(run.task_dir(Task("finish", marker.index)),
+                                                  each.name), each)
+                           for each in marker.files), shards)
+                for marker in markers["finish"]]
+    if stage == "write":
+        return _write_tasks(run, markers["partition"])
+    raise ValueError(f"no stage {stage!r}")
+
+
+def _write_tasks(run: StagedRun, partition_markers: Sequence[TaskMarker]) -> List[Task]:
+    occupied = output.occupied_buckets({tuple(each) for marker in partition_markers
+                                        for each in marker.facts["occupied"]})
+    shards = [(folder, split, bucket, *output.shard_numbering(bucket, buckets))
+              for (folder, split), buckets in occupied.items() for bucket in buckets]
+    shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
+               output.empty_splits(occupied, run.config.language_folders or ("",),
+                                   tuple(run.max_shards))]
+    tasks = []
+    for index, shard in enumerate(sorted(shards)):
+        folder, split, bucket = shard[:3]
+        name = f"{_destination_name(folder, split)}.{bucket:05d}"
+        tasks.append(Task("write", index, tuple(_written(run, "partition", partition_markers,
+                                                         "shard", name)), shard))
+    return tasks
+
+
+# A task without a valid marker whose folder holds files: a run stopped while it wrote it.
+STOPPED_WHILE_WRITTEN = ("its folder holds files but no marker: a run stopped while it wrote "
+                         "the task (the folder is emptied first)")
+NOT_DONE = "not done"
+
+
+def task_state(run: StagedRun, task: Task) -> Tuple[Optional[TaskMarker], str]:
+    """(the task's marker, "") when it is done and its files are whole; else (None, why it is
+    (re)done)."""
+    directory = run.task_dir(task)
+    names = records.file_sizes(directory)
+    if MARKER_FILE not in names:
+        return None, STOPPED_WHILE_WRITTEN if names else NOT_DONE
+    try:
+        marker = TaskMarker.from_json(records.read_all(run.marker_path(task)))
+    except (ValueError, TypeError, KeyError, IOError, OSError, BeamIOError):
+        return None, "its marker is unreadable (truncated?)"
+    if marker.config_sha256 != run.config_sha256:
+        return None, "made by a run of another configuration"
+    if (marker.stage, marker.index) != (task.stage, task.index):
+        return None, "its marker is another task's"
+    if task.stage == "write":
+        names = _shard_sizes(run, marker)
+    for each in marker.files:
+        if each.name not in names:
+            return None, f"{each.name} is missing"
+        if names[each.name] != each.bytes:
+            return None, f"{each.name} has {names[each.name]:,} bytes, not {each.bytes:,}"
+    return marker, ""
+
+
+def _shard_sizes(run: StagedRun, marker: TaskMarker) -> Dict[str, int]:
+    sizes = {}
+    for each in marker.files:
+        matched = FileSystems.match([FileSystems.join(run.output_dir, each.name)])[0]
+        sizes.update((each.name, metadata.size_in_bytes) for metadata in matched.metadata_list)
+    return sizes
+
+
+# The CPU time of each stage over that of the read stage (bench/bench_staged.py on 16 synthetic
+# full-size WET files, en), for the time left that a staged run prints.
+STAGE_CPU_OVER_READ = {"read": 1.0, "url_lists": 0.05, "url": 1.0, "spans": 0.1, "finish": 1.0,
+                       "partition": 0.1, "write": 0.1}
+
+
+class Progress:
+    """What a staged run has done and has left, per stage, for a person (a line per change)
+    and as `parts/progress.json` and `stats.json` (the counters of the tasks done so far)."""
+
+    def __init__(self, output_dir: str, variant: str, stage_names: Sequence[str],
+                 workers: int, stream=None):
+        import sys
+        self._output_dir = output_dir
+        self._variant = variant
+        self._stage_names = list(stage_names)
+        self._workers = workers
+        self._stream = stream or sys.stderr
+        self._stages: Dict[str, dict] = {}
+        self._markers: Dict[str, List[TaskMarker]] = {}
+        self._stage = None
+        self._started = time.monotonic()
+
+    def start_stage(self, stage: str, tasks: int, reused: Sequence[TaskMarker]) -> None:
+        self._stage = stage
+        self._started = time.monotonic()
+        self._stages[stage] = {"tasks": tasks, "done": len(reused), "running": 0,
+                               "left": tasks - len(reused), "reused": len(reused)}
+        self._markers[stage] = list(reused)
+        self._computed_pages = 0
+        self._report()
+
+    def running(self, count: int) -> None:
+        counts = self._stages[self._stage]
+        counts["running"] = count
+        counts["left"] = counts["tasks"] - counts["done"] - count
+        self._report()
+
+    def task_done(self, marker: TaskMarker) -> None:
+        counts = self._stages[self._stage]
+        counts["done"] += 1
+        counts["running"] = max(0, counts["running"] - 1)
+        counts["left"] = counts["tasks"] - counts["done"] - counts["running"]
+        self._markers[self._stage].append(marker)
+        self._computed_pages += marker.facts.get("pages_in", 0)
+        self._report()
+
+    def finish(self) -> None:
+        self._stage = "done"
+        self._report()
+
+    @property
+    def counters(self) -> stats.Stats:
+        return stats.merged(*(marker.counters for markers in self._markers.values()
+                              for marker in markers))
+
+    def record(self) -> dict:
+        elapsed = time.monotonic() - self._started
+        counts = self._stages.get(self._stage)
+        record = {"stage": self._stage,
+                  "stages": {name: self._stages.get(name) for name in self._stage_names}}
+        if counts is None:
+            return {**record, "eta_seconds": 0.0}
+        computed = counts["done"] - counts["reused"]
+        seconds = [marker.seconds for marker in self._markers[self._stage][counts["reused"]:]]
+        per_task = sum(seconds) / len(seconds) if seconds else None
+        record["pages_per_second"] = (round(self._computed_pages / elapsed, 1)
+                                      if computed and elapsed > 0 else None)
+        record["workers_busy"] = f"{counts['running']} of {self._workers}"
+        if per_task is None:
+            record["eta_seconds"] = None
+            return record
+        left = per_task * (counts["left"] + counts["running"]) / self._workers
+        read_seconds = sum(marker.seconds for marker in self._markers.get("read", ()))
+        later = self._stage_names[self._stage_names.index(self._stage) + 1:]
+        left += sum(STAGE_CPU_OVER_READ[name] for name in later) * read_seconds / self._workers
+        record["eta_seconds"] = round(left, 1)
+        return record
+
+    def line(self, record: dict) -> str:
+        if record["stage"] == "done":
+            return "stages: done"
+        counts = record["stages"][record["stage"]]
+        text = (f"stage {record['stage']} ({self._stage_names.index(record['stage']) + 1} of "
+                f"{len(self._stage_names)}): {counts['done']:,} of {counts['tasks']:,} tasks "
+                f"done ({counts['reused']:,} reused), {counts['running']:,} running, "
+                f"{counts['left']:,} left; workers busy {record['workers_busy']}")
+        if record.get("pages_per_second"):
+            text += f"; {record['pages_per_second']:,.0f} pages/s"
+        if record.get("eta_seconds") is not None:
+            from text.durations import duration
+            text += f"; about {duration(record['eta_seconds'])} left"
+        return text
+
+    def _report(self) -> None:
+        record = self.record()
+        self._stream.write(self.line(record) + "\n")
+        self._stream.flush()
+        records.write_json(FileSystems.join(parts.parts_dir(self._output_dir),
+                                            parts.PROGRESS_FILE), record)
+        if record["stage"] != "done":
+            stats.write_stats(self.counters, self._variant, self._output_dir, progress=record)
