@@ -483,11 +483,11 @@ def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]
 def _write_tasks(run: StagedRun, partition_markers: Sequence[TaskMarker]) -> List[Task]:
     occupied = output.occupied_buckets({tuple(each) for marker in partition_markers
                                         for each in marker.facts["occupied"]})
+    folders = ("",) if run.config.language_folders is None else run.config.language_folders
     shards = [(folder, split, bucket, *output.shard_numbering(bucket, buckets))
               for (folder, split), buckets in occupied.items() for bucket in buckets]
     shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
-               output.empty_splits(occupied, run.config.language_folders or ("",),
-                                   tuple(run.max_shards))]
+               output.empty_splits(occupied, folders, tuple(run.max_shards))]
     tasks = []
     for index, shard in enumerate(sorted(shards)):
         folder, split, bucket = shard[:3]
