@@ -21,3 +21,23 @@ def clean_gin():
     gin.clear_config()
     yield
     gin.clear_config()
+
+
+@pytest.fixture(scope="module")
+def one_job(shared_data, tmp_path_factory):
+    """The uninterrupted C4 runs in one job, by variant (rules, extra options): their files'
+    digests, which a run in parts or in stages must write byte for byte."""
+    from deploy.rehearse import file_digests
+    from pipelines import c4
+    from tests.support.variant_runs import variant_args
+    outputs = {}
+
+    def of(variant, rules=None, extra=()):
+        key = variant, rules, tuple(extra)
+        if key not in outputs:
+            output = tmp_path_factory.mktemp(f"one-job-{variant}")
+            c4.main(variant_args(shared_data, variant, rules) + ["--output", str(output),
+                                                                 *extra])
+            outputs[key] = file_digests(output)
+        return outputs[key]
+    return of

@@ -19,23 +19,10 @@ from deploy.rehearse import file_digests
 from pipelines import c4, files, inputs, parts
 from pipelines.page import Page
 from tests.support import killing
+from tests.support.variant_runs import variant_args
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 GROUP_FILES = "1"  # Five groups of the five shared WET files.
-
-
-def variant_args(shared_data, variant: str) -> list:
-    wet = sorted(str(path) for path in (shared_data / "wet").glob("*/*"))
-    args = ["--variant", variant, "--input", *wet]
-    if variant == "multilingual":
-        return args + ["--badwords_dir", str(shared_data / "badwords")]
-    args += ["--badwords", str(shared_data / "badwords/en")]
-    if variant == "realnewslike":
-        args += ["--realnews_domains",
-                 str(shared_data / "realnews/domain_to_allowed_subdomains.json")]
-    if variant == "webtextlike":
-        args += ["--webtext_urls", str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")]
-    return args
 
 
 def progress(output: pathlib.Path) -> dict:
@@ -83,20 +70,6 @@ def in_global_stage(delay: float):
         started.append(started[0] if started else time.monotonic())
         return time.monotonic() - started[0] >= delay
     return when
-
-
-@pytest.fixture(scope="module")
-def one_job(shared_data, tmp_path_factory):
-    """The uninterrupted runs, in one job, by variant."""
-    outputs = {}
-
-    def of(variant):
-        if variant not in outputs:
-            output = tmp_path_factory.mktemp(f"one-job-{variant}")
-            c4.main(variant_args(shared_data, variant) + ["--output", str(output)])
-            outputs[variant] = file_digests(output)
-        return outputs[variant]
-    return of
 
 
 def test_a_run_in_parts_writes_the_bytes_of_one_job_and_a_rerun_reuses_every_group(
