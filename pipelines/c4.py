@@ -171,7 +171,8 @@ def parser() -> argparse.ArgumentParser:
                               "manifests (several dumps)")
     options.add_argument("--group_files", type=int, default=None,
                          help="WET files per group of a run in parts (default 1000), or per read "
-                              f"task of a staged run (default {staged.READ_TASK_FILES})")
+                              "task of a staged run (default: one, or as many as keep the read "
+                              f"tasks at {staged.MAX_READ_TASKS:,})")
     options.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
                          help="run in stages of tasks that a rerun of the same command resumes: "
                               "every shuffle kept as files of key buckets under "

@@ -53,25 +53,45 @@ def write_json(path: str, record) -> None:
     write_atomically(path, json.dumps(record, indent=1).encode())
 
 
+class RecordWriter:
+    """A file of records written as they come (one compressor's state, about 30 KB, and an
+    open file): a task writes to many at once. `close` gives its marker's record; the file
+    appears whole at its path then."""
+
+    def __init__(self, path: str):
+        self._path = path
+        self._temporary = path + ".tmp" if "://" not in path else path
+        self._sink = FileSystems.create(self._temporary, compression_type="uncompressed")
+        self._compressor = isal_zlib.compressobj(_LEVEL)
+        self._digest = hashlib.sha256()
+        self._size = 0
+        self._count = 0
+
+    def _put(self, chunk: bytes) -> None:
+        if chunk:
+            self._digest.update(chunk)
+            self._sink.write(chunk)
+            self._size += len(chunk)
+
+    def add(self, record: bytes) -> None:
+        self._put(self._compressor.compress(_LENGTH.pack(len(record)) + record))
+        self._count += 1
+
+    def close(self) -> RecordFile:
+        self._put(self._compressor.flush())
+        self._sink.close()
+        if self._temporary != self._path:
+            os.replace(self._temporary, self._path)
+        return RecordFile(FileSystems.split(self._path)[1], self._size,
+                          self._digest.hexdigest(), self._count)
+
+
 def write_records(path: str, records: Iterable[bytes]) -> RecordFile:
     """Writes the records as a file at `path`; a file of that name is replaced whole."""
-    compressor = isal_zlib.compressobj(_LEVEL)
-    digest, size, count = hashlib.sha256(), 0, 0
-    temporary = path + ".tmp" if "://" not in path else path
-    with FileSystems.create(temporary, compression_type="uncompressed") as sink:
-        def put(chunk: bytes):
-            nonlocal size
-            if chunk:
-                digest.update(chunk)
-                sink.write(chunk)
-                size += len(chunk)
-        for record in records:
-            put(compressor.compress(_LENGTH.pack(len(record)) + record))
-            count += 1
-        put(compressor.flush())
-    if temporary != path:
-        os.replace(temporary, path)
-    return RecordFile(FileSystems.split(path)[1], size, digest.hexdigest(), count)
+    writer = RecordWriter(path)
+    for record in records:
+        writer.add(record)
+    return writer.close()
 
 
 def read_records(path: str, expected: RecordFile,

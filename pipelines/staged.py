@@ -32,6 +32,7 @@ import hashlib
 import heapq
 import json
 import os
+import resource
 import time
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -49,8 +50,11 @@ MARKER_FILE = "DONE.json"
 # The input (gzipped WET bytes) of a URL bucket by default: about two full-size WET files,
 # whose pages a `url` task holds while it dedups URLs (bench/bench_scale.py --staged).
 BUCKET_INPUT_BYTES = 128_000_000
-# WET files per read task by default: a read task holds its pages, a bucket's list each.
-READ_TASK_FILES = 1
+# Read tasks by default at most: a read task writes a file per URL bucket, so that the files a
+# stage keeps are about this many times the buckets; up to this many WET files, one file a task.
+MAX_READ_TASKS = 1000
+# Open files a process keeps beside a read task's writers (one per URL bucket).
+OTHER_OPEN_FILES = 64
 STAGE_NAMES = ("read", "url_lists", "url", "spans", "finish", "partition", "write")
 _TUPLES = beam.coders.FastPrimitivesCoder()
 _PAGES = stages.PageCoder()
@@ -71,14 +75,30 @@ class Layout:
 
 def default_layout(plan: inputs.InputPlan, read_files: Optional[int] = None,
                    buckets: Optional[int] = None) -> Layout:
-    """A bucket per BUCKET_INPUT_BYTES of input unless `buckets` says; as many span-key
-    buckets as URL buckets."""
+    """A bucket per BUCKET_INPUT_BYTES of input and at most MAX_READ_TASKS read tasks, unless
+    `buckets` and `read_files` say; as many span-key buckets as URL buckets. A ValueError
+    when a read task could not hold a file open per bucket."""
     if buckets is None:
         buckets = max(1, -(-plan.estimated_bytes() // BUCKET_INPUT_BYTES))
-    read_files = READ_TASK_FILES if read_files is None else read_files
+    if read_files is None:
+        read_files = max(1, -(-plan.files // MAX_READ_TASKS))
     if min(buckets, read_files) < 1:
         raise ValueError("--buckets and --group_files must be >= 1")
+    allowed = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if buckets + OTHER_OPEN_FILES > allowed:
+        raise ValueError(f"{buckets:,} buckets need a read task to keep {buckets:,} files open, "
+                         f"and this system allows {allowed:,} (ulimit -Hn): pass fewer "
+                         "--buckets, or raise the limit")
     return Layout(read_files, buckets, buckets)
+
+
+def allow_open_files(layout: Layout) -> None:
+    """Raises this process's limit of open files to what a read task keeps open (its workers
+    inherit it); default_layout checked that the system allows it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    needed = layout.url_buckets + OTHER_OPEN_FILES
+    if soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, needed), hard))
 
 
 class Input(NamedTuple):
@@ -197,6 +217,13 @@ class _TaskFiles:
         self.written.append(records.write_records(FileSystems.join(self._directory, name),
                                                   contents))
 
+    def writer(self, name: str) -> records.RecordWriter:
+        """A file written as its records come; `closed` records it."""
+        return records.RecordWriter(FileSystems.join(self._directory, name))
+
+    def closed(self, writer: records.RecordWriter) -> None:
+        self.written.append(writer.close())
+
 
 # The tasks of each stage.
 
@@ -206,7 +233,8 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
     steps = stages.read_steps(run.config)
     for step in steps:
         step.setup()
-    buckets: Dict[int, List[bytes]] = {}
+    # A file per URL bucket, written as the pages come: the task holds no page.
+    writers: Dict[int, records.RecordWriter] = {}
     pages = 0
     for source in run.plan.sources:
         if source.first_index >= wanted.stop or source.first_index + source.count <= wanted.start:
@@ -216,10 +244,12 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
                                               stages.max_record_bytes(run.config), counts):
                 for passed in stages.run_steps(steps, page, counts):
                     bucket = output.url_bucket(passed.normalized_url, run.layout.url_buckets)
-                    buckets.setdefault(bucket, []).append(_PAGES.encode(passed))
+                    if bucket not in writers:
+                        writers[bucket] = files.writer(_bucket_name("url", bucket))
+                    writers[bucket].add(_PAGES.encode(passed))
                     pages += 1
-    for bucket in sorted(buckets):
-        files.write(_bucket_name("url", bucket), buckets.pop(bucket))
+    for bucket in sorted(writers):
+        files.closed(writers.pop(bucket))
     return {"pages_in": pages}
 
 

@@ -6,6 +6,7 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines.mc4 import UNKNOWN_LANGUAGE
+from pipelines.records import write_atomically
 from pipelines.wording import counted
 
 STAGE_ORDER = ("read", "released_text", "length", "url_dedup", "domains", "paragraphs", "clean",
@@ -126,6 +127,6 @@ def write_stats(stats: Stats, variant: str, output_dir: str,
               **({"progress": progress} if progress else {}),
               **({"error": error} if error else {}), "stages": stage_counters(stats),
               "file_problems": file_problems(stats)}
-    with FileSystems.create(path) as sink:
-        sink.write(json.dumps(record, indent=2).encode("utf-8"))
+    # Whole or not at all: a run rewrites it as it goes, and a person or a tool may be reading.
+    write_atomically(path, json.dumps(record, indent=2).encode("utf-8"))
     return path
