@@ -6,7 +6,7 @@ each stage, and the kill matrix.
     .venv/bin/python bench/bench_staged.py --kills
 
 --memory: a staged run on one worker per count of full-size synthetic WET files (40,000 pages
-each: bench/synthetic_wet.py), buckets by default (one per staged.BUCKET_INPUT_BYTES of input);
+each: bench/synthetic_wet.py), buckets by default (one per layout.BUCKET_INPUT_BYTES of input);
 the peak resident memory of the largest process (sampled), of the tree, CPU and wall seconds,
 and each stage's CPU over the read stage's (the tasks' seconds in their markers).
 
@@ -35,7 +35,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from deploy.rehearse import file_digests  # noqa: E402
-from pipelines import parts, staged  # noqa: E402
+from pipelines import layout, parts, staged  # noqa: E402
 import synthetic_wet  # noqa: E402  (a script beside this one)
 from tests.support import killing  # noqa: E402
 from tests.support.variant_runs import variant_args  # noqa: E402
@@ -141,7 +141,7 @@ KILL_OPTIONS = ["--workers", "1", "--buckets", "4"]
 
 def markers_by_stage(output: pathlib.Path) -> dict:
     return {stage: len(list((output / parts.PARTS_FOLDER / stage).glob(
-        f"*/{staged.MARKER_FILE}"))) for stage in staged.STAGE_NAMES}
+        f"*/{staged.MARKER_FILE}"))) for stage in layout.STAGE_NAMES}
 
 
 def kills() -> None:

@@ -16,7 +16,7 @@ import sys
 from typing import Optional, Sequence
 
 from deploy import REPO_ROOT, arguments, requirements
-from pipelines import common_crawl
+from pipelines import common_crawl, layout
 from pipelines.config import VARIANTS as VARIANT_CONFIGS
 from pipelines.wording import counted
 
@@ -75,8 +75,12 @@ class DataflowJob:
     badwords_dir: Optional[str] = None
     realnews_domains: Optional[str] = None
     webtext_urls: tuple[str, ...] = ()
-    # A run in parts (pipelines/parts.py): one Dataflow job per `groups_per_job` groups of
-    # `group_files` WET files, then the global job; a rerun of the same command resumes.
+    # A staged run (pipelines/staged.py): a Dataflow job per stage over its unfinished tasks; a
+    # rerun of the same command resumes. `buckets`: its URL buckets (None: from the input).
+    staged: bool = True
+    buckets: Optional[int] = None
+    # Without `staged`, a run in parts (pipelines/parts.py): one Dataflow job per
+    # `groups_per_job` groups of `group_files` WET files, then the global job.
     in_parts: bool = True
     group_files: int = GROUP_FILES
     groups_per_job: int = GROUPS_PER_JOB
@@ -125,11 +129,15 @@ def pipeline_argv(job: DataflowJob) -> list[str]:
         argv += ["--realnews_domains", job.realnews_domains]
     if job.webtext_urls:
         argv += ["--webtext_urls", *job.webtext_urls]
-    if job.in_parts:
-        argv += ["--in_parts", "--group_files", str(job.group_files),
+    if job.staged:
+        argv += ["--staged", "--no-in_parts"]
+        if job.buckets is not None:
+            argv += ["--buckets", str(job.buckets)]
+    elif job.in_parts:
+        argv += ["--no-staged", "--in_parts", "--group_files", str(job.group_files),
                  "--groups_per_job", str(job.groups_per_job)]
     else:
-        argv += ["--no-in_parts"]
+        argv += ["--no-staged", "--no-in_parts"]
 
     argv += [
         "--runner", "DataflowRunner",
@@ -170,6 +178,8 @@ def plan_lines(job: DataflowJob) -> list[str]:
     a dump are counted at about FILES_PER_DUMP (the pipeline counts them exactly at launch, and
     `python -m pipelines.c4 ... --dry_run` prints its exact plan, with the groups done)."""
     files = job.max_files or FILES_PER_DUMP * len(job.dumps)
+    if job.staged:
+        return _staged_plan_lines(job, files)
     if not job.in_parts:
         return [f"plan: one job over about {counted(files, 'WET file')}; a failure costs the "
                 "whole run"]
@@ -187,6 +197,25 @@ def plan_lines(job: DataflowJob) -> list[str]:
         f"  a failure costs at most one job of groups ({counted(batch_files, 'WET file')} of "
         "reading) or the global job; rerun the same command to resume (done groups are "
         "skipped)",
+    ]
+
+
+def _staged_plan_lines(job: DataflowJob, files: int) -> list[str]:
+    config = VARIANT_CONFIGS[job.variant]
+    cut = layout.default_layout(files, files * layout.REMOTE_WET_FILE_BYTES, None, job.buckets)
+    counts = layout.task_counts(config, cut, files, len(job.webtext_urls))
+    shares = layout.cpu_shares(config)
+    name = job_name(job.variant, job.dumps, job.max_files)
+    stages = ", ".join(f"{stage} ({'a task per shard' if count is None else counted(count, 'task')})"
+                       for stage, count in counts.items())
+    costs = ", ".join(f"{stage} {share:.0%}" for stage, share in shares.items())
+    return [
+        f"plan: about {counted(files, 'WET file')} ({counted(len(job.dumps), 'dump')}) in "
+        f"stages, kept under {job.output}/parts/: {stages};",
+        f"  a Dataflow job per stage over its unfinished tasks (named {name}-STAGE), one after "
+        "another, each task's marker written when it ends;",
+        f"  a failed job costs at most its stage's unfinished tasks ({costs} of the run's CPU); "
+        "rerun the same command to resume (the tasks done are skipped)",
     ]
 
 
@@ -231,10 +260,15 @@ def _parser() -> argparse.ArgumentParser:
                              "(default: the pinned URLs)")
     parser.add_argument("--realnews_domains", type=arguments.launcher_readable_path)
     parser.add_argument("--webtext_urls", nargs="+", type=arguments.remote_path, default=[])
+    parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=True,
+                        help="run in stages that a rerun of the same command resumes: a job per "
+                             "stage over its unfinished tasks (pipelines/staged.py)")
+    parser.add_argument("--buckets", type=arguments.positive_int,
+                        help="URL buckets of a staged run (default: from the input's size)")
     parser.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=True,
-                        help="run in parts that a rerun of the same command resumes: a job per "
-                             "--groups_per_job groups of --group_files WET files, then the "
-                             "global job (pipelines/parts.py)")
+                        help="with --no-staged: run in parts that a rerun of the same command "
+                             "resumes: a job per --groups_per_job groups of --group_files WET "
+                             "files, then the global job (pipelines/parts.py)")
     parser.add_argument("--group_files", default=GROUP_FILES, type=arguments.positive_int)
     parser.add_argument("--groups_per_job", default=GROUPS_PER_JOB, type=arguments.positive_int,
                         help="groups per Dataflow job of a run in parts (default: a dump's "
@@ -313,7 +347,8 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
         cc_base_url=_cc_base_url(parser, args.cc_base_url),
         badwords=args.badwords, badwords_dir=args.badwords_dir,
         realnews_domains=args.realnews_domains,
-        webtext_urls=tuple(args.webtext_urls), in_parts=args.in_parts,
+        webtext_urls=tuple(args.webtext_urls), staged=args.staged, buckets=args.buckets,
+        in_parts=args.in_parts,
         group_files=args.group_files, groups_per_job=args.groups_per_job,
         extra_beam_args=tuple(extra_beam_args))
     return job, args.dry_run

@@ -15,8 +15,8 @@ from typing import Collection, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import (common_crawl, files, funnel, inputs, lists, parts, provenance, staged,
-                       stages, stats)
+from pipelines import (common_crawl, files, funnel, inputs, layout, lists, parts, provenance,
+                       staged, stages, stats)
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
@@ -172,7 +172,7 @@ def parser() -> argparse.ArgumentParser:
     options.add_argument("--group_files", type=int, default=None,
                          help="WET files per group of a run in parts (default 1000), or per read "
                               "task of a staged run (default: one, or as many as keep the read "
-                              f"tasks at {staged.MAX_READ_TASKS:,})")
+                              f"tasks at {layout.MAX_READ_TASKS:,})")
     options.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
                          help="run in stages of tasks that a rerun of the same command resumes: "
                               "every shuffle kept as files of key buckets under "
@@ -187,7 +187,7 @@ def parser() -> argparse.ArgumentParser:
                               "machine (default: its cores)")
     options.add_argument("--buckets", type=int, default=None,
                          help="URL buckets (and span-key buckets) of a staged run; default: one "
-                              f"per {staged.BUCKET_INPUT_BYTES / 1e6:,.0f} MB of gzipped input")
+                              f"per {layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB of gzipped input")
     options.add_argument("--stages_as_beam_jobs", action="store_true",
                          help="run a staged run's stages as Beam jobs on the local runner too "
                               "(as on Dataflow), not on --workers processes")
@@ -315,7 +315,8 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
     """A staged run: its plan (--dry_run), or its stages to the end and its reports."""
     log = logging.getLogger("c4")
     try:
-        run = staged_run(job, staged.default_layout(job.plan, args.group_files, args.buckets))
+        run = staged_run(job, layout.default_layout(job.plan.files, job.plan.estimated_bytes(),
+                                                    args.group_files, args.buckets))
     except ValueError as error:
         sys.exit(f"error: {error}")
     if args.dry_run:
@@ -367,8 +368,8 @@ def split_report(counters: stats.Stats, validation_fraction: float) -> str:
 
 def file_problems_report(counters: stats.Stats) -> str:
     """The input files with a problem, a line each (the first NAMED_FILES), for the end of a
-    run ("" if none): the warnings that named them may be far above, or in an earlier run's log (a group
-    of a job in parts that was reused)."""
+    run ("" if none): the warnings that named them may be far above, or in an earlier run's log
+    (a group of a job in parts, or a task of a staged run, that was reused)."""
     problems = stats.file_problems(counters)
     if not problems:
         return ""

@@ -51,9 +51,10 @@ def memory_warning(wet_bytes: int, machine_bytes: int, running_mode: str) -> Opt
         return None
     return (f"{wet_bytes / 1e9:,.1f} GB of WET input needs about {peak / 1e9:,.0f} GB of memory "
             f"on the embedded DirectRunner ({running_mode}), which holds every group of the job "
-            f"in memory; this machine has {machine_bytes / 1e9:,.0f} GB. Beyond it, run the job "
-            "on Dataflow (python -m deploy.dataflow, see deploy/README.md) or another Beam "
-            "runner (--runner ...), or read fewer files (--max_files).")
+            f"in memory; this machine has {machine_bytes / 1e9:,.0f} GB. Beyond it, run in "
+            "stages (--staged, the default where this warning would apply: memory bounded by a "
+            "bucket), on Dataflow (python -m deploy.dataflow, see deploy/README.md) or another "
+            "Beam runner (--runner ...), or read fewer files (--max_files).")
 
 
 def runs_embedded(options: PipelineOptions) -> bool:

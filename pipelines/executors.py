@@ -11,7 +11,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from pipelines import inputs, parts, provenance, staged, stages, stats
+from pipelines import inputs, layout, parts, provenance, staged, stages, stats
 from pipelines.config import VariantConfig
 from pipelines.embedded import embedded_runner, runs_embedded
 from pipelines.graph import build_pipeline, write_pages
@@ -248,11 +248,11 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
 # A staged run (pipelines/staged.py): its stages in order, each stage's unfinished tasks on
 # local worker processes or as one Beam job on the chosen runner.
 
-def staged_run(job: Job, layout: staged.Layout) -> staged.StagedRun:
+def staged_run(job: Job, cut: layout.Layout) -> staged.StagedRun:
     record = job.run_config()
     return staged.StagedRun(job.config, job.resources, job.plan, job.output_dir, job.max_shards,
-                            job.validation_fraction, job.pages_per_shard, layout,
-                            staged.config_sha256(record, layout))
+                            job.validation_fraction, job.pages_per_shard, cut,
+                            staged.config_sha256(record, cut))
 
 
 def check_staged_config(run: staged.StagedRun, record: dict, restart: bool,
@@ -322,6 +322,9 @@ class _StageTaskFn(beam.DoFn):
     def __init__(self, run: staged.StagedRun):
         self._run = run
 
+    def setup(self):
+        layout.allow_open_files(self._run.layout)
+
     def process(self, task: staged.Task):
         marker = staged.run_task(self._run, task)
         yield marker.index
@@ -375,8 +378,8 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
     """The stages in order, each over its tasks without a valid marker. NothingRead, after the
     read stage and with every task cleared, when the run could read no input."""
     log = logging.getLogger("c4")
-    staged.allow_open_files(run.layout)
-    names = staged.stages_of(job.config)
+    layout.allow_open_files(run.layout)
+    names = layout.stages_of(job.config)
     progress = staged.Progress(job.output_dir, job.config.name, names,
                                executor.workers or 1)
     markers: Dict[str, List[staged.TaskMarker]] = {}
@@ -400,26 +403,24 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
 
 def describe_staged(run: staged.StagedRun) -> str:
     """The plan of a staged run in words: each stage's tasks, those done, and what a failure
-    of the stage costs (its unfinished tasks, as a share of the run's CPU)."""
-    names = staged.stages_of(run.config)
-    known = {"read": -(-run.plan.files // run.layout.read_files),
-             "url_lists": len(run.resources.webtext_url_files), "url": run.layout.url_buckets,
-             "spans": run.layout.span_buckets, "finish": run.layout.url_buckets,
-             "partition": run.layout.url_buckets}
-    total_share = sum(staged.STAGE_CPU_OVER_READ[name] for name in names)
-    lines = [f"staged: {len(names)} stages, {counted(run.layout.url_buckets, 'URL bucket')} "
-             f"and {counted(run.layout.span_buckets, 'span-key bucket')}, "
-             f"{counted(run.layout.read_files, 'WET file')} per read task"]
-    for stage in names:
-        share = staged.STAGE_CPU_OVER_READ[stage] / total_share
-        if stage in known:
-            tasks = [staged.Task(stage, index) for index in range(known[stage])]
+    of the stage's job costs (its unfinished tasks, at most its share of the run's CPU)."""
+    counts = layout.task_counts(run.config, run.layout, run.plan.files,
+                                len(run.resources.webtext_url_files))
+    shares = layout.cpu_shares(run.config)
+    lines = [f"staged: {counted(len(counts), 'stage')}, "
+             f"{counted(run.layout.url_buckets, 'URL bucket')} and "
+             f"{counted(run.layout.span_buckets, 'span-key bucket')}, "
+             f"{counted(run.layout.read_files, 'WET file')} per read task, kept under "
+             f"{parts.parts_dir(run.output_dir)}"]
+    for stage, count in counts.items():
+        if count is None:
+            what = "a task per output shard, known when partition is done"
+        else:
+            tasks = [staged.Task(stage, index) for index in range(count)]
             with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
                 done = sum(marker is not None for marker, _ in
                            readers.map(lambda task: staged.task_state(run, task), tasks))
-            what = f"{counted(known[stage], 'task')}, {done:,} done"
-        else:
-            what = "a task per output shard, known when partition is done"
+            what = f"{counted(count, 'task')}, {done:,} done"
         lines.append(f"  {stage}: {what}; a failure costs at most its unfinished tasks, "
-                     f"{share:.0%} of the run's CPU in all")
+                     f"{shares[stage]:.0%} of the run's CPU in all")
     return "\n".join(lines)

@@ -14,11 +14,11 @@ import os
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 from pipelines import common_crawl, files
+from pipelines.layout import REMOTE_WET_FILE_BYTES
 
 MANIFEST_SUFFIXES = (".paths.gz", ".paths")
 # An input that is not local counts as a full-size gzipped WET file in the memory estimate
 # (Common Crawl's hold about 40,000 pages; bench/bench_scale.py's 40,000-page files have 66 MB).
-REMOTE_WET_FILE_BYTES = 66_000_000
 
 
 def is_manifest(path: str) -> bool:

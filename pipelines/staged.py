@@ -32,7 +32,6 @@ import hashlib
 import heapq
 import json
 import os
-import resource
 import time
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -42,63 +41,18 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import dedup, inputs, output, parts, records, stages, stats
 from pipelines.config import VariantConfig
+from pipelines.layout import STAGE_CPU_OVER_READ, Layout
 from pipelines.page import Page
 from pipelines.provenance import json_default
 from pipelines.urls import split_of
 
 MARKER_FILE = "DONE.json"
-# The input (gzipped WET bytes) of a URL bucket by default: about two full-size WET files,
-# whose pages a `url` task holds while it dedups URLs (bench/bench_scale.py --staged).
-BUCKET_INPUT_BYTES = 128_000_000
-# Read tasks by default at most: a read task writes a file per URL bucket, so that the files a
-# stage keeps are about this many times the buckets; up to this many WET files, one file a task.
-MAX_READ_TASKS = 1000
-# Open files a process keeps beside a read task's writers (one per URL bucket).
-OTHER_OPEN_FILES = 64
-STAGE_NAMES = ("read", "url_lists", "url", "spans", "finish", "partition", "write")
 _TUPLES = beam.coders.FastPrimitivesCoder()
 _PAGES = stages.PageCoder()
 
 
 class StagedError(Exception):
     """A staged run's files cannot be used as they are; the message says what to do."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Layout:
-    """How a staged run cuts its work; part of its configuration (another layout is another
-    run), and of no effect on the output."""
-    read_files: int  # WET files per read task.
-    url_buckets: int
-    span_buckets: int
-
-
-def default_layout(plan: inputs.InputPlan, read_files: Optional[int] = None,
-                   buckets: Optional[int] = None) -> Layout:
-    """A bucket per BUCKET_INPUT_BYTES of input and at most MAX_READ_TASKS read tasks, unless
-    `buckets` and `read_files` say; as many span-key buckets as URL buckets. A ValueError
-    when a read task could not hold a file open per bucket."""
-    if buckets is None:
-        buckets = max(1, -(-plan.estimated_bytes() // BUCKET_INPUT_BYTES))
-    if read_files is None:
-        read_files = max(1, -(-plan.files // MAX_READ_TASKS))
-    if min(buckets, read_files) < 1:
-        raise ValueError("--buckets and --group_files must be >= 1")
-    allowed = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    if buckets + OTHER_OPEN_FILES > allowed:
-        raise ValueError(f"{buckets:,} buckets need a read task to keep {buckets:,} files open, "
-                         f"and this system allows {allowed:,} (ulimit -Hn): pass fewer "
-                         "--buckets, or raise the limit")
-    return Layout(read_files, buckets, buckets)
-
-
-def allow_open_files(layout: Layout) -> None:
-    """Raises this process's limit of open files to what a read task keeps open (its workers
-    inherit it); default_layout checked that the system allows it."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    needed = layout.url_buckets + OTHER_OPEN_FILES
-    if soft < needed:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, needed), hard))
 
 
 class Input(NamedTuple):
@@ -305,7 +259,8 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
     for url in sorted(newest):
         for page in count_duplicates((url, newest.pop(url)), counts):
             if config.domain_filter == "webtext":
-                grouped = {"pages": [_PAGES.encode(page)], "listed": [None] if url in listed else []}
+                grouped = {"pages": [_PAGES.encode(page)],
+                           "listed": [None] if url in listed else []}
                 kept = keep_listed((url, grouped), counts)
             else:
                 kept = (page,)
@@ -452,13 +407,6 @@ def run_task(run: StagedRun, task: Task) -> TaskMarker:
 
 # Planning: a stage's tasks from the markers of the stages before it.
 
-def stages_of(config: VariantConfig) -> List[str]:
-    """The stages a variant runs (url_lists for webtextlike, spans where it dedups text)."""
-    return [stage for stage in STAGE_NAMES
-            if (stage != "url_lists" or config.domain_filter == "webtext")
-            and (stage != "spans" or config.dedup)]
-
-
 def _written(run: StagedRun, stage: str, markers: Sequence[TaskMarker], role: str,
              name: str) -> List[Input]:
     """The files named `name` that the tasks of `stage` wrote, as inputs."""
@@ -564,12 +512,6 @@ def _shard_sizes(run: StagedRun, marker: TaskMarker) -> Dict[str, int]:
         matched = FileSystems.match([FileSystems.join(run.output_dir, each.name)])[0]
         sizes.update((each.name, metadata.size_in_bytes) for metadata in matched.metadata_list)
     return sizes
-
-
-# The CPU time of each stage over that of the read stage (bench/bench_staged.py on 16 synthetic
-# full-size WET files, en), for the time left that a staged run prints.
-STAGE_CPU_OVER_READ = {"read": 1.0, "url_lists": 0.05, "url": 1.0, "spans": 0.1, "finish": 1.0,
-                       "partition": 0.1, "write": 0.1}
 
 
 class Progress:

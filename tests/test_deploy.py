@@ -143,25 +143,46 @@ def test_the_mc4_preset_reads_its_86_dumps_and_the_lists_per_language(shared_dat
         "c4-multilingual-2013-20-to-2022-27-86dumps-")
 
 
-def test_the_dataflow_run_is_in_parts_a_dump_a_job_and_the_dry_run_prints_the_plan(capsys):
-    """mC4 on Dataflow: the pipeline runs in parts (a job per 56 groups of 1,000 files, then the
+def test_the_dataflow_run_is_staged_and_the_dry_run_prints_each_stage_and_what_it_costs(capsys):
+    """On Dataflow the pipeline runs in stages, a job per stage over its unfinished tasks; the
+    dry run says each stage's tasks and what a failed job costs at most."""
+    from pipelines import c4, layout
+    args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "en", "--dump",
+                                                         "CC-MAIN-2019-18"))
+    assert args.staged and not args.in_parts
+    dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
+                   "--dry-run"])
+    plan = capsys.readouterr().out.splitlines()[1:]
+    buckets = -(-56_000 * layout.REMOTE_WET_FILE_BYTES // layout.BUCKET_INPUT_BYTES)
+    assert plan[0].startswith("plan: about 56,000 WET files (1 dump) in stages, kept under "
+                              "gs://my-bucket/c4/c4-en-2019-18/parts/: read (1,000 tasks), "
+                              f"url ({buckets:,} tasks), spans ({buckets:,} tasks)")
+    assert "a Dataflow job per stage over its unfinished tasks" in plan[1]
+    shares = layout.cpu_shares(pipeline_config.VARIANTS["en"])
+    assert f"url {shares['url']:.0%}" in plan[2] and "rerun the same command" in plan[2]
+
+
+def test_without_stages_the_dataflow_run_is_in_parts_a_dump_a_job(capsys):
+    """mC4 on Dataflow with --no-staged: in parts (a job per 56 groups of 1,000 files, then the
     global job); the dry run says how many groups and jobs, and what a failure costs."""
     from pipelines import c4
     args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "multilingual",
-                                                         "--dump_preset", "mc4"))
-    assert (args.in_parts, args.group_files, args.groups_per_job) == (True, 1000, 56)
+                                                         "--dump_preset", "mc4", "--no-staged"))
+    assert (args.staged, args.in_parts, args.group_files, args.groups_per_job) == (
+        False, True, 1000, 56)
     dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "multilingual", "--dump_preset", "mc4",
-                   "--dry-run"])
+                   "--no-staged", "--dry-run"])
     plan = capsys.readouterr().out.splitlines()[1:]
     assert plan[0].startswith("plan: about 4,816,000 WET files (86 dumps) in 4,816 groups of "
                               "1,000, kept under gs://my-bucket/c4/c4-multilingual-")
     assert plan[1].startswith("  86 Dataflow jobs of up to 56 groups")
     assert "at most one job of groups (56,000 WET files of reading) or the global job" in plan[3]
     args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "en", "--dump",
-                                                         "CC-MAIN-2019-18", "--no-in_parts"))
-    assert args.in_parts is False
+                                                         "CC-MAIN-2019-18", "--no-staged",
+                                                         "--no-in_parts"))
+    assert args.in_parts is False and args.staged is False
     one_job = dataflow.plan_lines(dataflow.parse_job(
-        [*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
+        [*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18", "--no-staged",
          "--no-in_parts"])[0])
     assert one_job == ["plan: one job over about 56,000 WET files; a failure costs the whole "
                        "run"]

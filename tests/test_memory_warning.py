@@ -5,14 +5,14 @@ import logging
 
 import pytest
 
-from pipelines import c4, embedded, inputs
+from pipelines import c4, embedded, inputs, layout
 
 GB = 10**9
 
 
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_the_estimate_grows_with_the_input_and_the_warning_names_the_way_beyond(mode):
-    file_bytes = inputs.REMOTE_WET_FILE_BYTES
+    file_bytes = layout.REMOTE_WET_FILE_BYTES
     one, ten = embedded.embedded_peak_bytes(file_bytes, mode), embedded.embedded_peak_bytes(10 * file_bytes, mode)
     assert one < ten
     assert embedded.memory_warning(file_bytes, 24 * GB, mode) is None
@@ -34,7 +34,7 @@ def test_remote_inputs_count_as_full_size_files_and_local_ones_by_their_size(tmp
     manifest.write_bytes(gzip.compress(b"crawl-data/x/a.warc.wet.gz\ncrawl-data/x/b.warc.wet.gz\n"))
     plan = inputs.plan_inputs([str(local), "https://data.commoncrawl.org/a.warc.wet.gz",
                                str(manifest)], None, "https://data.commoncrawl.org/")
-    assert plan.estimated_bytes() == 1234 + 3 * inputs.REMOTE_WET_FILE_BYTES
+    assert plan.estimated_bytes() == 1234 + 3 * layout.REMOTE_WET_FILE_BYTES
 
 
 @pytest.mark.parametrize("beam_args, mode", [
@@ -48,12 +48,15 @@ def test_only_the_embedded_runner_is_warned_about(beam_args, mode):
     assert embedded.embedded_running_mode(beam_args) == mode
 
 
-def test_the_command_line_warns_before_the_job_starts(shared_data, tmp_path, monkeypatch, caplog):
-    """On a machine too small for even one sample file, the warning comes before the build."""
+def test_a_one_job_run_asked_for_is_warned_before_the_job_starts(shared_data, tmp_path,
+                                                                 monkeypatch, caplog):
+    """On a machine too small for even one sample file, a one-job run asked for (--no-staged;
+    without it the run is staged: tests/test_staged.py) is warned before the build."""
     monkeypatch.setattr(c4, "machine_memory_bytes", lambda: 1000)
     with caplog.at_level(logging.INFO, logger="c4"):
         c4.main(["--input", str(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz"),
-                 "--output", str(tmp_path), "--badwords", str(shared_data / "badwords/en")])
+                 "--output", str(tmp_path), "--badwords", str(shared_data / "badwords/en"),
+                 "--no-staged"])
     messages = [record.getMessage() for record in caplog.records if record.name == "c4"]
     (warning,) = [index for index, message in enumerate(messages) if "Dataflow" in message]
     building = next(index for index, message in enumerate(messages)

@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from deploy.rehearse import file_digests
-from pipelines import c4, dedup, parts, staged
+from pipelines import c4, dedup, layout, parts, staged
 from tests.support import killing
 from tests.support.variant_runs import variant_args
 
@@ -89,7 +89,7 @@ def test_a_rerun_reuses_every_task(shared_data, one_job, tmp_path):
 
 def markers_by_stage(output: pathlib.Path) -> dict:
     return {stage: len(list((output / parts.PARTS_FOLDER / stage).glob(
-        f"*/{staged.MARKER_FILE}"))) for stage in staged.STAGE_NAMES}
+        f"*/{staged.MARKER_FILE}"))) for stage in layout.STAGE_NAMES}
 
 
 def after_markers(stage: str, count: int):
