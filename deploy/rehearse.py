@@ -28,6 +28,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from deploy import REPO_ROOT, worker_env
@@ -43,6 +44,11 @@ ERROR_TAIL_CHARS = 3000
 
 # A run in parts, a group per WET file (pipelines/parts.py).
 IN_PARTS = ("--in_parts", "--group_files", "1")
+# A staged run (pipelines/staged.py) in two URL buckets: on the DirectRunner its tasks run on
+# local worker processes, on the portable runner each stage is a Beam job on the lean workers.
+STAGED = ("--staged", "--buckets", "2")
+# A staged run on the workers is killed once this stage has a task done, then rerun.
+KILLED_AFTER_STAGE = "url"
 # A job's command line from its Beam options (`--name=value` words) and its output folder.
 Command = Callable[[Sequence[str], pathlib.Path], list[str]]
 
@@ -55,6 +61,8 @@ class Job:
     extra: str
     # Set for the launcher's process (e.g. PYTHONPATH).
     environ: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # Whether the run on the workers is killed once (SIGKILL) and rerun to its end.
+    killed_once: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,6 +78,8 @@ class Verdict:
     job: str
     direct: Outcome
     workers: Outcome
+    # The run on the workers was killed once and rerun to its end.
+    killed_once: bool = False
 
     @property
     def differing(self) -> list[str]:
@@ -85,7 +95,8 @@ class Verdict:
 
     def report(self) -> str:
         if self.passed:
-            return f"{self.job}: the same {len(self.direct.files)} files, byte for byte"
+            resumed = " (the workers' run killed once and resumed)" if self.killed_once else ""
+            return f"{self.job}: the same {len(self.direct.files)} files, byte for byte{resumed}"
         lines = [f"{self.job}: FAILED"]
         for runner, outcome in (("DirectRunner", self.direct), ("remote workers", self.workers)):
             if outcome.error is not None:
@@ -174,21 +185,50 @@ def run(job: Job, options: Sequence[str], output: pathlib.Path,
     return Outcome(None, file_digests(output) if output.is_dir() else {})
 
 
+def run_killed(job: Job, options: Sequence[str], output: pathlib.Path,
+               timeout: float = JOB_TIMEOUT_S) -> Optional[str]:
+    """Runs the job's launcher and SIGKILLs it (its process group) once a task of the
+    KILLED_AFTER_STAGE stage has its marker; an error if the run ended before, or timed out."""
+    environ = {**os.environ, **job.environ}
+    process = subprocess.Popen(job.command(options, output), cwd=REPO_ROOT, env=environ,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    deadline = time.monotonic() + timeout
+    markers = output / PARTS_FOLDER / KILLED_AFTER_STAGE
+    try:
+        while process.poll() is None and time.monotonic() < deadline:
+            if any(markers.glob("*/DONE.json")):
+                return None
+            time.sleep(0.05)
+        if process.poll() is None:
+            return f"timed out after {timeout:.0f} s before the kill"
+        return ("the run ended before the kill:\n"
+                + process.stderr.read().decode(errors="replace")[-ERROR_TAIL_CHARS:])
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        process.stderr.close()
+
+
 def rehearse(job: Job, port: int, workdir: pathlib.Path,
              timeout: float = JOB_TIMEOUT_S) -> Verdict:
-    """The job on the DirectRunner and on the pool's workers, each into its own folder."""
+    """The job on the DirectRunner and on the pool's workers, each into its own folder (on the
+    workers killed once first, for a job that is)."""
     direct = run(job, direct_options(), workdir / job.name / "direct", timeout)
-    workers = run(job, worker_options(port), workdir / job.name / "workers", timeout)
-    return Verdict(job.name, direct, workers)
+    output = workdir / job.name / "workers"
+    error = job.killed_once and run_killed(job, worker_options(port), output, timeout)
+    workers = Outcome(error, {}) if error else run(job, worker_options(port), output, timeout)
+    return Verdict(job.name, direct, workers, job.killed_once)
 
 
 def c4_job(inputs: Sequence[str], badwords: pathlib.Path, name: str = "c4-en",
-           arguments: Sequence[str] = ()) -> Job:
+           arguments: Sequence[str] = (), killed_once: bool = False) -> Job:
     """C4 `en`; `arguments`: more of the pipeline's (`--in_parts ...`)."""
     def command(options: Sequence[str], output: pathlib.Path) -> list[str]:
         return [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", *inputs,
                 "--badwords", str(badwords), "--output", str(output), *arguments, *options]
-    return Job(name, command, "pipeline")
+    return Job(name, command, "pipeline", killed_once=killed_once)
 
 
 def mc4_job(inputs: Sequence[str], badwords_dir: pathlib.Path) -> Job:
@@ -240,8 +280,9 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--badwords", type=pathlib.Path, default=SHARED_DATA / "badwords" / "en")
     parser.add_argument("--badwords_dir", type=pathlib.Path, default=SHARED_DATA / "badwords",
                         help="mC4's lists per language")
-    parser.add_argument("--jobs", nargs="+", choices=("c4", "c4-in-parts", "mc4", "tfds"),
-                        default=["c4", "c4-in-parts", "mc4", "tfds"])
+    parser.add_argument("--jobs", nargs="+",
+                        choices=("c4", "c4-in-parts", "c4-staged", "mc4", "tfds"),
+                        default=["c4", "c4-in-parts", "c4-staged", "mc4", "tfds"])
     parser.add_argument("--envs", type=pathlib.Path, default=REPO_ROOT / ".venv-worker",
                         help="where the worker environments are made (one folder per extra)")
     parser.add_argument("--timeout", type=float, default=JOB_TIMEOUT_S,
@@ -255,6 +296,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         jobs = {"c4": lambda: c4_job(args.input, args.badwords),
                 "c4-in-parts": lambda: c4_job(args.input, args.badwords, "c4-en-in-parts",
                                               IN_PARTS),
+                "c4-staged": lambda: c4_job(args.input, args.badwords, "c4-en-staged", STAGED,
+                                            killed_once=True),
                 "mc4": lambda: mc4_job(args.input, args.badwords_dir),
                 "tfds": lambda: tfds_job(manual_dir(workdir / "manual", args.input,
                                                     args.badwords))}

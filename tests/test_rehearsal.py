@@ -53,6 +53,21 @@ def test_c4_job_on_lean_workers_writes_the_direct_runners_bytes(pipeline_env, sh
         verdict.direct.files)
 
 
+def test_a_staged_c4_job_on_lean_workers_killed_once_resumes_to_the_direct_runners_bytes(
+        pipeline_env, shared_data, tmp_path):
+    """Each stage a Beam job on the portable runner's lean workers, the launcher killed once a
+    URL bucket is done, the rerun reusing the tasks done: the bytes of the DirectRunner's run
+    (whose tasks run on local worker processes)."""
+    job = rehearse.c4_job([str(shared_data / path) for path in SAMPLE_WET],
+                          shared_data / "badwords" / "en", "c4-en-staged", rehearse.STAGED,
+                          killed_once=True)
+    (verdict,) = rehearse.rehearse_in_env([job], pipeline_env, tmp_path, TIMEOUT_S)
+    assert verdict.passed, verdict.report()
+    assert "killed once and resumed" in verdict.report()
+    markers = list((tmp_path / job.name / "workers" / "parts").glob("*/*/DONE.json"))
+    assert {marker.parent.parent.name for marker in markers} >= {"read", "url", "write"}
+
+
 @pytest.mark.slow  # The C4 job's rehearsal above checks the machinery; `make rehearse` runs this.
 def test_mc4_job_on_lean_workers_writes_the_direct_runners_bytes(pipeline_env, shared_data,
                                                                    tmp_path):
