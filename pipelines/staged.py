@@ -86,8 +86,8 @@ class TaskMarker:
     files: Tuple[records.RecordFile, ...]
     counters: stats.Stats
     seconds: float
-    # What later stages plan with: "pages" {destination: pages} (finish), "occupied"
-    # [[folder, split, bucket]] (partition), "pages_read" (read).
+    # "pages_in": the pages (or lines) the task took in; what later stages plan with: "pages"
+    # {destination: pages} (finish), "occupied" [[folder, split, bucket]] (partition).
     facts: dict
 
     def to_json(self) -> bytes:
@@ -98,9 +98,6 @@ class TaskMarker:
         record = json.loads(data)
         record["files"] = tuple(records.RecordFile(**each) for each in record["files"])
         return cls(**record)
-
-    def file(self, name: str) -> Optional[records.RecordFile]:
-        return next((each for each in self.files if each.name == name), None)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -239,7 +236,9 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
     for step in steps + ([span_records] if span_records else []):
         step.setup()
         step.start()
-    pages, lost, winners = [], [], {}
+    # The pages and their lost keys go out as they come; the winners (keys, not text) are held
+    # per span bucket.
+    pages, lost, winners = files.writer("pages"), files.writer("lost"), {}
 
     def route(outputs):
         for each in outputs:
@@ -247,13 +246,11 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
                 bucket, block = each.value
                 winners.setdefault(bucket, []).append(block)
             elif isinstance(each, Page):
-                pages.append(_TUPLES.encode((b"", _PAGES.encode(each))))
+                pages.add(_TUPLES.encode((b"", _PAGES.encode(each))))
             else:
                 key_of_page, (kind, payload) = each
-                if kind == stages.PAGE_MESSAGE:
-                    pages.append(_TUPLES.encode((key_of_page, payload)))
-                else:
-                    lost.append(_TUPLES.encode((key_of_page, payload)))
+                (pages if kind == stages.PAGE_MESSAGE else lost).add(
+                    _TUPLES.encode((key_of_page, payload)))
 
     count_duplicates, keep_listed = stages.CountUrlDuplicates(), stages.KeepListedPages()
     for url in sorted(newest):
@@ -271,8 +268,8 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
                 route(passed)
     if span_records:
         route(span_records.finish(counts))
-    files.write("pages", pages)
-    files.write("lost", lost)
+    files.closed(pages)
+    files.closed(lost)
     for bucket in sorted(winners):
         files.write(_bucket_name("spans", bucket), winners.pop(bucket))
     return {"pages_in": pages_in}
@@ -302,7 +299,8 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
     for step in steps:
         step.setup()
         step.start()
-    entries: Dict[Tuple[str, str], List[bytes]] = {}
+    # A file per destination, written as the pages come.
+    writers: Dict[Tuple[str, str], records.RecordWriter] = {}
     pages_in = 0
     for encoded in _read(task, "pages"):
         pages_in += 1
@@ -313,11 +311,13 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
         for page in stages.run_steps(steps, element, counts):
             folder = page.language if config.language_folders is not None else ""
             destination = folder, split_of(page.url, run.validation_fraction)
-            entries.setdefault(destination, []).append(_TUPLES.encode(output.sort_entry(page)))
+            if destination not in writers:
+                writers[destination] = files.writer(_destination_name(*destination))
+            writers[destination].add(_TUPLES.encode(output.sort_entry(page)))
     pages = {}
-    for destination in sorted(entries):
-        pages[_destination_name(*destination)] = len(entries[destination])
-        files.write(_destination_name(*destination), entries.pop(destination))
+    for destination in sorted(writers):
+        files.closed(writers.pop(destination))
+        pages[_destination_name(*destination)] = files.written[-1].records
     return {"pages": pages, "pages_in": pages_in}
 
 
@@ -407,52 +407,59 @@ def run_task(run: StagedRun, task: Task) -> TaskMarker:
 
 # Planning: a stage's tasks from the markers of the stages before it.
 
-def _written(run: StagedRun, stage: str, markers: Sequence[TaskMarker], role: str,
-             name: str) -> List[Input]:
-    """The files named `name` that the tasks of `stage` wrote, as inputs."""
-    found = []
-    for marker in markers:
-        for each in marker.files:
-            if each.name == name:
-                directory = run.task_dir(Task(stage, marker.index))
-                found.append(Input(role, marker.index, FileSystems.join(directory, name), each))
-    return found
+class _Written:
+    """The files the tasks of one stage wrote, by name, as inputs of the next: indexed once,
+    not searched once per task (a stage writes about tasks x buckets files)."""
+
+    def __init__(self, run: StagedRun, stage: str, markers: Sequence[TaskMarker]):
+        self._by_name: Dict[str, List[Tuple[str, int, records.RecordFile]]] = {}
+        for marker in markers:
+            directory = run.task_dir(Task(stage, marker.index))
+            for each in marker.files:
+                self._by_name.setdefault(each.name, []).append(
+                    (FileSystems.join(directory, each.name), marker.index, each))
+
+    def inputs(self, role: str, name: str) -> List[Input]:
+        return [Input(role, index, path, each)
+                for path, index, each in self._by_name.get(name, ())]
 
 
 def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]) -> List[Task]:
     """The tasks of `stage`, given the markers of every stage before it."""
-    layout = run.layout
+    cut = run.layout
     if stage == "read":
-        return [Task(stage, index) for index in range(-(-run.plan.files // layout.read_files))]
+        return [Task(stage, index) for index in range(-(-run.plan.files // cut.read_files))]
     if stage == "url_lists":
         return [Task(stage, index) for index in range(len(run.resources.webtext_url_files))]
     if stage == "url":
-        return [Task(stage, bucket, tuple(
-            _written(run, "read", markers["read"], "pages", _bucket_name("url", bucket))
-            + _written(run, "url_lists", markers.get("url_lists", ()), "listed",
-                       _bucket_name("url", bucket))))
-                for bucket in range(layout.url_buckets)]
+        pages = _Written(run, "read", markers["read"])
+        listed = _Written(run, "url_lists", markers.get("url_lists", ()))
+        return [Task(stage, bucket, tuple(pages.inputs("pages", _bucket_name("url", bucket))
+                                          + listed.inputs("listed", _bucket_name("url", bucket))))
+                for bucket in range(cut.url_buckets)]
     if stage == "spans":
-        return [Task(stage, bucket, tuple(_written(run, "url", markers["url"], "winners",
-                                                   _bucket_name("spans", bucket))))
-                for bucket in range(layout.span_buckets)]
+        winners = _Written(run, "url", markers["url"])
+        return [Task(stage, bucket, tuple(winners.inputs("winners", _bucket_name("spans", bucket))))
+                for bucket in range(cut.span_buckets)]
     if stage == "finish":
-        url_markers = [[marker] for marker in markers["url"]]
-        return [Task(stage, bucket, tuple(
-            _written(run, "url", url_markers[bucket], "pages", "pages")
-            + _written(run, "url", url_markers[bucket], "lost", "lost")
-            + _written(run, "spans", markers.get("spans", ()), "lost",
-                       _bucket_name("url", bucket))))
-                for bucket in range(layout.url_buckets)]
+        losses = _Written(run, "spans", markers.get("spans", ()))
+        tasks = []
+        for marker in markers["url"]:
+            own = _Written(run, "url", [marker])
+            tasks.append(Task(stage, marker.index, tuple(
+                own.inputs("pages", "pages") + own.inputs("lost", "lost")
+                + losses.inputs("lost", _bucket_name("url", marker.index)))))
+        return tasks
     if stage == "partition":
         shards = tuple((*destination, buckets) for destination, buckets
                        in sorted(shard_counts(run, markers["finish"]).items()))
-        return [Task(stage, marker.index,
-                     tuple(Input("entries", marker.index,
-                                 FileSystems.join(run.task_dir(Task("finish", marker.index)),
-                                                  each.name), each)
-                           for each in marker.files), shards)
-                for marker in markers["finish"]]
+        tasks = []
+        for marker in markers["finish"]:
+            own = _Written(run, "finish", [marker])
+            tasks.append(Task(stage, marker.index, tuple(
+                each for destination in marker.facts["pages"]
+                for each in own.inputs("entries", destination)), shards))
+        return tasks
     if stage == "write":
         return _write_tasks(run, markers["partition"])
     raise ValueError(f"no stage {stage!r}")
@@ -466,12 +473,12 @@ def _write_tasks(run: StagedRun, partition_markers: Sequence[TaskMarker]) -> Lis
               for (folder, split), buckets in occupied.items() for bucket in buckets]
     shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
                output.empty_splits(occupied, folders, tuple(run.max_shards))]
+    written = _Written(run, "partition", partition_markers)
     tasks = []
     for index, shard in enumerate(sorted(shards)):
         folder, split, bucket = shard[:3]
         name = f"{_destination_name(folder, split)}.{bucket:05d}"
-        tasks.append(Task("write", index, tuple(_written(run, "partition", partition_markers,
-                                                         "shard", name)), shard))
+        tasks.append(Task("write", index, tuple(written.inputs("shard", name)), shard))
     return tasks
 
 
