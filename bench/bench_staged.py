@@ -115,16 +115,20 @@ def workers(files: int, one_job: bool, folder: pathlib.Path) -> None:
         runs["one job (in_memory)"] = ["--direct_running_mode=in_memory",
                                        "--direct_num_workers=1"]
     results = {}
+    input_bytes = sum(path.stat().st_size for path in paths)
     for name, extra in runs.items():
         with tempfile.TemporaryDirectory() as output:
             results[name] = run_sampled(c4_command("en", paths, output, *extra))
+            output = pathlib.Path(output)
             results[name]["pages"] = json.loads(
-                (pathlib.Path(output) / "stats.json").read_text())["stages"]["read"][
-                "pages.passed"]
+                (output / "stats.json").read_text())["stages"]["read"]["pages.passed"]
+            kept = sum(path.stat().st_size for path in (output / parts.PARTS_FOLDER).rglob("*")
+                       if path.is_file()) if (output / parts.PARTS_FOLDER).exists() else 0
         run = results[name]
         print(f"{name:<22} {files} files: wall {run['wall']:,.0f} s, CPU {run['cpu']:,.0f} s, "
               f"{run['pages'] / run['cpu']:,.0f} pages per CPU-second, largest process "
-              f"{run['largest'] / 1e6:,.0f} MB", flush=True)
+              f"{run['largest'] / 1e6:,.0f} MB, tree {run['tree'] / 1e6:,.0f} MB, files kept "
+              f"{kept / input_bytes:.2f} x the gzipped input", flush=True)
     one, two = results["staged, --workers 1"], results["staged, --workers 2"]
     print(f"--workers 2 over --workers 1, wall: {two['wall'] / one['wall']:.2f}")
     if one_job:

@@ -20,7 +20,8 @@ from pipelines import (common_crawl, files, funnel, inputs, layout, lists, parts
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
-from pipelines.executors import (NAMED_FILES, BeamStages, Job, LocalWorkers, NothingRead,
+from pipelines.job import Job
+from pipelines.executors import (NAMED_FILES, BeamStages, LocalWorkers, NothingRead,
                                  check_staged_config, describe_staged, plan_parts, run_in_parts,
                                  run_one_job, run_staged, staged_run)
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of

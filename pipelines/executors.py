@@ -1,5 +1,7 @@
-"""How a checked and loaded C4 job runs: in one Beam job, or in parts (a job per groups of input
-files, each group's pages kept with a marker, then one global job over them), resumable.
+"""How a checked and loaded C4 job runs: in one Beam job; in parts (a job per groups of input
+files, each group's pages kept with a marker, then one global job over them); or in stages of
+tasks (pipelines/staged.py) on local worker processes or as a Beam job per stage. The last two
+resume where they stopped.
 """
 import concurrent.futures
 import dataclasses
@@ -9,42 +11,12 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
-from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from pipelines import inputs, layout, parts, provenance, staged, stages, stats
-from pipelines.config import VariantConfig
-from pipelines.embedded import embedded_runner, runs_embedded
+from pipelines import layout, parts, staged, stages, stats
 from pipelines.graph import build_pipeline, write_pages
+from pipelines.job import Job
 from pipelines.output import shard_glob
 from pipelines.wording import counted
-
-
-@dataclasses.dataclass(frozen=True)
-class Job:
-    """What a run builds and where, checked and loaded: the pipelines of its parts read it."""
-    config: VariantConfig
-    resources: stages.Resources
-    plan: inputs.InputPlan
-    output_dir: str
-    max_shards: Dict[str, int]
-    validation_fraction: float
-    pages_per_shard: Optional[int]
-    beam_args: Sequence[str]
-
-    def run_config(self) -> dict:
-        """run_config.json's record of this run."""
-        return provenance.run_config(self.config, self.plan, self.validation_fraction,
-                                     self.max_shards, self.resources.list_sha256,
-                                     self.pages_per_shard)
-
-    def pipeline(self, part: Optional[str] = None) -> beam.Pipeline:
-        """A new pipeline on the chosen runner; a job name given is suffixed with `part`."""
-        options = PipelineOptions(self.beam_args)
-        cloud = options.view_as(GoogleCloudOptions)
-        if part and cloud.job_name:
-            cloud.job_name = f"{cloud.job_name}-{part}"
-        return beam.Pipeline(runner=embedded_runner() if runs_embedded(options) else None,
-                             options=options)
 
 
 class NothingRead(Exception):
@@ -249,16 +221,13 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
 # local worker processes or as one Beam job on the chosen runner.
 
 def staged_run(job: Job, cut: layout.Layout) -> staged.StagedRun:
-    record = job.run_config()
-    return staged.StagedRun(job.config, job.resources, job.plan, job.output_dir, job.max_shards,
-                            job.validation_fraction, job.pages_per_shard, cut,
-                            staged.config_sha256(record, cut))
+    return staged.StagedRun(job, cut, staged.config_sha256(job.run_config(), cut))
 
 
 def check_staged_config(run: staged.StagedRun, record: dict, restart: bool,
                         dry_run: bool = False) -> None:
     """Refuses the parts of another configuration (parts.PartsError) unless `restart`."""
-    parts.check_parts_config(run.output_dir, run.config_sha256,
+    parts.check_parts_config(run.job.output_dir, run.config_sha256,
                              {"run_config": record, "staged": dataclasses.asdict(run.layout)},
                              restart, write=not dry_run)
 
@@ -404,14 +373,14 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
 def describe_staged(run: staged.StagedRun) -> str:
     """The plan of a staged run in words: each stage's tasks, those done, and what a failure
     of the stage's job costs (its unfinished tasks, at most its share of the run's CPU)."""
-    counts = layout.task_counts(run.config, run.layout, run.plan.files,
-                                len(run.resources.webtext_url_files))
-    shares = layout.cpu_shares(run.config)
+    counts = layout.task_counts(run.job.config, run.layout, run.job.plan.files,
+                                len(run.job.resources.webtext_url_files))
+    shares = layout.cpu_shares(run.job.config)
     lines = [f"staged: {counted(len(counts), 'stage')}, "
              f"{counted(run.layout.url_buckets, 'URL bucket')} and "
              f"{counted(run.layout.span_buckets, 'span-key bucket')}, "
              f"{counted(run.layout.read_files, 'WET file')} per read task, kept under "
-             f"{parts.parts_dir(run.output_dir)}"]
+             f"{parts.parts_dir(run.job.output_dir)}"]
     for stage, count in counts.items():
         if count is None:
             what = "a task per output shard, known when partition is done"

@@ -39,8 +39,8 @@ import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import dedup, inputs, output, parts, records, stages, stats
-from pipelines.config import VariantConfig
+from pipelines import dedup, output, parts, records, stages, stats
+from pipelines.job import Job
 from pipelines.layout import STAGE_CPU_OVER_READ, Layout
 from pipelines.page import Page
 from pipelines.provenance import json_default
@@ -103,25 +103,19 @@ class TaskMarker:
 @dataclasses.dataclass(frozen=True)
 class StagedRun:
     """What every task of a run reads: the checked and loaded job, its layout, its hash."""
-    config: VariantConfig
-    resources: stages.Resources
-    plan: inputs.InputPlan
-    output_dir: str
-    max_shards: Dict[str, int]
-    validation_fraction: float
-    pages_per_shard: Optional[int]
+    job: Job
     layout: Layout
     config_sha256: str
 
     def task_dir(self, task: Task) -> str:
-        return FileSystems.join(parts.parts_dir(self.output_dir), task.stage, task.name)
+        return FileSystems.join(parts.parts_dir(self.job.output_dir), task.stage, task.name)
 
     def marker_path(self, task: Task) -> str:
         return FileSystems.join(self.task_dir(task), MARKER_FILE)
 
     def files_dir(self, task: Task) -> str:
         """Where the task's files are: its folder, or for a shard the output folder."""
-        return self.output_dir if task.stage == "write" else self.task_dir(task)
+        return self.job.output_dir if task.stage == "write" else self.task_dir(task)
 
 
 def config_sha256(run_config: dict, layout: Layout) -> str:
@@ -180,19 +174,19 @@ class _TaskFiles:
 
 def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
     wanted = range(task.index * run.layout.read_files,
-                   min((task.index + 1) * run.layout.read_files, run.plan.files))
-    steps = stages.read_steps(run.config)
+                   min((task.index + 1) * run.layout.read_files, run.job.plan.files))
+    steps = stages.read_steps(run.job.config)
     for step in steps:
         step.setup()
     # A file per URL bucket, written as the pages come: the task holds no page.
     writers: Dict[int, records.RecordWriter] = {}
     pages = 0
-    for source in run.plan.sources:
+    for source in run.job.plan.sources:
         if source.first_index >= wanted.stop or source.first_index + source.count <= wanted.start:
             continue
         for file_index, path in stages.listed_files(source, wanted, counts):
             for page in stages.read_wet_pages(file_index, path,
-                                              stages.max_record_bytes(run.config), counts):
+                                              stages.max_record_bytes(run.job.config), counts):
                 for passed in stages.run_steps(steps, page, counts):
                     bucket = output.url_bucket(passed.normalized_url, run.layout.url_buckets)
                     if bucket not in writers:
@@ -205,9 +199,9 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
 
 
 def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    path = run.resources.webtext_url_files[task.index]
+    path = run.job.resources.webtext_url_files[task.index]
     buckets: Dict[int, set] = {}
-    for url, _ in stages.webtext_urls_of_file(path, run.config.rule_set, counts):
+    for url, _ in stages.webtext_urls_of_file(path, run.job.config.rule_set, counts):
         buckets.setdefault(output.url_bucket(url, run.layout.url_buckets), set()).add(url)
     for bucket in sorted(buckets):
         files.write(_bucket_name("url", bucket),
@@ -226,7 +220,7 @@ def _newest_pages(task: Task, keep_of_two) -> Dict[str, Tuple[Page, int]]:
 
 
 def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    config, resources = run.config, run.resources
+    config, resources = run.job.config, run.job.resources
     listed = {encoded.decode() for encoded in _read(task, "listed")}
     newest = _newest_pages(task, config.rule_set.keep_of_two)
     pages_in = sum(count for _, count in newest.values())
@@ -276,7 +270,7 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
 
 
 def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    mode = run.config.dedup.mode
+    mode = run.job.config.dedup.mode
     blocks = [(each.source, b"".join(_read_input(each))) for each in _inputs(task, "winners")]
     winners, _ = dedup.resolve_records(b"".join(block for _, block in blocks), mode)
     for url_bucket, block in blocks:
@@ -287,7 +281,7 @@ def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
 
 
 def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    config, resources = run.config, run.resources
+    config, resources = run.job.config, run.job.resources
     lost_of: Dict[bytes, list] = {}
     for encoded in _read(task, "lost"):
         key_of_page, key = _TUPLES.decode(encoded)
@@ -310,7 +304,7 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
                    if config.dedup else _PAGES.decode(page_bytes))
         for page in stages.run_steps(steps, element, counts):
             folder = page.language if config.language_folders is not None else ""
-            destination = folder, split_of(page.url, run.validation_fraction)
+            destination = folder, split_of(page.url, run.job.validation_fraction)
             if destination not in writers:
                 writers[destination] = files.writer(_destination_name(*destination))
             writers[destination].add(_TUPLES.encode(output.sort_entry(page)))
@@ -328,8 +322,8 @@ def shard_counts(run: StagedRun, finish_markers: Sequence[TaskMarker]
     for marker in finish_markers:
         for name, count in marker.facts["pages"].items():
             pages[name] = pages.get(name, 0) + count
-    return {_destination_of(name): output.shards_for(count, run.pages_per_shard,
-                                                     run.max_shards[_destination_of(name)[1]])
+    return {_destination_of(name): output.shards_for(count, run.job.pages_per_shard,
+                                                     run.job.max_shards[_destination_of(name)[1]])
             for name, count in pages.items()}
 
 
@@ -371,7 +365,7 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
     folder, split, _, index, num_shards = task.params
     relative = output.shard_name(split, index, num_shards)
     relative = f"{folder}/{relative}" if folder else relative
-    path = FileSystems.join(run.output_dir, relative)
+    path = FileSystems.join(run.job.output_dir, relative)
     temporary = path + ".tmp" if "://" not in path else path
     if "://" not in path:
         os.makedirs(FileSystems.split(path)[0], exist_ok=True)
@@ -428,9 +422,9 @@ def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]
     """The tasks of `stage`, given the markers of every stage before it."""
     cut = run.layout
     if stage == "read":
-        return [Task(stage, index) for index in range(-(-run.plan.files // cut.read_files))]
+        return [Task(stage, index) for index in range(-(-run.job.plan.files // cut.read_files))]
     if stage == "url_lists":
-        return [Task(stage, index) for index in range(len(run.resources.webtext_url_files))]
+        return [Task(stage, index) for index in range(len(run.job.resources.webtext_url_files))]
     if stage == "url":
         pages = _Written(run, "read", markers["read"])
         listed = _Written(run, "url_lists", markers.get("url_lists", ()))
@@ -468,11 +462,11 @@ def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]
 def _write_tasks(run: StagedRun, partition_markers: Sequence[TaskMarker]) -> List[Task]:
     occupied = output.occupied_buckets({tuple(each) for marker in partition_markers
                                         for each in marker.facts["occupied"]})
-    folders = ("",) if run.config.language_folders is None else run.config.language_folders
+    folders = ("",) if run.job.config.language_folders is None else run.job.config.language_folders
     shards = [(folder, split, bucket, *output.shard_numbering(bucket, buckets))
               for (folder, split), buckets in occupied.items() for bucket in buckets]
     shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
-               output.empty_splits(occupied, folders, tuple(run.max_shards))]
+               output.empty_splits(occupied, folders, tuple(run.job.max_shards))]
     written = _Written(run, "partition", partition_markers)
     tasks = []
     for index, shard in enumerate(sorted(shards)):
@@ -516,7 +510,7 @@ def task_state(run: StagedRun, task: Task) -> Tuple[Optional[TaskMarker], str]:
 def _shard_sizes(run: StagedRun, marker: TaskMarker) -> Dict[str, int]:
     sizes = {}
     for each in marker.files:
-        matched = FileSystems.match([FileSystems.join(run.output_dir, each.name)])[0]
+        matched = FileSystems.match([FileSystems.join(run.job.output_dir, each.name)])[0]
         sizes.update((each.name, metadata.size_in_bytes) for metadata in matched.metadata_list)
     return sizes
 
