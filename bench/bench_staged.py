@@ -53,8 +53,9 @@ def run_sampled(command: list, interval: float = 0.2) -> dict:
     """Runs `command` to its end: CPU seconds (with its children's), wall seconds, the peak
     resident memory of its largest process and of its tree."""
     start = time.perf_counter()
-    child = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
+    # The log goes to a file: a pipe nobody reads while the run goes would fill and stop it.
+    log = tempfile.TemporaryFile()
+    child = subprocess.Popen(command, cwd=REPO_ROOT, stdout=subprocess.DEVNULL, stderr=log)
     process, largest, tree = psutil.Process(child.pid), 0, 0
     while True:
         pid, status, usage = os.wait4(child.pid, os.WNOHANG)
@@ -68,7 +69,8 @@ def run_sampled(command: list, interval: float = 0.2) -> dict:
             largest, tree = max(largest, max(sizes)), max(tree, sum(sizes))
         time.sleep(interval)
     if os.waitstatus_to_exitcode(status) != 0:
-        sys.exit(f"{' '.join(command)} failed:\n{child.stderr.read().decode()[-3000:]}")
+        log.seek(0)
+        sys.exit(f"{' '.join(command)} failed:\n{log.read().decode()[-3000:]}")
     return {"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - start,
             "largest": largest, "tree": tree}
 
@@ -166,7 +168,7 @@ def kills() -> None:
                            "--staged", *KILL_OPTIONS]
                 if not killing.run_killed(command, REPO_ROOT, lambda: markers_by_stage(
                         output)[stage] >= count):
-                    print(f"{variant:<14}{rules or 'paper':<10}{stage} {count}: ended first")
+                    print(f"{variant:<14}{rules or 'default':<10}{stage} {count}: ended first")
                     continue
                 done = markers_by_stage(output)
                 killed_in = json.loads((output / parts.PARTS_FOLDER /
@@ -178,7 +180,7 @@ def kills() -> None:
                 same = file_digests(output) == expected
                 points += 1
                 failures += not same or reused != sum(done.values())
-                print(f"{variant:<14}{rules or 'paper':<10}{f'{stage} {count}':<14}"
+                print(f"{variant:<14}{rules or 'default':<10}{f'{stage} {count}':<14}"
                       f"{killed_in:<11}{sum(done.values()):>6}{reused:>8}  {same}", flush=True)
                 shutil.rmtree(output)
             shutil.rmtree(whole)

@@ -4,8 +4,11 @@ tasks (pipelines/staged.py) on local worker processes or as a Beam job per stage
 resume where they stopped.
 """
 import concurrent.futures
+import ctypes
 import dataclasses
 import logging
+import multiprocessing
+import signal
 import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
@@ -233,6 +236,7 @@ def check_staged_config(run: staged.StagedRun, record: dict, restart: bool,
 
 
 _WORKER_RUN: Optional[staged.StagedRun] = None
+_PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies.
 
 
 def _start_worker(run: staged.StagedRun) -> None:
@@ -241,11 +245,9 @@ def _start_worker(run: staged.StagedRun) -> None:
     global _WORKER_RUN
     _WORKER_RUN = run
     try:
-        import ctypes
-        import signal
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
-        pass
+        pass  # Not Linux: a worker outlives a killed launcher until its task ends.
 
 
 def _run_in_worker(task: staged.Task) -> staged.TaskMarker:
@@ -268,7 +270,6 @@ class LocalWorkers:
                 markers.append(staged.run_task(run, task))
                 progress.task_done(markers[-1])
             return markers
-        import multiprocessing
         context = multiprocessing.get_context("fork")
         markers = []
         with concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,

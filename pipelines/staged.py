@@ -32,6 +32,7 @@ import hashlib
 import heapq
 import json
 import os
+import sys
 import time
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -45,6 +46,7 @@ from pipelines.layout import STAGE_CPU_OVER_READ, Layout
 from pipelines.page import Page
 from pipelines.provenance import json_default
 from pipelines.urls import split_of
+from text.durations import duration
 
 MARKER_FILE = "DONE.json"
 _TUPLES = beam.coders.FastPrimitivesCoder()
@@ -521,7 +523,6 @@ class Progress:
 
     def __init__(self, output_dir: str, variant: str, stage_names: Sequence[str],
                  workers: int, stream=None):
-        import sys
         self._output_dir = output_dir
         self._variant = variant
         self._stage_names = list(stage_names)
@@ -531,6 +532,7 @@ class Progress:
         self._markers: Dict[str, List[TaskMarker]] = {}
         self._stage = None
         self._started = time.monotonic()
+        self._computed_pages = 0
 
     def start_stage(self, stage: str, tasks: int, reused: Sequence[TaskMarker]) -> None:
         self._stage = stage
@@ -582,7 +584,9 @@ class Progress:
             record["eta_seconds"] = None
             return record
         left = per_task * (counts["left"] + counts["running"]) / self._workers
-        read_seconds = sum(marker.seconds for marker in self._markers.get("read", ()))
+        # The later stages, from their CPU over the read stage's (all of it, once it is known).
+        read_seconds = (per_task * counts["tasks"] if self._stage == "read" else
+                        sum(marker.seconds for marker in self._markers.get("read", ())))
         later = self._stage_names[self._stage_names.index(self._stage) + 1:]
         left += sum(STAGE_CPU_OVER_READ[name] for name in later) * read_seconds / self._workers
         record["eta_seconds"] = round(left, 1)
@@ -599,7 +603,6 @@ class Progress:
         if record.get("pages_per_second"):
             text += f"; {record['pages_per_second']:,.0f} pages/s"
         if record.get("eta_seconds") is not None:
-            from text.durations import duration
             text += f"; about {duration(record['eta_seconds'])} left"
         return text
 

@@ -2,6 +2,7 @@
 processes and as Beam jobs per stage, writes the one-job run's bytes; killed (SIGKILL) in any
 stage, a rerun reuses every task done and writes the same bytes; the bad states of its folder are
 redone or refused with a message; its progress, plan and memory are what it says."""
+import io
 import json
 import pathlib
 import shutil
@@ -327,3 +328,26 @@ def test_losers_among_answers_each_block_as_resolving_all_records_at_once():
         answered = [loser for block in blocks for loser in dedup.losers_among(winners, block,
                                                                                 mode)]
         assert sorted(answered) == sorted(losers) and answered
+
+
+def test_the_time_left_counts_the_stage_left_and_the_later_stages_by_their_measured_cpu(
+        tmp_path):
+    names = ["read", "url", "finish"]
+    (tmp_path / parts.PARTS_FOLDER).mkdir()
+    progress = staged.Progress(str(tmp_path), "en", names, workers=2, stream=io.StringIO())
+    progress.start_stage("read", 5, [])
+    progress.running(2)
+    progress.task_done(staged.TaskMarker("read", 0, "sha", (), {}, 4.0, {"pages_in": 100}))
+    record = progress.record()
+    # Four read tasks left at 4 s on 2 workers, then url and finish at their CPU over the
+    # read stage's (20 s in all).
+    later = (layout.STAGE_CPU_OVER_READ["url"] + layout.STAGE_CPU_OVER_READ["finish"]) * 20 / 2
+    assert record["eta_seconds"] == pytest.approx(4 * 4 / 2 + later, abs=0.1)
+    assert record["stages"]["read"] == {"tasks": 5, "done": 1, "running": 1, "left": 3,
+                                        "reused": 0}
+    assert record["workers_busy"] == "1 of 2"
+    assert "stage read (1 of 3): 1 of 5 tasks done" in progress.line(record)
+    written = json.loads((tmp_path / parts.PARTS_FOLDER / parts.PROGRESS_FILE).read_text())
+    assert written["stages"] == record["stages"] and written["eta_seconds"] == record[
+        "eta_seconds"]
+    assert json.loads((tmp_path / "stats.json").read_text())["progress"]["stage"] == "read"
