@@ -188,7 +188,13 @@ def parser() -> argparse.ArgumentParser:
                               "machine (default: its cores)")
     options.add_argument("--buckets", type=int, default=None,
                          help="URL buckets (and span-key buckets) of a staged run; default: one "
-                              f"per {layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB of gzipped input")
+                              f"per {layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB of gzipped input, "
+                              f"at most {layout.MAX_BUCKETS:,}")
+    options.add_argument("--task_bytes", type=int, default=layout.BUCKET_INPUT_BYTES,
+                         help="the bytes of its input a task of a staged run holds in memory "
+                              "at once: a bigger bucket is taken in parts of this size, spread "
+                              "over local temporary files (default "
+                              f"{layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB)")
     options.add_argument("--stages_as_beam_jobs", action="store_true",
                          help="run a staged run's stages as Beam jobs on the local runner too "
                               "(as on Dataflow), not on --workers processes")
@@ -317,7 +323,8 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
     log = logging.getLogger("c4")
     try:
         run = staged_run(job, layout.default_layout(job.plan.files, job.plan.estimated_bytes(),
-                                                    args.group_files, args.buckets))
+                                                    args.group_files, args.buckets,
+                                                    args.task_bytes))
     except ValueError as error:
         sys.exit(f"error: {error}")
     if args.dry_run:

@@ -10,8 +10,12 @@ from pipelines.config import VariantConfig
 
 STAGE_NAMES = ("read", "url_lists", "url", "spans", "finish", "partition", "write")
 # The input (gzipped WET bytes) of a URL bucket by default: about two full-size WET files,
-# whose pages a `url` task holds while it dedups URLs (bench/bench_staged.py --memory).
+# whose pages a `url` task holds while it dedups URLs (bench/bench_staged.py --memory); and what
+# a task holds at once of a bigger bucket, which it takes in parts of this size.
 BUCKET_INPUT_BYTES = 128_000_000
+# Buckets at most by default: a stage writes a file per pair of buckets (URL and span-key
+# buckets; read tasks and URL buckets), so a dump's input makes buckets bigger, not more.
+MAX_BUCKETS = 1024
 # The gzipped bytes of a WET file the plans count for a file not on this machine (a manifest's).
 REMOTE_WET_FILE_BYTES = 66_000_000
 # Read tasks by default at most: a read task writes a file per URL bucket, so that the files a
@@ -32,19 +36,24 @@ class Layout:
     read_files: int  # WET files per read task.
     url_buckets: int
     span_buckets: int
+    # The bytes of its input files a task holds at once: a bigger bucket is spread over local
+    # temporary files by a second hash and taken a part at a time.
+    task_bytes: int = BUCKET_INPUT_BYTES
 
 
 def default_layout(files: int, input_bytes: int, read_files: Optional[int] = None,
-                   buckets: Optional[int] = None) -> Layout:
-    """A bucket per BUCKET_INPUT_BYTES of input and at most MAX_READ_TASKS read tasks, unless
-    `buckets` and `read_files` say; as many span-key buckets as URL buckets."""
+                   buckets: Optional[int] = None,
+                   task_bytes: int = BUCKET_INPUT_BYTES) -> Layout:
+    """A bucket per BUCKET_INPUT_BYTES of input, at most MAX_BUCKETS, and at most
+    MAX_READ_TASKS read tasks, unless `buckets` and `read_files` say; as many span-key
+    buckets as URL buckets."""
     if buckets is None:
-        buckets = max(1, -(-input_bytes // BUCKET_INPUT_BYTES))
+        buckets = min(MAX_BUCKETS, max(1, -(-input_bytes // BUCKET_INPUT_BYTES)))
     if read_files is None:
         read_files = max(1, -(-files // MAX_READ_TASKS))
-    if min(buckets, read_files) < 1:
-        raise ValueError("--buckets and --group_files must be >= 1")
-    return Layout(read_files, buckets, buckets)
+    if min(buckets, read_files, task_bytes) < 1:
+        raise ValueError("--buckets, --group_files and --task_bytes must be >= 1")
+    return Layout(read_files, buckets, buckets, task_bytes)
 
 
 def allow_open_files(layout: Layout) -> None:

@@ -29,10 +29,11 @@ shard buckets written), and the run configuration's sha256.
 """
 import dataclasses
 import hashlib
-import heapq
 import json
 import os
+import struct
 import sys
+import tempfile
 import time
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -47,6 +48,7 @@ from pipelines.page import Page
 from pipelines.provenance import json_default
 from pipelines.urls import split_of
 from text.durations import duration
+from text.hashing import hash64
 
 MARKER_FILE = "DONE.json"
 _TUPLES = beam.coders.FastPrimitivesCoder()
@@ -88,8 +90,9 @@ class TaskMarker:
     files: Tuple[records.RecordFile, ...]
     counters: stats.Stats
     seconds: float
-    # "pages_in": the pages (or lines) the task took in; what later stages plan with: "pages"
-    # {destination: pages} (finish), "occupied" [[folder, split, bucket]] (partition).
+    # "pages_in": the pages (or lines) the task took in; "parts": in how many parts it took its
+    # bucket (url, finish); what later stages plan with: "pages" {destination: pages} (finish),
+    # "occupied" [[folder, split, bucket]] (partition).
     facts: dict
 
     def to_json(self) -> bytes:
@@ -172,6 +175,44 @@ class _TaskFiles:
         self.written.append(writer.close())
 
 
+class _Spread:
+    """A bucket too big for a task to hold at once, spread over `parts` anonymous local
+    temporary files by a key (raw records, each after its length), then read a part at a time:
+    a task's memory is bounded by `task_bytes`, whatever its bucket's size."""
+    _LENGTH = struct.Struct("<I")
+
+    def __init__(self, parts: int):
+        self._files = [tempfile.TemporaryFile() for _ in range(parts)]
+
+    def add(self, part: int, record: bytes) -> None:
+        self._files[part].write(self._LENGTH.pack(len(record)) + record)
+
+    def part(self, part: int) -> Iterator[bytes]:
+        """The records of one part, once; its file is closed (and gone) after."""
+        with self._files[part] as source:
+            source.seek(0)
+            while True:
+                header = source.read(self._LENGTH.size)
+                if not header:
+                    return
+                yield source.read(self._LENGTH.unpack(header)[0])
+
+
+def _parts_of(task: Task, roles: Sequence[str], run: StagedRun) -> int:
+    """In how many parts a task takes its bucket: its input files' bytes over task_bytes."""
+    size = sum(each.file.bytes for each in task.inputs if each.role in roles)
+    return max(1, -(-size // run.layout.task_bytes))
+
+
+def _part_of_url(normalized_url: str, buckets: int, parts: int) -> int:
+    # The hash above the URL bucket's: a bucket's URLs spread over its parts.
+    return hash64(normalized_url) // buckets % parts
+
+
+def _part_of_page_key(key_of_page: bytes, parts: int) -> int:
+    return int.from_bytes(key_of_page[:8], "big") % parts
+
+
 # The tasks of each stage.
 
 def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
@@ -211,36 +252,48 @@ def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stage
     return {}
 
 
-def _newest_pages(task: Task, keep_of_two) -> Dict[str, Tuple[Page, int]]:
+def _newest_pages(pages: Iterable[Page], keep_of_two) -> Dict[str, Tuple[Page, int]]:
     newest: Dict[str, Tuple[Page, int]] = {}
-    for encoded in _read(task, "pages"):
-        page = _PAGES.decode(encoded)
+    for page in pages:
         kept = newest.get(page.normalized_url)
         newest[page.normalized_url] = ((page, 1) if kept is None
                                        else (keep_of_two(kept[0], page), kept[1] + 1))
     return newest
 
 
+def _url_parts(run: StagedRun, task: Task) -> Iterator[Iterator[Page]]:
+    """The pages of a URL bucket, a part at a time (every page of a URL in one part)."""
+    parts = _parts_of(task, ("pages",), run)
+    if parts == 1:
+        yield map(_PAGES.decode, _read(task, "pages"))
+        return
+    spread = _Spread(parts)
+    for encoded in _read(task, "pages"):
+        spread.add(_part_of_url(_PAGES.decode(encoded).normalized_url, run.layout.url_buckets,
+                                parts), encoded)
+    for part in range(parts):
+        yield map(_PAGES.decode, spread.part(part))
+
+
 def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
     config, resources = run.job.config, run.job.resources
     listed = {encoded.decode() for encoded in _read(task, "listed")}
-    newest = _newest_pages(task, config.rule_set.keep_of_two)
-    pages_in = sum(count for _, count in newest.values())
     steps = stages.filter_steps(config, resources)
     span_records = (stages.SpanRecords(config.dedup, resources.splitter, run.layout.span_buckets)
                     if config.dedup else None)
     for step in steps + ([span_records] if span_records else []):
         step.setup()
         step.start()
-    # The pages and their lost keys go out as they come; the winners (keys, not text) are held
-    # per span bucket.
+    # Everything goes out as it comes: the pages, their lost keys, the winners per span bucket.
     pages, lost, winners = files.writer("pages"), files.writer("lost"), {}
 
     def route(outputs):
         for each in outputs:
             if isinstance(each, beam.pvalue.TaggedOutput):
                 bucket, block = each.value
-                winners.setdefault(bucket, []).append(block)
+                if bucket not in winners:
+                    winners[bucket] = files.writer(_bucket_name("spans", bucket))
+                winners[bucket].add(block)
             elif isinstance(each, Page):
                 pages.add(_TUPLES.encode((b"", _PAGES.encode(each))))
             else:
@@ -249,8 +302,9 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
                     _TUPLES.encode((key_of_page, payload)))
 
     count_duplicates, keep_listed = stages.CountUrlDuplicates(), stages.KeepListedPages()
-    for url in sorted(newest):
-        for page in count_duplicates((url, newest.pop(url)), counts):
+
+    def newest_of_url(url: str, newest_and_count: Tuple[Page, int]) -> None:
+        for page in count_duplicates((url, newest_and_count), counts):
             if config.domain_filter == "webtext":
                 grouped = {"pages": [_PAGES.encode(page)],
                            "listed": [None] if url in listed else []}
@@ -262,13 +316,21 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
                 if span_records:
                     passed = [out for one in passed for out in span_records(one, counts)]
                 route(passed)
+
+    pages_in, parts = 0, 0
+    for part in _url_parts(run, task):
+        parts += 1
+        newest = _newest_pages(part, config.rule_set.keep_of_two)
+        pages_in += sum(count for _, count in newest.values())
+        for url in sorted(newest):
+            newest_of_url(url, newest.pop(url))
     if span_records:
         route(span_records.finish(counts))
     files.closed(pages)
     files.closed(lost)
     for bucket in sorted(winners):
-        files.write(_bucket_name("spans", bucket), winners.pop(bucket))
-    return {"pages_in": pages_in}
+        files.closed(winners.pop(bucket))
+    return {"pages_in": pages_in, "parts": parts}
 
 
 def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
@@ -282,12 +344,31 @@ def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
     return {}
 
 
-def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    config, resources = run.job.config, run.job.resources
+def _finish_parts(run: StagedRun, task: Task) -> Iterator[Tuple[Dict[bytes, list], Iterator]]:
+    """(the lost keys of each page key, its (page key, page) records), a part of the bucket at
+    a time: every record of a page key in one part."""
+    parts = _parts_of(task, ("pages", "lost"), run) if run.job.config.dedup else 1
+    if parts == 1:
+        yield _lost_keys(_read(task, "lost")), _read(task, "pages")
+        return
+    spread_lost, spread_pages = _Spread(parts), _Spread(parts)
+    for role, spread in (("lost", spread_lost), ("pages", spread_pages)):
+        for encoded in _read(task, role):
+            spread.add(_part_of_page_key(_TUPLES.decode(encoded)[0], parts), encoded)
+    for part in range(parts):
+        yield _lost_keys(spread_lost.part(part)), spread_pages.part(part)
+
+
+def _lost_keys(encoded_losses: Iterable[bytes]) -> Dict[bytes, list]:
     lost_of: Dict[bytes, list] = {}
-    for encoded in _read(task, "lost"):
+    for encoded in encoded_losses:
         key_of_page, key = _TUPLES.decode(encoded)
         lost_of.setdefault(key_of_page, []).append((stages.LOST_KEY_MESSAGE, key))
+    return lost_of
+
+
+def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    config, resources = run.job.config, run.job.resources
     steps = stages.last_steps(config, resources)
     if config.dedup:
         steps.insert(0, stages.ApplyRemovals(config.dedup, config.min_sentences_after_dedup,
@@ -297,24 +378,26 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
         step.start()
     # A file per destination, written as the pages come.
     writers: Dict[Tuple[str, str], records.RecordWriter] = {}
-    pages_in = 0
-    for encoded in _read(task, "pages"):
-        pages_in += 1
-        key_of_page, page_bytes = _TUPLES.decode(encoded)
-        element = ((key_of_page, [(stages.PAGE_MESSAGE, page_bytes),
-                                  *lost_of.pop(key_of_page, ())])
-                   if config.dedup else _PAGES.decode(page_bytes))
-        for page in stages.run_steps(steps, element, counts):
-            folder = page.language if config.language_folders is not None else ""
-            destination = folder, split_of(page.url, run.job.validation_fraction)
-            if destination not in writers:
-                writers[destination] = files.writer(_destination_name(*destination))
-            writers[destination].add(_TUPLES.encode(output.sort_entry(page)))
+    pages_in, parts = 0, 0
+    for lost_of, encoded_pages in _finish_parts(run, task):
+        parts += 1
+        for encoded in encoded_pages:
+            pages_in += 1
+            key_of_page, page_bytes = _TUPLES.decode(encoded)
+            element = ((key_of_page, [(stages.PAGE_MESSAGE, page_bytes),
+                                      *lost_of.pop(key_of_page, ())])
+                       if config.dedup else _PAGES.decode(page_bytes))
+            for page in stages.run_steps(steps, element, counts):
+                folder = page.language if config.language_folders is not None else ""
+                destination = folder, split_of(page.url, run.job.validation_fraction)
+                if destination not in writers:
+                    writers[destination] = files.writer(_destination_name(*destination))
+                writers[destination].add(_TUPLES.encode(output.sort_entry(page)))
     pages = {}
     for destination in sorted(writers):
         files.closed(writers.pop(destination))
         pages[_destination_name(*destination)] = files.written[-1].records
-    return {"pages": pages, "pages_in": pages_in}
+    return {"pages": pages, "pages_in": pages_in, "parts": parts}
 
 
 def shard_counts(run: StagedRun, finish_markers: Sequence[TaskMarker]
@@ -335,20 +418,23 @@ def _destination_of(name: str) -> Tuple[str, str]:
 
 
 def _partition_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+    """A finish task's lines to the file of their shard's hash bucket, as they come (the write
+    task sorts a shard's lines)."""
     shards = {(folder, split): buckets for folder, split, buckets in task.params}
-    occupied = []
+    occupied, lines = [], 0
     for each in _inputs(task, "entries"):
         destination = _destination_of(each.file.name)
-        by_bucket: Dict[int, list] = {}
+        writers: Dict[int, records.RecordWriter] = {}
         for encoded in _read_input(each):
-            entry = _TUPLES.decode(encoded)
-            by_bucket.setdefault(output.url_bucket(entry[0], shards[destination]),
-                                 []).append(entry)
-        for bucket in sorted(by_bucket):
+            bucket = output.url_bucket(_TUPLES.decode(encoded)[0], shards[destination])
+            if bucket not in writers:
+                writers[bucket] = files.writer(f"{each.file.name}.{bucket:05d}")
+            writers[bucket].add(encoded)
+            lines += 1
+        for bucket in sorted(writers):
             occupied.append([*destination, bucket])
-            files.write(f"{each.file.name}.{bucket:05d}",
-                        map(_TUPLES.encode, sorted(by_bucket.pop(bucket))))
-    return {"occupied": occupied}
+            files.closed(writers.pop(bucket))
+    return {"occupied": occupied, "pages_in": lines}
 
 
 class _HashingSink:
@@ -371,10 +457,11 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
     temporary = path + ".tmp" if "://" not in path else path
     if "://" not in path:
         os.makedirs(FileSystems.split(path)[0], exist_ok=True)
-    streams = [map(_TUPLES.decode, _read_input(each)) for each in _inputs(task, "shard")]
+    entries = (_TUPLES.decode(encoded) for encoded in _read(task, "shard"))
     with FileSystems.create(temporary, compression_type="uncompressed") as sink:
         hashed = _HashingSink(sink)
-        written = output.write_sorted_entries(heapq.merge(*streams), hashed)
+        # Sorted within the output's memory budget, spilling sorted runs to local files.
+        written = output.write_entries(entries, hashed).pages
     if temporary != path:
         os.replace(temporary, path)
     counts.add("write", output.written_counter(folder, split), written)
@@ -610,7 +697,8 @@ class Progress:
         record = self.record()
         self._stream.write(self.line(record) + "\n")
         self._stream.flush()
-        records.write_json(FileSystems.join(parts.parts_dir(self._output_dir),
-                                            parts.PROGRESS_FILE), record)
+        # stats.json first: a reader of progress.json finds stats.json as far along at least.
         if record["stage"] != "done":
             stats.write_stats(self.counters, self._variant, self._output_dir, progress=record)
+        records.write_json(FileSystems.join(parts.parts_dir(self._output_dir),
+                                            parts.PROGRESS_FILE), record)

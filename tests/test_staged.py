@@ -78,6 +78,22 @@ def test_pages_per_shard_gives_the_one_job_runs_files(shared_data, one_job, tmp_
     assert any("-of-00002" in name for name in expected)  # Some language got two shards.
 
 
+@pytest.mark.parametrize("variant,rules,stages", [
+    ("en", None, ("url", "finish")), ("webtextlike", "released", ("url",)),
+    ("multilingual", None, ("url", "finish"))])
+def test_a_bucket_bigger_than_a_task_holds_is_taken_in_parts_with_the_same_bytes(
+        shared_data, one_job, tmp_path, variant, rules, stages):
+    """One bucket for the whole input, and a task that holds 50 KB of it at once: its URL
+    task and finish task spread it over temporary files and take it a part at a time (the
+    few pages webtextlike's lists keep fit a finish task at once)."""
+    args = variant_args(shared_data, variant, rules)
+    run_to_end(args, tmp_path, "--buckets", "1", "--task_bytes", "50000", "--workers", "1")
+    assert file_digests(tmp_path) == one_job(variant, rules)
+    for stage in stages:
+        marker = tmp_path / parts.PARTS_FOLDER / stage / f"{stage}-00000" / staged.MARKER_FILE
+        assert json.loads(marker.read_text())["facts"]["parts"] > 10
+
+
 def test_a_rerun_reuses_every_task(shared_data, one_job, tmp_path):
     args = variant_args(shared_data, "en")
     run_to_end(args, tmp_path, "--buckets", "2", "--workers", "2")
