@@ -321,17 +321,19 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
                 too_big_for_one_job: bool) -> stats.Stats:
     """A staged run: its plan (--dry_run), or its stages to the end and its reports."""
     log = logging.getLogger("c4")
+    local = running_mode is not None and not args.stages_as_beam_jobs
     try:
         run = staged_run(job, layout.default_layout(job.plan.files, job.plan.estimated_bytes(),
                                                     args.group_files, args.buckets,
                                                     args.task_bytes))
+        if local and not args.dry_run:
+            layout.allow_open_files(run.layout)
     except ValueError as error:
         sys.exit(f"error: {error}")
     if args.dry_run:
         print(f"{job.config.name}: {counted(job.plan.files, 'WET file')} into {args.output}")
         print(describe_staged(run))
         return {}
-    local = running_mode is not None and not args.stages_as_beam_jobs
     try:
         with parts.OutputLock(args.output, args.break_lock):
             check_staged_config(run, job.run_config(), args.restart)

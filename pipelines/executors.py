@@ -348,7 +348,6 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
     """The stages in order, each over its tasks without a valid marker. NothingRead, after the
     read stage and with every task cleared, when the run could read no input."""
     log = logging.getLogger("c4")
-    layout.allow_open_files(run.layout)
     names = layout.stages_of(job.config)
     progress = staged.Progress(job.output_dir, job.config.name, names,
                                executor.workers or 1)

@@ -367,3 +367,14 @@ def test_the_time_left_counts_the_stage_left_and_the_later_stages_by_their_measu
     assert written["stages"] == record["stages"] and written["eta_seconds"] == record[
         "eta_seconds"]
     assert json.loads((tmp_path / "stats.json").read_text())["progress"]["stage"] == "read"
+
+
+def test_more_buckets_than_the_system_lets_a_task_keep_open_is_refused_before_any_work(
+        shared_data, tmp_path):
+    import resource
+    allowed = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    with pytest.raises(SystemExit) as exit_:
+        c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path), "--staged",
+                                                   "--buckets", str(allowed)])
+    assert "ulimit -Hn" in str(exit_.value) and "fewer --buckets" in str(exit_.value)
+    assert not (tmp_path / parts.PARTS_FOLDER).exists()
