@@ -336,7 +336,7 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
         return {}
     try:
         with parts.OutputLock(args.output, args.break_lock):
-            check_staged_config(run, job.run_config(), args.restart)
+            check_staged_config(run, args.restart)
             if too_big_for_one_job and args.staged is None:
                 log.warning("the input is more than a one-job run on the local runner holds in "
                             "this machine's memory: running in stages (--staged)")

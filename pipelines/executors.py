@@ -227,12 +227,12 @@ def staged_run(job: Job, cut: layout.Layout) -> staged.StagedRun:
     return staged.StagedRun(job, cut, staged.config_sha256(job.run_config(), cut))
 
 
-def check_staged_config(run: staged.StagedRun, record: dict, restart: bool,
-                        dry_run: bool = False) -> None:
-    """Refuses the parts of another configuration (parts.PartsError) unless `restart`."""
+def check_staged_config(run: staged.StagedRun, restart: bool) -> None:
+    """Refuses the parts of another configuration (parts.PartsError) unless `restart`, which
+    deletes them; records this one."""
     parts.check_parts_config(run.job.output_dir, run.config_sha256,
-                             {"run_config": record, "staged": dataclasses.asdict(run.layout)},
-                             restart, write=not dry_run)
+                             {"run_config": run.job.run_config(),
+                              "staged": dataclasses.asdict(run.layout)}, restart)
 
 
 _WORKER_RUN: Optional[staged.StagedRun] = None
@@ -303,7 +303,7 @@ class _StageTaskFn(beam.DoFn):
 class BeamStages:
     """A stage's tasks as one Beam job on the runner the Beam options name (Dataflow): a
     failed job costs its stage's unfinished tasks, and a rerun runs only those."""
-    workers = 0
+    workers = None  # The runner's.
 
     def __init__(self, job: Job):
         self._job = job
@@ -349,8 +349,7 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
     read stage and with every task cleared, when the run could read no input."""
     log = logging.getLogger("c4")
     names = layout.stages_of(job.config)
-    progress = staged.Progress(job.output_dir, job.config.name, names,
-                               executor.workers or 1)
+    progress = staged.Progress(job.output_dir, job.config.name, names, executor.workers)
     markers: Dict[str, List[staged.TaskMarker]] = {}
     for stage in names:
         tasks = staged.stage_tasks(run, stage, markers)

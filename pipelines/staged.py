@@ -609,7 +609,8 @@ class Progress:
     and as `parts/progress.json` and `stats.json` (the counters of the tasks done so far)."""
 
     def __init__(self, output_dir: str, variant: str, stage_names: Sequence[str],
-                 workers: int, stream=None):
+                 workers: Optional[int], stream=None):
+        """`workers`: the processes that run the tasks, None for a runner's own."""
         self._output_dir = output_dir
         self._variant = variant
         self._stage_names = list(stage_names)
@@ -666,16 +667,19 @@ class Progress:
         per_task = sum(seconds) / len(seconds) if seconds else None
         record["pages_per_second"] = (round(self._computed_pages / elapsed, 1)
                                       if computed and elapsed > 0 else None)
-        record["workers_busy"] = f"{counts['running']} of {self._workers}"
+        record["workers_busy"] = (f"{counts['running']} of {self._workers}" if self._workers
+                                  else f"{counts['running']} on the runner's workers")
         if per_task is None:
             record["eta_seconds"] = None
             return record
-        left = per_task * (counts["left"] + counts["running"]) / self._workers
+        # A runner's workers are not counted here: its time left is counted as on one.
+        workers = self._workers or 1
+        left = per_task * (counts["left"] + counts["running"]) / workers
         # The later stages, from their CPU over the read stage's (all of it, once it is known).
         read_seconds = (per_task * counts["tasks"] if self._stage == "read" else
                         sum(marker.seconds for marker in self._markers.get("read", ())))
         later = self._stage_names[self._stage_names.index(self._stage) + 1:]
-        left += sum(STAGE_CPU_OVER_READ[name] for name in later) * read_seconds / self._workers
+        left += sum(STAGE_CPU_OVER_READ[name] for name in later) * read_seconds / workers
         record["eta_seconds"] = round(left, 1)
         return record
 
