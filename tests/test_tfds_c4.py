@@ -373,8 +373,8 @@ def test_a_finished_runs_folder_is_published_as_it_is(builds, manual_dir, shared
     """builder keyword run_output: the standalone run's folder becomes the dataset without
     reading a WET file again; tfds.load gives the run's records, the dataset keeps its counters
     and validation fraction, and equals the dataset built from the WET files. mC4's language
-    folders become its splits. An unfinished run, a failed one, another rule set or an empty
-    folder is refused, saying why."""
+    folders become its splits (here of a staged run). An unfinished run, a failed one, another
+    rule set or an empty folder is refused, saying why."""
     builder, data_dir, (counters, records) = builds("en")
     output = tmp_path / "run"
     assert standalone("en", str(manual_dir / "wet" / "*"), manual_dir, output)[0] == counters
@@ -388,10 +388,13 @@ def test_a_finished_runs_folder_is_published_as_it_is(builds, manual_dir, shared
     assert tfds_c4.statistics(published) == counters == tfds_c4.statistics(builder)
     assert published.info.metadata["validation_fraction"] == VALIDATION_FRACTION
 
+    # A staged run's folder (its tasks' files kept under parts/) publishes as one job's does.
     mc4_output = tmp_path / "mc4_run"
     c4.main(["--variant", "multilingual", "--input", str(shared_data / "wet" / "*" / "*"),
              "--output", str(mc4_output), "--badwords_dir", str(manual_dir / "badwords"),
-             "--validation_fraction", str(VALIDATION_FRACTION)])
+             "--validation_fraction", str(VALIDATION_FRACTION), "--staged", "--buckets", "2",
+             "--workers", "1"])
+    assert (mc4_output / "parts" / "write").is_dir()
     mc4_built = build("multilingual", tmp_path / "mc4_published", tmp_path / "no_manual_dir",
                       run_output=str(mc4_output), languages="en+und")
     assert sorted(mc4_built.info.splits) == ["en", "en-validation", "und", "und-validation"]
