@@ -1,5 +1,5 @@
-"""A finished run of the pipeline (`python -m pipelines.c4`, in one job or in parts, on this
-machine or on Dataflow) published as the TFDS dataset without computing it again: its shards are
+"""A finished run of the pipeline (`python -m pipelines.c4`, in one job, in parts or in stages,
+on this machine or on Dataflow) published as the TFDS dataset without computing it again: its shards are
 read as they are, its counters and validation fraction become the dataset's metadata.
 
 The run must be finished (`stats.json` without progress or error, `run_config.json` beside
