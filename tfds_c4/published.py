@@ -1,6 +1,6 @@
 """A finished run of the pipeline (`python -m pipelines.c4`, in one job, in parts or in stages,
-on this machine or on Dataflow) published as the TFDS dataset without computing it again: its shards are
-read as they are, its counters and validation fraction become the dataset's metadata.
+on this machine or on Dataflow) published as the TFDS dataset without computing it again: its
+shards are read as they are, its counters and validation fraction become the dataset's metadata.
 
 The run must be finished (`stats.json` without progress or error, `run_config.json` beside
 it) and be of the config being built: the same variant under the same rule set.
