@@ -9,10 +9,11 @@ from typing import Dict, List, Optional
 from pipelines.config import VariantConfig
 
 STAGE_NAMES = ("read", "url_lists", "url", "spans", "finish", "partition", "write")
-# The input (gzipped WET bytes) of a URL bucket by default: about two full-size WET files,
-# whose pages a `url` task holds while it dedups URLs (bench/bench_staged.py --memory); and what
-# a task holds at once of a bigger bucket, which it takes in parts of this size.
-BUCKET_INPUT_BYTES = 128_000_000
+# The input (gzipped WET bytes) of a URL bucket by default, half a full-size WET file, and what a
+# task holds at once of a bigger bucket, which it takes in parts of this size: a task's memory
+# follows its bucket (2 full-size files in one bucket: 695 MB at the peak; in four: 314 MB,
+# bench/bench_staged.py's runs of 2026-12-04), and this keeps it near the latter.
+BUCKET_INPUT_BYTES = 32_000_000
 # Buckets at most by default: a stage writes a file per pair of buckets (URL and span-key
 # buckets; read tasks and URL buckets), so a dump's input makes buckets bigger, not more.
 MAX_BUCKETS = 1024
