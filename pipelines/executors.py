@@ -10,6 +10,7 @@ import logging
 import multiprocessing
 import signal
 import time
+from concurrent.futures.process import BrokenProcessPool
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import apache_beam as beam
@@ -272,19 +273,42 @@ class LocalWorkers:
             return markers
         context = multiprocessing.get_context("fork")
         markers = []
-        with concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
-                                                    initializer=_start_worker,
-                                                    initargs=(run,)) as pool:
-            pending = {pool.submit(_run_in_worker, task) for task in tasks}
+        pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
+                                                      initializer=_start_worker, initargs=(run,))
+        try:
+            task_of = {pool.submit(_run_in_worker, task): task for task in tasks}
+            pending = set(task_of)
             progress.running(min(self.workers, len(pending)))
             while pending:
                 finished, pending = concurrent.futures.wait(
                     pending, return_when=concurrent.futures.FIRST_COMPLETED)
                 for future in finished:
-                    markers.append(future.result())
+                    markers.append(_marker_of(future, task_of[future]))
                     progress.task_done(markers[-1])
                 progress.running(min(self.workers, len(pending)))
+        finally:
+            # On a failure or an interrupt, the tasks not started are dropped, not run to the
+            # end of the stage first; the tasks done keep their markers.
+            pool.shutdown(wait=True, cancel_futures=True)
         return markers
+
+
+def _marker_of(future: concurrent.futures.Future, task: staged.Task) -> staged.TaskMarker:
+    """A finished task's marker; a StagedError naming the task when it failed."""
+    try:
+        return future.result()
+    except staged.StagedError:
+        raise
+    except BrokenProcessPool:
+        raise staged.StagedError(
+            f"a worker process died while it ran {task.name} (killed for memory, most likely): "
+            "rerun the same command with a smaller --task_bytes or fewer --workers; the tasks "
+            "done are kept") from None
+    except Exception as error:
+        logging.getLogger("c4").error("%s failed", task.name, exc_info=error)
+        raise staged.StagedError(f"{task.name} failed: {type(error).__name__}: {error} (its "
+                                 "traceback is in the log above); fix the cause and rerun the "
+                                 "same command: the tasks done are kept") from error
 
 
 class _StageTaskFn(beam.DoFn):

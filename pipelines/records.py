@@ -54,9 +54,9 @@ def write_json(path: str, record) -> None:
 
 
 class RecordWriter:
-    """A file of records written as they come (one compressor's state, about 30 KB, and an
-    open file): a task writes to many at once. `close` gives its marker's record; the file
-    appears whole at its path then."""
+    """A file of records written as they come (one compressor's state, about 350 KB once data
+    flows, and an open file): a task writes to many at once. `close` gives its marker's record;
+    the file appears whole at its path then."""
 
     def __init__(self, path: str):
         self._path = path

@@ -34,6 +34,7 @@ import os
 import struct
 import sys
 import tempfile
+import logging
 import time
 from typing import Dict, Iterable, Iterator, List, NamedTuple, Optional, Sequence, Tuple
 
@@ -47,10 +48,12 @@ from pipelines.layout import STAGE_CPU_OVER_READ, Layout
 from pipelines.page import Page
 from pipelines.provenance import json_default
 from pipelines.urls import split_of
+from pipelines.wording import counted
 from text.durations import duration
 from text.hashing import hash64
 
 MARKER_FILE = "DONE.json"
+_LOG = logging.getLogger("c4")
 _TUPLES = beam.coders.FastPrimitivesCoder()
 _PAGES = stages.PageCoder()
 
@@ -124,7 +127,11 @@ class StagedRun:
 
 
 def config_sha256(run_config: dict, layout: Layout) -> str:
-    record = {"run_config": run_config, "staged": dataclasses.asdict(layout)}
+    """The hash a marker names: of the run configuration and the layout, but --task_bytes (in
+    how many parts a task takes its bucket changes none of its files: a rerun after a task ran
+    out of memory may lower it)."""
+    record = {"run_config": run_config,
+              "staged": {**dataclasses.asdict(layout), "task_bytes": None}}
     return hashlib.sha256(json.dumps(record, sort_keys=True,
                                      default=json_default).encode()).hexdigest()
 
@@ -209,8 +216,9 @@ def _part_of_url(normalized_url: str, buckets: int, parts: int) -> int:
     return hash64(normalized_url) // buckets % parts
 
 
-def _part_of_page_key(key_of_page: bytes, parts: int) -> int:
-    return int.from_bytes(key_of_page[:8], "big") % parts
+def _part_of_page_key(key_of_page: bytes, buckets: int, parts: int) -> int:
+    # Above the URL bucket's hash too: under the paper rules a page key is the URL's digest64.
+    return int.from_bytes(key_of_page[:8], "big") // buckets % parts
 
 
 # The tasks of each stage.
@@ -354,7 +362,8 @@ def _finish_parts(run: StagedRun, task: Task) -> Iterator[Tuple[Dict[bytes, list
     spread_lost, spread_pages = _Spread(parts), _Spread(parts)
     for role, spread in (("lost", spread_lost), ("pages", spread_pages)):
         for encoded in _read(task, role):
-            spread.add(_part_of_page_key(_TUPLES.decode(encoded)[0], parts), encoded)
+            spread.add(_part_of_page_key(_TUPLES.decode(encoded)[0], run.layout.url_buckets,
+                                         parts), encoded)
     for part in range(parts):
         yield _lost_keys(spread_lost.part(part)), spread_pages.part(part)
 
@@ -458,13 +467,21 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
     if "://" not in path:
         os.makedirs(FileSystems.split(path)[0], exist_ok=True)
     entries = (_TUPLES.decode(encoded) for encoded in _read(task, "shard"))
-    with FileSystems.create(temporary, compression_type="uncompressed") as sink:
-        hashed = _HashingSink(sink)
-        # Sorted within the output's memory budget, spilling sorted runs to local files.
-        written = output.write_entries(entries, hashed).pages
+    try:
+        with FileSystems.create(temporary, compression_type="uncompressed") as sink:
+            hashed = _HashingSink(sink)
+            # Sorted within the output's memory budget, spilling sorted runs to local files.
+            shard = output.write_entries(entries, hashed)
+    except BaseException:
+        if temporary != path and os.path.exists(temporary):
+            os.remove(temporary)
+        raise
     if temporary != path:
         os.replace(temporary, path)
+    written = shard.pages
     counts.add("write", output.written_counter(folder, split), written)
+    if shard.spilled_runs:
+        counts.add("write", f"runs.spilled:{split}", shard.spilled_runs)
     files.written.append(records.RecordFile(relative, hashed.bytes, hashed.digest.hexdigest(),
                                             written))
     return {"pages_in": written}
@@ -482,10 +499,33 @@ def run_task(run: StagedRun, task: Task) -> TaskMarker:
     files = _TaskFiles(run.files_dir(task))
     counts = stages.Counts()
     facts = _TASKS[task.stage](run, task, files, counts)
+    _check_read(task, counts.as_stats())
     marker = TaskMarker(task.stage, task.index, run.config_sha256, tuple(files.written),
                         counts.as_stats(), round(time.monotonic() - started, 3), facts)
     records.write_atomically(run.marker_path(task), marker.to_json())
     return marker
+
+
+# A passing failure to read what the launcher read, which a marker would make permanent.
+_NOT_READ = {("read", "manifests.skipped:unreadable"): "a manifest",
+             ("domains", "url_lists.skipped:unreadable"): "an OpenWebText URL list"}
+
+
+def _check_read(task: Task, counters: stats.Stats) -> None:
+    """A task that could not read a manifest or a URL list gets no marker (a rerun reads it
+    again: most likely a passing failure); one that skipped unreadable WET files (most likely
+    corrupt: a rerun would skip them again) gets its marker, with a warning saying how to redo
+    it."""
+    for (stage, name), what in _NOT_READ.items():
+        if counters.get(stage, {}).get(name):
+            raise StagedError(f"{task.name} could not read {what} (see the log): rerun the same "
+                              "command to redo the task")
+    read = counters.get("read", {})
+    skipped = read.get("files.skipped:unreadable", 0) + read.get("files.skipped:not_wet", 0)
+    if skipped:
+        _LOG.warning("%s skipped %s (counted in stats.json); if they can be read now, delete "
+                     "its folder and rerun to redo it", task.name,
+                     counted(skipped, "unreadable WET file"))
 
 
 # Planning: a stage's tasks from the markers of the stages before it.

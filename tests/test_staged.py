@@ -378,3 +378,50 @@ def test_more_buckets_than_the_system_lets_a_task_keep_open_is_refused_before_an
                                                    "--buckets", str(allowed)])
     assert "ulimit -Hn" in str(exit_.value) and "fewer --buckets" in str(exit_.value)
     assert not (tmp_path / parts.PARTS_FOLDER).exists()
+
+
+def test_a_failing_task_is_named_the_stage_stops_and_a_rerun_keeps_the_tasks_done(
+        shared_data, one_job, tmp_path, monkeypatch, caplog):
+    """The workers are forked from this process, so they run the broken finish task too."""
+    def broken(*_):
+        raise RuntimeError("a bug in this stage")
+    args = variant_args(shared_data, "en") + ["--output", str(tmp_path), "--staged",
+                                              "--buckets", "3", "--workers", "2"]
+    with monkeypatch.context() as patch:
+        patch.setitem(staged._TASKS, "finish", broken)
+        with pytest.raises(SystemExit) as exit_:
+            c4.main(args)
+    assert "finish-0000" in str(exit_.value) and "a bug in this stage" in str(exit_.value)
+    assert "the tasks done are kept" in str(exit_.value)
+    assert markers_by_stage(tmp_path)["finish"] == 0
+    c4.main(args)
+    resumed = progress(tmp_path)["stages"]
+    assert resumed["url"]["reused"] == 3 and resumed["finish"]["reused"] == 0
+    assert file_digests(tmp_path) == one_job("en")
+
+
+def test_a_task_that_could_not_read_a_manifest_gets_no_marker_and_skipped_files_a_warning(
+        caplog):
+    task = staged.Task("read", 3)
+    with pytest.raises(staged.StagedError, match="read-00003 could not read a manifest"):
+        staged._check_read(task, {"read": {"manifests.skipped:unreadable": 1}})
+    with pytest.raises(staged.StagedError, match="could not read an OpenWebText URL list"):
+        staged._check_read(staged.Task("url_lists", 0),
+                           {"domains": {"url_lists.skipped:unreadable": 1}})
+    staged._check_read(task, {"read": {"files.skipped:unreadable": 2, "files.read": 3}})
+    assert "read-00003 skipped 2 unreadable WET files" in caplog.text
+
+
+def test_the_parts_of_a_bucket_share_its_pages_whatever_the_number_of_buckets():
+    """Under the paper rules a page key is the URL's hash, whose low digits chose the bucket:
+    the part is taken from the digits above them, so a bucket's pages fill every part."""
+    from text.hashing import digest64
+    buckets, parts_count = 1024, 8
+    keys = [digest64(f"example.com/{index}") for index in range(200_000)]
+    in_bucket = [key for key in keys if int.from_bytes(key, "big") % buckets == 5]
+    filled = {staged._part_of_page_key(key, buckets, parts_count) for key in in_bucket}
+    assert filled == set(range(parts_count))
+    urls = [f"example.com/{index}" for index in range(200_000)]
+    filled = {staged._part_of_url(url, buckets, parts_count) for url in urls
+              if int.from_bytes(digest64(url), "big") % buckets == 5}
+    assert filled == set(range(parts_count))
