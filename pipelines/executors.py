@@ -8,6 +8,7 @@ import ctypes
 import dataclasses
 import logging
 import multiprocessing
+import os
 import signal
 import time
 from concurrent.futures.process import BrokenProcessPool
@@ -16,7 +17,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import layout, parts, staged, stages, stats
+from pipelines import layout, parts, records, staged, stages, stats
 from pipelines.graph import build_pipeline, write_pages
 from pipelines.job import Job
 from pipelines.output import shard_glob
@@ -312,16 +313,18 @@ def _marker_of(future: concurrent.futures.Future, task: staged.Task) -> staged.T
 
 
 class _StageTaskFn(beam.DoFn):
+    """A task's index -> the task (its file, which the launcher wrote) run."""
 
-    def __init__(self, run: staged.StagedRun):
+    def __init__(self, run: staged.StagedRun, stage: str):
         self._run = run
+        self._stage = stage
 
     def setup(self):
         layout.allow_open_files(self._run.layout)
 
-    def process(self, task: staged.Task):
-        marker = staged.run_task(self._run, task)
-        yield marker.index
+    def process(self, index: int):
+        task = staged.Task.from_json(records.read_all(self._run.task_file(self._stage, index)))
+        yield staged.run_task(self._run, task).index
 
 
 class BeamStages:
@@ -334,11 +337,17 @@ class BeamStages:
 
     def run(self, run: staged.StagedRun, stage: str, tasks: Sequence[staged.Task],
             progress: staged.Progress) -> List[staged.TaskMarker]:
+        folder = FileSystems.split(run.task_file(stage, 0))[0]
+        if "://" not in folder:
+            os.makedirs(folder, exist_ok=True)
+        with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as writers:
+            list(writers.map(lambda task: records.write_atomically(
+                run.task_file(stage, task.index), task.to_json()), tasks))
         pipeline = self._job.pipeline(stage.replace("_", "-"))
         _ = (pipeline
-             | "Tasks" >> beam.Create(list(tasks))
+             | "Tasks" >> beam.Create([task.index for task in tasks])
              | "Spread" >> beam.Reshuffle()
-             | "Run" >> beam.ParDo(_StageTaskFn(run)))
+             | "Run" >> beam.ParDo(_StageTaskFn(run, stage)))
         progress.running(len(tasks))
         pipeline.run().wait_until_finish()
         markers = []

@@ -84,6 +84,18 @@ class Task:
     def name(self) -> str:
         return f"{self.stage}-{self.index:05d}"
 
+    def to_json(self) -> bytes:
+        return json.dumps(dataclasses.asdict(self)).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> "Task":
+        record = json.loads(data)
+        inputs = tuple(Input(role, source, path, records.RecordFile(**each))
+                       for role, source, path, each in record["inputs"])
+        params = tuple(tuple(each) if isinstance(each, list) else each
+                       for each in record["params"])
+        return cls(record["stage"], record["index"], inputs, params)
+
 
 @dataclasses.dataclass(frozen=True)
 class TaskMarker:
@@ -120,6 +132,12 @@ class StagedRun:
 
     def marker_path(self, task: Task) -> str:
         return FileSystems.join(self.task_dir(task), MARKER_FILE)
+
+    def task_file(self, stage: str, index: int) -> str:
+        """Where a stage run as a Beam job keeps a task for its workers (its inputs would make
+        the job's graph too big to submit: thousands of files a task)."""
+        return FileSystems.join(parts.parts_dir(self.job.output_dir), stage, "tasks",
+                                f"{stage}-{index:05d}.json")
 
     def files_dir(self, task: Task) -> str:
         """Where the task's files are: its folder, or for a shard the output folder."""
