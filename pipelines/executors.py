@@ -392,6 +392,9 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
         progress.start_stage(stage, len(tasks), done)
         computed = executor.run(run, stage, todo, progress) if todo else []
         markers[stage] = sorted(done + computed, key=lambda marker: marker.index)
+        # No stage is planned from the markers of a stage more than two before it.
+        for earlier in names[:max(0, names.index(stage) - 1)]:
+            markers.pop(earlier, None)
         if stage == "read":
             error = nothing_read_error(progress.counters)
             if error:

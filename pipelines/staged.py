@@ -675,7 +675,10 @@ class Progress:
         self._workers = workers
         self._stream = stream or sys.stderr
         self._stages: Dict[str, dict] = {}
-        self._markers: Dict[str, List[TaskMarker]] = {}
+        # Summed as tasks end (a dump's run has thousands), not kept.
+        self.counters: stats.Stats = {}
+        self._seconds: Dict[str, List[float]] = {}  # Of the tasks computed, by stage.
+        self._stage_seconds: Dict[str, float] = {}  # Of every task done, by stage.
         self._stage = None
         self._started = time.monotonic()
         self._computed_pages = 0
@@ -685,7 +688,9 @@ class Progress:
         self._started = time.monotonic()
         self._stages[stage] = {"tasks": tasks, "done": len(reused), "running": 0,
                                "left": tasks - len(reused), "reused": len(reused)}
-        self._markers[stage] = list(reused)
+        self.counters = stats.merged(self.counters, *(marker.counters for marker in reused))
+        self._seconds[stage] = []
+        self._stage_seconds[stage] = sum(marker.seconds for marker in reused)
         self._computed_pages = 0
         self._report()
 
@@ -700,18 +705,15 @@ class Progress:
         counts["done"] += 1
         counts["running"] = max(0, counts["running"] - 1)
         counts["left"] = counts["tasks"] - counts["done"] - counts["running"]
-        self._markers[self._stage].append(marker)
+        self.counters = stats.merged(self.counters, marker.counters)
+        self._seconds[self._stage].append(marker.seconds)
+        self._stage_seconds[self._stage] += marker.seconds
         self._computed_pages += marker.facts.get("pages_in", 0)
         self._report()
 
     def finish(self) -> None:
         self._stage = "done"
         self._report()
-
-    @property
-    def counters(self) -> stats.Stats:
-        return stats.merged(*(marker.counters for markers in self._markers.values()
-                              for marker in markers))
 
     def record(self) -> dict:
         elapsed = time.monotonic() - self._started
@@ -721,7 +723,7 @@ class Progress:
         if counts is None:
             return {**record, "eta_seconds": 0.0}
         computed = counts["done"] - counts["reused"]
-        seconds = [marker.seconds for marker in self._markers[self._stage][counts["reused"]:]]
+        seconds = self._seconds[self._stage]
         per_task = sum(seconds) / len(seconds) if seconds else None
         record["pages_per_second"] = (round(self._computed_pages / elapsed, 1)
                                       if computed and elapsed > 0 else None)
@@ -735,7 +737,7 @@ class Progress:
         left = per_task * (counts["left"] + counts["running"]) / workers
         # The later stages, from their CPU over the read stage's (all of it, once it is known).
         read_seconds = (per_task * counts["tasks"] if self._stage == "read" else
-                        sum(marker.seconds for marker in self._markers.get("read", ())))
+                        self._stage_seconds.get("read", 0.0))
         later = self._stage_names[self._stage_names.index(self._stage) + 1:]
         left += sum(STAGE_CPU_OVER_READ[name] for name in later) * read_seconds / workers
         record["eta_seconds"] = round(left, 1)
