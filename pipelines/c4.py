@@ -191,10 +191,12 @@ def parser() -> argparse.ArgumentParser:
                               f"per {layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB of gzipped input, "
                               f"at most {layout.MAX_BUCKETS:,}")
     options.add_argument("--task_bytes", type=int, default=layout.BUCKET_INPUT_BYTES,
-                         help="the bytes of its input a task of a staged run holds in memory "
-                              "at once: a bigger bucket is taken in parts of this size, spread "
-                              "over local temporary files (default "
-                              f"{layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB)")
+                         help="a staged run's URL and finish tasks take a bucket whose input "
+                              "files (compressed records) are bigger than this in parts of about "
+                              "this size, spread over local temporary files: their memory "
+                              "follows this, not the bucket (default "
+                              f"{layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB; a span-key task holds "
+                              "its bucket's keys whole)")
     options.add_argument("--stages_as_beam_jobs", action="store_true",
                          help="run a staged run's stages as Beam jobs on the local runner too "
                               "(as on Dataflow), not on --workers processes")

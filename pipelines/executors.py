@@ -241,7 +241,7 @@ _WORKER_RUN: Optional[staged.StagedRun] = None
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies.
 
 
-def _start_worker(run: staged.StagedRun) -> None:
+def _start_worker(run: staged.StagedRun, launcher: int) -> None:
     """A worker process: dies with the launcher (a killed run leaves no worker writing into its
     folder), and keeps the run it was forked with."""
     global _WORKER_RUN
@@ -250,6 +250,8 @@ def _start_worker(run: staged.StagedRun) -> None:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
         pass  # Not Linux: a worker outlives a killed launcher until its task ends.
+    if os.getppid() != launcher:  # The launcher died before the signal was asked for.
+        os._exit(1)
 
 
 def _run_in_worker(task: staged.Task) -> staged.TaskMarker:
@@ -275,7 +277,8 @@ class LocalWorkers:
         context = multiprocessing.get_context("fork")
         markers = []
         pool = concurrent.futures.ProcessPoolExecutor(self.workers, mp_context=context,
-                                                      initializer=_start_worker, initargs=(run,))
+                                                      initializer=_start_worker,
+                                                      initargs=(run, os.getpid()))
         try:
             task_of = {pool.submit(_run_in_worker, task): task for task in tasks}
             pending = set(task_of)
