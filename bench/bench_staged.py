@@ -126,6 +126,10 @@ def workers(files: int, one_job: bool, folder: pathlib.Path) -> None:
                 (output / "stats.json").read_text())["stages"]["read"]["pages.passed"]
             kept = sum(path.stat().st_size for path in (output / parts.PARTS_FOLDER).rglob("*")
                        if path.is_file()) if (output / parts.PARTS_FOLDER).exists() else 0
+            seconds = stage_seconds(output) if kept else {}
+        if seconds:
+            print(f"{name}: stage CPU / read: " + ", ".join(
+                f"{stage} {value / seconds['read']:.2f}" for stage, value in seconds.items()))
         run = results[name]
         print(f"{name:<22} {files} files: wall {run['wall']:,.0f} s, CPU {run['cpu']:,.0f} s, "
               f"{run['pages'] / run['cpu']:,.0f} pages per CPU-second, largest process "

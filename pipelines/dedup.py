@@ -134,27 +134,29 @@ def resolve_records(records: bytes, mode: str
     return rows[first_of_key].tobytes(), _losers_of_rows(rows[losing], key_words * 8)
 
 
-def losers_among(winners: bytes, records: bytes, mode: str) -> Iterator[Tuple[bytes, bytes]]:
-    """(page key, key) of each record of `records` whose key `winners` (resolve_records's
-    winners of records that include these) gives to another page: how a bucket's winners, once
-    resolved across every block sent to it, answer each block's sender."""
-    winner_rows, rows = _rows_of(winners, mode), _rows_of(records, mode)
-    if not len(rows):
-        return iter(())
-    # Each row tagged with where it comes from (0: the winners), so that a record equal to its
-    # key's winner (its page won) sorts after it and is not taken for a loser.
-    both = np.concatenate([winner_rows, rows])
-    origin = np.concatenate([np.zeros(len(winner_rows), dtype=">u8"),
-                             np.ones(len(rows), dtype=">u8")])
-    order = np.lexsort(np.column_stack([both, origin]).T[::-1])
-    both, origin = both[order], origin[order]
+def losers_of_blocks(blocks: Sequence[bytes], mode: str) -> List[Iterator[Tuple[bytes, bytes]]]:
+    """For each block of (key, page key) records, (page key, key) of its records whose key a
+    smaller page key holds in any of the blocks: how a span-key bucket answers each URL bucket
+    that sent it its winners. One sort of all the blocks, not one per block. A (key, page key)
+    pair is in one block at most (a page's records are in its URL bucket's)."""
+    arrays = [_rows_of(block, mode) for block in blocks]
+    if not any(len(rows) for rows in arrays):
+        return [iter(()) for _ in blocks]
+    rows = np.concatenate(arrays)
+    source = np.repeat(np.arange(len(arrays)), [len(each) for each in arrays])
+    order = np.lexsort(rows.T[::-1])
+    rows, source = rows[order], source[order]
     key_words = record_widths(mode)[0] // 8
-    keys, pages = both[:, :key_words], both[:, key_words:]
-    first_of_key = np.ones(len(both), dtype=bool)
+    keys, pages = rows[:, :key_words], rows[:, key_words:]
+    first_of_key = np.ones(len(rows), dtype=bool)
     first_of_key[1:] = np.any(keys[1:] != keys[:-1], axis=1)
-    winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(both)), 0))
-    losing = (origin == 1) & np.any(pages != pages[winner_row], axis=1)
-    return _losers_of_rows(both[losing], key_words * 8)
+    winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(rows)), 0))
+    losing = np.any(pages != pages[winner_row], axis=1)
+    lost_rows, lost_source = rows[losing], source[losing]
+    by_source = np.argsort(lost_source, kind="stable")
+    counts = np.bincount(lost_source, minlength=len(blocks))
+    return [_losers_of_rows(part, key_words * 8)
+            for part in np.split(lost_rows[by_source], np.cumsum(counts)[:-1])]
 
 
 def _losers_of_rows(rows: np.ndarray, key_width: int) -> Iterator[Tuple[bytes, bytes]]:

@@ -19,7 +19,7 @@ command computes only the tasks without a valid marker.
 
 The output (shards, stats.json, run_config.json, funnel.svg) is byte-identical to the one-job
 run's: every choice the stages make is by hash or an associative rule (URL dedup's keep_of_two,
-the span dedup's smallest page key, dedup.losers_among), never by the order of the input or
+the span dedup's smallest page key, dedup.losers_of_blocks), never by the order of the input or
 the cut into tasks, and the counters of the tasks sum to the job's.
 
 Tasks are plain functions over files, run by an executor (pipelines/executors.py): local worker
@@ -360,13 +360,10 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
 
 
 def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    mode = run.job.config.dedup.mode
-    blocks = [(each.source, b"".join(_read_input(each))) for each in _inputs(task, "winners")]
-    winners, _ = dedup.resolve_records(b"".join(block for _, block in blocks), mode)
-    for url_bucket, block in blocks:
-        files.write(_bucket_name("url", url_bucket),
-                    (_TUPLES.encode(loser) for loser in
-                     dedup.losers_among(winners, block, mode)))
+    senders = _inputs(task, "winners")
+    blocks = [b"".join(_read_input(each)) for each in senders]
+    for each, losers in zip(senders, dedup.losers_of_blocks(blocks, run.job.config.dedup.mode)):
+        files.write(_bucket_name("url", each.source), map(_TUPLES.encode, losers))
     return {}
 
 

@@ -326,24 +326,28 @@ def test_a_tasks_memory_is_bounded_by_its_bucket(shared_data, tmp_path):
     assert max(held["finish"]) <= 2 * sum(held["finish"]) / 8
 
 
-def test_losers_among_answers_each_block_as_resolving_all_records_at_once():
+def test_each_blocks_losers_are_those_of_resolving_all_records_at_once():
     """A span bucket resolves the winners of every URL bucket, and tells each its losers: the
-    losers of resolving all the blocks' records at once."""
+    losers of resolving all the blocks' records at once, each sent to the block it came from."""
     import random
     rng = random.Random(0)
     for mode in ("spans", "lines"):
         key_width, page_width = dedup.record_widths(mode)
         keys = [rng.randbytes(key_width) for _ in range(40)]
         pages = [rng.randbytes(page_width) for _ in range(60)]
-        blocks = []
+        blocks, senders = [], {}
         for bucket in range(4):
             records = b"".join(key + page for page in pages[bucket * 15:(bucket + 1) * 15]
                                for key in rng.sample(keys, 6))
             blocks.append(dedup.resolve_records(records, mode)[0])
-        winners, losers = dedup.resolve_records(b"".join(blocks), mode)
-        answered = [loser for block in blocks for loser in dedup.losers_among(winners, block,
-                                                                                mode)]
-        assert sorted(answered) == sorted(losers) and answered
+            senders.update((page, bucket) for page in pages[bucket * 15:(bucket + 1) * 15])
+        blocks.append(b"")  # A URL bucket that sent nothing gets nothing.
+        _, losers = dedup.resolve_records(b"".join(blocks), mode)
+        answered = [list(each) for each in dedup.losers_of_blocks(blocks, mode)]
+        assert sorted(loser for each in answered for loser in each) == sorted(losers)
+        assert all(senders[page] == bucket for bucket, each in enumerate(answered)
+                   for page, _ in each)
+        assert answered[-1] == [] and all(answered[:4])
 
 
 def test_the_time_left_counts_the_stage_left_and_the_later_stages_by_their_measured_cpu(
