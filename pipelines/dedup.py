@@ -124,14 +124,24 @@ def resolve_records(records: bytes, mode: str
     rows = _rows_of(records, mode)
     if not len(rows):
         return b"", iter(())
-    rows = rows[np.lexsort(rows.T[::-1])]
+    order, first_of_key, losing = _choice(rows, mode)
+    rows = rows[order]
+    return (rows[first_of_key].tobytes(),
+            _losers_of_rows(rows[losing], record_widths(mode)[0]))
+
+
+def _choice(rows: np.ndarray, mode: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(the order that sorts the records, then over the sorted records: whether each is its
+    key's winner, the first of its key with the smallest page key; whether it loses, another
+    page holding its key)."""
+    order = np.lexsort(rows.T[::-1])
+    rows = rows[order]
     key_words = record_widths(mode)[0] // 8
     keys, pages = rows[:, :key_words], rows[:, key_words:]
     first_of_key = np.ones(len(rows), dtype=bool)
     first_of_key[1:] = np.any(keys[1:] != keys[:-1], axis=1)
     winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(rows)), 0))
-    losing = np.any(pages != pages[winner_row], axis=1)
-    return rows[first_of_key].tobytes(), _losers_of_rows(rows[losing], key_words * 8)
+    return order, first_of_key, np.any(pages != pages[winner_row], axis=1)
 
 
 def losers_of_blocks(blocks: Sequence[bytes], mode: str) -> List[Iterator[Tuple[bytes, bytes]]]:
@@ -144,18 +154,11 @@ def losers_of_blocks(blocks: Sequence[bytes], mode: str) -> List[Iterator[Tuple[
         return [iter(()) for _ in blocks]
     rows = np.concatenate(arrays)
     source = np.repeat(np.arange(len(arrays)), [len(each) for each in arrays])
-    order = np.lexsort(rows.T[::-1])
-    rows, source = rows[order], source[order]
-    key_words = record_widths(mode)[0] // 8
-    keys, pages = rows[:, :key_words], rows[:, key_words:]
-    first_of_key = np.ones(len(rows), dtype=bool)
-    first_of_key[1:] = np.any(keys[1:] != keys[:-1], axis=1)
-    winner_row = np.maximum.accumulate(np.where(first_of_key, np.arange(len(rows)), 0))
-    losing = np.any(pages != pages[winner_row], axis=1)
-    lost_rows, lost_source = rows[losing], source[losing]
+    order, _, losing = _choice(rows, mode)
+    lost_rows, lost_source = rows[order][losing], source[order][losing]
     by_source = np.argsort(lost_source, kind="stable")
     counts = np.bincount(lost_source, minlength=len(blocks))
-    return [_losers_of_rows(part, key_words * 8)
+    return [_losers_of_rows(part, record_widths(mode)[0])
             for part in np.split(lost_rows[by_source], np.cumsum(counts)[:-1])]
 
 
