@@ -90,7 +90,7 @@ def c4_command(variant: str, paths: list, output: str, *extra) -> list:
 
 def memory(counts: list, variants: list, folder: pathlib.Path) -> None:
     paths = synthetic_wet.make_files(folder, max(counts), synthetic_wet.SyntheticConfig())
-    print(f"{'variant':<14}{'files':>6}{'buckets':>8}{'pages':>9}{'CPU s':>8}{'wall s':>8}"
+    print(f"{'variant':<14}{'files':>6}{'buckets':>8}{'pages':>11}{'CPU s':>8}{'wall s':>8}"
           f"{'largest MB':>11}{'tree MB':>9}  stage CPU / read")
     for variant in variants:
         for files in counts:
@@ -104,7 +104,7 @@ def memory(counts: list, variants: list, folder: pathlib.Path) -> None:
             shares = ", ".join(f"{stage} {value / seconds['read']:.2f}"
                                for stage, value in seconds.items())
             print(f"{variant:<14}{files:>6}{config['staged']['url_buckets']:>8}"
-                  f"{stats['read']['pages.passed']:>9,}{run['cpu']:>8.0f}{run['wall']:>8.0f}"
+                  f"{stats['read']['pages.passed']:>11,}{run['cpu']:>8.0f}{run['wall']:>8.0f}"
                   f"{run['largest'] / 1e6:>11,.0f}{run['tree'] / 1e6:>9,.0f}  {shares}",
                   flush=True)
 
