@@ -408,8 +408,10 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
         for encoded in encoded_pages:
             pages_in += 1
             key_of_page, page_bytes = _TUPLES.decode(encoded)
+            # get, not pop: pages whose page keys collide each get the key's losses, as the
+            # one-job run's join by page key gives them.
             element = ((key_of_page, [(stages.PAGE_MESSAGE, page_bytes),
-                                      *lost_of.pop(key_of_page, ())])
+                                      *lost_of.get(key_of_page, ())])
                        if config.dedup else _PAGES.decode(page_bytes))
             for page in stages.run_steps(steps, element, counts):
                 folder = page.language if config.language_folders is not None else ""

@@ -42,7 +42,7 @@ def test_the_split_report_says_why_validation_outnumbers_train():
 def test_the_dataflow_plan_of_one_dump_and_one_group_a_job(capsys):
     job = dataflow.parse_job([*["--project", "my-project", "--region", "us-central1", "--bucket", "gs://my-bucket"],
                               "--variant", "en", "--dump", "CC-MAIN-2019-18"])[0]
-    job = dataclasses.replace(job, max_files=1, group_files=1, groups_per_job=1)
+    job = dataclasses.replace(job, max_files=1, staged=False, group_files=1, groups_per_job=1)
     plan = dataflow.plan_lines(job)
     assert plan[0].startswith("plan: about 1 WET file (1 dump) in 1 group of 1, kept under ")
     assert plan[1].startswith("  1 Dataflow job of up to 1 group (named ")
