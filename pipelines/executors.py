@@ -353,13 +353,13 @@ class BeamStages:
              | "Run" >> beam.ParDo(_StageTaskFn(run, stage)))
         progress.running(len(tasks))
         pipeline.run().wait_until_finish()
-        markers = []
-        for task in tasks:
-            marker, why = staged.task_state(run, task)
-            if marker is None:
-                raise parts.PartsError(f"{task.name} of the {stage} job has no valid marker "
-                                       f"({why}): rerun the same command to redo it")
-            markers.append(marker)
+        markers, left, redo = plan_stage(run, tasks)
+        if left:
+            why = dict(redo).get(left[0].name, staged.NOT_DONE)
+            raise parts.PartsError(f"{counted(len(left), 'task')} of the {stage} job have no "
+                                   f"valid marker ({left[0].name}: {why}): rerun the same "
+                                   "command to redo them")
+        for marker in markers:
             progress.task_done(marker)
         return markers
 
@@ -423,11 +423,8 @@ def describe_staged(run: staged.StagedRun) -> str:
         if count is None:
             what = "a task per output shard, known when partition is done"
         else:
-            tasks = [staged.Task(stage, index) for index in range(count)]
-            with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
-                done = sum(marker is not None for marker, _ in
-                           readers.map(lambda task: staged.task_state(run, task), tasks))
-            what = f"{counted(count, 'task')}, {done:,} done"
+            done, _, _ = plan_stage(run, [staged.Task(stage, index) for index in range(count)])
+            what = f"{counted(count, 'task')}, {len(done):,} done"
         lines.append(f"  {stage}: {what}; a failure costs at most its unfinished tasks, "
                      f"{shares[stage]:.0%} of the run's CPU in all")
     return "\n".join(lines)

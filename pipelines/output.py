@@ -208,20 +208,11 @@ def write_entries(entries: Iterable[SortEntry], sink: BinaryIO,
                 spilled.append(_spill(held, spill_dir, runs))
                 held, held_bytes = [], 0
         held.sort()
-        write_sorted_entries(heapq.merge(*(_read_run(run) for run in spilled), held), sink)
+        compressed = GzipWriter(sink)
+        for *_, line in heapq.merge(*(_read_run(run) for run in spilled), held):
+            compressed.write(line)
+        compressed.close()
     return ShardWritten(pages=count, spilled_runs=len(spilled))
-
-
-def write_sorted_entries(entries: Iterable[SortEntry], sink: BinaryIO) -> int:
-    """Writes the lines of entries already in shard order to `sink`, gzipped; the number of
-    lines."""
-    compressed = GzipWriter(sink)
-    count = 0
-    for *_, line in entries:
-        compressed.write(line)
-        count += 1
-    compressed.close()
-    return count
 
 
 def encode_shard(pages: Iterable[Page]) -> bytes:

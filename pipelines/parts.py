@@ -462,8 +462,6 @@ class Progress:
         record = self.record()
         self._stream.write(self.line(record) + ("" if self._bar else "\n"))
         self._stream.flush()
-        encoded = json.dumps(record, indent=1).encode()
-        records.write_atomically(FileSystems.join(parts_dir(self._output_dir), PROGRESS_FILE),
-                                 encoded)
+        records.write_json(FileSystems.join(parts_dir(self._output_dir), PROGRESS_FILE), record)
         if self._phase != "done":
             stats.write_stats(self.counters, self._variant, self._output_dir, progress=record)

@@ -139,10 +139,6 @@ class StagedRun:
         return FileSystems.join(parts.parts_dir(self.job.output_dir), stage, "tasks",
                                 f"{stage}-{index:05d}.json")
 
-    def files_dir(self, task: Task) -> str:
-        """Where the task's files are: its folder, or for a shard the output folder."""
-        return self.job.output_dir if task.stage == "write" else self.task_dir(task)
-
 
 def config_sha256(run_config: dict, layout: Layout) -> str:
     """The hash a marker names: of the run configuration and the layout, but --task_bytes (in
@@ -499,6 +495,7 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
     counts.add("write", output.written_counter(folder, split), written)
     if shard.spilled_runs:
         counts.add("write", f"runs.spilled:{split}", shard.spilled_runs)
+    # The shard is in the output folder, not the task's: its record names it from there.
     files.written.append(records.RecordFile(relative, hashed.bytes, hashed.digest.hexdigest(),
                                             written))
     return {"pages_in": written}
@@ -513,7 +510,7 @@ def run_task(run: StagedRun, task: Task) -> TaskMarker:
     """Runs a task from an empty folder and writes its marker last."""
     started = time.monotonic()
     records.clear_folder(run.task_dir(task), MARKER_FILE)
-    files = _TaskFiles(run.files_dir(task))
+    files = _TaskFiles(run.task_dir(task))
     counts = stages.Counts()
     facts = _TASKS[task.stage](run, task, files, counts)
     _check_read(task, counts.as_stats())
