@@ -246,6 +246,9 @@ def _start_worker(run: staged.StagedRun, launcher: int) -> None:
     folder), and keeps the run it was forked with."""
     global _WORKER_RUN
     _WORKER_RUN = run
+    # A Ctrl-C reaches the whole process group: the launcher answers it (it stops the workers);
+    # a worker that caught it would send it back as its task's result and take the next task.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
     except (OSError, AttributeError):
@@ -290,10 +293,16 @@ class LocalWorkers:
                     markers.append(_marker_of(future, task_of[future]))
                     progress.task_done(markers[-1])
                 progress.running(min(self.workers, len(pending)))
-        finally:
-            # On a failure or an interrupt, the tasks not started are dropped, not run to the
-            # end of the stage first; the tasks done keep their markers.
+        except BaseException:
+            # On a failure or an interrupt, the workers are stopped and the tasks not started
+            # dropped, not run to the end of the stage first; the tasks done keep their markers,
+            # a task stopped half-written is redone by the next run. (Python 3.11's pool has no
+            # public way to stop its workers: 3.14's terminate_workers.)
+            for process in list(pool._processes.values()):
+                process.terminate()
             pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
         return markers
 
 
