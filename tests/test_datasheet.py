@@ -1,0 +1,277 @@
+"""The datasheet of a run (pipelines/report.py): counters become the right rows, the exclusions
+sample is read up to its cap and scaled, page text is escaped, the same inputs give the same
+bytes, and the page of a real run renders in headless Chromium without a console message."""
+import gzip
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from pipelines import report
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+STATS = {
+    "variant": "en",
+    "stages": {
+        "write": {"pages.written:train": 5, "pages.written:validation": 1},
+        "read": {"files.read": 1, "pages.passed": 12, "records.skipped:empty_page": 2},
+        "clean": {"lines.dropped:no_terminal_punctuation": 40, "lines.dropped:ellipsis": 3,
+                  "pages.dropped:too_few_sentences": 4, "pages.passed": 8},
+        "dedup": {"pages.passed": 7, "pages.passed:shortened": 1, "spans.dropped:duplicate": 2},
+        "badwords": {"pages.dropped:badword": 2, "pages.passed": 6},
+    },
+    "file_problems": [],
+}
+RUN_CONFIG = {"variant": "en", "config": {"name": "en", "rules": "paper",
+                                          "cleaning": {"min_words_per_line": 5},
+                                          "language": {"languages": ["en"]}},
+              "inputs": {"files": 1, "first": "a.wet.gz"}}
+
+
+def write_exclusions(directory: pathlib.Path, exclusions, kept, fraction: float,
+                     shards: int = 2) -> pathlib.Path:
+    """A sample as `pipelines.c4 --exclusions` writes it: the records dealt to `shards` files in
+    their order, and exclusions.json with the fraction and the counts of every record."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for prefix, records in (("exclusions", exclusions), ("kept", kept)):
+        per_shard = -(-len(records) // shards) or 1
+        for index in range(shards):
+            with gzip.open(directory / f"{prefix}-{index:05d}-of-{shards:05d}.jsonl.gz",
+                           "wt", encoding="utf-8") as sink:
+                for record in records[index * per_shard:(index + 1) * per_shard]:
+                    sink.write(json.dumps(record) + "\n")
+    counts = {}
+    for record in exclusions:
+        stage = counts.setdefault(record["stage"], {})
+        key = f"{record['level']}:{record['reason']}"
+        stage[key] = stage.get(key, 0) + 1
+    (directory / "exclusions.json").write_text(
+        json.dumps({"fraction": fraction, "records": counts, "kept": len(kept)}))
+    return directory
+
+
+def dropped(url, stage, reason, level="page", text="Some text.", timestamp="2019-04-25T16:14:41Z"):
+    return {"url": url, "timestamp": timestamp, "stage": stage, "reason": reason, "level": level,
+            "text": text}
+
+
+def kept_page(url, chars=1200, timestamp="2019-07-17T12:15:59Z"):
+    return {"url": url, "timestamp": timestamp, "language": "en", "chars": chars}
+
+
+SAMPLE_EXCLUSIONS = [
+    dropped("http://www.a.com/1", "clean", "too_few_sentences", text="Short."),
+    dropped("http://a.com/2", "clean", "no_terminal_punctuation", "line", "Menu"),
+    dropped("http://a.com/2", "clean", "no_terminal_punctuation", "line", "Home"),
+    dropped("http://b.org/x", "clean", "no_terminal_punctuation", "line", "Login"),
+    dropped("https://c.net/evil", "badwords", "badword",
+            text='<script>alert("x")</script> & more', timestamp="2019-07-01T00:00:00Z"),
+    dropped("http://b.org/y", "dedup", "duplicate", "span", "A repeated sentence."),
+]
+SAMPLE_KEPT = [kept_page("http://a.com/3"), kept_page("http://d.com/1", 90_000),
+               kept_page("http://d.com/2")]
+
+
+def make_run(folder: pathlib.Path, with_sample: bool = True) -> pathlib.Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "stats.json").write_text(json.dumps(STATS))
+    run_config = dict(RUN_CONFIG)
+    if with_sample:
+        write_exclusions(folder / "exclusions", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
+        run_config.update(exclusions="exclusions", exclusion_fraction=0.5)
+    (folder / "run_config.json").write_text(json.dumps(run_config))
+    return folder
+
+
+def test_the_counters_become_drop_reasons_in_stage_order_largest_first():
+    counters = report.ordered_stages(STATS)
+    assert list(counters) == ["read", "clean", "dedup", "badwords", "write"]
+    assert [(d.stage, d.level, d.reason, d.count) for d in report.drop_reasons(counters)] == [
+        ("clean", "line", "no_terminal_punctuation", 40),
+        ("clean", "page", "too_few_sentences", 4),
+        ("clean", "line", "ellipsis", 3),
+        ("dedup", "span", "duplicate", 2),
+        ("badwords", "page", "badword", 2),
+    ]
+    assert report.pages_in_and_out(counters) == (12, 6)
+
+
+def test_a_stage_counted_per_language_gives_one_reason_and_a_row_per_language():
+    counters = report.ordered_stages({"stages": {
+        "language": {"pages.passed:de": 5, "pages.passed:en": 9, "pages.passed:fr": 0,
+                     "pages.passed:und": 2, "und.not_reliable": 2},
+        "badwords": {"pages.dropped:badword:de": 1, "pages.dropped:badword:en": 3,
+                     "pages.passed:de": 4, "pages.passed:en": 6, "pages.passed:und": 2},
+        "write": {"pages.written:train:de": 4, "pages.written:validation:de": 0,
+                  "pages.written:train:en": 5, "pages.written:validation:en": 1,
+                  "pages.written:train:fr": 0, "pages.written:validation:fr": 0,
+                  "pages.written:train:und": 2, "pages.written:validation:und": 0}}})
+    assert [(d.stage, d.reason, d.count) for d in report.drop_reasons(counters)] == [
+        ("badwords", "badword", 4)]
+    rows = report.language_rows(counters)
+    assert [(row.language, row.kept, row.dropped) for row in rows] == [
+        ("en", 6, 3), ("de", 4, 1), ("und", 2, 0)]  # fr: nothing counted, left out.
+    assert rows[0].counters == {"language pages.passed": 9, "badwords pages.dropped:badword": 3,
+                                "badwords pages.passed": 6, "write pages.written:train": 5,
+                                "write pages.written:validation": 1}
+    assert rows[2].counters["language und.not_reliable"] == 2
+    html = report.languages_section(counters)
+    assert "1 language with no page left out" in html
+    assert "und, language stage: und.not_reliable 2" in html
+
+
+def test_the_configuration_is_flattened_to_dotted_rows():
+    assert report.flattened(RUN_CONFIG) == [
+        ("variant", "en"), ("config.name", "en"), ("config.rules", "paper"),
+        ("config.cleaning.min_words_per_line", 5), ("config.language.languages", ["en"]),
+        ("inputs.files", 1), ("inputs.first", "a.wet.gz")]
+
+
+def test_the_sample_is_read_and_scaled_by_the_fraction_and_the_share_read(tmp_path):
+    directory = write_exclusions(tmp_path / "x", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
+    sample = report.read_sample(str(directory), report.ReportConfig(examples_per_reason=1))
+    assert (sample.records_read, sample.records_total, sample.kept_read) == (6, 6, 3)
+    assert sample.dropped_scale == sample.kept_scale == 2.0  # 1 / 0.5, all read.
+    assert sample.dropped_by_domain == {"clean": {"a.com": 1}, "badwords": {"c.net": 1}}
+    assert sample.removed_by_domain == {"clean": {"a.com": 2, "b.org": 1}, "dedup": {"b.org": 1}}
+    assert sample.kept_by_domain == {"d.com": 2, "a.com": 1}
+    assert sample.dropped_by_month == {"2019-04": 1, "2019-07": 1}
+    assert sample.kept_chars == [1200, 90_000, 1200]
+    # One example per reason: the first page's lines, together, and not the next page's.
+    lines = sample.examples["clean", "line", "no_terminal_punctuation"]
+    assert list(lines) == ["http://a.com/2"] and lines["http://a.com/2"].texts == ["Menu", "Home"]
+
+    capped = report.read_sample(str(directory), report.ReportConfig(max_exclusion_records=2,
+                                                               max_kept_records=1))
+    assert (capped.records_read, capped.kept_read) == (2, 1)
+    # 2 of 6 records read from a 0.5 sample: each stands for 6 pages of the run.
+    assert capped.dropped_scale == pytest.approx(6.0)
+    assert capped.kept_scale == pytest.approx(6.0)
+    assert report.estimate_scale(0.01, 0, 0) == 0.0
+
+
+def test_urls_months_and_texts_as_the_tables_show_them():
+    assert report.domain_of("https://www.Example.COM:8080/a?b") == "example.com"
+    assert report.domain_of("not a url") == "(no host)"
+    assert report.month_of("2019-07-17T12:15:59Z") == "2019-07"
+    assert report.capped("abcdef", 4) == "abcd … (2 more characters)"
+    assert report.capped("abc", 4) == "abc"
+
+
+def test_page_text_and_urls_are_escaped_and_the_page_has_no_script(tmp_path):
+    run = make_run(tmp_path / "run")
+    page = pathlib.Path(report.build_datasheet(str(run))).read_text(encoding="utf-8")
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in page
+    assert "<script" not in page.lower()
+    assert '<mark class="removed">Menu</mark>' in page
+
+
+def test_the_page_loads_nothing_and_its_ids_are_unique(tmp_path):
+    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    assert not re.search(r"""\b(src|srcset)\s*=|<link\b|@import|url\((?!#)""", page)
+    assert set(re.findall(r"""href="([^"]*)\"""", page)) <= {
+        f"#{name}" for name in re.findall(r"""\bid="([^"]*)\"""", page)}
+    ids = re.findall(r"""\bid="([^"]*)\"""", page)
+    assert len(ids) == len(set(ids))
+
+
+def test_the_same_inputs_give_the_same_bytes(tmp_path):
+    first, second = make_run(tmp_path / "a"), make_run(tmp_path / "b")
+    pages = [pathlib.Path(report.build_datasheet(str(run))).read_bytes().replace(
+        str(run).encode(), b"OUT") for run in (first, second)]
+    assert pages[0] == pages[1]
+    assert pathlib.Path(report.build_datasheet(str(first))).read_bytes().replace(
+        str(first).encode(), b"OUT") == pages[0]
+
+
+def test_a_run_without_a_sample_says_what_it_lacks_and_how_to_get_it(tmp_path):
+    run = make_run(tmp_path / "run", with_sample=False)
+    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    assert "This run wrote no exclusions sample." in page
+    assert "--exclusions OUT/exclusions --exclusion_fraction 0.01" in page
+    assert "12</b>pages read" in page
+    # Given on the command line, the sample is used: run_config.json names none.
+    write_exclusions(tmp_path / "elsewhere", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
+    report.main([str(run), "--exclusions", str(tmp_path / "elsewhere")])
+    assert "Exclusions sample: 0.5 of URLs" in (run / "report/index.html").read_text()
+
+
+def test_run_config_names_the_sample_relative_to_the_launch_folder_or_inside_out(tmp_path,
+                                                                                  monkeypatch):
+    run = make_run(tmp_path / "run")
+    monkeypatch.chdir(tmp_path)
+    assert report.exclusions_dir(str(run), {"exclusions": "run/exclusions"}, None) \
+        == "run/exclusions"
+    assert report.exclusions_dir(str(run), {"exclusions": "exclusions"}, None) \
+        == str(run / "exclusions")
+    assert report.exclusions_dir(str(run), {}, None) is None
+    assert report.exclusions_dir(str(run), {"exclusions": "x"}, "y") == "y"
+    page = pathlib.Path(report.build_datasheet(str(run), str(tmp_path / "missing"))).read_text()
+    assert "No exclusions sample at" in page
+
+
+def test_the_studies_are_shown_as_tables_when_present(tmp_path):
+    run = make_run(tmp_path / "run")
+    (run / "report").mkdir()
+    (run / "report/contamination.json").write_text(json.dumps({"tasks": {"glue_cola": {
+        "sentence": {"examples": 1043, "exact_share": 0.0125, "ngram13_share": 0.25}}}}))
+    (run / "report/blocklist.json").write_text(json.dumps({
+        "terms": [["badterm", 17]], "domains": [["spam.example", 3]], "pages": 20}))
+    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    assert "<td>glue_cola</td><td>sentence</td><td class=n>1,043</td>" in page
+    assert "1.25%" in page and "25.00%" in page
+    assert "<td>badterm</td><td class=n>17</td>" in page and "20.</p>" in page
+
+
+def test_examples_per_reason_on_the_command_line(tmp_path):
+    run = make_run(tmp_path / "run")
+    report.main([str(run), "--examples_per_reason", "0"])
+    page = (run / "report/index.html").read_text()
+    assert "Menu" not in page and "0 examples" not in page
+    with pytest.raises(SystemExit):
+        report.main([str(tmp_path / "nothing")])
+
+
+@pytest.fixture(scope="module")
+def real_run(shared_data, tmp_path_factory):
+    """`en` on the three realistic WET samples, in process, with a sample of its exclusions
+    made here from its counters' reasons (until the pipeline writes its own)."""
+    from pipelines import c4
+    output = tmp_path_factory.mktemp("datasheet-run")
+    c4.main(["--variant", "en", "--input",
+             *sorted(str(path) for path in (shared_data / "wet/realistic").glob("*")),
+             "--badwords", str(shared_data / "badwords/en"), "--output", str(output)])
+    stats = json.loads((output / "stats.json").read_text())["stages"]
+    records = [dropped(f"http://site{number % 7}.example/{number}", stage, reason,
+                       "page" if name.startswith("pages") else "line",
+                       f"<b>{reason}</b> " * (number + 1))
+               for stage, counters in stats.items() for number, (name, value)
+               in enumerate(counters.items()) if ".dropped:" in name and value
+               for reason in [name.split(":", 1)[1]]]
+    write_exclusions(output / "exclusions", records, SAMPLE_KEPT, 0.01)
+    return output
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get "
+                                              "install chromium)")
+def test_a_real_runs_page_renders_in_chromium_without_console_messages(real_run, tmp_path):
+    from PIL import Image, ImageStat
+    path = report.main([str(real_run), "--exclusions", str(real_run / "exclusions")])
+    screenshot = tmp_path / "page.png"
+    browser = subprocess.run(
+        [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+         f"--user-data-dir={tmp_path / 'profile'}", "--enable-logging=stderr", "--v=0",
+         "--window-size=1280,2400", f"--screenshot={screenshot}",
+         pathlib.Path(path).resolve().as_uri()],
+        capture_output=True, text=True, timeout=120)
+    assert browser.returncode == 0, browser.stderr[-2000:]
+    console = [line for line in browser.stderr.splitlines() if ":CONSOLE" in line]
+    assert console == []
+    with Image.open(screenshot) as image:
+        assert image.size == (1280, 2400)
+        spread = ImageStat.Stat(image.convert("L")).stddev[0]
+    assert spread > 20, f"the screenshot looks blank (grey-level spread {spread:.1f})"
