@@ -1,0 +1,306 @@
+"""The contamination study (text/contamination.py, model/tasks/contamination.py): the
+normalisation, both methods on small texts, the index's file, and the command on a corpus
+folder into which known examples of shared tasks are planted at known rates."""
+import csv
+import gzip
+import json
+import pathlib
+
+import pytest
+
+from model.tasks import contamination as command
+from text.contamination import NGRAM_WORDS, ContaminationIndex, ExampleKey, normalize
+
+LONG = ("the committee met on a rainy tuesday to discuss the budget for the new library "
+        "building and its many shelves")  # 19 words
+
+
+@pytest.mark.parametrize("raw, normalized", [
+    ("Hello, World!", "hello world"),
+    ("  several\t\nkinds   of\u00a0space ", "several kinds of space"),
+    ("U.S. don't", "us dont"),  # deleted, not made a space
+    ("\u201cQuoted\u201d \u2014 dash \u00bfqu\u00e9?", "quoted dash qué"),
+    ("$5 + 3 = 8 \U0001F600", "5 3 8"),  # symbols go with punctuation
+    ("soft\u00adhyphen zero\u200bwidth", "softhyphen zerowidth"),  # invisible format characters
+    ("ÉCOLE Straße", "école straße"),
+    ("", ""),
+    ("!!! ...", ""),
+])
+def test_normalize_lowercases_deletes_punctuation_and_collapses_space(raw, normalized):
+    assert normalize(raw) == normalized
+
+
+def _index(*rows):
+    return ContaminationIndex.build(rows)
+
+
+def test_an_exact_match_is_found_whatever_its_case_punctuation_and_spacing():
+    index = _index(("glue_cola", "sentence", "7", "The cat sat on the mat."))
+    found = index.matches("Yesterday, THE CAT -- sat on\nthe mat!! Then it left.")
+    assert found.exact == {ExampleKey("glue_cola", "sentence", "7")}
+    assert found.ngram13 == set()  # six words: too short for a 13-gram
+
+
+@pytest.mark.parametrize("page", [
+    "The cat sat on a mat.",  # one word differs
+    "The cat sat on the mattress.",  # the last word is longer: not at a word boundary
+    "Bathe cat sat on the mat.",  # nor the first
+    "The cat sat. On the table: the mat.",  # the words apart
+])
+def test_a_near_miss_is_not_an_exact_match(page):
+    index = _index(("glue_cola", "sentence", "7", "The cat sat on the mat."))
+    assert index.matches(page).exact == set()
+
+
+def test_a_13_gram_is_found_across_case_and_punctuation_and_12_words_are_not():
+    key = ExampleKey("xsum", "document", "3")
+    index = _index((*key, LONG + ". It was long."))
+    words = LONG.split()
+    thirteen = " ".join(words[2:2 + NGRAM_WORDS]).upper().replace(" ", ", ")
+    found = index.matches(f"Intro text. {thirteen}!! Outro.")
+    assert found.ngram13 == {key} and found.exact == set()
+    twelve = " ".join(words[2:2 + NGRAM_WORDS - 1])
+    assert index.matches(f"Intro text. {twelve} outro words follow here.").ngram13 == set()
+
+
+def test_fields_under_13_words_are_counted_by_the_exact_method_only():
+    index = _index(("t", "short", "1", "one two three"), ("t", "long", "1", LONG),
+                   ("t", "empty", "1", "?!"))
+    assert [key.field for key in index.keys] == ["short", "long"]  # no text, not an example
+    assert index.too_short == [True, False]
+    assert index.stats.too_short_for_ngrams == 1
+    both = index.matches(f"one two three and {LONG}")
+    assert both.exact == set(index.keys) and both.ngram13 == {index.keys[1]}
+
+
+def test_examples_with_one_normalised_text_are_all_found():
+    index = _index(("glue_rte", "sentence1", "dev:0", "A same text."),
+                   ("super_glue_rte", "premise", "val:0", "a same text"))
+    assert index.matches("It is a SAME text indeed").exact == set(index.keys)
+
+
+def test_the_index_round_trips_through_a_file(tmp_path):
+    index = _index(("a", "f", "1", "Alpha beta gamma."), ("b", "g", "x/2", LONG),
+                   ("c", "h", "3", "Unicode: café, naïve"))
+    path = tmp_path / "index.json.gz"
+    index.save(str(path))
+    loaded = ContaminationIndex.load(str(path))
+    assert loaded.keys == index.keys and loaded.texts == index.texts
+    assert loaded.stats == index.stats
+    for page in ("alpha beta GAMMA", f"x {LONG.upper()} y", "cafe naive", "unicode cafe naive",
+                 " ".join(LONG.split()[1:15]), "UNICODE CAFÉ NAÏVE!"):
+        assert loaded.matches(page) == index.matches(page)
+
+
+@pytest.mark.parametrize("content, message", [
+    (b"not gzip at all", "is not a contamination index"),
+    (gzip.compress(b'{"format": "something else"}'), "is not a contamination index"),
+    (gzip.compress(json.dumps({"format": "t5-c4 contamination index", "version": 0,
+                               "method": {}, "examples": []}).encode()), "another version"),
+])
+def test_loading_a_file_that_is_no_index_of_this_method_is_refused(tmp_path, content, message):
+    path = tmp_path / "index.json.gz"
+    path.write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        ContaminationIndex.load(str(path))
+
+
+# --- the command on planted data ---------------------------------------------------------------
+
+PLANTED_TASKS = ("xsum", "super_glue_boolq", "glue_qnli", "super_glue_copa")
+FILLER = ("Zorblat quinties vex the marmoset plinth.", "Nobody flurbs a gazunder on Wednesdays.")
+
+
+def _write_shard(path: pathlib.Path, texts):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for number, text in enumerate(texts):
+            f.write(json.dumps({"text": text, "url": f"https://example.com/{path.stem}/{number}",
+                                "timestamp": "2019-04-18T00:00:00Z"}) + "\n")
+
+
+def _disguised(text: str) -> str:
+    """The same normalised text, written otherwise: ASCII letters upper-cased, commas made
+    semicolons, quotes and exclamation marks added, spaces made line breaks and tabs."""
+    upper = "".join(c.upper() if c.isascii() else c for c in text)
+    return "\u00ab" + upper.replace(",", ";").replace(" ", " \n\t") + "!!\u00bb"
+
+
+def _window(text: str) -> str | None:
+    """16 words from inside a text of 20 words or more (13 or more after normalisation, and
+    never the whole text): shares a 13-gram with it without being it."""
+    words = text.split()
+    window = " ".join(words[2:18])
+    if len(normalize(text).split()) < 20 or len(normalize(window).split()) < NGRAM_WORDS:
+        return None
+    return window
+
+
+def _ngram_set(normalized: str):
+    words = normalized.split()
+    return {tuple(words[i:i + NGRAM_WORDS]) for i in range(len(words) - NGRAM_WORDS + 1)}
+
+
+@pytest.fixture(scope="module")
+def planted(shared_data, tmp_path_factory):
+    """A corpus folder (train and validation shards, and a language folder as mC4 has) whose
+    pages hold, one per page among filler: every 4th example's field whole and disguised, and
+    of the others every 4th (one after) a 16-word window of a long field."""
+    tasks_dir = str(shared_data / "tasks")
+    rows, _ = command.task_examples(tasks_dir, [command.source_of(t) for t in PLANTED_TASKS], True)
+    by_field = {}
+    for task, field, example_id, text in rows:
+        by_field.setdefault((task, field), {}).setdefault(example_id, text)
+    pages, exact, window = [], set(), set()
+    for (task, field), examples in sorted(by_field.items()):
+        for position, (example_id, text) in enumerate(sorted(examples.items())):
+            if position % 4 == 0:
+                pages.append(_disguised(text))
+                exact.add((task, field, example_id))
+            elif position % 4 == 1 and _window(text):
+                pages.append(_disguised(_window(text)))
+                window.add((task, field, example_id))
+    texts = [f"{FILLER[i % 2]}\n{planted}\n{FILLER[(i + 1) % 2]}" for i, planted in enumerate(pages)]
+    texts += list(FILLER)  # pages with nothing planted
+    out = tmp_path_factory.mktemp("planted")
+    shard_files = ["train-00000-of-00002.jsonl.gz", "train-00001-of-00002.jsonl.gz",
+                   "validation-00000-of-00001.jsonl.gz", "de/train-00000-of-00001.jsonl.gz"]
+    for number, name in enumerate(shard_files):
+        _write_shard(out / name, texts[number::len(shard_files)])
+    return {"out": out, "tasks": tasks_dir, "by_field": by_field, "exact": exact,
+            "window": window, "texts": texts, "shards": len(shard_files)}
+
+
+def _run(capsys, *argv):
+    command.main([str(arg) for arg in argv])
+    return capsys.readouterr()
+
+
+@pytest.fixture(scope="module")
+def planted_report(planted):
+    argv = [str(planted["out"]), "--tasks", planted["tasks"],
+            "--index", str(planted["out"] / "index.json.gz")]
+    for task in PLANTED_TASKS:
+        argv += ["--task", task]
+    command.main(argv)
+    return json.loads((planted["out"] / "report" / "contamination.json").read_text())
+
+
+def test_the_planted_shares_are_found_by_both_methods(planted, planted_report):
+    assert planted_report["corpus"]["pages"] == len(planted["texts"])
+    assert planted_report["corpus"]["shards"] == planted["shards"]
+    assert set(planted_report["tasks"]) == set(PLANTED_TASKS)
+    for (task, field), examples in planted["by_field"].items():
+        row = planted_report["tasks"][task][field]
+        short = sum(len(normalize(text).split()) < NGRAM_WORDS for text in examples.values())
+        exact = sum((task, field, i) in planted["exact"] for i in examples)
+        # A whole example planted has all its 13-grams in the corpus; a window has one.
+        by_ngrams = sum((task, field, i) in planted["window"] or (task, field, i) in planted["exact"]
+                        and len(normalize(text).split()) >= NGRAM_WORDS
+                        for i, text in examples.items())
+        assert row["examples"] == len(examples), (task, field)
+        assert row["too_short_for_ngrams"] == short, (task, field)
+        assert (row["exact"], row["exact_share"]) == (exact, exact / len(examples)), (task, field)
+        assert row["ngram13"] == by_ngrams, (task, field)
+        assert row["ngram13_share"] == (by_ngrams / (len(examples) - short)
+                                        if len(examples) > short else None), (task, field)
+
+
+def test_the_report_agrees_with_a_brute_force_search_of_the_pages(planted, planted_report):
+    """Every example found, and no other, by Python's `in` and sets of word tuples."""
+    pages = [f" {normalize(text)} " for text in planted["texts"]]
+    page_ngrams = set().union(*(_ngram_set(page) for page in pages))
+    for (task, field), examples in planted["by_field"].items():
+        texts = [normalize(text) for text in examples.values()]
+        row = planted_report["tasks"][task][field]
+        assert row["exact"] == sum(any(f" {t} " in page for page in pages) for t in texts)
+        assert row["ngram13"] == sum(bool(_ngram_set(t) & page_ngrams) for t in texts)
+
+
+def test_the_reader_counts_the_release_files_examples(shared_data, planted_report):
+    with open(shared_data / "tasks/xsum/sample.json", encoding="utf-8") as f:
+        xsum = [json.loads(line) for line in f if line.strip()]
+    assert planted_report["tasks"]["xsum"]["summary"]["examples"] == len(xsum)
+    qnli = 0
+    for path in sorted((shared_data / "tasks/glue_qnli").glob("*.tsv")):
+        with open(path, encoding="utf-8", newline="") as f:
+            qnli += len(list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))) - 1
+    assert planted_report["tasks"]["glue_qnli"]["question"]["examples"] == qnli
+
+
+def test_the_written_index_finds_what_the_command_found(planted, planted_report):
+    index = ContaminationIndex.load(str(planted["out"] / "index.json.gz"))
+    found = set()
+    for text in planted["texts"]:
+        found |= index.matches(text).exact
+    assert {tuple(key) for key in found} >= planted["exact"]
+    assert len(found) == sum(row["exact"] for fields in planted_report["tasks"].values()
+                             for row in fields.values())
+
+
+def test_the_report_has_its_documented_schema(planted_report, planted, capsys):
+    assert set(planted_report) == {"method", "tasks", "corpus", "skipped_tasks"}
+    assert planted_report["method"]["ngram_words"] == NGRAM_WORDS
+    assert {"pages", "shards", "lines_skipped", "damaged_shards", "folder"} <= set(planted_report["corpus"])
+    row_keys = {"examples", "exact", "exact_share", "ngram13", "ngram13_share", "too_short_for_ngrams"}
+    assert all(set(row) == row_keys for fields in planted_report["tasks"].values() for row in fields.values())
+    printed = _run(capsys, planted["out"], "--tasks", planted["tasks"], "--task", "xsum",
+                   "--json", planted["out"] / "xsum.json").out
+    assert "xsum" in printed and "summary" in printed and "report written to" in printed
+
+
+# --- bad inputs ----------------------------------------------------------------------------------
+
+def test_a_missing_tasks_folder_or_corpus_is_an_error(planted, tmp_path):
+    with pytest.raises(SystemExit, match="no tasks folder"):
+        command.main([str(planted["out"]), "--tasks", str(tmp_path / "nowhere")])
+    with pytest.raises(SystemExit, match="no corpus folder"):
+        command.main([str(tmp_path / "nowhere"), "--tasks", planted["tasks"], "--task", "xsum"])
+    with pytest.raises(SystemExit, match="no shards"):
+        command.main([str(tmp_path), "--tasks", planted["tasks"], "--task", "xsum"])
+    with pytest.raises(SystemExit, match="no task 'glue_nothing'"):
+        command.main([str(planted["out"]), "--task", "glue_nothing"])
+
+
+def test_a_missing_task_is_left_out_unless_asked_for(planted, tmp_path, capsys):
+    tasks = tmp_path / "tasks"
+    (tasks / "xsum").mkdir(parents=True)
+    (tasks / "xsum" / "sample.json").write_text(json.dumps({"document": LONG, "summary": "s"}) + "\n")
+    with pytest.raises(SystemExit, match="glue_rte: no folder"):
+        command.main([str(planted["out"]), "--tasks", str(tasks), "--task", "glue_rte"])
+    json_path = tmp_path / "report.json"
+    command.main([str(planted["out"]), "--tasks", str(tasks), "--json", str(json_path)])
+    result = json.loads(json_path.read_text())
+    assert list(result["tasks"]) == ["xsum"]
+    assert set(result["skipped_tasks"]) == {source.name for source in command.SOURCES} - {"xsum"}
+    assert "left out (no files)" in capsys.readouterr().out
+
+
+def test_an_unreadable_task_file_is_an_error_naming_it(planted, tmp_path):
+    broken = tmp_path / "tasks" / "xsum" / "sample.json"
+    broken.parent.mkdir(parents=True)
+    broken.write_text('{"document": "fine", "summary": "fine"}\n{"document": "cut sh\n')
+    with pytest.raises(SystemExit, match=f"cannot read {broken}"):
+        command.main([str(planted["out"]), "--tasks", str(tmp_path / "tasks"), "--task", "xsum"])
+
+
+def test_a_corrupt_shard_and_bad_lines_are_counted_and_named(planted, tmp_path):
+    out = tmp_path / "out"
+    page = f"{FILLER[0]} {LONG}"
+    _write_shard(out / "train-00000-of-00002.jsonl.gz", [page, page])
+    whole = gzip.compress(("".join(json.dumps({"text": page}) + "\n" for _ in range(2000))).encode())
+    (out / "train-00001-of-00002.jsonl.gz").write_bytes(whole[:len(whole) // 2])  # cut short
+    with gzip.open(out / "validation-00000-of-00001.jsonl.gz", "wt") as f:
+        f.write(json.dumps({"text": page}) + "\nnot json\n" + json.dumps({"url": "no text"}) + "\n")
+    tasks = tmp_path / "tasks" / "xsum"
+    tasks.mkdir(parents=True)
+    (tasks / "sample.json").write_text(json.dumps({"document": LONG, "summary": "unseen words"}) + "\n")
+    json_path = tmp_path / "report.json"
+    command.main([str(out), "--tasks", str(tmp_path / "tasks"), "--json", str(json_path), "--task", "xsum"])
+    result = json.loads(json_path.read_text())
+    corpus = result["corpus"]
+    assert list(corpus["damaged_shards"]) == [str(out / "train-00001-of-00002.jsonl.gz")]
+    assert corpus["lines_skipped"] == 2 and corpus["shards"] == 3
+    assert 3 < corpus["pages"] < 2003  # the pages before the damage count
+    assert result["tasks"]["xsum"]["document"]["exact"] == 1
+    assert result["tasks"]["xsum"]["summary"]["exact"] == 0
