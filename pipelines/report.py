@@ -29,7 +29,7 @@ import os
 import re
 import sys
 import urllib.parse
-from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import matplotlib
 from matplotlib.figure import Figure
@@ -41,6 +41,7 @@ from pipelines import funnel, provenance, stats
 from pipelines.output import shard_glob
 from pipelines.records import read_all, write_atomically
 from pipelines.wording import counted
+from text.hashing import hash64
 
 REPORT_DIR = "report"
 REPORT_FILE = "index.html"
@@ -67,10 +68,14 @@ _LONG_LIST_ITEMS = 12
 @dataclasses.dataclass(frozen=True)
 class ReportConfig:
     examples_per_reason: int = 3
-    # The records read from the sample, at most: the report's time and memory stay bounded
-    # whatever the corpus (a page record carries its text; a kept record is a few fields).
-    max_exclusion_records: int = 20_000
-    max_kept_records: int = 100_000
+    # The sample's files are read whole, in order, until this many records of dropped pages,
+    # lines and spans are read, and as large a share of its kept files: each file is a bucket
+    # of URLs by hash, so whole files are a fair sample of the URLs.
+    sample_records: int = 20_000
+    # Never more records than this from either kind of file, so that the report's time and
+    # memory stay bounded whatever the corpus: a file is cut there, and the page says so (its
+    # records are in URL order, so a cut file's records lean to the alphabet's start).
+    max_sample_records: int = 200_000
     # An example's text is cut to this many characters; a page shows its lines removed up to
     # `lines_per_example`.
     example_chars: int = 600
@@ -106,6 +111,7 @@ class LanguageRow:
 class Example:
     url: str
     timestamp: str
+    rank: int  # The URL's hash: a reason's examples are those of the smallest, a fair choice.
     texts: List[str]  # The page's text, or the lines (spans) removed from it for the reason.
     more_texts: int = 0  # Lines (spans) removed for the reason beyond those shown.
 
@@ -119,6 +125,9 @@ class Sample:
     sampled: Dict[str, Dict[str, int]]  # exclusions.json's records: stage -> "level:reason" -> n.
     records_read: int = 0
     kept_read: int = 0
+    files_read: int = 0  # Of the exclusions files (and as large a share of the kept files).
+    files_total: int = 0
+    cut_inside_a_file: bool = False
     dropped_by_domain: Dict[str, collections.Counter] = dataclasses.field(default_factory=dict)
     removed_by_domain: Dict[str, collections.Counter] = dataclasses.field(default_factory=dict)
     kept_by_domain: collections.Counter = dataclasses.field(default_factory=collections.Counter)
@@ -126,7 +135,7 @@ class Sample:
     kept_by_month: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     dropped_chars: Dict[str, List[int]] = dataclasses.field(default_factory=dict)
     kept_chars: List[int] = dataclasses.field(default_factory=list)
-    # (stage, level, reason) -> examples, in the sample's order.
+    # (stage, level, reason) -> URL -> example.
     examples: Dict[Tuple[str, str, str], Dict[str, Example]] = dataclasses.field(
         default_factory=dict)
 
@@ -233,16 +242,26 @@ def sample_files(directory: str, prefix: str) -> List[str]:
     return sorted(metadata.path for metadata in FileSystems.match([pattern])[0].metadata_list)
 
 
-def first_records(paths: Sequence[str], limit: int) -> Iterator[dict]:
-    """The records of the files in turn, at most `limit` of them."""
+def file_records(path: str) -> Iterator[dict]:
+    with FileSystems.open(path) as source:  # Gunzipped, from the name.
+        for line in iter(source.readline, b""):
+            yield json.loads(line)
+
+
+def read_files(paths: Sequence[str], add: Callable[[dict], None], enough: int,
+               most: int) -> Tuple[int, bool]:
+    """Gives `add` the records of whole files in turn until `enough` of them, never more than
+    `most`; returns (files read, whether the last was cut)."""
     read = 0
-    for path in paths:
-        with FileSystems.open(path) as source:  # Gunzipped, from the name.
-            for line in iter(source.readline, b""):
-                if read == limit:
-                    return
-                read += 1
-                yield json.loads(line)
+    for files, path in enumerate(paths, 1):
+        for record in file_records(path):
+            if read == most:
+                return files, True
+            add(record)
+            read += 1
+        if read >= enough:
+            return files, False
+    return len(paths), False
 
 
 def add_exclusion(sample: Sample, record: dict, config: ReportConfig) -> None:
@@ -256,13 +275,19 @@ def add_exclusion(sample: Sample, record: dict, config: ReportConfig) -> None:
     else:
         sample.removed_by_domain.setdefault(stage, collections.Counter())[domain] += 1
     examples = sample.examples.setdefault((stage, level, reason), {})
-    example = examples.get(record["url"])
     text = capped(record["text"], config.example_chars)
-    if example is None and len(examples) < config.examples_per_reason:
-        examples[record["url"]] = Example(record["url"], record["timestamp"], [text])
-    elif example is not None and len(example.texts) < config.lines_per_example:
+    example = examples.get(record["url"])
+    if example is None:
+        rank = hash64(record["url"])
+        if len(examples) == config.examples_per_reason:
+            largest = max(examples.values(), key=lambda kept: kept.rank, default=None)
+            if largest is None or rank >= largest.rank:
+                return
+            del examples[largest.url]
+        examples[record["url"]] = Example(record["url"], record["timestamp"], rank, [text])
+    elif len(example.texts) < config.lines_per_example:
         example.texts.append(text)
-    elif example is not None:
+    else:
         example.more_texts += 1
 
 
@@ -280,11 +305,19 @@ def read_sample(directory: str, config: ReportConfig) -> Sample:
     sample = Sample(fraction=summary["fraction"],
                     records_total=sum(n for counts in sampled.values() for n in counts.values()),
                     kept_total=summary.get("kept", 0), sampled=sampled)
-    for record in first_records(sample_files(directory, EXCLUSIONS_PREFIX),
-                                config.max_exclusion_records):
-        add_exclusion(sample, record, config)
-    for record in first_records(sample_files(directory, KEPT_PREFIX), config.max_kept_records):
-        add_kept(sample, record)
+    exclusion_files = sample_files(directory, EXCLUSIONS_PREFIX)
+    sample.files_total = len(exclusion_files)
+    sample.files_read, cut = read_files(
+        exclusion_files, lambda record: add_exclusion(sample, record, config),
+        config.sample_records, config.max_sample_records)
+    # The kept files of the same URL buckets: as many files, in the same share (a bucket
+    # without a page of a kind has no file of it, so the numbers can differ on a small run).
+    kept_files = sample_files(directory, KEPT_PREFIX)
+    share_of_kept = kept_files[:math.ceil(len(kept_files) * sample.files_read
+                                          / max(1, sample.files_total))]
+    _, kept_cut = read_files(share_of_kept, lambda record: add_kept(sample, record),
+                             config.max_sample_records, config.max_sample_records)
+    sample.cut_inside_a_file = cut or kept_cut
     return sample
 
 
@@ -295,6 +328,8 @@ def exclusions_dir(output_dir: str, run_config: dict, override: Optional[str]) -
     if override:
         return override
     configured = run_config.get("exclusions")
+    if isinstance(configured, dict):  # {"directory": ..., "fraction": ...}
+        configured = configured.get("directory")
     if not configured:
         return None
     candidates = [configured]
@@ -528,11 +563,18 @@ def summary_section(stats_record: dict, counters: stats.Stats, reasons: List[Dro
         for drop in removed[:_SUMMARY_REASONS]) + ".</p>") if removed else ""
     if sample is not None:
         sample_line = (f"<p>Exclusions sample: {sample.fraction:g} of URLs; read "
-                       f"{sample.records_read:,} of its {sample.records_total:,} dropped records "
-                       f"and {sample.kept_read:,} of its {sample.kept_total:,} kept pages (at "
-                       f"most {config.max_exclusion_records:,} and "
-                       f"{config.max_kept_records:,}). Figures from it are estimates (≈), scaled "
-                       "to the whole run.</p>")
+                       f"{sample.files_read:,} of its {sample.files_total:,} files of dropped "
+                       f"records ({sample.records_read:,} of {sample.records_total:,} records) "
+                       f"and {sample.kept_read:,} of its {sample.kept_total:,} kept pages: whole "
+                       f"files, each a bucket of URLs by hash, until "
+                       f"{config.sample_records:,} records. Figures from it are estimates (≈), "
+                       "scaled to the whole run.</p>")
+        if sample.cut_inside_a_file:
+            sample_line += (f'<p class="note">A file of the sample holds more than '
+                            f"{config.max_sample_records:,} records, and was cut there: its "
+                            "records are in URL order, so the domains and examples lean to the "
+                            "URLs early in the alphabet. A smaller --exclusion_fraction (or more "
+                            "shards) gives files that are read whole.</p>")
     else:
         sample_line = no_sample_note(sample_problem + " The domains, crawl months, page "
                                      "lengths and examples need it.")
@@ -664,16 +706,26 @@ def example_html(example: Example, level: str, reason: str) -> str:
             f"from this page:</div>{removed}{more}</div>")
 
 
-def examples_section(reasons: List[DropReason], sample: Optional[Sample],
-                     sample_problem: str) -> str:
+def examples_of(sample: Sample, drop: DropReason, count: int) -> List[Example]:
+    """The `count` examples of smallest rank of a reason, over its languages where the stage
+    counts it per language (`badword:de`, `badword:en`, ...)."""
+    found = [example for (stage, level, reason), examples in sample.examples.items()
+             if (stage, level) == (drop.stage, drop.level)
+             and (reason == drop.reason or reason.startswith(drop.reason + ":"))
+             for example in examples.values()]
+    return sorted(found, key=lambda example: (example.rank, example.url))[:count]
+
+
+def examples_section(reasons: List[DropReason], sample: Optional[Sample], sample_problem: str,
+                     config: ReportConfig) -> str:
     if sample is None:
         return section("examples", "Examples", no_sample_note(sample_problem))
-    parts = ['<p class="muted">The first pages of the sample for each reason (a fair choice: the '
-             'sample is in URL hash order); open a reason to see them. A dropped page shows its '
-             'text as the stage saw it; a removed line or span is <mark class="removed">marked'
+    parts = ['<p class="muted">For each reason, the pages of the sample read whose URLs hash '
+             'lowest (a fair choice); open a reason to see them. A dropped page shows its text '
+             'as the stage saw it; a removed line or span is <mark class="removed">marked'
              '</mark>. Texts are cut.</p>']
     for drop in reasons:
-        examples = sample.examples.get((drop.stage, drop.level, drop.reason), {})
+        examples = examples_of(sample, drop, config.examples_per_reason)
         if not examples:
             continue
         parts.append(f'<details class="reason"><summary>{escaped(drop.stage)}: '
@@ -681,7 +733,7 @@ def examples_section(reasons: List[DropReason], sample: Optional[Sample],
                      f'<span class="muted">({counted(drop.count, drop.level)}; '
                      f"{counted(len(examples), 'example')})</span></summary>"
                      + "".join(example_html(example, drop.level, drop.reason)
-                               for example in examples.values()) + "</details>")
+                               for example in examples) + "</details>")
     return section("examples", "Examples of each drop reason", "".join(parts))
 
 
@@ -783,7 +835,7 @@ def datasheet_html(stats_record: dict, run_config: Optional[dict], sample: Optio
                 funnel_section(counters, title), reasons_section(reasons, sample),
                 languages_section(counters), domains_section(sample, sample_problem, list(counters)),
                 months_section(sample, sample_problem), lengths_section(sample, sample_problem, list(counters)),
-                examples_section(reasons, sample, sample_problem), studies_section(studies),
+                examples_section(reasons, sample, sample_problem, config), studies_section(studies),
                 config_section(run_config, stats_record.get("file_problems", []))]
     shown = {anchor for anchor, _ in SECTIONS if f'<section id="{anchor}">' in "".join(sections)}
     nav = "".join(f'<a href="#{anchor}">{escaped(name)}</a>' for anchor, name in SECTIONS

@@ -11,6 +11,7 @@ import subprocess
 import pytest
 
 from pipelines import report
+from text.hashing import hash64
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -141,17 +142,39 @@ def test_the_sample_is_read_and_scaled_by_the_fraction_and_the_share_read(tmp_pa
     assert sample.kept_by_domain == {"d.com": 2, "a.com": 1}
     assert sample.dropped_by_month == {"2019-04": 1, "2019-07": 1}
     assert sample.kept_chars == [1200, 90_000, 1200]
-    # One example per reason: the first page's lines, together, and not the next page's.
+    assert (sample.files_read, sample.files_total, sample.cut_inside_a_file) == (2, 2, False)
+    # One example per reason: of the two pages with lines removed, the one whose URL hashes
+    # lowest, its lines together.
     lines = sample.examples["clean", "line", "no_terminal_punctuation"]
-    assert list(lines) == ["http://a.com/2"] and lines["http://a.com/2"].texts == ["Menu", "Home"]
+    lowest = min(["http://a.com/2", "http://b.org/x"], key=hash64)
+    assert list(lines) == [lowest]
+    assert lines[lowest].texts == (["Menu", "Home"] if lowest == "http://a.com/2" else ["Login"])
 
-    capped = report.read_sample(str(directory), report.ReportConfig(max_exclusion_records=2,
-                                                               max_kept_records=1))
-    assert (capped.records_read, capped.kept_read) == (2, 1)
+
+def test_the_sample_is_read_in_whole_files_up_to_its_cap(tmp_path):
+    """Each file is a bucket of URLs: whole files are a fair sample, and the scale follows the
+    share read. A file larger than the hard cap is cut, and the sample says so."""
+    directory = write_exclusions(tmp_path / "x", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5, shards=3)
+    enough = report.read_sample(str(directory), report.ReportConfig(sample_records=1))
+    assert (enough.files_read, enough.records_read, enough.cut_inside_a_file) == (1, 2, False)
+    assert enough.kept_read == 1  # The same share of the kept files: one of three.
     # 2 of 6 records read from a 0.5 sample: each stands for 6 pages of the run.
-    assert capped.dropped_scale == pytest.approx(6.0)
-    assert capped.kept_scale == pytest.approx(6.0)
+    assert enough.dropped_scale == pytest.approx(6.0)
+    assert enough.kept_scale == pytest.approx(6.0)
+    cut = report.read_sample(str(directory), report.ReportConfig(sample_records=1,
+                                                                 max_sample_records=1))
+    assert (cut.records_read, cut.cut_inside_a_file) == (1, True)
     assert report.estimate_scale(0.01, 0, 0) == 0.0
+
+
+def test_a_reason_counted_per_language_shows_examples_of_its_languages(tmp_path):
+    records = [dropped(f"http://{language}.example/{number}", "badwords", f"badword:{language}")
+               for language in ("de", "en") for number in range(3)]
+    sample = report.read_sample(str(write_exclusions(tmp_path / "x", records, [], 0.1)),
+                                report.ReportConfig(examples_per_reason=2))
+    examples = report.examples_of(sample, report.DropReason("badwords", "page", "badword", 6), 2)
+    everyone = [record["url"] for record in records]
+    assert [example.url for example in examples] == sorted(everyone, key=hash64)[:2]
 
 
 def test_urls_months_and_texts_as_the_tables_show_them():
@@ -209,6 +232,10 @@ def test_run_config_names_the_sample_relative_to_the_launch_folder_or_inside_out
     assert report.exclusions_dir(str(run), {"exclusions": "exclusions"}, None) \
         == str(run / "exclusions")
     assert report.exclusions_dir(str(run), {}, None) is None
+    # As pipelines.c4 records it: the sample's configuration.
+    assert report.exclusions_dir(str(run), {"exclusions": {"directory": "run/exclusions",
+                                                           "fraction": 0.5}}, None) \
+        == "run/exclusions"
     assert report.exclusions_dir(str(run), {"exclusions": "x"}, "y") == "y"
     page = pathlib.Path(report.build_datasheet(str(run), str(tmp_path / "missing"))).read_text()
     assert "No exclusions sample at" in page
