@@ -362,7 +362,7 @@ def svg_of(figure: Figure, name: str) -> str:
     clip paths of two figures of the same layout would otherwise share ids in one page)."""
     buffer = io.StringIO()
     with matplotlib.rc_context({"svg.hashsalt": f"pipelines.report.{name}"}):
-        figure.savefig(buffer, format="svg", metadata={"Date": None}, bbox_inches="tight")
+        figure.savefig(buffer, format="svg", metadata={"Date": None})
     text = buffer.getvalue()
     return _without_unreferenced_ids(text[text.index("<svg"):])
 
@@ -379,7 +379,7 @@ def _without_unreferenced_ids(svg: str) -> str:
 def drop_reason_plot(stage: str, reasons: List[DropReason]) -> str:
     """One stage's drop reasons as horizontal bars, coloured by what they count."""
     with matplotlib.rc_context(_PLOT_STYLE):
-        figure = Figure(figsize=(4.6, 0.9 + 0.28 * len(reasons)))
+        figure = Figure(figsize=(4.6, 0.9 + 0.28 * len(reasons)), layout="constrained")
         axes = figure.add_subplot()
         positions = range(len(reasons))[::-1]
         axes.barh(list(positions), [drop.count for drop in reasons],
@@ -398,7 +398,7 @@ def drop_reason_plot(stage: str, reasons: List[DropReason]) -> str:
 def month_plot(sample: Sample) -> str:
     months = sorted(set(sample.kept_by_month) | set(sample.dropped_by_month))
     with matplotlib.rc_context(_PLOT_STYLE):
-        figure = Figure(figsize=(7.5, 2.8))
+        figure = Figure(figsize=(7.5, 2.8), layout="constrained")
         axes = figure.add_subplot()
         positions = np.arange(len(months))
         axes.bar(positions - 0.2, [sample.kept_by_month[m] * sample.kept_scale for m in months],
@@ -426,7 +426,7 @@ def length_plot(sample: Sample, stage_order: List[str]) -> str:
     shown = ((LENGTH_BIN_EDGES[occupied[0]], LENGTH_BIN_EDGES[occupied[-1] + 1])
              if occupied.size else (LENGTH_BIN_EDGES[0], LENGTH_BIN_EDGES[-1]))
     with matplotlib.rc_context(_PLOT_STYLE):
-        figure = Figure(figsize=(3.2 * columns, 2.3 * rows))
+        figure = Figure(figsize=(3.2 * columns, 2.3 * rows), layout="constrained")
         for number, stage in enumerate(stages or [None]):
             axes = figure.add_subplot(rows, columns, number + 1)
             axes.set_xscale("log")
@@ -441,7 +441,6 @@ def length_plot(sample: Sample, stage_order: List[str]) -> str:
             axes.set_xlim(*shown)
             axes.set_xlabel("characters")
             axes.legend(frameon=False, fontsize=8)
-        figure.tight_layout()
         return svg_of(figure, "lengths")
 
 
