@@ -52,6 +52,16 @@ def test_a_near_miss_is_not_an_exact_match(page):
     assert index.matches(page).exact == set()
 
 
+def test_long_examples_with_one_beginning_are_told_apart_by_their_whole_text():
+    common = "In the beginning of the long report the authors say that "
+    first, second = common + "rain fell.", common + "the sun shone all week."
+    index = _index(("a", "f", "1", first), ("a", "f", "2", second))
+    page = f"{common} nothing at all. Later: {second.lower()} And {common.upper()} rain"
+    assert index.matches(page).exact == {ExampleKey("a", "f", "2")}
+    assert index.matches(f"{common} rain fellows").exact == set()  # no word boundary
+    assert index.matches(f"x {common} rain fell").exact == {ExampleKey("a", "f", "1")}
+
+
 def test_a_13_gram_is_found_across_case_and_punctuation_and_12_words_are_not():
     key = ExampleKey("xsum", "document", "3")
     index = _index((*key, LONG + ". It was long."))
@@ -179,7 +189,7 @@ def _run(capsys, *argv):
 @pytest.fixture(scope="module")
 def planted_report(planted):
     argv = [str(planted["out"]), "--tasks", planted["tasks"],
-            "--index", str(planted["out"] / "index.json.gz")]
+            "--index", str(planted["out"] / "new" / "folder" / "index.json.gz")]
     for task in PLANTED_TASKS:
         argv += ["--task", task]
     command.main(argv)
@@ -229,7 +239,7 @@ def test_the_reader_counts_the_release_files_examples(shared_data, planted_repor
 
 
 def test_the_written_index_finds_what_the_command_found(planted, planted_report):
-    index = ContaminationIndex.load(str(planted["out"] / "index.json.gz"))
+    index = ContaminationIndex.load(str(planted["out"] / "new" / "folder" / "index.json.gz"))
     found = set()
     for text in planted["texts"]:
         found |= index.matches(text).exact
@@ -260,6 +270,14 @@ def test_a_missing_tasks_folder_or_corpus_is_an_error(planted, tmp_path):
         command.main([str(tmp_path), "--tasks", planted["tasks"], "--task", "xsum"])
     with pytest.raises(SystemExit, match="no task 'glue_nothing'"):
         command.main([str(planted["out"]), "--task", "glue_nothing"])
+
+
+def test_a_report_that_cannot_be_written_is_an_error(planted, tmp_path):
+    blocker = tmp_path / "a_file"
+    blocker.write_text("")
+    with pytest.raises(SystemExit, match=f"cannot write {blocker}"):
+        command.main([str(planted["out"]), "--tasks", planted["tasks"], "--task", "xsum",
+                      "--json", str(blocker / "report.json")])
 
 
 def test_a_missing_task_is_left_out_unless_asked_for(planted, tmp_path, capsys):

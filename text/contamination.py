@@ -14,7 +14,8 @@ the examples (task, field, example id, text):
 - exact: the example's whole normalised text occurs in the page's, between word boundaries
   (a space or an end on each side, so "the cat" is not found in "bathe cats"); every example
   with any text after normalisation takes part. All examples are searched at once with one
-  Aho-Corasick automaton (pyahocorasick, in C).
+  Aho-Corasick automaton (pyahocorasick, in C) of their first 32 characters; where one occurs,
+  the page is compared with the whole text there.
 - 13-gram: the page and the example share a run of 13 normalised words (GPT-3, Brown et al.
   2020, Appendix C: 13-grams of lower-cased words without punctuation). Only the examples'
   13-grams are held, as 64-bit hashes (a polynomial over the words' BLAKE2b hashes, mod 2**64),
@@ -47,6 +48,9 @@ NGRAM_WORDS = 13
 # prime; any odd number keeps the map from the last word's hash one to one).
 _NGRAM_BASE = np.uint64(1099511628211)
 _DELETED_CATEGORIES = ("P", "S", "Cf")
+# The exact method's automaton holds each text's first characters (after a space: a word's
+# start); a page where they occur is then compared with the whole text there.
+_EXACT_PREFIX_CHARACTERS = 32
 FORMAT = "t5-c4 contamination index"
 FORMAT_VERSION = 1
 # What a saved index must agree on to be rebuilt the same: a file of another method is refused.
@@ -84,7 +88,9 @@ def normalize(text: str) -> str:
     return " ".join(text.lower().translate(_deletions()).split())
 
 
-@functools.lru_cache(maxsize=1 << 20)
+# Words recur (Zipf): a cache of their hashes makes a page's 13-grams 4x cheaper to hash; bounded,
+# at a few tens of MB when full, since a corpus pass meets millions of distinct words.
+@functools.lru_cache(maxsize=1 << 18)
 def _word_hash(word: str) -> int:
     return hash64(word)
 
@@ -159,9 +165,13 @@ class ContaminationIndex:
     def _exact_positions(self, normalized: str) -> set:
         if not normalized or self._automaton is None:
             return set()
+        padded = f" {normalized} "
         found = set()
-        for _, positions in self._automaton.iter(f" {normalized} "):
-            found.update(positions)
+        for end, (prefix_length, candidates) in self._automaton.iter(padded):
+            start = end - prefix_length + 1
+            for text, positions in candidates:
+                if padded.startswith(text, start):
+                    found.update(positions)
         return found
 
     def _ngram_positions(self, words: list) -> set:
@@ -202,16 +212,24 @@ class ContaminationIndex:
 
 
 def _exact_automaton(texts: list):
-    """Each distinct normalised text, padded with a space on each side (word boundaries) ->
-    the positions of the examples that have it; None when there is none."""
+    """The start of each distinct normalised text padded with a space on each side (a space and
+    `_EXACT_PREFIX_CHARACTERS` characters, or all of a shorter one) -> (its length, ((the whole
+    padded text, the positions of the examples that have it), ...) for each text that starts
+    so); None when there is none.
+    Only the prefixes go into the automaton, whose nodes cost tens of bytes a character: the
+    whole texts (SQuAD's contexts, CNN/DM's articles) would cost hundreds of MB."""
     positions_of: dict = {}
     for position, text in enumerate(texts):
         positions_of.setdefault(f" {text} ", []).append(position)
     if not positions_of:
         return None
-    automaton = ahocorasick.Automaton()
+    texts_of: dict = {}
     for padded, positions in positions_of.items():
-        automaton.add_word(padded, tuple(positions))
+        prefix = padded[:_EXACT_PREFIX_CHARACTERS + 1]
+        texts_of.setdefault(prefix, []).append((padded, tuple(positions)))
+    automaton = ahocorasick.Automaton()
+    for prefix, candidates in texts_of.items():
+        automaton.add_word(prefix, (len(prefix), tuple(candidates)))
     automaton.make_automaton()
     return automaton
 

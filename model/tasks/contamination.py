@@ -344,10 +344,11 @@ def page_texts(path: pathlib.Path, scan: CorpusScan) -> Iterator[str]:
         scan.damaged_shards[str(path)] = f"{type(error).__name__}: {error}"
 
 
-def scan_corpus(folder: str, index: ContaminationIndex) -> CorpusScan:
-    """One pass over every shard: the examples each page contains, by both methods."""
+def scan_corpus(paths: Sequence[pathlib.Path], index: ContaminationIndex) -> CorpusScan:
+    """One pass over the shards (`shards(folder)`): the examples each page contains, by both
+    methods."""
     scan = CorpusScan()
-    for path in shards(folder):
+    for path in paths:
         scan.shards += 1
         for text in page_texts(path, scan):
             scan.pages += 1
@@ -424,21 +425,28 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--index", help="also write the examples' index there (gzipped JSON)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
+    json_path = pathlib.Path(args.json) if args.json else pathlib.Path(args.corpus) / REPORT
     try:
+        corpus = shards(args.corpus)  # before the tasks are read: a wrong folder fails at once
         wanted = [source_of(name) for name in args.task] if args.task else list(SOURCES)
         rows, skipped = task_examples(args.tasks, wanted, required=bool(args.task))
         index = ContaminationIndex.build(rows)
         if args.index:
+            _folder_made(args.index)
             index.save(args.index)
-        scan = scan_corpus(args.corpus, index)
+        result = report(index, scan_corpus(corpus, index), args.corpus, skipped)
+        _folder_made(json_path)
+        json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     except (KeyError, TaskDataError) as error:
         sys.exit(f"error: {error.args[0]}")
-    result = report(index, scan, args.corpus, skipped)
-    json_path = pathlib.Path(args.json) if args.json else pathlib.Path(args.corpus) / REPORT
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    except OSError as error:
+        sys.exit(f"error: cannot write {error.filename}: {error.strerror}")
     print("\n".join(table(result)))
     print(f"report written to {json_path}")
+
+
+def _folder_made(path) -> None:
+    pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)
 
 
 if __name__ == "__main__":
