@@ -15,8 +15,8 @@ from typing import Collection, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import (common_crawl, files, funnel, inputs, layout, lists, parts, provenance,
-                       staged, stages, stats)
+from pipelines import (common_crawl, dataset_card, files, funnel, inputs, layout, lists, output,
+                       parts, provenance, staged, stages, stats)
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
@@ -163,6 +163,12 @@ def parser() -> argparse.ArgumentParser:
                               "most files, for every split")
     options.add_argument("--validation_fraction", type=float, default=DEFAULT_VALIDATION_FRACTION,
                          help="share of pages (by URL hash) in the validation split")
+    options.add_argument("--format", default=output.JSONL, choices=sorted(output.SHARD_SUFFIXES),
+                         help="the shards' format: jsonl (gzipped JSON lines, "
+                              "SPLIT-NNNNN-of-NNNNN.jsonl.gz) or parquet (the same records in "
+                              "the same shards and order, SPLIT-NNNNN-of-NNNNN.parquet); either "
+                              f"way the output folder's {dataset_card.CARD_FILE} makes it a "
+                              "Hugging Face dataset (pipelines/dataset_card.py)")
     options.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=None,
                          help="run in parts that a rerun of the same command resumes: the "
                               "reading of the WET files per group of --group_files files, each "
@@ -274,7 +280,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     warning = running_mode and memory_warning(plan.estimated_bytes(), machine_memory_bytes(),
                                               running_mode)
     job = Job(config, resources, plan, args.output, max_shards, args.validation_fraction,
-              args.pages_per_shard, tuple(beam_args))
+              args.pages_per_shard, tuple(beam_args), shard_format=args.format)
     in_stages = args.staged if args.staged is not None else bool(warning) and not args.in_parts
     in_parts = not in_stages and (
         args.in_parts if args.in_parts is not None
@@ -394,8 +400,8 @@ def file_problems_report(counters: stats.Stats) -> str:
 
 
 def _write_reports(job: Job, counters: stats.Stats) -> None:
-    """stats.json (of the whole run, and of each language written apart), run_config.json and
-    the funnel."""
+    """stats.json (of the whole run, and of each language written apart), run_config.json, the
+    funnel and the dataset card."""
     config = job.config
     stats.write_stats(counters, config.name, job.output_dir)
     for language in stats.languages_of(counters):
@@ -404,6 +410,8 @@ def _write_reports(job: Job, counters: stats.Stats) -> None:
     provenance.write_run_config(job.run_config(), job.output_dir)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
                         f"{counted(job.plan.files, 'WET file')}", job.output_dir)
+    dataset_card.write_dataset_card(config, job.shard_format, tuple(job.max_shards), counters,
+                                    job.output_dir)
 
 
 if __name__ == "__main__":

@@ -66,8 +66,9 @@ def nothing_read_error(counters: stats.Stats) -> Optional[str]:
 def _remove_shards(job: Job) -> None:
     """Deletes the split files a job wrote (empty, for a run that read nothing)."""
     folders = [""] + list(job.config.language_folders or ())
-    patterns = [FileSystems.join(job.output_dir, folder, shard_glob(split))
-                if folder else FileSystems.join(job.output_dir, shard_glob(split))
+    patterns = [FileSystems.join(job.output_dir, folder, shard_glob(split, job.shard_format))
+                if folder else FileSystems.join(job.output_dir,
+                                                shard_glob(split, job.shard_format))
                 for folder in folders for split in job.max_shards]
     found = [metadata.path for match in FileSystems.match(patterns)
              for metadata in match.metadata_list]
@@ -79,7 +80,7 @@ def run_one_job(job: Job) -> stats.Stats:
     """The job in one; NothingRead (its split files deleted) when it could read no input."""
     pipeline = job.pipeline()
     build_pipeline(pipeline, job.config, job.resources, job.plan, job.output_dir, job.max_shards,
-                   job.validation_fraction, job.pages_per_shard)
+                   job.validation_fraction, job.pages_per_shard, job.shard_format)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.collect_counters(result)
@@ -214,7 +215,7 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
              | "C4" >> stages.C4Pages(job.config, job.resources,
                                       dedup_buckets=max(1, job.plan.files), pages_read=True))
     write_pages(pages, job.config, job.output_dir, job.max_shards, job.validation_fraction,
-                job.pages_per_shard)
+                job.pages_per_shard, job.shard_format)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.merged(progress.counters, stats.collect_counters(result))

@@ -9,7 +9,7 @@ import apache_beam as beam
 
 from pipelines import inputs, stages
 from pipelines.config import VariantConfig
-from pipelines.output import WriteShards, in_output_dir
+from pipelines.output import JSONL, WriteShards, in_output_dir
 from pipelines.page import Page
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 
@@ -33,17 +33,18 @@ def _page_split(page: Page, validation_fraction: float) -> str:
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
                    plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-                   pages_per_shard: Optional[int] = None) -> None:
+                   pages_per_shard: Optional[int] = None, shard_format: str = JSONL) -> None:
     """The job in one: the variant's pages written to their splits."""
     write_pages(variant_pages(pipeline, config, resources, plan), config, output_dir, max_shards,
-                validation_fraction, pages_per_shard)
+                validation_fraction, pages_per_shard, shard_format)
 
 
 def write_pages(pages: beam.PCollection, config: VariantConfig, output_dir: str,
                 max_shards: Dict[str, int], validation_fraction: float,
-                pages_per_shard: Optional[int]) -> None:
+                pages_per_shard: Optional[int], shard_format: str = JSONL) -> None:
     """The pages written to their splits, in a folder per language where the variant writes
-    languages apart (every one of de-fr-ro's; each of mC4's that has a page)."""
+    languages apart (every one of de-fr-ro's; each of mC4's that has a page), as files of
+    `shard_format` (output.SHARD_SUFFIXES)."""
     if config.language_folders is None:
         folder_of, folders = in_output_dir, ("",)
     else:
@@ -51,4 +52,5 @@ def write_pages(pages: beam.PCollection, config: VariantConfig, output_dir: str,
     pages | "Write" >> WriteShards(output_dir, max_shards,
                                    functools.partial(_page_split,
                                                      validation_fraction=validation_fraction),
-                                   folder_of, folders, pages_per_shard)
+                                   folder_of, folders, pages_per_shard,
+                                   shard_format=shard_format)

@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from pipelines import inputs, provenance, stages
+from pipelines import inputs, output, provenance, stages
 from pipelines.config import VariantConfig
 from pipelines.embedded import embedded_runner, runs_embedded
 
@@ -22,12 +22,13 @@ class Job:
     validation_fraction: float
     pages_per_shard: Optional[int]
     beam_args: Sequence[str]
+    shard_format: str = output.JSONL  # The shards' format (output.SHARD_SUFFIXES).
 
     def run_config(self) -> dict:
         """run_config.json's record of this run."""
         return provenance.run_config(self.config, self.plan, self.validation_fraction,
                                      self.max_shards, self.resources.list_sha256,
-                                     self.pages_per_shard)
+                                     self.pages_per_shard, self.shard_format)
 
     def pipeline(self, part: Optional[str] = None) -> beam.Pipeline:
         """A new pipeline on the chosen runner; a job name given is suffixed with `part`."""

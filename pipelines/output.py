@@ -1,5 +1,7 @@
 """Deterministic sharded output: `<dir>/<split>-NNNNN-of-NNNNN.jsonl.gz`, gzipped JSON lines (in
-a folder per language, `<dir>/<language>/...`, for the variants that write languages apart).
+a folder per language, `<dir>/<language>/...`, for the variants that write languages apart), or
+with the `parquet` format the same rows in the same shards and order as
+`<split>-NNNNN-of-NNNNN.parquet` (pipelines/parquet_shards.py).
 
 Beam's text sink numbers shards and orders lines by bundling, so two runs of the same input
 could differ. Here a page's shard is a hash of its URL, a shard's lines are sorted by URL, and
@@ -41,6 +43,7 @@ from isal import isal_zlib
 import orjson
 
 from pipelines.page import Page
+from pipelines.parquet_shards import ParquetLinesWriter
 from text.hashing import hash64
 
 # ISA-L's levels 0 to 2 give the same bytes on every x86-64 CPU; 2 compresses the most of them.
@@ -57,14 +60,19 @@ DEFAULT_SORT_BUDGET_BYTES = 64 * 2**20
 # depends on the order in which the pages arrive.
 SortEntry = Tuple[str, str, str, bytes]
 
+# The formats a shard can be written in (--format), each with its files' suffix.
+JSONL = "jsonl"
+PARQUET = "parquet"
+SHARD_SUFFIXES = {JSONL: ".jsonl.gz", PARQUET: ".parquet"}
 
-def shard_name(split: str, index: int, num_shards: int) -> str:
-    return f"{split}-{index:05d}-of-{num_shards:05d}.jsonl.gz"
+
+def shard_name(split: str, index: int, num_shards: int, shard_format: str = JSONL) -> str:
+    return f"{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIXES[shard_format]}"
 
 
-def shard_glob(split: str) -> str:
-    """The pattern that matches every shard_name of `split`."""
-    return f"{split}-*-of-*.jsonl.gz"
+def shard_glob(split: str, shard_format: str = JSONL) -> str:
+    """The pattern that matches every shard_name of `split` in `shard_format`."""
+    return f"{split}-*-of-*{SHARD_SUFFIXES[shard_format]}"
 
 
 def bucket_of(page: Page, num_buckets: int) -> int:
@@ -179,15 +187,22 @@ def _read_run(run: BinaryIO) -> Iterator[SortEntry]:
 
 def write_shard(pages: Iterable[Page], sink: BinaryIO,
                 sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
-                spill_dir: Optional[str] = None) -> ShardWritten:
-    """Writes the gzipped JSON lines of a shard's pages to `sink`, in URL order (write_entries)."""
-    return write_entries(map(sort_entry, pages), sink, sort_budget_bytes, spill_dir)
+                spill_dir: Optional[str] = None, shard_format: str = JSONL) -> ShardWritten:
+    """Writes a shard's pages to `sink` (gzipped JSON lines, or `shard_format`), in URL order
+    (write_entries)."""
+    return write_entries(map(sort_entry, pages), sink, sort_budget_bytes, spill_dir,
+                         shard_format)
+
+
+# The writer of each format: `write(line)` per line in the shard's order, then `close()`.
+_LINE_WRITERS = {JSONL: GzipWriter, PARQUET: ParquetLinesWriter}
 
 
 def write_entries(entries: Iterable[SortEntry], sink: BinaryIO,
                   sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
-                  spill_dir: Optional[str] = None) -> ShardWritten:
-    """Writes a shard's lines (the pages' sort entries) to `sink`, gzipped, in entry order.
+                  spill_dir: Optional[str] = None, shard_format: str = JSONL) -> ShardWritten:
+    """Writes a shard's lines (the pages' sort entries) to `sink`, gzipped (or as Parquet rows,
+    for `shard_format` parquet), in entry order.
 
     Reads `entries` once. Holds at most about `sort_budget_bytes` of lines and keys; past that,
     sorted runs are spilled to temporary files in `spill_dir` (the system's temporary folder
@@ -208,10 +223,10 @@ def write_entries(entries: Iterable[SortEntry], sink: BinaryIO,
                 spilled.append(_spill(held, spill_dir, runs))
                 held, held_bytes = [], 0
         held.sort()
-        compressed = GzipWriter(sink)
+        writer = _LINE_WRITERS[shard_format](sink)
         for *_, line in heapq.merge(*(_read_run(run) for run in spilled), held):
-            compressed.write(line)
-        compressed.close()
+            writer.write(line)
+        writer.close()
     return ShardWritten(pages=count, spilled_runs=len(spilled))
 
 
@@ -296,9 +311,10 @@ def written_counter(folder: str, split: str) -> str:
 
 class _WriteShardFn(beam.DoFn):
 
-    def __init__(self, output_dir: str, sort_budget_bytes: int):
+    def __init__(self, output_dir: str, sort_budget_bytes: int, shard_format: str):
         self._output_dir = output_dir
         self._sort_budget_bytes = sort_budget_bytes
+        self._shard_format = shard_format
 
     def process(self, keyed, occupied):
         (folder, split, bucket), entries = keyed
@@ -307,11 +323,13 @@ class _WriteShardFn(beam.DoFn):
             return
         index, num_shards = numbering
         directory = FileSystems.join(self._output_dir, folder) if folder else self._output_dir
-        path = FileSystems.join(directory, shard_name(split, index, num_shards))
+        path = FileSystems.join(directory, shard_name(split, index, num_shards,
+                                                      self._shard_format))
         with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as sink:
             # The grouped lines are streamed, never listed: a runner that pages its shuffle
             # (Dataflow) keeps the worker's memory within the sort budget.
-            written = write_entries(entries, sink, self._sort_budget_bytes)
+            written = write_entries(entries, sink, self._sort_budget_bytes,
+                                    shard_format=self._shard_format)
         Metrics.counter("c4.write", written_counter(folder, split)).inc(written.pages)
         if written.spilled_runs:
             Metrics.counter("c4.write", f"runs.spilled:{split}").inc(written.spilled_runs)
@@ -333,6 +351,7 @@ class WriteShards(beam.PTransform):
 
     `sort_budget_bytes`: the lines and keys a shard's writer holds in memory before it spills
     sorted runs to local temporary files; the output is the same whatever the budget.
+    `shard_format`: the files' format (SHARD_SUFFIXES), gzipped JSON lines by default.
     """
 
     def __init__(self, output_dir: str, max_shards: Dict[str, int],
@@ -340,7 +359,8 @@ class WriteShards(beam.PTransform):
                  folder_of: Callable[[Page], str] = in_output_dir,
                  folders: Sequence[str] = ("",),
                  pages_per_shard: Optional[int] = None,
-                 sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES):
+                 sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
+                 shard_format: str = JSONL):
         super().__init__()
         if not max_shards or min(max_shards.values()) < 1:
             raise ValueError("the number of shards must be >= 1")
@@ -348,6 +368,9 @@ class WriteShards(beam.PTransform):
             raise ValueError("the sort budget must be >= 1 byte")
         if pages_per_shard is not None and pages_per_shard < 1:
             raise ValueError("the pages per shard must be >= 1")
+        if shard_format not in SHARD_SUFFIXES:
+            raise ValueError(f"unknown shard format {shard_format!r}; choose one of "
+                             f"{sorted(SHARD_SUFFIXES)}")
         self._output_dir = output_dir
         self._pages_per_shard = pages_per_shard
         self._max_shards = dict(max_shards)
@@ -355,6 +378,7 @@ class WriteShards(beam.PTransform):
         self._folder_of = folder_of
         self._folders = tuple(folders)
         self._sort_budget_bytes = sort_budget_bytes
+        self._shard_format = shard_format
 
     def expand(self, pages):
         pages_of = None
@@ -371,7 +395,7 @@ class WriteShards(beam.PTransform):
                     | "DistinctBuckets" >> beam.Distinct()
                     | "ListBuckets" >> beam.combiners.ToList()
                     | "ByDestination" >> beam.Map(occupied_buckets))
-        writer = _WriteShardFn(self._output_dir, self._sort_budget_bytes)
+        writer = _WriteShardFn(self._output_dir, self._sort_budget_bytes, self._shard_format)
         written = (keyed.entries
                    | "GroupShards" >> beam.GroupByKey()
                    | "WriteShard" >> beam.ParDo(writer, occupied=beam.pvalue.AsSingleton(occupied)))

@@ -1,6 +1,6 @@
 """The page record passed between the pipeline's stages."""
 import dataclasses
-from typing import Tuple
+from typing import List, Tuple
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,3 +35,11 @@ class Page:
                 "language": self.language,
                 "language_probability": self.language_probability,
         }
+
+
+def record_fields() -> List[Tuple[str, type]]:
+    """The output record's field names, in order, each with the type of its values (str, int or
+    float): what a typed format (Parquet, the dataset card's features) declares."""
+    blank = Page(url="", normalized_url="", timestamp="", content_type="", content_length=0,
+                 text="")
+    return [(name, type(value)) for name, value in blank.to_json_record().items()]

@@ -16,6 +16,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.config import VariantConfig
 from pipelines.inputs import InputPlan
+from pipelines.output import JSONL
 
 RUN_CONFIG_FILE = "run_config.json"
 # The packages whose version changes what a run outputs (the language profiles, the parser of
@@ -32,7 +33,8 @@ def json_default(value: Any):
 
 def run_config(config: VariantConfig, plan: InputPlan, validation_fraction: float,
                max_shards: Mapping[str, int], list_sha256: Mapping[str, str],
-               pages_per_shard: Optional[int] = None) -> Dict[str, Any]:
+               pages_per_shard: Optional[int] = None,
+               shard_format: str = JSONL) -> Dict[str, Any]:
     versions = {}
     for package in _VERSIONED_PACKAGES:
         try:
@@ -46,6 +48,7 @@ def run_config(config: VariantConfig, plan: InputPlan, validation_fraction: floa
         # The files of a split are the buckets that got pages, at most these (output.py).
         "max_shards": dict(max_shards),
         "pages_per_shard": pages_per_shard,
+        "format": shard_format,  # The shards' (--format): a run in parts refuses another.
         "inputs": {"files": plan.files, "first": plan.first, "last": plan.last,
                    "sha256": plan.sha256},
         "lists_sha256": dict(sorted(list_sha256.items())),

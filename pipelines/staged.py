@@ -473,7 +473,7 @@ class _HashingSink:
 
 def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
     folder, split, _, index, num_shards = task.params
-    relative = output.shard_name(split, index, num_shards)
+    relative = output.shard_name(split, index, num_shards, run.job.shard_format)
     relative = f"{folder}/{relative}" if folder else relative
     path = FileSystems.join(run.job.output_dir, relative)
     temporary = path + ".tmp" if "://" not in path else path
@@ -484,7 +484,7 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
         with FileSystems.create(temporary, compression_type="uncompressed") as sink:
             hashed = _HashingSink(sink)
             # Sorted within the output's memory budget, spilling sorted runs to local files.
-            shard = output.write_entries(entries, hashed)
+            shard = output.write_entries(entries, hashed, shard_format=run.job.shard_format)
     except BaseException:
         if temporary != path and os.path.exists(temporary):
             os.remove(temporary)

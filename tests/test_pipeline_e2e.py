@@ -57,9 +57,9 @@ def en_run(shared_data, tmp_path_factory):
 def test_en_output_files_and_fields(en_run):
     _, splits, output = en_run
     names = sorted(path.name for path in output.iterdir())
-    assert names == ["funnel.svg", "run_config.json", "stats.json", "train-00000-of-00003.jsonl.gz",
-                     "train-00001-of-00003.jsonl.gz", "train-00002-of-00003.jsonl.gz",
-                     "validation-00000-of-00001.jsonl.gz"]
+    assert names == ["README.md", "funnel.svg", "run_config.json", "stats.json",
+                     "train-00000-of-00003.jsonl.gz", "train-00001-of-00003.jsonl.gz",
+                     "train-00002-of-00003.jsonl.gz", "validation-00000-of-00001.jsonl.gz"]
     record = splits["train"][0]
     assert list(record) == ["text", "url", "timestamp", "content-type", "content-length",
                             "language", "language_probability"]

@@ -3,13 +3,16 @@ on this machine or on Dataflow) published as the TFDS dataset without computing 
 shards are read as they are, its counters and validation fraction become the dataset's metadata.
 
 The run must be finished (`stats.json` without progress or error, `run_config.json` beside
-it) and be of the config being built: the same variant under the same rule set.
+it) and be of the config being built: the same variant under the same rule set. Its shards are
+read in the format it wrote them in (run_config.json's `format`; gzipped JSON lines before that
+option); the rest of its folder (README.md, the dataset card) is not read.
 """
 import gzip
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
+import pyarrow.parquet as pq
 
 from pipelines import files, mc4, output, provenance, stats
 from pipelines.config import VariantConfig
@@ -58,23 +61,30 @@ def finished_run(folder: str, config: VariantConfig) -> Tuple[dict, stats.Stats]
     return run_config, stats.merged(counters)
 
 
-def shard_files(folder: str, split: str, language: Optional[str]) -> List[str]:
+def shard_format(run_config: dict) -> str:
+    """The format of a finished run's shards: runs from before --format wrote JSON lines."""
+    return run_config.get("format", output.JSONL)
+
+
+def shard_files(folder: str, split: str, language: Optional[str],
+                format_of_shards: str = output.JSONL) -> List[str]:
     """The split's shards in the run's folder (a language's folder for mC4), in order."""
     if language:
         folder = FileSystems.join(folder, language)
-    pattern = FileSystems.join(folder, output.shard_glob(split))
+    pattern = FileSystems.join(folder, output.shard_glob(split, format_of_shards))
     return sorted(metadata.path for match in FileSystems.match([pattern])
                   for metadata in match.metadata_list)
 
 
 def split_shards(folder: str, config: VariantConfig, counters: stats.Stats,
-                 languages: Sequence[str]) -> Dict[Tuple[str, Optional[str]], List[str]]:
+                 languages: Sequence[str], format_of_shards: str = output.JSONL
+                 ) -> Dict[Tuple[str, Optional[str]], List[str]]:
     """{(split, language): its shards} of every split the dataset has: mC4's of `languages`
     (default: every language the run wrote), else train and validation. A split without a
     shard is an UnpublishableRun (TFDS cannot write an empty split)."""
     per_language = config.language.detector == "cld3"
     chosen = (tuple(languages) or tuple(stats.languages_of(counters))) if per_language else (None,)
-    found = {(split, language): shard_files(folder, split, language)
+    found = {(split, language): shard_files(folder, split, language, format_of_shards)
              for language in chosen for split in SPLITS}
     empty = [mc4.split_name(language, split) if language else split
              for (split, language), shards in found.items() if not shards]
@@ -87,7 +97,12 @@ def split_shards(folder: str, config: VariantConfig, counters: stats.Stats,
 
 
 def records_of(path: str):
-    """The records of one shard, in its order."""
+    """The records of one shard (gzipped JSON lines or Parquet, by its name), in its order."""
+    if path.endswith(output.SHARD_SUFFIXES[output.PARQUET]):
+        with files.open_raw(path) as stored:
+            for batch in pq.ParquetFile(stored).iter_batches():
+                yield from batch.to_pylist()
+        return
     with gzip.open(files.open_raw(path), "rt", encoding="utf-8") as lines:
         for line in lines:
             yield json.loads(line)

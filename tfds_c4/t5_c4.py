@@ -404,7 +404,8 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         folder = self._options.run_output
         try:
             run_config, counters = published.finished_run(folder, config)
-            shards = published.split_shards(folder, config, counters, self._options.languages)
+            shards = published.split_shards(folder, config, counters, self._options.languages,
+                                            published.shard_format(run_config))
         except published.UnpublishableRun as error:
             raise MissingInputError(str(error)) from None
         self.info.metadata[VALIDATION_FRACTION_KEY] = run_config["validation_fraction"]
