@@ -15,8 +15,8 @@ from typing import Collection, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import (common_crawl, dataset_card, files, funnel, inputs, layout, lists, output,
-                       parts, provenance, staged, stages, stats)
+from pipelines import (common_crawl, dataset_card, exclusions, files, funnel, inputs, layout,
+                       lists, output, parts, provenance, staged, stages, stats)
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
@@ -169,6 +169,24 @@ def parser() -> argparse.ArgumentParser:
                               "the same shards and order, SPLIT-NNNNN-of-NNNNN.parquet); either "
                               f"way the output folder's {dataset_card.CARD_FILE} makes it a "
                               "Hugging Face dataset (pipelines/dataset_card.py)")
+    options.add_argument("--decontaminate", default=None, metavar="INDEX",
+                         help="drop the pages that hold an example of the tasks of INDEX (a "
+                              "file `python -m model.tasks.contamination ... --index INDEX` "
+                              "writes): a stage after the bad words, with its counters")
+    options.add_argument("--decontamination_method", default="ngram13",
+                         choices=stages.DECONTAMINATION_METHODS,
+                         help="how --decontaminate finds an example in a page: a shared 13-gram "
+                              "of normalised words (GPT-3's), or the whole normalised example "
+                              "(Dodge et al.'s exact match) (default: %(default)s)")
+    options.add_argument("--exclusions", default=None, metavar="DIR",
+                         help="write what the filters dropped to DIR, with each stage and reason "
+                              "(the pages dropped, the lines and spans removed), and the pages "
+                              "kept without their text, for the pages of a sample by URL hash "
+                              "(pipelines/exclusions.py); the output does not change")
+    options.add_argument("--exclusion_fraction", type=float,
+                         default=exclusions.DEFAULT_FRACTION,
+                         help="the share of URLs whose pages --exclusions records "
+                              "(default: %(default)s; 1 records every page)")
     options.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=None,
                          help="run in parts that a rerun of the same command resumes: the "
                               "reading of the WET files per group of --group_files files, each "
@@ -263,6 +281,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             raise ValueError("--pages_per_shard must be >= 1")
         if min(args.group_files or 1, args.groups_per_job, args.workers) < 1:
             raise ValueError("--group_files, --groups_per_job and --workers must be >= 1")
+        excluded = (exclusions.ExclusionConfig(args.exclusions, args.exclusion_fraction)
+                    if args.exclusions else None)
         if args.staged and args.in_parts:
             raise ValueError("--staged and --in_parts are two ways to run in parts: choose one")
         sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
@@ -270,8 +290,12 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
         if not plan.files:
             raise files.InputError(f"the inputs {sources} name no WET file")
+        decontamination = (stages.Decontamination(args.decontaminate,
+                                                  args.decontamination_method)
+                           if args.decontaminate else None)
         resources = stages.load_resources(config, args.badwords, args.realnews_domains,
-                                          args.webtext_urls, args.punkt_data, args.badwords_dir)
+                                          args.webtext_urls, args.punkt_data, args.badwords_dir,
+                                          decontamination)
     except files.FetchError as error:
         sys.exit(f"error: {error}. {offline_hint(config)}")
     except (ValueError, files.InputError, PunktDataMissing) as error:
@@ -280,7 +304,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     warning = running_mode and memory_warning(plan.estimated_bytes(), machine_memory_bytes(),
                                               running_mode)
     job = Job(config, resources, plan, args.output, max_shards, args.validation_fraction,
-              args.pages_per_shard, tuple(beam_args), shard_format=args.format)
+              args.pages_per_shard, tuple(beam_args), shard_format=args.format,
+              excluded=excluded)
     in_stages = args.staged if args.staged is not None else bool(warning) and not args.in_parts
     in_parts = not in_stages and (
         args.in_parts if args.in_parts is not None
@@ -412,6 +437,8 @@ def _write_reports(job: Job, counters: stats.Stats) -> None:
                         f"{counted(job.plan.files, 'WET file')}", job.output_dir)
     dataset_card.write_dataset_card(config, job.shard_format, tuple(job.max_shards), counters,
                                     job.output_dir)
+    if job.excluded is not None:
+        exclusions.write_summary(job.excluded.directory, job.excluded.fraction)
 
 
 if __name__ == "__main__":

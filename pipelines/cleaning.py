@@ -2,7 +2,7 @@
 import collections
 import dataclasses
 import re
-from typing import Counter, Optional
+from typing import Counter, Dict, List, Optional, Tuple
 
 from text.sentences import split_sentences
 from text.splitters import Splitter
@@ -46,6 +46,32 @@ class CleaningResult:
     page_drop_reason: Optional[str]
     lines_kept: int
     lines_dropped: Counter[str]
+    # (reason, line as the page had it) of each line dropped, when asked for (keep_removed).
+    removed: Tuple[Tuple[str, str], ...] = ()
+
+    def removed_lines(self) -> Dict[str, List[str]]:
+        by_reason: Dict[str, List[str]] = {}
+        for reason, line in self.removed:
+            by_reason.setdefault(reason, []).append(line)
+        return by_reason
+
+
+class DroppedLines:
+    """The lines a cleaning drops: counted by reason, and kept whole when asked for."""
+
+    def __init__(self, keep_removed: bool):
+        self.counts: Counter[str] = collections.Counter()
+        self._removed: Optional[List[Tuple[str, str]]] = [] if keep_removed else None
+
+    def add(self, reason: str, line: str) -> None:
+        self.counts[reason] += 1
+        if self._removed is not None:
+            self._removed.append((reason, line))
+
+    def result(self, text: Optional[str], page_drop_reason: Optional[str],
+               lines_kept: int) -> CleaningResult:
+        return CleaningResult(text, page_drop_reason, lines_kept, self.counts,
+                              tuple(self._removed or ()))
 
 
 def line_drop_reason(line: str, config: CleaningConfig) -> Optional[str]:
@@ -78,28 +104,29 @@ def has_sentences(text: str, minimum: int, split: Splitter = split_sentences) ->
     return found >= minimum
 
 
-def clean_page(text: str, config: CleaningConfig,
-               split: Splitter = split_sentences) -> CleaningResult:
-    """Applies the line rules, then the page rules, to the text of one page."""
+def clean_page(text: str, config: CleaningConfig, split: Splitter = split_sentences,
+               keep_removed: bool = False) -> CleaningResult:
+    """Applies the line rules, then the page rules, to the text of one page; with
+    `keep_removed`, the result holds the lines dropped (CleaningResult.removed)."""
+    dropped = DroppedLines(keep_removed)
     lower = text.lower()
     if "lorem ipsum" in lower:
-        return CleaningResult(None, "lorem_ipsum", 0, collections.Counter())
+        return dropped.result(None, "lorem_ipsum", 0)
     if "{" in text:
-        return CleaningResult(None, "curly_bracket", 0, collections.Counter())
+        return dropped.result(None, "curly_bracket", 0)
 
     kept_lines = []
-    dropped: Counter[str] = collections.Counter()
     for raw_line in text.split("\n"):
         line = _CITATION.sub("", raw_line).strip()
         if not line:
             continue
         reason = line_drop_reason(line, config)
         if reason:
-            dropped[reason] += 1
+            dropped.add(reason, raw_line)
         else:
             kept_lines.append(line)
 
     cleaned = "\n".join(kept_lines)
     if not has_sentences(cleaned, config.min_sentences_per_page, split):
-        return CleaningResult(None, "too_few_sentences", len(kept_lines), dropped)
-    return CleaningResult(cleaned, None, len(kept_lines), dropped)
+        return dropped.result(None, "too_few_sentences", len(kept_lines))
+    return dropped.result(cleaned, None, len(kept_lines))

@@ -196,6 +196,13 @@ def removed_starts(units: Sequence[Unit], config: DedupConfig, lost_keys: Set[by
     return removed
 
 
+def window_texts(units: Sequence[Unit], config: DedupConfig, starts: Iterable[int]) -> List[str]:
+    """The text of each window that starts at `starts` (a removed span, for the exclusions)."""
+    joiner = "\n" if config.mode == "lines" else " "
+    return [joiner.join(unit.text for unit in units[start:start + config.span_units])
+            for start in starts]
+
+
 def remove_units(text: str, units: Sequence[Unit], config: DedupConfig,
                  removed_starts: Iterable[int]) -> str:
     """The page text without the units of the losing windows that start at `removed_starts`.

@@ -18,7 +18,7 @@ import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import layout, parts, records, staged, stages, stats
-from pipelines.graph import build_pipeline, write_pages
+from pipelines.graph import build_pipeline, write_exclusions, write_pages
 from pipelines.job import Job
 from pipelines.output import shard_glob
 from pipelines.wording import counted
@@ -80,7 +80,7 @@ def run_one_job(job: Job) -> stats.Stats:
     """The job in one; NothingRead (its split files deleted) when it could read no input."""
     pipeline = job.pipeline()
     build_pipeline(pipeline, job.config, job.resources, job.plan, job.output_dir, job.max_shards,
-                   job.validation_fraction, job.pages_per_shard, job.shard_format)
+                   job.validation_fraction, job.pages_per_shard, job.shard_format, job.excluded)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.collect_counters(result)
@@ -180,7 +180,8 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
     progress = parts.Progress(job.output_dir, job.config.name, len(plan.groups),
                               [plan.done[index] for index in sorted(plan.done)],
                               GLOBAL_STAGE_OVER_GROUPS)
-    steps = stages.read_steps(job.config)
+    # With exclusions, the read steps run in the global job, whose phases record what they drop.
+    steps = [] if job.excluded else stages.read_steps(job.config)
     for first in range(0, len(plan.todo), plan.groups_per_job):
         batch = plan.todo[first:first + plan.groups_per_job]
         for group in batch:
@@ -209,13 +210,17 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
         raise NothingRead(error, progress.counters)
     progress.start_global()
     pipeline = job.pipeline("global")
+    sample = job.excluded and stages.SampleOutputs(job.excluded.fraction)
     pages = (pipeline
              | "ReadGroups" >> parts.ReadGroups([parts.marker_path(job.output_dir, group)
                                                  for group in plan.groups])
              | "C4" >> stages.C4Pages(job.config, job.resources,
-                                      dedup_buckets=max(1, job.plan.files), pages_read=True))
+                                      dedup_buckets=max(1, job.plan.files),
+                                      pages_read=not job.excluded, sample=sample))
     write_pages(pages, job.config, job.output_dir, job.max_shards, job.validation_fraction,
                 job.pages_per_shard, job.shard_format)
+    if sample:
+        write_exclusions(sample.records, job.excluded.directory, job.max_shards["train"])
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.merged(progress.counters, stats.collect_counters(result))

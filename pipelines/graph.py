@@ -3,11 +3,11 @@ their splits. The command line (pipelines/c4.py), its executors (pipelines/execu
 the TFDS builder (tfds_c4/) build it.
 """
 import functools
-from typing import Dict, Optional
+from typing import Dict, Optional, Sequence
 
 import apache_beam as beam
 
-from pipelines import inputs, stages
+from pipelines import exclusions, inputs, stages
 from pipelines.config import VariantConfig
 from pipelines.output import JSONL, WriteShards, in_output_dir
 from pipelines.page import Page
@@ -15,11 +15,13 @@ from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 
 
 def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                  plan: inputs.InputPlan) -> beam.PCollection:
+                  plan: inputs.InputPlan, sample: Optional[stages.SampleOutputs] = None
+                  ) -> beam.PCollection:
     """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
     return (pipeline
             | "ReadWet" >> stages.ReadWetFiles(plan, stages.max_record_bytes(config))
-            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, plan.files)))
+            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, plan.files),
+                                     sample=sample))
 
 
 def _page_language(page: Page) -> str:
@@ -33,10 +35,26 @@ def _page_split(page: Page, validation_fraction: float) -> str:
 def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
                    plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
-                   pages_per_shard: Optional[int] = None, shard_format: str = JSONL) -> None:
-    """The job in one: the variant's pages written to their splits."""
-    write_pages(variant_pages(pipeline, config, resources, plan), config, output_dir, max_shards,
-                validation_fraction, pages_per_shard, shard_format)
+                   pages_per_shard: Optional[int] = None, shard_format: str = JSONL,
+                   excluded: Optional[exclusions.ExclusionConfig] = None) -> None:
+    """The job in one: the variant's pages written to their splits (and with `excluded`, the
+    exclusions' sample to its folder)."""
+    sample = None if excluded is None else stages.SampleOutputs(excluded.fraction)
+    write_pages(variant_pages(pipeline, config, resources, plan, sample), config, output_dir,
+                max_shards, validation_fraction, pages_per_shard, shard_format)
+    if sample is not None:
+        write_exclusions(sample.records, excluded.directory, max_shards["train"])
+
+
+def write_exclusions(records: Sequence[beam.PCollection], directory: str, shards: int) -> None:
+    """The exclusion records (exclusions.Excluded) to their files in `directory`, `shards` a
+    kind at most, sharded and ordered as the pages are."""
+    (tuple(records)
+     | "AllExcluded" >> beam.Flatten()
+     | "WriteExcluded" >> WriteShards(
+         directory, {exclusions.EXCLUSIONS_SPLIT: shards, exclusions.KEPT_SPLIT: shards},
+         exclusions.split_of, entry_of=exclusions.sort_entry,
+         counter_namespace=exclusions.COUNTER_NAMESPACE))
 
 
 def write_pages(pages: beam.PCollection, config: VariantConfig, output_dir: str,

@@ -6,7 +6,7 @@ from typing import Dict, Optional, Sequence
 import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
-from pipelines import inputs, output, provenance, stages
+from pipelines import exclusions, inputs, output, provenance, stages
 from pipelines.config import VariantConfig
 from pipelines.embedded import embedded_runner, runs_embedded
 
@@ -23,12 +23,19 @@ class Job:
     pages_per_shard: Optional[int]
     beam_args: Sequence[str]
     shard_format: str = output.JSONL  # The shards' format (output.SHARD_SUFFIXES).
+    # Where the exclusions' sample goes (--exclusions), or None.
+    excluded: Optional[exclusions.ExclusionConfig] = None
 
     def run_config(self) -> dict:
         """run_config.json's record of this run."""
-        return provenance.run_config(self.config, self.plan, self.validation_fraction,
-                                     self.max_shards, self.resources.list_sha256,
-                                     self.pages_per_shard, self.shard_format)
+        record = provenance.run_config(self.config, self.plan, self.validation_fraction,
+                                       self.max_shards, self.resources.list_sha256,
+                                       self.pages_per_shard, self.shard_format)
+        if self.excluded is not None:
+            record["exclusions"] = dataclasses.asdict(self.excluded)
+        if self.resources.decontamination is not None:
+            record["decontamination"] = dataclasses.asdict(self.resources.decontamination)
+        return record
 
     def pipeline(self, part: Optional[str] = None) -> beam.Pipeline:
         """A new pipeline on the chosen runner; a job name given is suffixed with `part`."""

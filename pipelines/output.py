@@ -255,15 +255,18 @@ def _destination(page: Page, folder_of: Callable[[Page], str],
 
 
 class _BucketFn(beam.DoFn):
-    """Page -> ((folder, split, bucket), its sort entry): the line leaves encoded, so the
-    shuffle carries bytes. The bundle's distinct keys go to `buckets`, once each."""
+    """Page (or any record `entry_of` knows) -> ((folder, split, bucket), its sort entry): the
+    line leaves encoded, so the shuffle carries bytes. The bundle's distinct keys go to
+    `buckets`, once each."""
 
     def __init__(self, folder_of: Callable[[Page], str], split_of: Callable[[Page], str],
-                 max_shards: Dict[str, int], pages_per_shard: Optional[int]):
+                 max_shards: Dict[str, int], pages_per_shard: Optional[int],
+                 entry_of: Callable[[Page], SortEntry]):
         self._folder_of = folder_of
         self._split_of = split_of
         self._max_shards = max_shards
         self._pages_per_shard = pages_per_shard
+        self._entry_of = entry_of
         self._keys = set()
 
     def start_bundle(self):
@@ -273,9 +276,10 @@ class _BucketFn(beam.DoFn):
         folder, split = _destination(page, self._folder_of, self._split_of)
         buckets = shards_for(pages_of[folder, split] if pages_of is not None else 0,
                              self._pages_per_shard, self._max_shards[split])
-        key = folder, split, bucket_of(page, buckets)
+        entry = self._entry_of(page)
+        key = folder, split, url_bucket(entry[0], buckets)
         self._keys.add(key)
-        yield key, sort_entry(page)
+        yield key, entry
 
     def finish_bundle(self):
         for key in sorted(self._keys):
@@ -311,10 +315,12 @@ def written_counter(folder: str, split: str) -> str:
 
 class _WriteShardFn(beam.DoFn):
 
-    def __init__(self, output_dir: str, sort_budget_bytes: int, shard_format: str):
+    def __init__(self, output_dir: str, sort_budget_bytes: int, shard_format: str,
+                 counter_namespace: str):
         self._output_dir = output_dir
         self._sort_budget_bytes = sort_budget_bytes
         self._shard_format = shard_format
+        self._counter_namespace = counter_namespace
 
     def process(self, keyed, occupied):
         (folder, split, bucket), entries = keyed
@@ -330,9 +336,10 @@ class _WriteShardFn(beam.DoFn):
             # (Dataflow) keeps the worker's memory within the sort budget.
             written = write_entries(entries, sink, self._sort_budget_bytes,
                                     shard_format=self._shard_format)
-        Metrics.counter("c4.write", written_counter(folder, split)).inc(written.pages)
+        Metrics.counter(self._counter_namespace, written_counter(folder, split)).inc(written.pages)
         if written.spilled_runs:
-            Metrics.counter("c4.write", f"runs.spilled:{split}").inc(written.spilled_runs)
+            Metrics.counter(self._counter_namespace,
+                            f"runs.spilled:{split}").inc(written.spilled_runs)
         yield path
 
 
@@ -352,6 +359,8 @@ class WriteShards(beam.PTransform):
     `sort_budget_bytes`: the lines and keys a shard's writer holds in memory before it spills
     sorted runs to local temporary files; the output is the same whatever the budget.
     `shard_format`: the files' format (SHARD_SUFFIXES), gzipped JSON lines by default.
+    `entry_of`: an element's sort entry (whose first field, a normalized URL, picks its
+    bucket): a page's by default; `counter_namespace`: where the lines written are counted.
     """
 
     def __init__(self, output_dir: str, max_shards: Dict[str, int],
@@ -360,7 +369,9 @@ class WriteShards(beam.PTransform):
                  folders: Sequence[str] = ("",),
                  pages_per_shard: Optional[int] = None,
                  sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
-                 shard_format: str = JSONL):
+                 shard_format: str = JSONL,
+                 entry_of: Callable[[Page], SortEntry] = sort_entry,
+                 counter_namespace: str = "c4.write"):
         super().__init__()
         if not max_shards or min(max_shards.values()) < 1:
             raise ValueError("the number of shards must be >= 1")
@@ -379,6 +390,8 @@ class WriteShards(beam.PTransform):
         self._folders = tuple(folders)
         self._sort_budget_bytes = sort_budget_bytes
         self._shard_format = shard_format
+        self._entry_of = entry_of
+        self._counter_namespace = counter_namespace
 
     def expand(self, pages):
         pages_of = None
@@ -388,14 +401,15 @@ class WriteShards(beam.PTransform):
                 | "Destinations" >> beam.Map(_destination, self._folder_of, self._split_of)
                 | "CountPages" >> beam.combiners.Count.PerElement())
         keyed = pages | "BucketByUrl" >> beam.ParDo(
-            _BucketFn(self._folder_of, self._split_of, self._max_shards, self._pages_per_shard),
-            pages_of).with_outputs("buckets", main="entries")
+            _BucketFn(self._folder_of, self._split_of, self._max_shards, self._pages_per_shard,
+                      self._entry_of), pages_of).with_outputs("buckets", main="entries")
         # At most max_shards numbers per split and folder: a side input every writer can hold.
         occupied = (keyed.buckets
                     | "DistinctBuckets" >> beam.Distinct()
                     | "ListBuckets" >> beam.combiners.ToList()
                     | "ByDestination" >> beam.Map(occupied_buckets))
-        writer = _WriteShardFn(self._output_dir, self._sort_budget_bytes, self._shard_format)
+        writer = _WriteShardFn(self._output_dir, self._sort_budget_bytes, self._shard_format,
+                               self._counter_namespace)
         written = (keyed.entries
                    | "GroupShards" >> beam.GroupByKey()
                    | "WriteShard" >> beam.ParDo(writer, occupied=beam.pvalue.AsSingleton(occupied)))

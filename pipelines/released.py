@@ -7,14 +7,13 @@ and friends); URL normalization and the split are in urls.py, line dedup is dedu
 mode, and the language and bad-words stages are the same under both rule sets.
 tests/test_released_c4.py runs the TFDS code itself as the oracle.
 """
-import collections
 import dataclasses
 import re
-from typing import Counter, Dict, Iterator, List, Optional
+from typing import Dict, Iterator, List, Optional
 
 import tldextract
 
-from pipelines.cleaning import CleaningConfig, CleaningResult, has_sentences
+from pipelines.cleaning import CleaningConfig, CleaningResult, DroppedLines, has_sentences
 from pipelines.domains import AllowedSubdomains
 from pipelines.page import Page
 from pipelines.urls import released_normalize_url
@@ -84,7 +83,8 @@ _POLICY_PHRASES = ("terms of use", "privacy policy", "cookie policy", "uses cook
                    "use of cookies", "use cookies")
 
 
-def clean_page(text: str, config: CleaningConfig, split: Splitter) -> CleaningResult:
+def clean_page(text: str, config: CleaningConfig, split: Splitter,
+               keep_removed: bool = False) -> CleaningResult:
     """The released C4's cleaning of one page.
 
     Differences from the paper rules, all on purpose: lines come from `str.splitlines()`; a line
@@ -94,40 +94,40 @@ def clean_page(text: str, config: CleaningConfig, split: Splitter) -> CleaningRe
     "javascript"); sentences are counted line by line with `split`.
     """
     kept: List[str] = []
-    dropped: Counter[str] = collections.Counter()
-    for line in text.splitlines():
-        line = line.strip()
+    dropped = DroppedLines(keep_removed)
+    for raw_line in text.splitlines():
+        line = raw_line.strip()
         if max(map(len, line.split()), default=0) > config.max_word_length:
-            dropped["word_too_long"] += 1
+            dropped.add("word_too_long", raw_line)
             continue
         line = _CITATION.sub("", line)
         if line.endswith(_ELLIPSIS):
-            dropped["ellipsis"] += 1
+            dropped.add("ellipsis", raw_line)
             continue
         if not line.endswith(_END_MARKS):
-            dropped["no_terminal_punctuation"] += 1
+            dropped.add("no_terminal_punctuation", raw_line)
             continue
         if len(line.split()) < config.min_words_per_line:
-            dropped["too_few_words"] += 1
+            dropped.add("too_few_words", raw_line)
             continue
         lower = line.lower()
         if "lorem ipsum" in lower:
-            return CleaningResult(None, "lorem_ipsum", len(kept), dropped)
+            return dropped.result(None, "lorem_ipsum", len(kept))
         if "javascript" in lower:
-            dropped["javascript"] += 1
+            dropped.add("javascript", raw_line)
             continue
         if "{" in line:
-            return CleaningResult(None, "curly_bracket", len(kept), dropped)
+            return dropped.result(None, "curly_bracket", len(kept))
         if any(phrase in lower for phrase in _POLICY_PHRASES):
-            dropped["policy"] += 1
+            dropped.add("policy", raw_line)
             continue
         kept.append(line)
     # No kept line holds a line break (they come from splitlines), so the joined text splits back
     # into them: its sentences are counted line by line.
     cleaned = "\n".join(kept)
     if not has_sentences(cleaned, config.min_sentences_per_page, split):
-        return CleaningResult(None, "too_few_sentences", len(kept), dropped)
-    return CleaningResult(cleaned.strip(), None, len(kept), dropped)
+        return dropped.result(None, "too_few_sentences", len(kept))
+    return dropped.result(cleaned.strip(), None, len(kept))
 
 
 def is_realnews_url(normalized_url: str, domains: Dict[str, AllowedSubdomains],

@@ -42,7 +42,7 @@ import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import dedup, output, parts, records, stages, stats
+from pipelines import dedup, exclusions, output, parts, records, stages, stats
 from pipelines.job import Job
 from pipelines.layout import STAGE_CPU_OVER_READ, Layout
 from pipelines.page import Page
@@ -53,6 +53,9 @@ from text.durations import duration
 from text.hashing import hash64
 
 MARKER_FILE = "DONE.json"
+# The destination folder of the exclusion records (--exclusions): their files go to the
+# exclusions' folder, not the output's ("+": no language folder has it).
+EXCLUDED_FOLDER = "+excluded"
 _LOG = logging.getLogger("c4")
 _TUPLES = beam.coders.FastPrimitivesCoder()
 _PAGES = stages.PageCoder()
@@ -244,7 +247,14 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
     for step in steps:
         step.setup()
     # A file per URL bucket, written as the pages come: the task holds no page.
-    writers: Dict[int, records.RecordWriter] = {}
+    writers: Dict[str, records.RecordWriter] = {}
+
+    def add(kind: str, normalized_url: str, record: bytes) -> None:
+        name = _bucket_name(kind, output.url_bucket(normalized_url, run.layout.url_buckets))
+        if name not in writers:
+            writers[name] = files.writer(name)
+        writers[name].add(record)
+
     pages = 0
     for source in run.job.plan.sources:
         if source.first_index >= wanted.stop or source.first_index + source.count <= wanted.start:
@@ -253,13 +263,12 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
             for page in stages.read_wet_pages(file_index, path,
                                               stages.max_record_bytes(run.job.config), counts):
                 for passed in stages.run_steps(steps, page, counts):
-                    bucket = output.url_bucket(passed.normalized_url, run.layout.url_buckets)
-                    if bucket not in writers:
-                        writers[bucket] = files.writer(_bucket_name("url", bucket))
-                    writers[bucket].add(_PAGES.encode(passed))
+                    add("url", passed.normalized_url, _PAGES.encode(passed))
                     pages += 1
-    for bucket in sorted(writers):
-        files.closed(writers.pop(bucket))
+                for record in _excluded(counts):
+                    add("excluded", record.normalized_url, _encode_excluded(record))
+    for name in sorted(writers):
+        files.closed(writers.pop(name))
     return {"pages_in": pages}
 
 
@@ -274,13 +283,26 @@ def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stage
     return {}
 
 
-def _newest_pages(pages: Iterable[Page], keep_of_two) -> Dict[str, Tuple[Page, int]]:
-    newest: Dict[str, Tuple[Page, int]] = {}
+def _newest_pages(pages: Iterable[Page], keep_of_two, sample_fraction: Optional[float]
+                  ) -> Dict[str, stages.NewestOfUrl]:
+    newest: Dict[str, stages.NewestOfUrl] = {}
     for page in pages:
-        kept = newest.get(page.normalized_url)
-        newest[page.normalized_url] = ((page, 1) if kept is None
-                                       else (keep_of_two(kept[0], page), kept[1] + 1))
+        newest[page.normalized_url] = stages.with_page(
+            newest.get(page.normalized_url, stages.NO_PAGE), page, keep_of_two, sample_fraction)
     return newest
+
+
+def _excluded(counts: stages.Counts) -> List[exclusions.Excluded]:
+    """The exclusion records of the pages the steps have seen since the last call."""
+    return [] if counts.sample is None else counts.sample.take()
+
+
+def _encode_excluded(record: exclusions.Excluded) -> bytes:
+    return _TUPLES.encode(tuple(record))
+
+
+def _decode_excluded(encoded: bytes) -> exclusions.Excluded:
+    return exclusions.Excluded(*_TUPLES.decode(encoded))
 
 
 def _url_parts(run: StagedRun, task: Task) -> Iterator[Iterator[Page]]:
@@ -306,8 +328,12 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
     for step in steps + ([span_records] if span_records else []):
         step.setup()
         step.start()
-    # Everything goes out as it comes: the pages, their lost keys, the winners per span bucket.
+    # Everything goes out as it comes: the pages, their lost keys, the winners per span bucket,
+    # the exclusion records (the read tasks' of the bucket's pages, then its own).
     pages, lost, winners = files.writer("pages"), files.writer("lost"), {}
+    excluded = files.writer("excluded")
+    for encoded in _read(task, "excluded"):
+        excluded.add(encoded)
 
     def route(outputs):
         for each in outputs:
@@ -325,8 +351,8 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
 
     count_duplicates, keep_listed = stages.CountUrlDuplicates(), stages.KeepListedPages()
 
-    def newest_of_url(url: str, newest_and_count: Tuple[Page, int]) -> None:
-        for page in count_duplicates((url, newest_and_count), counts):
+    def newest_of_url(url: str, newest: stages.NewestOfUrl) -> None:
+        for page in count_duplicates((url, newest), counts):
             if config.domain_filter == "webtext":
                 grouped = {"pages": [_PAGES.encode(page)],
                            "listed": [None] if url in listed else []}
@@ -338,18 +364,22 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
                 if span_records:
                     passed = [out for one in passed for out in span_records(one, counts)]
                 route(passed)
+        for record in _excluded(counts):
+            excluded.add(_encode_excluded(record))
 
     pages_in, parts = 0, 0
+    sample_fraction = run.job.excluded and run.job.excluded.fraction
     for part in _url_parts(run, task):
         parts += 1
-        newest = _newest_pages(part, config.rule_set.keep_of_two)
-        pages_in += sum(count for _, count in newest.values())
+        newest = _newest_pages(part, config.rule_set.keep_of_two, sample_fraction)
+        pages_in += sum(count for _, count, _ in newest.values())
         for url in sorted(newest):
             newest_of_url(url, newest.pop(url))
     if span_records:
         route(span_records.finish(counts))
     files.closed(pages)
     files.closed(lost)
+    files.closed(excluded)
     for bucket in sorted(winners):
         files.closed(winners.pop(bucket))
     return {"pages_in": pages_in, "parts": parts}
@@ -398,6 +428,17 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
         step.start()
     # A file per destination, written as the pages come.
     writers: Dict[Tuple[str, str], records.RecordWriter] = {}
+
+    def add(destination: Tuple[str, str], entry: output.SortEntry) -> None:
+        if destination not in writers:
+            writers[destination] = files.writer(_destination_name(*destination))
+        writers[destination].add(_TUPLES.encode(entry))
+
+    def add_excluded(excluded: Iterable[exclusions.Excluded]) -> None:
+        for record in excluded:
+            add((EXCLUDED_FOLDER, record.split), exclusions.sort_entry(record))
+
+    add_excluded(map(_decode_excluded, _read(task, "excluded")))
     pages_in, parts = 0, 0
     for lost_of, encoded_pages in _finish_parts(run, task):
         parts += 1
@@ -411,10 +452,9 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
                        if config.dedup else _PAGES.decode(page_bytes))
             for page in stages.run_steps(steps, element, counts):
                 folder = page.language if config.language_folders is not None else ""
-                destination = folder, split_of(page.url, run.job.validation_fraction)
-                if destination not in writers:
-                    writers[destination] = files.writer(_destination_name(*destination))
-                writers[destination].add(_TUPLES.encode(output.sort_entry(page)))
+                add((folder, split_of(page.url, run.job.validation_fraction)),
+                    output.sort_entry(page))
+            add_excluded(_excluded(counts))
     pages = {}
     for destination in sorted(writers):
         files.closed(writers.pop(destination))
@@ -429,9 +469,14 @@ def shard_counts(run: StagedRun, finish_markers: Sequence[TaskMarker]
     for marker in finish_markers:
         for name, count in marker.facts["pages"].items():
             pages[name] = pages.get(name, 0) + count
-    return {_destination_of(name): output.shards_for(count, run.job.pages_per_shard,
-                                                     run.job.max_shards[_destination_of(name)[1]])
+    return {_destination_of(name): _shards_for(run, *_destination_of(name), count)
             for name, count in pages.items()}
+
+
+def _shards_for(run: StagedRun, folder: str, split: str, pages: int) -> int:
+    if folder == EXCLUDED_FOLDER:  # As graph.write_exclusions shards them.
+        return run.job.max_shards["train"]
+    return output.shards_for(pages, run.job.pages_per_shard, run.job.max_shards[split])
 
 
 def _destination_of(name: str) -> Tuple[str, str]:
@@ -471,11 +516,21 @@ class _HashingSink:
         self._sink.write(data)
 
 
+def _shard_path(run: StagedRun, relative: str) -> str:
+    """Where a write task's shard is, from its name in the marker."""
+    folder, _, name = relative.rpartition("/")
+    if folder == EXCLUDED_FOLDER:
+        return FileSystems.join(run.job.excluded.directory, name)
+    return FileSystems.join(run.job.output_dir, relative)
+
+
 def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
     folder, split, _, index, num_shards = task.params
-    relative = output.shard_name(split, index, num_shards, run.job.shard_format)
+    # The exclusions are JSON lines whatever the output's format.
+    shard_format = output.JSONL if folder == EXCLUDED_FOLDER else run.job.shard_format
+    relative = output.shard_name(split, index, num_shards, shard_format)
     relative = f"{folder}/{relative}" if folder else relative
-    path = FileSystems.join(run.job.output_dir, relative)
+    path = _shard_path(run, relative)
     temporary = path + ".tmp" if "://" not in path else path
     if "://" not in path:
         os.makedirs(FileSystems.split(path)[0], exist_ok=True)
@@ -484,7 +539,7 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
         with FileSystems.create(temporary, compression_type="uncompressed") as sink:
             hashed = _HashingSink(sink)
             # Sorted within the output's memory budget, spilling sorted runs to local files.
-            shard = output.write_entries(entries, hashed, shard_format=run.job.shard_format)
+            shard = output.write_entries(entries, hashed, shard_format=shard_format)
     except BaseException:
         if temporary != path and os.path.exists(temporary):
             os.remove(temporary)
@@ -492,9 +547,10 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
     if temporary != path:
         os.replace(temporary, path)
     written = shard.pages
-    counts.add("write", output.written_counter(folder, split), written)
-    if shard.spilled_runs:
-        counts.add("write", f"runs.spilled:{split}", shard.spilled_runs)
+    if folder != EXCLUDED_FOLDER:  # The exclusions are not the output's: not in stats.json.
+        counts.add("write", output.written_counter(folder, split), written)
+        if shard.spilled_runs:
+            counts.add("write", f"runs.spilled:{split}", shard.spilled_runs)
     # The shard is in the output folder, not the task's: its record names it from there.
     files.written.append(records.RecordFile(relative, hashed.bytes, hashed.digest.hexdigest(),
                                             written))
@@ -511,7 +567,7 @@ def run_task(run: StagedRun, task: Task) -> TaskMarker:
     started = time.monotonic()
     records.clear_folder(run.task_dir(task), MARKER_FILE)
     files = _TaskFiles(run.task_dir(task))
-    counts = stages.Counts()
+    counts = stages.Counts(run.job.excluded and exclusions.Sample(run.job.excluded.fraction))
     facts = _TASKS[task.stage](run, task, files, counts)
     _check_read(task, counts.as_stats())
     marker = TaskMarker(task.stage, task.index, run.config_sha256, tuple(files.written),
@@ -571,8 +627,10 @@ def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]
     if stage == "url":
         pages = _Written(run, "read", markers["read"])
         listed = _Written(run, "url_lists", markers.get("url_lists", ()))
-        return [Task(stage, bucket, tuple(pages.inputs("pages", _bucket_name("url", bucket))
-                                          + listed.inputs("listed", _bucket_name("url", bucket))))
+        return [Task(stage, bucket, tuple(
+            pages.inputs("pages", _bucket_name("url", bucket))
+            + pages.inputs("excluded", _bucket_name("excluded", bucket))
+            + listed.inputs("listed", _bucket_name("url", bucket))))
                 for bucket in range(cut.url_buckets)]
     if stage == "spans":
         winners = _Written(run, "url", markers["url"])
@@ -585,6 +643,7 @@ def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]
             own = _Written(run, "url", [marker])
             tasks.append(Task(stage, marker.index, tuple(
                 own.inputs("pages", "pages") + own.inputs("lost", "lost")
+                + own.inputs("excluded", "excluded")
                 + losses.inputs("lost", _bucket_name("url", marker.index)))))
         return tasks
     if stage == "partition":
@@ -605,11 +664,20 @@ def stage_tasks(run: StagedRun, stage: str, markers: Dict[str, List[TaskMarker]]
 def _write_tasks(run: StagedRun, partition_markers: Sequence[TaskMarker]) -> List[Task]:
     occupied = output.occupied_buckets({tuple(each) for marker in partition_markers
                                         for each in marker.facts["occupied"]})
+    excluded = {destination: buckets for destination, buckets in occupied.items()
+                if destination[0] == EXCLUDED_FOLDER}
+    pages = {destination: buckets for destination, buckets in occupied.items()
+             if destination not in excluded}
     folders = ("",) if run.job.config.language_folders is None else run.job.config.language_folders
     shards = [(folder, split, bucket, *output.shard_numbering(bucket, buckets))
               for (folder, split), buckets in occupied.items() for bucket in buckets]
     shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
-               output.empty_splits(occupied, folders, tuple(run.job.max_shards))]
+               output.empty_splits(pages, folders, tuple(run.job.max_shards))]
+    if run.job.excluded:
+        shards += [(EXCLUDED_FOLDER, split, bucket, 0, 1) for (_, split, bucket), _ in
+                   output.empty_splits({(EXCLUDED_FOLDER, split): buckets for (_, split), buckets
+                                        in excluded.items()}, (EXCLUDED_FOLDER,),
+                                       (exclusions.EXCLUSIONS_SPLIT, exclusions.KEPT_SPLIT))]
     written = _Written(run, "partition", partition_markers)
     tasks = []
     for index, shard in enumerate(sorted(shards)):
@@ -653,7 +721,7 @@ def task_state(run: StagedRun, task: Task) -> Tuple[Optional[TaskMarker], str]:
 def _shard_sizes(run: StagedRun, marker: TaskMarker) -> Dict[str, int]:
     sizes = {}
     for each in marker.files:
-        matched = FileSystems.match([FileSystems.join(run.job.output_dir, each.name)])[0]
+        matched = FileSystems.match([_shard_path(run, each.name)])[0]
         sizes.update((each.name, metadata.size_in_bytes) for metadata in matched.metadata_list)
     return sizes
 

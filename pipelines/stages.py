@@ -14,13 +14,14 @@ import apache_beam as beam
 from apache_beam.metrics import Metrics
 from apache_beam.transforms.window import GlobalWindows
 
-from pipelines import (badwords, cleaning, dedup, domains, files, inputs, language, lists, mc4,
-                       released, stats, wet)
+from pipelines import (badwords, cleaning, dedup, domains, exclusions, files, inputs, language,
+                       lists, mc4, released, stats, wet)
 from pipelines.config import VariantConfig
 from pipelines.rules import RuleSet
 from pipelines.language import cld3
 from pipelines.page import Page
 from pipelines.wording import counted
+from text import contamination
 from text.sentences import split_sentences
 from text.splitters import Splitter, load_splitter
 
@@ -36,11 +37,21 @@ class Counts:
     """Counter increments summed in a DoFn and reported once a bundle: one increment of a Beam
     counter costs microseconds, and a page passes a dozen."""
 
-    def __init__(self):
+    def __init__(self, sample: Optional[exclusions.Sample] = None):
         self._values: Dict[Tuple[str, str], int] = collections.Counter()
+        # Where a step's drops are recorded (--exclusions), or None.
+        self.sample = sample
 
     def add(self, stage: str, name: str, value: int = 1) -> None:
         self._values[stage, name] += value
+
+    def drop(self, stage: str, reason: str, page: Page, level: str = "page",
+             texts: Optional[Sequence[str]] = None) -> None:
+        """Counts what a step drops, `page` or `texts` removed from it (`<level>s.dropped:
+        <reason>`), and records it where the page is in the exclusions' sample."""
+        self.add(stage, exclusions.counter_of(level, reason), 1 if texts is None else len(texts))
+        if self.sample is not None:
+            self.sample.drop(page, stage, reason, level, texts)
 
     def report(self) -> None:
         for (stage, name), value in sorted(self._values.items()):
@@ -83,13 +94,19 @@ def run_steps(steps: Sequence[Step], element, counts: Counts) -> list:
     return elements
 
 
+# The tag of the exclusion records (exclusions.Excluded) a phase gives beside its elements.
+EXCLUDED_TAG = "excluded"
+
+
 class PhaseFn(beam.DoFn):
     """The steps between two shuffles as one DoFn: Beam's per-element cost (a transform hop, its
     counters) is paid once per element of the phase, not once per stage. Only the last step
-    may hold elements across a bundle (its `finish`) or send tagged outputs."""
+    may hold elements across a bundle (its `finish`) or send tagged outputs. With a
+    `sample_fraction`, the steps' drops in the exclusions' sample leave as EXCLUDED_TAG."""
 
-    def __init__(self, steps: Sequence[Step]):
+    def __init__(self, steps: Sequence[Step], sample_fraction: Optional[float] = None):
         self._steps = tuple(steps)
+        self._sample_fraction = sample_fraction
         self._counts = Counts()
 
     def setup(self):
@@ -97,23 +114,52 @@ class PhaseFn(beam.DoFn):
             step.setup()
 
     def start_bundle(self):
-        self._counts = Counts()
+        self._counts = Counts(None if self._sample_fraction is None
+                              else exclusions.Sample(self._sample_fraction))
         for step in self._steps:
             step.start()
 
     def process(self, element):
-        return run_steps(self._steps, element, self._counts)
+        outputs = run_steps(self._steps, element, self._counts)
+        return outputs + self._excluded()
+
+    def _excluded(self) -> list:
+        if self._counts.sample is None:
+            return []
+        return [beam.pvalue.TaggedOutput(EXCLUDED_TAG, record)
+                for record in self._counts.sample.take()]
 
     def finish_bundle(self):
         # What a buffer holds leaves in the global window: the C4 pipeline is a batch job over
         # the whole dataset, in the global window.
-        for output in self._steps[-1].finish(self._counts):
+        for output in [*self._steps[-1].finish(self._counts), *self._excluded()]:
             if isinstance(output, beam.pvalue.TaggedOutput):
                 yield beam.pvalue.TaggedOutput(output.tag,
                                                GlobalWindows.windowed_value(output.value))
             else:
                 yield GlobalWindows.windowed_value(output)
         self._counts.report()
+
+
+@dataclasses.dataclass
+class SampleOutputs:
+    """A graph's exclusions' sample (--exclusions): its fraction, and the records its phases
+    give, to be written at once (graph.write_exclusions)."""
+    fraction: float
+    records: List[beam.PCollection] = dataclasses.field(default_factory=list)
+
+
+def apply_phase(pcoll: beam.PCollection, label: str, steps: Sequence[Step],
+                sample: Optional[SampleOutputs], *tags: str, output_type=None):
+    """`steps` as one PhaseFn over `pcoll`: its outputs by tag (the main one is "main"), its
+    exclusion records added to `sample`."""
+    phase = beam.ParDo(PhaseFn(steps, sample and sample.fraction))
+    if output_type is not None:
+        phase = phase.with_output_types(output_type)
+    outputs = pcoll | label >> phase.with_outputs(EXCLUDED_TAG, *tags, main="main")
+    if sample is not None:
+        sample.records.append(outputs[EXCLUDED_TAG])
+    return outputs
 
 
 class PageCoder(beam.coders.Coder):
@@ -139,6 +185,23 @@ beam.coders.registry.register_coder(Page, PageCoder)
 _PAGE_CODER = PageCoder()
 
 
+# How the decontamination finds an example in a page: text.contamination's two methods.
+DECONTAMINATION_METHODS = contamination.Matches._fields
+
+
+@dataclasses.dataclass(frozen=True)
+class Decontamination:
+    """The decontamination stage's setting: a saved text.contamination index (of the tasks whose
+    examples must not be in the corpus) and the method that finds them in a page."""
+    index_path: str
+    method: str = "ngram13"
+
+    def __post_init__(self):
+        if self.method not in DECONTAMINATION_METHODS:
+            raise ValueError(f"unknown decontamination method {self.method!r}; choose one of "
+                             f"{DECONTAMINATION_METHODS}")
+
+
 @dataclasses.dataclass(frozen=True)
 class Resources:
     """The external lists a variant needs, loaded once when the graph is built."""
@@ -149,13 +212,16 @@ class Resources:
     splitter: Splitter = split_sentences  # The sentence splitter config.splitter names, loaded.
     # Path or URL of every list read -> sha256 of its stored bytes, for run_config.json.
     list_sha256: Dict[str, str] = dataclasses.field(default_factory=dict)
+    # --decontaminate: the benchmark examples whose pages are dropped, and by which method.
+    decontamination: Optional[Decontamination] = None
 
 
 def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
                    realnews_domains_path: Optional[str] = None,
                    webtext_url_patterns: Sequence[str] = (),
                    punkt_data: Optional[str] = None,
-                   badwords_dir: Optional[str] = None) -> Resources:
+                   badwords_dir: Optional[str] = None,
+                   decontamination: Optional[Decontamination] = None) -> Resources:
     """Reads what `config` needs; a ValueError, files.InputError or text.punkt.PunktDataMissing
     says what is missing or wrong. A list from a pinned URL must match its pin (lists.py).
 
@@ -184,8 +250,11 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
         for pattern in webtext_url_patterns:
             url_files.extend(files.expand(pattern))
         digests.update((path, lists.file_sha256(path)) for path in url_files)
+    if decontamination is not None:
+        contamination.ContaminationIndex.load(decontamination.index_path)  # Refused early.
+        digests[decontamination.index_path] = lists.file_sha256(decontamination.index_path)
     return Resources(terms, realnews, tuple(url_files), load_splitter(config.splitter, punkt_data),
-                     digests)
+                     digests, decontamination)
 
 
 def _per_language_badwords(config: VariantConfig, badwords_dir: Optional[str],
@@ -342,7 +411,7 @@ class ReleasedText(Step):
     def __call__(self, page: Page, counts: Counts):
         pages = list(released.wet_pages(page))
         if not pages:
-            counts.add("released_text", "pages.dropped:no_content")
+            counts.drop("released_text", "no_content", page)
             return pages
         counts.add("released_text", "pages.passed", len(pages))
         if len(pages) > 1:
@@ -357,7 +426,7 @@ class WithinLength(Step):
 
     def __call__(self, page: Page, counts: Counts):
         if len(page.text) > self._max_chars:
-            counts.add("length", "pages.dropped:too_long")
+            counts.drop("length", "too_long", page)
             return ()
         counts.add("length", "pages.passed")
         return (page,)
@@ -370,61 +439,90 @@ class KeyByUrl(Step):
         return ((page.normalized_url, page),)
 
 
+# What URL dedup keeps of a normalized URL: its newest page, how many pages had the URL, and the
+# pages it dropped where the URL is in the exclusions' sample (none elsewhere).
+NewestOfUrl = Tuple[Optional[Page], int, Tuple[Page, ...]]
+NO_PAGE: NewestOfUrl = (None, 0, ())
+
+
+def with_page(newest: NewestOfUrl, page: Page, choose,
+              sample_fraction: Optional[float]) -> NewestOfUrl:
+    """`newest` with one more page of its URL; `choose` picks one of two pages."""
+    best, count, losers = newest
+    if best is None:
+        return page, count + 1, losers
+    kept = choose(best, page)
+    if sample_fraction is not None and exclusions.in_sample(page.normalized_url, sample_fraction):
+        losers += (page if kept is best else best,)
+    return kept, count + 1, losers
+
+
+def merged_newest(newests: Iterable[NewestOfUrl], choose,
+                  sample_fraction: Optional[float]) -> NewestOfUrl:
+    total = NO_PAGE
+    for page, count, losers in newests:
+        if page is not None:
+            best, total_count, total_losers = with_page(total, page, choose, sample_fraction)
+            total = best, total_count - 1 + count, total_losers + losers
+    return total
+
+
 class _NewestPageFn(beam.CombineFn):
-    """Keeps the newest page of a normalized URL, and how many pages had that URL.
+    """Keeps the newest page of a normalized URL (NewestOfUrl).
 
     `choose` picks one of two pages: urls.newest_page (paper rules) or
     urls.first_seen_newest_page (released rules)."""
 
-    def __init__(self, choose):
+    def __init__(self, choose, sample_fraction: Optional[float] = None):
         self._choose = choose
+        self._sample_fraction = sample_fraction
 
     def create_accumulator(self):
-        return None, 0
+        return NO_PAGE
 
     def add_input(self, accumulator, page):
-        best, count = accumulator
-        return (page if best is None else self._choose(best, page)), count + 1
+        return with_page(accumulator, page, self._choose, self._sample_fraction)
 
     def merge_accumulators(self, accumulators):
-        best, total = None, 0
-        for page, count in accumulators:
-            if page is not None:
-                best = page if best is None else self._choose(best, page)
-            total += count
-        return best, total
+        return merged_newest(accumulators, self._choose, self._sample_fraction)
 
     def extract_output(self, accumulator):
         return accumulator
 
     def get_accumulator_coder(self):
         return beam.coders.TupleCoder([beam.coders.NullableCoder(PageCoder()),
-                                       beam.coders.VarIntCoder()])
+                                       beam.coders.VarIntCoder(),
+                                       beam.coders.TupleSequenceCoder(PageCoder())])
 
 
 class DedupUrls(beam.PTransform):
-    """Pages -> (normalized URL, (its newest page, how many pages had it)), after the per-page
-    `before` steps in the same DoFn (which end in KeyByUrl)."""
+    """Pages -> (normalized URL, NewestOfUrl), after the per-page `before` steps in the same DoFn
+    (which end in KeyByUrl)."""
 
-    def __init__(self, rules: RuleSet, before: Sequence[Step]):
+    def __init__(self, rules: RuleSet, before: Sequence[Step],
+                 sample: Optional[SampleOutputs] = None):
         super().__init__()
         self._choose = rules.keep_of_two
         self._before = tuple(before)
+        self._sample = sample
 
     def expand(self, pages):
-        return (pages
-                | "KeyByUrl" >> beam.ParDo(PhaseFn(self._before)).with_output_types(
-                    Tuple[str, Page])
-                | "KeepNewest" >> beam.CombinePerKey(_NewestPageFn(self._choose)))
+        keyed = apply_phase(pages, "KeyByUrl", self._before, self._sample,
+                            output_type=Tuple[str, Page]).main
+        return keyed | "KeepNewest" >> beam.CombinePerKey(
+            _NewestPageFn(self._choose, self._sample and self._sample.fraction))
 
 
 class CountUrlDuplicates(Step):
 
     def __call__(self, keyed, counts: Counts):
-        _, (page, count) = keyed
+        _, (page, count, losers) = keyed
         counts.add("url_dedup", "pages.passed")
         if count > 1:
-            counts.add("url_dedup", "pages.dropped:older_duplicate", count - 1)
+            counts.add("url_dedup", "pages.dropped:older_duplicate", count - 1 - len(losers))
+        # In an order of their own: the runner's merges give them in any.
+        for loser in sorted(losers, key=dataclasses.astuple):
+            counts.drop("url_dedup", "older_duplicate", loser)
         return (page,)
 
 
@@ -442,7 +540,7 @@ class RealNewsDomains(Step):
         if self._is_realnews(page, self._allowed, self._extractor):
             counts.add("domains", "pages.passed")
             return (page,)
-        counts.add("domains", "pages.dropped:not_realnews_domain")
+        counts.drop("domains", "not_realnews_domain", page)
         return ()
 
 
@@ -484,7 +582,8 @@ class KeepListedPages(Step):
         if not pages:
             return ()
         if not grouped["listed"]:
-            counts.add("domains", "pages.dropped:not_in_webtext_urls", len(pages))
+            for page in pages:
+                counts.drop("domains", "not_in_webtext_urls", _PAGE_CODER.decode(page))
             return ()
         counts.add("domains", "pages.passed", len(pages))
         return [_PAGE_CODER.decode(page) for page in pages]
@@ -495,19 +594,21 @@ class JoinWebTextUrls(beam.PTransform):
     with the OpenWebText URL lists; KeepListedPages reads the groups. The `before` steps
     (which take DedupUrls's output and give pages) run in the DoFn that keys the pages."""
 
-    def __init__(self, config: VariantConfig, resources: Resources, before: Sequence[Step]):
+    def __init__(self, config: VariantConfig, resources: Resources, before: Sequence[Step],
+                 sample: Optional[SampleOutputs] = None):
         super().__init__()
         self._config = config
         self._resources = resources
         self._before = tuple(before)
+        self._sample = sample
 
     def expand(self, newest):
         listed = (newest.pipeline
                   | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
                   | "ReadUrlLists" >> beam.FlatMap(_counted_per_element(webtext_urls_of_file),
                                                   self._config.rule_set))
-        keyed = newest | "KeyPagesByUrl" >> beam.ParDo(
-            PhaseFn([*self._before, KeyByUrl(), _EncodedPage()]))
+        keyed = apply_phase(newest, "KeyPagesByUrl", [*self._before, KeyByUrl(), _EncodedPage()],
+                            self._sample).main
         return {"pages": keyed, "listed": listed} | "JoinUrlLists" >> beam.CoGroupByKey()
 
 
@@ -515,8 +616,11 @@ class ParagraphFilter(Step):
 
     def __call__(self, page: Page, counts: Counts):
         reason = mc4.paragraph_drop_reason(page.text)
-        counts.add("paragraphs", f"pages.dropped:{reason}" if reason else "pages.passed")
-        return () if reason else (page,)
+        if reason:
+            counts.drop("paragraphs", reason, page)
+            return ()
+        counts.add("paragraphs", "pages.passed")
+        return (page,)
 
 
 class Clean(Step):
@@ -527,12 +631,17 @@ class Clean(Step):
         self._split = split
 
     def __call__(self, page: Page, counts: Counts):
-        result = self._clean_page(page.text, self._config, self._split)
-        for reason, count in result.lines_dropped.items():
-            counts.add("clean", f"lines.dropped:{reason}", count)
+        sampled = counts.sample is not None and counts.sample.has(page)
+        result = self._clean_page(page.text, self._config, self._split, keep_removed=sampled)
+        if sampled:
+            for reason, lines in sorted(result.removed_lines().items()):
+                counts.drop("clean", reason, page, "line", lines)
+        else:
+            for reason, count in result.lines_dropped.items():
+                counts.add("clean", exclusions.counter_of("line", reason), count)
         counts.add("clean", "lines.passed", result.lines_kept)
         if result.text is None:
-            counts.add("clean", f"pages.dropped:{result.page_drop_reason}")
+            counts.drop("clean", result.page_drop_reason, page)
             return ()
         counts.add("clean", "pages.passed")
         return (dataclasses.replace(page, text=result.text),)
@@ -632,12 +741,13 @@ class ApplyRemovals(Step):
             units = dedup.units_of(page.text, self._config.mode, self._split)
             removed = dedup.removed_starts(units, self._config, lost - {_REPEATS_IN_PAGE})
             if removed:
-                counts.add("dedup", "spans.dropped:duplicate", len(removed))
+                counts.drop("dedup", "duplicate", page, "span",
+                            dedup.window_texts(units, self._config, removed))
             text = dedup.remove_units(page.text, units, self._config, removed)
         reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
                                                self._min_sentences)
         if reason:
-            counts.add("dedup", f"pages.dropped:{reason}")
+            counts.drop("dedup", reason, page)
             return ()
         counts.add("dedup", "pages.passed:shortened" if text != page.text else "pages.passed")
         return (dataclasses.replace(page, text=text),)
@@ -653,11 +763,13 @@ class DedupText(beam.PTransform):
     bucket per input file, so a bucket's memory stays that of about one file's keys.
 
     `before`: per-page steps run in the DoFn that sends the keys (they give pages); `after`:
-    steps run on the deduplicated pages in the DoFn that removes the spans.
+    steps run on the deduplicated pages in the DoFn that removes the spans. `sample`: where
+    the phases' exclusion records go.
     """
 
     def __init__(self, config: dedup.DedupConfig, min_sentences: int, split: Splitter,
-                 buckets: int = 1, before: Sequence[Step] = (), after: Sequence[Step] = ()):
+                 buckets: int = 1, before: Sequence[Step] = (), after: Sequence[Step] = (),
+                 sample: Optional[SampleOutputs] = None):
         super().__init__()
         if buckets < 1:
             raise ValueError("the number of dedup buckets must be >= 1")
@@ -667,21 +779,21 @@ class DedupText(beam.PTransform):
         self._buckets = buckets
         self._before = tuple(before)
         self._after = tuple(after)
+        self._sample = sample
 
     def expand(self, pages):
-        sent = (pages
-                | "SendKeys" >> beam.ParDo(PhaseFn(
-                    [*self._before, SpanRecords(self._config, self._split, self._buckets)]))
-                .with_outputs("winners", main="messages"))
+        sent = apply_phase(pages, "SendKeys",
+                           [*self._before, SpanRecords(self._config, self._split, self._buckets)],
+                           self._sample, "winners")
         losses = (sent.winners
                   | "GroupBuckets" >> beam.GroupByKey()
                   | "PickLosers" >> beam.FlatMap(_losers_of_bucket, self._config.mode))
-        return ((sent.messages, losses)
-                | "AllMessages" >> beam.Flatten()
-                | "JoinByPage" >> beam.GroupByKey()
-                | "RemoveSpans" >> beam.ParDo(PhaseFn(
-                    [ApplyRemovals(self._config, self._min_sentences, self._split),
-                     *self._after])))
+        joined = ((sent.main, losses)
+                  | "AllMessages" >> beam.Flatten()
+                  | "JoinByPage" >> beam.GroupByKey())
+        return apply_phase(joined, "RemoveSpans",
+                           [ApplyRemovals(self._config, self._min_sentences, self._split),
+                            *self._after], self._sample).main
 
 
 class DetectLanguage(Step):
@@ -697,7 +809,7 @@ class DetectLanguage(Step):
         detected = self._detector.detect(page.text)
         reason = language.language_drop_reason(detected, self._config)
         if reason:
-            counts.add("language", f"pages.dropped:{reason}")
+            counts.drop("language", reason, page)
             return ()
         counts.add("language", f"pages.passed:{detected[0]}")
         return (dataclasses.replace(page, language=detected[0],
@@ -726,7 +838,7 @@ class Cld3Language(Step):
                                               self._config.min_probability)
             probability = answer.probability
         if detected is None:
-            counts.add("language", f"pages.dropped:{reason}")
+            counts.drop("language", reason, page)
             return ()
         if reason:
             counts.add("language", f"und.{reason}")
@@ -764,7 +876,7 @@ class Badwords(Step):
                 and mc4.keeps_page_with_badword(page.normalized_url, self._filter_fraction)):
             counts.add("badwords", self._counter("pages.passed:kept_with_badword", page))
             return (page,)
-        counts.add("badwords", self._counter("pages.dropped:badword", page))
+        counts.drop("badwords", self._counter("badword", page), page)
         return ()
 
 
@@ -783,34 +895,37 @@ class C4Pages(beam.PTransform):
     end (the spans removed, language, bad words).
 
     `pages_read`: the pages have been through `read_steps` already (a job in parts runs them
-    per group of input files, pipelines/parts.py).
+    per group of input files, pipelines/parts.py). `sample`: where the exclusion records of
+    the phases go (--exclusions), or None.
 
     (The released code filters RealNews domains before URL dedup; the filter depends on the
     normalized URL alone, which is also the dedup key, so the order gives the same pages.)"""
 
     def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1,
-                 pages_read: bool = False):
+                 pages_read: bool = False, sample: Optional[SampleOutputs] = None):
         super().__init__()
         self._config = config
         self._resources = resources
         self._dedup_buckets = dedup_buckets
         self._pages_read = pages_read
+        self._sample = sample
 
     def expand(self, pages):
-        config, resources = self._config, self._resources
+        config, resources, sample = self._config, self._resources, self._sample
         steps = [] if self._pages_read else read_steps(config)
         steps.append(KeyByUrl())
-        pages = pages | "UrlDedup" >> DedupUrls(config.rule_set, before=steps)
+        pages = pages | "UrlDedup" >> DedupUrls(config.rule_set, steps, sample)
         steps = [CountUrlDuplicates()]
         if config.domain_filter == "webtext":
-            pages = pages | "WebTextDomains" >> JoinWebTextUrls(config, resources, before=steps)
+            pages = pages | "WebTextDomains" >> JoinWebTextUrls(config, resources, steps, sample)
             steps = [KeepListedPages()]
         steps += filter_steps(config, resources)
         if config.dedup:
             return pages | "Dedup" >> DedupText(
                 config.dedup, config.min_sentences_after_dedup, resources.splitter,
-                self._dedup_buckets, before=steps, after=last_steps(config, resources))
-        return pages | "Filter" >> beam.ParDo(PhaseFn(steps + last_steps(config, resources)))
+                self._dedup_buckets, before=steps, after=last_steps(config, resources),
+                sample=sample)
+        return apply_phase(pages, "Filter", steps + last_steps(config, resources), sample).main
 
 
 def filter_steps(config: VariantConfig, resources: Resources) -> List[Step]:
@@ -826,11 +941,44 @@ def filter_steps(config: VariantConfig, resources: Resources) -> List[Step]:
     return steps
 
 
+class RecordKept(Step):
+    """The pages the run keeps, recorded where they are in the exclusions' sample: what a
+    datasheet compares the dropped pages with."""
+
+    def __call__(self, page: Page, counts: Counts):
+        if counts.sample is not None:
+            counts.sample.keep(page)
+        return (page,)
+
+
+class Decontaminate(Step):
+    """Drops a page that holds an example of the index's tasks (`pages.dropped:example_of:
+    <task>`, the first task by name where it holds several)."""
+
+    def __init__(self, setting: Decontamination):
+        self._setting = setting
+        self._index = None
+
+    def setup(self):
+        self._index = contamination.ContaminationIndex.load(self._setting.index_path)
+
+    def __call__(self, page: Page, counts: Counts):
+        found = getattr(self._index.matches(page.text), self._setting.method)
+        if found:
+            counts.drop("decontamination", f"example_of:{min(key.task for key in found)}", page)
+            return ()
+        counts.add("decontamination", "pages.passed")
+        return (page,)
+
+
 def last_steps(config: VariantConfig, resources: Resources) -> List[Step]:
-    """The per-page steps after the span dedup: language, bad words."""
+    """The per-page steps after the span dedup: language, bad words, the decontamination (and
+    the kept pages recorded for the exclusions)."""
     steps: List[Step] = [Cld3Language(config.language) if config.language.detector == "cld3"
                          else DetectLanguage(config.language)]
     if config.filter_badwords:
         steps.append(Badwords(resources.badwords, config.badwords_filter_fraction,
                               count_languages=config.language_folders is not None))
-    return steps
+    if resources.decontamination is not None:
+        steps.append(Decontaminate(resources.decontamination))
+    return steps + [RecordKept()]

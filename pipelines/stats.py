@@ -10,7 +10,7 @@ from pipelines.records import write_atomically
 from pipelines.wording import counted
 
 STAGE_ORDER = ("read", "released_text", "length", "url_dedup", "domains", "paragraphs", "clean",
-               "dedup", "language", "badwords", "write")
+               "dedup", "language", "badwords", "decontamination", "write")
 # The counter of a destination's pages written (output.written_counter), by split and language.
 STATS_FILE = "stats.json"
 _WRITTEN_PREFIX = "pages.written:"

@@ -40,7 +40,7 @@ def test_a_page_through_a_shuffle_is_its_fields_not_a_pickle(real_pages):
         assert coder.decode(encoded) == page
         assert b"pipelines.page" not in encoded
     accumulators = stages._NewestPageFn(newest_page).get_accumulator_coder()
-    for accumulator in ((real_pages[0], 3), (None, 0)):
+    for accumulator in ((real_pages[0], 3, tuple(real_pages[1:3])), stages.NO_PAGE):
         assert accumulators.decode(accumulators.encode(accumulator)) == accumulator
 
 

@@ -1,0 +1,150 @@
+"""What the filters took out, as records beside the corpus (`--exclusions DIR`): for a sample of
+pages chosen by URL hash (`--exclusion_fraction`), each page a stage dropped (its text as it was
+then), each line the cleaning removed and each span the dedup removed (with its page's URL), and
+each page the run kept (its URL, timestamp, language and length, not its text: what a datasheet
+compares the dropped pages with).
+
+Files, sharded and ordered as the output (by URL hash, then URL):
+- `exclusions-SSSSS-of-NNNNN.jsonl.gz`: {"url", "timestamp", "stage", "reason", "level", "text"}
+  where `level` is `page`, `line` or `span` and the record is counted by the stage's counter
+  `<level>s.dropped:<reason>` (the records of each reason number that counter at fraction 1);
+- `kept-SSSSS-of-NNNNN.jsonl.gz`: {"url", "timestamp", "language", "chars"};
+- `exclusions.json`: the fraction and the records written per stage and reason.
+
+The sample depends on the normalized URL alone, so all pages of a URL are in it or none, and the
+records are the same on every runner; the kept output does not change.
+"""
+import dataclasses
+import gzip
+from typing import Dict, Iterable, List, NamedTuple, Optional
+
+import orjson
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines.output import SortEntry, json_line, shard_glob
+from pipelines.records import write_json
+from pipelines.page import Page
+from text.hashing import hash64
+
+EXCLUSIONS_SPLIT = "exclusions"
+KEPT_SPLIT = "kept"
+SUMMARY_FILE = "exclusions.json"
+# Where the files' lines are counted: not a `c4.` stage, so not in stats.json.
+COUNTER_NAMESPACE = "exclusions.write"
+DEFAULT_FRACTION = 0.1
+LEVELS = ("page", "line", "span")
+# A different hash from the shards' and the split's, so the sample is not one shard's pages.
+_SAMPLE_SALT = "exclusions\t"
+_HASH_RANGE = 1 << 64
+
+
+@dataclasses.dataclass(frozen=True)
+class ExclusionConfig:
+    directory: str
+    fraction: float = DEFAULT_FRACTION
+
+    def __post_init__(self):
+        if not 0 < self.fraction <= 1:
+            raise ValueError(f"the exclusion fraction must be in (0, 1], not {self.fraction}")
+
+
+class Excluded(NamedTuple):
+    """The records of one page and stage, as the shard writer sorts them: the file they go to
+    (EXCLUSIONS_SPLIT or KEPT_SPLIT), then output.SortEntry's fields, whose `line` is their
+    JSON lines, in the order the stage dropped what they record. One element for a page's
+    records, not one each, is what keeps their cost low: a runner's shuffle costs per element."""
+    split: str
+    normalized_url: str
+    url: str
+    timestamp: str
+    line: bytes
+
+
+def split_of(record: Excluded) -> str:
+    return record.split
+
+
+def sort_entry(record: Excluded) -> SortEntry:
+    return record.normalized_url, record.url, record.timestamp, record.line
+
+
+def in_sample(normalized_url: str, fraction: float) -> bool:
+    return fraction >= 1 or hash64(_SAMPLE_SALT + normalized_url) < fraction * _HASH_RANGE
+
+
+def counter_of(level: str, reason: str) -> str:
+    """The stage counter that counts the records of `reason` at `level`."""
+    return f"{level}s.dropped:{reason}"
+
+
+def dropped_line(page: Page, stage: str, reason: str, level: str, text: str) -> bytes:
+    return json_line({"url": page.url, "timestamp": page.timestamp, "stage": stage,
+                      "reason": reason, "level": level, "text": text})
+
+
+def kept_line(page: Page) -> bytes:
+    return json_line({"url": page.url, "timestamp": page.timestamp, "language": page.language,
+                      "chars": len(page.text)})
+
+
+class Sample:
+    """The records of the sampled pages the steps drop or keep, collected until taken."""
+
+    def __init__(self, fraction: float):
+        self.fraction = fraction
+        # ((split, normalized URL, URL, timestamp, stage), JSON line) in the order recorded.
+        self._records: List[tuple] = []
+
+    def has(self, page: Page) -> bool:
+        return in_sample(page.normalized_url, self.fraction)
+
+    def drop(self, page: Page, stage: str, reason: str, level: str = "page",
+             texts: Optional[Iterable[str]] = None) -> None:
+        """Records `page` (level `page`: its text) or `texts` removed from it, if sampled."""
+        if not self.has(page):
+            return
+        key = EXCLUSIONS_SPLIT, page.normalized_url, page.url, page.timestamp, stage
+        for text in ([page.text] if texts is None else texts):
+            self._records.append((key, dropped_line(page, stage, reason, level, text)))
+
+    def keep(self, page: Page) -> None:
+        if self.has(page):
+            key = KEPT_SPLIT, page.normalized_url, page.url, page.timestamp, "kept"
+            self._records.append((key, kept_line(page)))
+
+    def take(self) -> List[Excluded]:
+        """What was recorded since the last call, one Excluded per page and stage."""
+        by_page_and_stage: Dict[tuple, List[bytes]] = {}
+        for key, line in self._records:
+            by_page_and_stage.setdefault(key, []).append(line)
+        self._records = []
+        return [Excluded(*key[:4], b"".join(lines)) for key, lines in by_page_and_stage.items()]
+
+
+def lines(directory: str, split: str) -> Iterable[bytes]:
+    """The lines of a kind of file (EXCLUSIONS_SPLIT, KEPT_SPLIT), shard after shard."""
+    pattern = FileSystems.join(directory, shard_glob(split))
+    paths = sorted(metadata.path for match in FileSystems.match([pattern])
+                   for metadata in match.metadata_list)
+    for path in paths:
+        with FileSystems.open(path, compression_type="uncompressed") as compressed:
+            yield from gzip.GzipFile(fileobj=compressed)
+
+
+def summary(directory: str, fraction: float) -> dict:
+    """What the files of `directory` hold: the records per stage and `<level>:<reason>`, and the
+    kept pages (read from the files, so it is true of them whoever wrote them)."""
+    records: Dict[str, Dict[str, int]] = {}
+    for line in lines(directory, EXCLUSIONS_SPLIT):
+        record = orjson.loads(line)
+        by_reason = records.setdefault(record["stage"], {})
+        name = f"{record['level']}:{record['reason']}"
+        by_reason[name] = by_reason.get(name, 0) + 1
+    return {"fraction": fraction,
+            "records": {stage: dict(sorted(counts.items()))
+                        for stage, counts in sorted(records.items())},
+            "kept": sum(1 for _ in lines(directory, KEPT_SPLIT))}
+
+
+def write_summary(directory: str, fraction: float) -> None:
+    write_json(FileSystems.join(directory, SUMMARY_FILE), summary(directory, fraction))
