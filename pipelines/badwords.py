@@ -1,7 +1,7 @@
 """The bad-words filter: a case-insensitive match of a listed term drops the page; a whole-word
 match, except for the languages written without spaces (mC4's ja, th, zh: anywhere)."""
 import dataclasses
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import ahocorasick
 
@@ -47,15 +47,17 @@ def is_word_character(character: str) -> bool:
     return character.isalnum() or character == "_"
 
 
-def contains_badword(text: str, matcher: BadwordsMatcher) -> bool:
+def found_badwords(text: str, matcher: BadwordsMatcher) -> Iterator[str]:
+    """Each occurrence of a term in `text` that the filter counts, as the term."""
     lower = text.lower()
-    occurrences = matcher.automaton.iter(lower)
-    if not matcher.word_boundaries:
-        return next(occurrences, None) is not None
     last = len(lower) - 1
-    for end, length in occurrences:
+    for end, length in matcher.automaton.iter(lower):
         start = end - length + 1
-        if ((start == 0 or not is_word_character(lower[start - 1]))
+        if not matcher.word_boundaries or (
+                (start == 0 or not is_word_character(lower[start - 1]))
                 and (end == last or not is_word_character(lower[end + 1]))):
-            return True
-    return False
+            yield lower[start:end + 1]
+
+
+def contains_badword(text: str, matcher: BadwordsMatcher) -> bool:
+    return next(found_badwords(text, matcher), None) is not None

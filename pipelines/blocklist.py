@@ -1,0 +1,105 @@
+"""The blocklist study of Dodge et al. (2021, Section 5): what the bad-words filter removed, from
+one run's exclusions (`--exclusions`): the pages it dropped, the terms that triggered it with
+their counts, and the pages' domains. The exclusions are a sample by URL hash: each count is of
+the sample, and `estimated_pages` scales the pages by the fraction.
+
+    python -m pipelines.blocklist OUT --badwords ../shared/data/badwords/en
+
+writes OUT/report/blocklist.json (what pipelines.report shows) and prints the most frequent
+terms and domains.
+"""
+import argparse
+import collections
+import json
+import os
+import sys
+from typing import Iterable, Optional, Sequence
+
+import orjson
+from apache_beam.io.filesystems import FileSystems
+
+from pipelines import badwords, domains, exclusions, provenance
+from pipelines.records import write_json
+
+REPORT_FILE = "report/blocklist.json"
+SHOWN = 20
+
+
+def dropped_for_badwords(lines: Iterable[bytes]) -> Iterable[dict]:
+    """The page records the bad-words stage dropped, of an exclusions file's lines."""
+    for line in lines:
+        record = orjson.loads(line)
+        if record["stage"] == "badwords" and record["level"] == "page":
+            yield record
+
+
+def study(records: Iterable[dict], matcher: badwords.BadwordsMatcher, fraction: float) -> dict:
+    """Pages, term counts (each term once a page: how many pages it took out, alone or with
+    others), pages taken out by one term alone, and domains."""
+    extractor = domains.offline_domain_extractor()
+    terms, alone, hosts = collections.Counter(), collections.Counter(), collections.Counter()
+    pages = 0
+    for record in records:
+        pages += 1
+        found = set(badwords.found_badwords(record["text"], matcher))
+        terms.update(found)
+        if len(found) == 1:
+            alone.update(found)
+        parts = extractor(record["url"])
+        hosts[f"{parts.domain}.{parts.suffix}" if parts.suffix else parts.domain] += 1
+
+    def ranked(counter):
+        return [[name, count] for name, count in
+                sorted(counter.items(), key=lambda item: (-item[1], item[0]))]
+    return {"pages": pages, "fraction": fraction,
+            "estimated_pages": round(pages / fraction),
+            "terms": ranked(terms), "terms_alone": ranked(alone), "domains": ranked(hosts)}
+
+
+def exclusions_of(output_dir: str, given: Optional[str]) -> tuple:
+    """(the exclusions' folder, their fraction): given, or as the run's run_config.json names."""
+    config = json.loads(FileSystems.open(
+        FileSystems.join(output_dir, provenance.RUN_CONFIG_FILE)).read())
+    recorded = config.get("exclusions")
+    if given is None and recorded is None:
+        raise ValueError(f"the run in {output_dir} wrote no exclusions: rerun it with "
+                         "--exclusions DIR, or name them with --exclusions")
+    directory = given or recorded["directory"]
+    summary = json.loads(FileSystems.open(
+        FileSystems.join(directory, exclusions.SUMMARY_FILE)).read())
+    return directory, summary["fraction"]
+
+
+def main(argv: Optional[Sequence[str]] = None) -> dict:
+    options = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    options.add_argument("output", metavar="OUT", help="a C4 run's output folder")
+    options.add_argument("--badwords", required=True,
+                         help="the bad-words list the run filtered with")
+    options.add_argument("--exclusions", default=None,
+                         help="the run's exclusions (default: as its run_config.json names)")
+    options.add_argument("--json", default=None,
+                         help=f"where to write the study (default: OUT/{REPORT_FILE})")
+    args = options.parse_args(argv)
+    try:
+        directory, fraction = exclusions_of(args.output, args.exclusions)
+        with open(args.badwords, "rb") as source:
+            terms = badwords.parse_badwords(source.read(), args.badwords)
+    except (OSError, ValueError, KeyError) as error:
+        sys.exit(f"error: {error}")
+    found = study(dropped_for_badwords(exclusions.lines(directory, exclusions.EXCLUSIONS_SPLIT)),
+                  badwords.compile_badwords(terms), fraction)
+    path = args.json or FileSystems.join(args.output, REPORT_FILE)
+    if "://" not in path:
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    write_json(path, found)
+    print(f"{found['pages']:,} pages dropped for a bad word in the exclusions (fraction "
+          f"{fraction:g}: about {found['estimated_pages']:,} in the run)")
+    for title, ranked in (("terms", found["terms"]), ("domains", found["domains"])):
+        print(f"most frequent {title}: " + ", ".join(f"{name} {count:,}"
+                                                   for name, count in ranked[:SHOWN]))
+    print(f"written to {path}")
+    return found
+
+
+if __name__ == "__main__":
+    main()
