@@ -10,6 +10,7 @@ import sys
 
 import pytest
 
+from model.tasks import contamination as contamination_command
 from pipelines import c4, stats
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
@@ -87,3 +88,17 @@ def test_a_file_that_is_no_index_is_refused_before_any_work(shared_data, tmp_pat
             "--output", str(tmp_path / "out"), "--decontaminate",
             str(tmp_path / "index.json.gz")])
     assert not (tmp_path / "out").exists()
+
+
+def test_the_index_the_contamination_command_writes_alone_is_what_the_stage_reads(
+        shared_data, tmp_path):
+    index = tmp_path / "index" / "rte.json.gz"
+    contamination_command.main(["--tasks", str(shared_data / "tasks"), "--task", "glue_rte",
+                                "--index", str(index)])
+    counters = c4.main(variant_args(shared_data, "en") + [
+        "--output", str(tmp_path / "out"), "--decontaminate", str(index)])
+    assert ContaminationIndex.load(str(index)).stats.examples > 0
+    kept = counters["decontamination"]["pages.passed"]
+    assert kept + sum(value for name, value in counters["decontamination"].items()
+                      if name.startswith("pages.dropped:")) == counters["badwords"]["pages.passed"]
+    assert kept == sum(counters["write"].values())

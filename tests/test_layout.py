@@ -30,7 +30,8 @@ LAUNCHERS = {"deploy.dataflow": "pipelines.c4"}
 RUNS_COMMAND_LINES = {"bench"}
 COMMAND_LINES = {"model.__main__", "model.train", "model.convert.__main__", "model.convert_command",
                  "model.train_vocab", "model.wordpiece",
-                 "model.tasks.__main__", "pipelines.c4"}
+                 "model.tasks.__main__", "model.tasks.contamination", "pipelines.c4",
+                 "pipelines.report", "pipelines.blocklist"}
 # Inside model/, a layer may import the layers after it, never those before. The conversion
 # machinery (model/convert/checkpoints.py) is below the families, whose formats build on it;
 # its command line (model/convert_command.py) is a command line, beside the others.

@@ -417,23 +417,31 @@ def table(result: Mapping) -> list[str]:
 def main(argv: Optional[Sequence[str]] = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m model.tasks.contamination", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("corpus", metavar="OUT", help="a C4 pipeline output folder")
+    parser.add_argument("corpus", metavar="OUT", nargs="?",
+                        help="a C4 pipeline output folder (none: only write --index, the index "
+                             "that `python -m pipelines.c4 --decontaminate` reads)")
     parser.add_argument("--tasks", default=DEFAULT_TASKS, help="the folder of the tasks' release files")
     parser.add_argument("--task", action="append", default=[],
                         help=f"a task to measure (repeatable; default: all). Tasks: {', '.join(_BY_NAME)}")
     parser.add_argument("--json", help=f"where to write the report (default OUT/{REPORT.as_posix()})")
     parser.add_argument("--index", help="also write the examples' index there (gzipped JSON)")
     args = parser.parse_args(argv)
+    if args.corpus is None and not args.index:
+        parser.error("give a corpus folder OUT to measure, or --index FILE to write the index")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    json_path = pathlib.Path(args.json) if args.json else pathlib.Path(args.corpus) / REPORT
+    json_path = pathlib.Path(args.json) if args.json else pathlib.Path(args.corpus or ".") / REPORT
     try:
-        corpus = shards(args.corpus)  # before the tasks are read: a wrong folder fails at once
+        # The corpus before the tasks are read: a wrong folder fails at once.
+        corpus = shards(args.corpus) if args.corpus else None
         wanted = [source_of(name) for name in args.task] if args.task else list(SOURCES)
         rows, skipped = task_examples(args.tasks, wanted, required=bool(args.task))
         index = ContaminationIndex.build(rows)
         if args.index:
             _folder_made(args.index)
             index.save(args.index)
+            print(f"index of {index.stats.examples:,} examples written to {args.index}")
+        if corpus is None:
+            return
         result = report(index, scan_corpus(corpus, index), args.corpus, skipped)
         _folder_made(json_path)
         json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
