@@ -737,6 +737,8 @@ def examples_section(reasons: List[DropReason], sample: Optional[Sample], sample
 
 
 def _share_cell(name: str, value):
+    if value is None:  # A share of no example (contamination.json writes null).
+        return "–"
     if name.endswith("_share") and isinstance(value, (int, float)):
         return f"{100 * value:.2f}%"
     return value
@@ -756,10 +758,15 @@ def contamination_html(record: dict) -> str:
 
 
 def blocklist_html(record: dict) -> str:
-    parts = [f"<h3>Blocklist</h3><p>Pages with a blocklisted term or domain: "
-             f"{record.get('pages', 0):,}.</p>"]
-    for key, noun in (("terms", "term"), ("domains", "domain")):
-        entries = record.get(key, [])
+    estimated = (f" (≈{record['estimated_pages']:,} in the whole run)"
+                 if "estimated_pages" in record else "")
+    parts = [f"<h3>Blocklist</h3><p>Pages of the sample the bad-words filter dropped: "
+             f"{record.get('pages', 0):,}{estimated}. The terms (each counted once a page), "
+             "the terms that dropped a page alone, and the domains, in the sample.</p>"]
+    for key, noun in (("terms", "term"), ("terms_alone", "term alone"), ("domains", "domain")):
+        if key not in record:
+            continue
+        entries = record[key]
         parts.append(table([noun, "pages"], [list(entry) for entry in entries[:_TABLE_ROWS * 2]],
                            [False, True]))
         if len(entries) > _TABLE_ROWS * 2:

@@ -245,13 +245,18 @@ def test_the_studies_are_shown_as_tables_when_present(tmp_path):
     run = make_run(tmp_path / "run")
     (run / "report").mkdir()
     (run / "report/contamination.json").write_text(json.dumps({"tasks": {"glue_cola": {
-        "sentence": {"examples": 1043, "exact_share": 0.0125, "ngram13_share": 0.25}}}}))
+        "sentence": {"examples": 1043, "exact_share": 0.0125, "ngram13_share": 0.25}},
+        "copa": {"premise": {"examples": 0, "exact_share": None, "ngram13_share": None}}}}))
     (run / "report/blocklist.json").write_text(json.dumps({
-        "terms": [["badterm", 17]], "domains": [["spam.example", 3]], "pages": 20}))
+        "terms": [["badterm", 17]], "domains": [["spam.example", 3]], "pages": 20,
+        "estimated_pages": 200, "terms_alone": [["badterm", 9]]}))
     page = pathlib.Path(report.build_datasheet(str(run))).read_text()
     assert "<td>glue_cola</td><td>sentence</td><td class=n>1,043</td>" in page
     assert "1.25%" in page and "25.00%" in page
-    assert "<td>badterm</td><td class=n>17</td>" in page and "20.</p>" in page
+    assert "<td>copa</td><td>premise</td><td class=n>0</td><td class=n>–</td>" in page
+    assert "<td>badterm</td><td class=n>17</td>" in page  # Terms, then terms alone.
+    assert "<td>badterm</td><td class=n>9</td>" in page
+    assert "dropped: 20 (≈200 in the whole run)" in page
 
 
 def test_examples_per_reason_on_the_command_line(tmp_path):
