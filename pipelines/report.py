@@ -549,8 +549,9 @@ def summary_section(stats_record: dict, counters: stats.Stats, reasons: List[Dro
         problems.append('<p class="error">The run was still going when stats.json was written: '
                         'these are its counters so far.</p>')
     if stats_record.get("file_problems"):
-        problems.append(f'<p class="error">{counted(len(stats_record["file_problems"]), "input file")}'
-                        ' had a problem (<a href="#file-problems">below</a>).</p>')
+        files = counted(len(stats_record["file_problems"]), "input file")
+        problems.append(f'<p class="error">{files} had a problem '
+                        '(<a href="#file-problems">below</a>).</p>')
     biggest = sorted((drop for drop in reasons if drop.level == "page"),
                      key=lambda drop: -drop.count)[:_SUMMARY_REASONS]
     largest = "".join(f"<li><b>{escaped(drop.reason)}</b> ({escaped(drop.stage)}): "
@@ -837,10 +838,12 @@ def datasheet_html(stats_record: dict, run_config: Optional[dict], sample: Optio
     counters = ordered_stages(stats_record)
     reasons = drop_reasons(counters)
     title = run_title(stats_record, run_config)
+    stages = list(counters)
     sections = [summary_section(stats_record, counters, reasons, sample, sample_problem, config),
                 funnel_section(counters, title), reasons_section(reasons, sample),
-                languages_section(counters), domains_section(sample, sample_problem, list(counters)),
-                months_section(sample, sample_problem), lengths_section(sample, sample_problem, list(counters)),
+                languages_section(counters), domains_section(sample, sample_problem, stages),
+                months_section(sample, sample_problem),
+                lengths_section(sample, sample_problem, stages),
                 examples_section(reasons, sample, sample_problem, config), studies_section(studies),
                 config_section(run_config, stats_record.get("file_problems", []))]
     shown = {anchor for anchor, _ in SECTIONS if f'<section id="{anchor}">' in "".join(sections)}
