@@ -12,9 +12,10 @@ filter, the crawl months, the page lengths, and examples of each drop reason. Be
 studies other tools leave in OUT/report/ (contamination.json, blocklist.json) and the run's
 configuration.
 
-The report's cost does not grow with the corpus: the sample is read up to a fixed number of
-records (its files are ordered by URL hash, so the first records are a fair sample of its URLs,
-and the estimates are scaled by the share read), and every table and plot has a fixed size.
+The report's cost does not grow with the corpus: the sample is read in whole files (each a
+bucket of URLs by hash, so whole files are a fair sample; inside one, records are in URL order)
+until a fixed number of records, never past a hard cap, the estimates scaled by the share read;
+and every table and plot has a fixed size. Bench: bench/bench_report.py.
 The page has no script and loads nothing: the plots are inline SVG drawn by matplotlib with a
 fixed hash salt and no date, so the same inputs give the same bytes.
 """
