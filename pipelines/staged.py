@@ -17,6 +17,10 @@ command computes only the tasks without a valid marker.
                shards follows from every split's pages, for --pages_per_shard)
     write      per shard: its lines, merged in order, gzipped: the file the one-job run writes
 
+With --exclusions, the read and url tasks pass their exclusion records on to the finish task
+of their URL bucket, which writes them with its own as two more destinations (EXCLUDED_FOLDER):
+the partition and write stages shard them into the exclusions' folder as the one-job run does.
+
 The output (shards, stats.json, run_config.json, funnel.svg) is byte-identical to the one-job
 run's: every choice the stages make is by hash or an associative rule (URL dedup's keep_of_two,
 the span dedup's smallest page key, dedup.losers_of_blocks), never by the order of the input or
