@@ -33,16 +33,23 @@ $(VENV)/.installed: requirements.txt setup.py
 	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-.PHONY: install run test test-all bench bench-extras rehearse
+.PHONY: install browser run test test-all bench bench-extras rehearse
 install: $(VENV)/.installed
+
+# The datasheet's test renders it in a real browser: Chromium from Debian's packages, installed
+# where it is missing and apt-get may (as root); without it that test is skipped, saying why.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+	  && apt-get update -qq && apt-get install -y -qq chromium >/dev/null; } \
+	  || echo "note: no Chromium (apt-get install chromium): the datasheet's browser test is skipped"
 
 run: install
 	$(VENV)/bin/python -m pipelines.c4 --variant $(VARIANT) $(if $(INPUT),--input $(INPUT)) $(if $(MAX_FILES),--max_files $(MAX_FILES)) $(if $(BADWORDS),--badwords $(BADWORDS)) $(if $(BADWORDS_DIR),--badwords_dir $(BADWORDS_DIR)) $(if $(REALNEWS_DOMAINS),--realnews_domains $(REALNEWS_DOMAINS)) $(if $(WEBTEXT_URLS),--webtext_urls $(WEBTEXT_URLS)) --output $(OUTPUT)
 
-test: install
+test: install browser
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile -m "not slow" tests
 
-test-all: install
+test-all: install browser
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: install

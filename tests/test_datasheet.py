@@ -270,21 +270,14 @@ def test_examples_per_reason_on_the_command_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def real_run(shared_data, tmp_path_factory):
-    """`en` on the three realistic WET samples, in process, with a sample of its exclusions
-    made here from its counters' reasons (until the pipeline writes its own)."""
+    """`en` on the three realistic WET samples, in process, with its own exclusions (every page:
+    the examples then have the page texts, URLs and lines of a real run)."""
     from pipelines import c4
     output = tmp_path_factory.mktemp("datasheet-run")
     c4.main(["--variant", "en", "--input",
              *sorted(str(path) for path in (shared_data / "wet/realistic").glob("*")),
-             "--badwords", str(shared_data / "badwords/en"), "--output", str(output)])
-    stats = json.loads((output / "stats.json").read_text())["stages"]
-    records = [dropped(f"http://site{number % 7}.example/{number}", stage, reason,
-                       "page" if name.startswith("pages") else "line",
-                       f"<b>{reason}</b> " * (number + 1))
-               for stage, counters in stats.items() for number, (name, value)
-               in enumerate(counters.items()) if ".dropped:" in name and value
-               for reason in [name.split(":", 1)[1]]]
-    write_exclusions(output / "exclusions", records, SAMPLE_KEPT, 0.01)
+             "--badwords", str(shared_data / "badwords/en"), "--output", str(output),
+             "--exclusions", str(output / "exclusions"), "--exclusion_fraction", "1"])
     return output
 
 
@@ -292,7 +285,9 @@ def real_run(shared_data, tmp_path_factory):
                                               "install chromium)")
 def test_a_real_runs_page_renders_in_chromium_without_console_messages(real_run, tmp_path):
     from PIL import Image, ImageStat
-    path = report.main([str(real_run), "--exclusions", str(real_run / "exclusions")])
+    path = report.main([str(real_run)])
+    page = pathlib.Path(path).read_text()
+    assert "This run wrote no exclusions sample." not in page
     screenshot = tmp_path / "page.png"
     browser = subprocess.run(
         [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
