@@ -27,10 +27,10 @@ BASE = ("numpy",)
 # A Dataflow worker of the C4 job (pipelines.c4): Beam and the page rules' libraries (langdetect
 # for its profiles, langdetect-rs to run them; pyahocorasick, isal, orjson); nltk only for
 # --splitter punkt, cld3-py (CLD3) only for mC4; protobuf at the launcher's version, since the
-# worker decodes the job's protos. No TensorFlow, torch or transformers: workers install this at
+# worker decodes the job's protos; pyarrow (a need of Beam's) for --format parquet. No TensorFlow, torch or transformers: workers install this at
 # every start.
 _PIPELINE = ("apache-beam", "warcio", "langdetect", "langdetect-rs", "pyahocorasick", "isal",
-             "orjson", "cld3-py", "tldextract", "numpy", "nltk", "protobuf")
+             "orjson", "cld3-py", "tldextract", "numpy", "nltk", "protobuf", "pyarrow")
 # `tfds build` of t5_c4 with Beam: the pipeline plus TensorFlow and TFDS (whose command line
 # imports mlcroissant, which the pins of pandas and scipy keep on numpy 1).
 _TFDS = _PIPELINE + ("tensorflow", "tensorflow-datasets", "tensorflow-metadata", "mlcroissant",
@@ -40,12 +40,16 @@ _TFDS = _PIPELINE + ("tensorflow", "tensorflow-datasets", "tensorflow-metadata",
 # and scikit-learn.
 _MODEL = _TFDS + ("tensorflow-text", "mesh-tensorflow", "gin-config", "sentencepiece",
                   "sacrebleu", "rouge-score", "scikit-learn", "setuptools")
+# Auditing a run where it was launched (pipelines/README.md): the datasheet's plots and reading
+# the output with Hugging Face `datasets`; never on a worker.
+_AUDIT = _PIPELINE + ("matplotlib", "datasets", "huggingface-hub")
 EXTRAS = {
     "pipeline": _PIPELINE,
     "tfds": _TFDS,
     "model": _MODEL,
+    "audit": _AUDIT,
     # model.families.t5.hf converts the trainer's checkpoints (model) to Hugging Face (torch).
-    "export": _MODEL + ("torch", "transformers"),
+    "export": _MODEL + _AUDIT + ("torch", "transformers"),
 }
 
 

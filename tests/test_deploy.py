@@ -283,7 +283,7 @@ HEAVY = {"tensorflow", "torch", "transformers"}
 def test_each_extra_is_pinned_and_the_pipeline_extra_brings_no_tensorflow_torch_or_transformers():
     pins = requirements.pinned_requirements()
     extras = requirements.extras_require()
-    assert set(extras) == {"pipeline", "tfds", "model", "export"}
+    assert set(extras) == {"pipeline", "tfds", "model", "audit", "export"}
     for extra, listed in extras.items():
         assert set(listed) <= set(pins), extra
         assert set(requirements.pins_of(requirements.BASE)) <= set(listed), extra
