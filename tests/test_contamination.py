@@ -5,6 +5,7 @@ import csv
 import gzip
 import json
 import pathlib
+import shutil
 
 import pytest
 
@@ -322,3 +323,17 @@ def test_a_corrupt_shard_and_bad_lines_are_counted_and_named(planted, tmp_path):
     assert 3 < corpus["pages"] < 2003  # the pages before the damage count
     assert result["tasks"]["xsum"]["document"]["exact"] == 1
     assert result["tasks"]["xsum"]["summary"]["exact"] == 0
+
+
+def test_a_runs_exclusions_beside_its_shards_are_no_part_of_the_corpus(planted, tmp_path):
+    """`--exclusions OUT/exclusions` keeps the dropped pages in the output folder: their text
+    (here every planted page again) is not read as the corpus's."""
+    out = tmp_path / "out"
+    shutil.copytree(planted["out"], out, ignore=shutil.ignore_patterns("report", "new"))
+    lines = "".join(json.dumps({"text": text}) + "\n" for text in planted["texts"])
+    for name in ("exclusions/exclusions-00000-of-00001.jsonl.gz",
+                 "exclusions/kept-00000-of-00001.jsonl.gz"):
+        (out / name).parent.mkdir(exist_ok=True)
+        (out / name).write_bytes(gzip.compress(lines.encode()))
+    assert [path.relative_to(out).as_posix() for path in command.shards(str(out))] == sorted(
+        path.relative_to(planted["out"]).as_posix() for path in planted["out"].rglob("*.jsonl.gz"))

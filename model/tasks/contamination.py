@@ -56,6 +56,9 @@ from text.contamination import METHOD, ContaminationIndex
 _LOG = logging.getLogger(__name__)
 DEFAULT_TASKS = "../shared/data/tasks"
 REPORT = pathlib.Path("report") / "contamination.json"
+# The corpus's shards: its splits' files, not the exclusions a run may keep beside them
+# (`exclusions-*`, `kept-*`: pages the filters dropped are no part of the corpus).
+SPLITS = ("train", "validation")
 SHARD_PATTERN = "*-of-*.jsonl.gz"
 METHOD_SOURCES = (
     "Dodge et al. 2021, Documenting Large Webtext Corpora, Section 4.2: exact matches "
@@ -314,7 +317,8 @@ def shards(folder: str) -> list[pathlib.Path]:
     root = pathlib.Path(folder)
     if not root.is_dir():
         raise TaskDataError(f"no corpus folder {root} (the --output folder of python -m pipelines.c4)")
-    found = sorted(root.rglob(SHARD_PATTERN))
+    found = sorted(path for path in root.rglob(SHARD_PATTERN)
+                   if path.name.startswith(tuple(f"{split}-" for split in SPLITS)))
     if not found:
         raise TaskDataError(f"no shards ({SHARD_PATTERN}) under {root}")
     return found
