@@ -281,6 +281,10 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             raise ValueError("--pages_per_shard must be >= 1")
         if min(args.group_files or 1, args.groups_per_job, args.workers) < 1:
             raise ValueError("--group_files, --groups_per_job and --workers must be >= 1")
+        if not args.exclusions and (args.exclusion_fraction
+                                    != command_line.get_default("exclusion_fraction")):
+            raise ValueError("--exclusion_fraction says how much --exclusions DIR records: give "
+                             "both")
         excluded = (exclusions.ExclusionConfig(args.exclusions, args.exclusion_fraction)
                     if args.exclusions else None)
         if args.staged and args.in_parts:

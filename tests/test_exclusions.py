@@ -155,9 +155,13 @@ def test_the_records_are_the_same_on_the_direct_runners_processes(shared_data, t
     assert shard_files(tmp_path / "processes/excluded") == shard_files(in_memory)
 
 
-def test_a_fraction_outside_zero_to_one_is_refused(shared_data, tmp_path):
+def test_a_fraction_outside_zero_to_one_or_without_exclusions_is_refused(shared_data, tmp_path):
     with pytest.raises(SystemExit, match="exclusion fraction"):
         run(shared_data, tmp_path, "en", fraction=0)
+    with pytest.raises(SystemExit, match="give both"):
+        c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path / "out"),
+                                                   "--exclusion_fraction", "0.5"])
+    assert not (tmp_path / "out").exists()
 
 
 def _pages_of_one_url(count: int) -> list:
