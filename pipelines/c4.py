@@ -340,18 +340,23 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     except KeyboardInterrupt:
         sys.exit("interrupted: rerun the same command to resume, the groups done are kept"
                  if in_parts else "interrupted")
-    _print_report(counters, args.output, args.validation_fraction)
+    _print_report(counters, job)
     return counters
 
 
-def _print_report(counters: stats.Stats, output_dir: str, validation_fraction: float) -> None:
+def _print_report(counters: stats.Stats, job: Job) -> None:
     print(stats.format_table(counters))
-    print(split_report(counters, validation_fraction))
+    print(split_report(counters, job.validation_fraction))
     problems = file_problems_report(counters)
     if problems:
         print(problems)
-    print(f"statistics written to {FileSystems.join(output_dir, stats.STATS_FILE)}, with "
-          f"{provenance.RUN_CONFIG_FILE} and {funnel.FUNNEL_FILE} beside it")
+    print(f"statistics written to {FileSystems.join(job.output_dir, stats.STATS_FILE)}, with "
+          f"{provenance.RUN_CONFIG_FILE}, {funnel.FUNNEL_FILE} and {dataset_card.CARD_FILE} (the "
+          "dataset card) beside it")
+    if job.excluded is not None:
+        print(f"what the stages dropped, for {job.excluded.fraction:.0%} of the URLs, written to "
+              f"{job.excluded.directory} (see {exclusions.SUMMARY_FILE}); its datasheet: "
+              f"python -m pipelines.report {job.output_dir}")
 
 
 def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
@@ -391,7 +396,7 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:
         sys.exit("interrupted: rerun the same command to resume, the tasks done are kept")
-    _print_report(counters, args.output, args.validation_fraction)
+    _print_report(counters, job)
     return counters
 
 

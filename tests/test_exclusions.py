@@ -59,8 +59,12 @@ def run(shared_data, tmp_path, variant_name, rules=None, fraction=1.0, extra=())
     ("en", None), ("en", "released"), ("realnewslike", None), ("webtextlike", "released"),
     ("multilingual", None), ("en.linededup", None)])
 def test_the_records_of_each_reason_number_its_counter_and_the_output_does_not_change(
-        shared_data, one_job, tmp_path, variant_name, rules):
+        shared_data, one_job, tmp_path, capsys, variant_name, rules):
     output, excluded, counters = run(shared_data, tmp_path, variant_name, rules)
+    said = capsys.readouterr().out
+    assert (f"for 100% of the URLs, written to {excluded} (see exclusions.json); its datasheet: "
+            f"python -m pipelines.report {output}") in said
+    assert "README.md (the dataset card)" in said and (output / "README.md").exists()
     summary = json.loads((excluded / exclusions.SUMMARY_FILE).read_text())
     assert summary["records"] == counted_drops(counters)
     assert summary["kept"] == pages_written(counters) == len(records(excluded, "kept"))
