@@ -22,8 +22,8 @@ import orjson
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.output import SortEntry, json_line, shard_glob
-from pipelines.records import write_json
 from pipelines.page import Page
+from pipelines.records import write_json
 from text.hashing import hash64
 
 EXCLUSIONS_SPLIT = "exclusions"

@@ -19,9 +19,11 @@ from pipelines.inputs import InputPlan
 from pipelines.output import JSONL
 
 RUN_CONFIG_FILE = "run_config.json"
-# The packages whose version changes what a run outputs (the language profiles, the parser of
-# WET records, the runner).
-_VERSIONED_PACKAGES = ("apache-beam", "langdetect", "warcio", "tldextract", "nltk")
+# The packages whose version changes what a run outputs (the language profiles and the detectors
+# that run them, the parser of WET records, the runner, the compressors and encoders of the
+# shards: ISA-L's gzip, orjson, pyarrow's Parquet).
+_VERSIONED_PACKAGES = ("apache-beam", "langdetect", "langdetect-rs", "cld3-py", "warcio",
+                       "tldextract", "nltk", "isal", "orjson", "pyarrow")
 
 
 def json_default(value: Any):
