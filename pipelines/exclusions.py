@@ -60,6 +60,11 @@ class Excluded(NamedTuple):
     line: bytes
 
 
+def max_shards(output_max_shards: Dict[str, int]) -> Dict[str, int]:
+    """The most files of each kind: as many as the output's train split may have."""
+    return {EXCLUSIONS_SPLIT: output_max_shards["train"], KEPT_SPLIT: output_max_shards["train"]}
+
+
 def split_of(record: Excluded) -> str:
     return record.split
 
@@ -95,20 +100,19 @@ class Sample:
         # ((split, normalized URL, URL, timestamp, stage), JSON line) in the order recorded.
         self._records: List[tuple] = []
 
-    def has(self, page: Page) -> bool:
-        return in_sample(page.normalized_url, self.fraction)
+    def has(self, normalized_url: str) -> bool:
+        return in_sample(normalized_url, self.fraction)
 
     def drop(self, page: Page, stage: str, reason: str, level: str = "page",
              texts: Optional[Iterable[str]] = None) -> None:
-        """Records `page` (level `page`: its text) or `texts` removed from it, if sampled."""
-        if not self.has(page):
-            return
+        """Records `page` (level `page`: its text) or `texts` removed from it: a page in the
+        sample (Counts.drop asks)."""
         key = EXCLUSIONS_SPLIT, page.normalized_url, page.url, page.timestamp, stage
         for text in ([page.text] if texts is None else texts):
             self._records.append((key, dropped_line(page, stage, reason, level, text)))
 
     def keep(self, page: Page) -> None:
-        if self.has(page):
+        if self.has(page.normalized_url):
             key = KEPT_SPLIT, page.normalized_url, page.url, page.timestamp, "kept"
             self._records.append((key, kept_line(page)))
 
@@ -121,12 +125,16 @@ class Sample:
         return [Excluded(*key[:4], b"".join(lines)) for key, lines in by_page_and_stage.items()]
 
 
-def lines(directory: str, split: str) -> Iterable[bytes]:
-    """The lines of a kind of file (EXCLUSIONS_SPLIT, KEPT_SPLIT), shard after shard."""
+def files(directory: str, split: str) -> List[str]:
+    """The files of a kind (EXCLUSIONS_SPLIT, KEPT_SPLIT) in `directory`, in shard order."""
     pattern = FileSystems.join(directory, shard_glob(split))
-    paths = sorted(metadata.path for match in FileSystems.match([pattern])
-                   for metadata in match.metadata_list)
-    for path in paths:
+    return sorted(metadata.path for match in FileSystems.match([pattern])
+                  for metadata in match.metadata_list)
+
+
+def lines(directory: str, split: str) -> Iterable[bytes]:
+    """The lines of a kind of file, shard after shard."""
+    for path in files(directory, split):
         with FileSystems.open(path, compression_type="uncompressed") as compressed:
             yield from gzip.GzipFile(fileobj=compressed)
 

@@ -8,7 +8,7 @@ import collections
 import dataclasses
 import logging
 import operator
-from typing import Dict, Iterable, List, Optional, Sequence, Set, Tuple
+from typing import Callable, Dict, Iterable, List, Optional, Sequence, Set, Tuple
 
 import apache_beam as beam
 from apache_beam.metrics import Metrics
@@ -45,13 +45,19 @@ class Counts:
     def add(self, stage: str, name: str, value: int = 1) -> None:
         self._values[stage, name] += value
 
-    def drop(self, stage: str, reason: str, page: Page, level: str = "page",
-             texts: Optional[Sequence[str]] = None) -> None:
-        """Counts what a step drops, `page` or `texts` removed from it (`<level>s.dropped:
-        <reason>`), and records it where the page is in the exclusions' sample."""
-        self.add(stage, exclusions.counter_of(level, reason), 1 if texts is None else len(texts))
-        if self.sample is not None:
-            self.sample.drop(page, stage, reason, level, texts)
+    def records_drops_of(self, normalized_url: str) -> bool:
+        """Whether what the steps drop of a URL's pages is recorded: the URL is in the
+        exclusions' sample."""
+        return self.sample is not None and self.sample.has(normalized_url)
+
+    def drop(self, stage: str, reason: str, page: Page, level: str = "page", count: int = 1,
+             texts: Optional[Callable[[], Sequence[str]]] = None) -> None:
+        """Counts `count` things a step drops (`<level>s.dropped:<reason>`): `page`, or parts of
+        it; where the page is in the exclusions' sample, records them (the parts are `texts()`,
+        made only then)."""
+        self.add(stage, exclusions.counter_of(level, reason), count)
+        if self.records_drops_of(page.normalized_url):
+            self.sample.drop(page, stage, reason, level, None if texts is None else texts())
 
     def report(self) -> None:
         for (stage, name), value in sorted(self._values.items()):
@@ -582,8 +588,13 @@ class KeepListedPages(Step):
         if not pages:
             return ()
         if not grouped["listed"]:
-            for page in pages:
-                counts.drop("domains", "not_in_webtext_urls", _PAGE_CODER.decode(page))
+            url, _ = joined
+            if counts.records_drops_of(url):  # Decoded only to be recorded.
+                for page in pages:
+                    counts.drop("domains", "not_in_webtext_urls", _PAGE_CODER.decode(page))
+            else:
+                counts.add("domains", exclusions.counter_of("page", "not_in_webtext_urls"),
+                           len(pages))
             return ()
         counts.add("domains", "pages.passed", len(pages))
         return [_PAGE_CODER.decode(page) for page in pages]
@@ -631,14 +642,11 @@ class Clean(Step):
         self._split = split
 
     def __call__(self, page: Page, counts: Counts):
-        sampled = counts.sample is not None and counts.sample.has(page)
-        result = self._clean_page(page.text, self._config, self._split, keep_removed=sampled)
-        if sampled:
-            for reason, lines in sorted(result.removed_lines().items()):
-                counts.drop("clean", reason, page, "line", lines)
-        else:
-            for reason, count in result.lines_dropped.items():
-                counts.add("clean", exclusions.counter_of("line", reason), count)
+        result = self._clean_page(page.text, self._config, self._split,
+                                  keep_removed=counts.records_drops_of(page.normalized_url))
+        removed = result.removed_lines()
+        for reason, count in sorted(result.lines_dropped.items()):
+            counts.drop("clean", reason, page, "line", count, lambda reason=reason: removed[reason])
         counts.add("clean", "lines.passed", result.lines_kept)
         if result.text is None:
             counts.drop("clean", result.page_drop_reason, page)
@@ -741,8 +749,8 @@ class ApplyRemovals(Step):
             units = dedup.units_of(page.text, self._config.mode, self._split)
             removed = dedup.removed_starts(units, self._config, lost - {_REPEATS_IN_PAGE})
             if removed:
-                counts.drop("dedup", "duplicate", page, "span",
-                            dedup.window_texts(units, self._config, removed))
+                counts.drop("dedup", "duplicate", page, "span", len(removed),
+                            lambda: dedup.window_texts(units, self._config, removed))
             text = dedup.remove_units(page.text, units, self._config, removed)
         reason = dedup.drop_reason_after_dedup(text, self._config, self._split,
                                                self._min_sentences)
