@@ -220,7 +220,7 @@ def run_in_parts(job: Job, plan: PartsPlan) -> stats.Stats:
     write_pages(pages, job.config, job.output_dir, job.max_shards, job.validation_fraction,
                 job.pages_per_shard, job.shard_format)
     if sample:
-        write_exclusions(sample.records, job.excluded.directory, job.max_shards["train"])
+        write_exclusions(sample.records, job.excluded.directory, job.max_shards)
     result = pipeline.run()
     result.wait_until_finish()
     counters = stats.merged(progress.counters, stats.collect_counters(result))

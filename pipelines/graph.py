@@ -43,16 +43,17 @@ def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: st
     write_pages(variant_pages(pipeline, config, resources, plan, sample), config, output_dir,
                 max_shards, validation_fraction, pages_per_shard, shard_format)
     if sample is not None:
-        write_exclusions(sample.records, excluded.directory, max_shards["train"])
+        write_exclusions(sample.records, excluded.directory, max_shards)
 
 
-def write_exclusions(records: Sequence[beam.PCollection], directory: str, shards: int) -> None:
-    """The exclusion records (exclusions.Excluded) to their files in `directory`, `shards` a
-    kind at most, sharded and ordered as the pages are."""
+def write_exclusions(records: Sequence[beam.PCollection], directory: str,
+                     output_max_shards: Dict[str, int]) -> None:
+    """The exclusion records (exclusions.Excluded) to their files in `directory` (as many as
+    exclusions.max_shards says at most), sharded and ordered as the pages are."""
     (tuple(records)
      | "AllExcluded" >> beam.Flatten()
      | "WriteExcluded" >> WriteShards(
-         directory, {exclusions.EXCLUSIONS_SPLIT: shards, exclusions.KEPT_SPLIT: shards},
+         directory, exclusions.max_shards(output_max_shards),
          exclusions.split_of, entry_of=exclusions.sort_entry,
          counter_namespace=exclusions.COUNTER_NAMESPACE))
 

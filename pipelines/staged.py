@@ -478,8 +478,8 @@ def shard_counts(run: StagedRun, finish_markers: Sequence[TaskMarker]
 
 
 def _shards_for(run: StagedRun, folder: str, split: str, pages: int) -> int:
-    if folder == EXCLUDED_FOLDER:  # As graph.write_exclusions shards them.
-        return run.job.max_shards["train"]
+    if folder == EXCLUDED_FOLDER:
+        return exclusions.max_shards(run.job.max_shards)[split]
     return output.shards_for(pages, run.job.pages_per_shard, run.job.max_shards[split])
 
 
@@ -678,10 +678,9 @@ def _write_tasks(run: StagedRun, partition_markers: Sequence[TaskMarker]) -> Lis
     shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
                output.empty_splits(pages, folders, tuple(run.job.max_shards))]
     if run.job.excluded:
-        shards += [(EXCLUDED_FOLDER, split, bucket, 0, 1) for (_, split, bucket), _ in
-                   output.empty_splits({(EXCLUDED_FOLDER, split): buckets for (_, split), buckets
-                                        in excluded.items()}, (EXCLUDED_FOLDER,),
-                                       (exclusions.EXCLUSIONS_SPLIT, exclusions.KEPT_SPLIT))]
+        shards += [(folder, split, bucket, 0, 1) for (folder, split, bucket), _ in
+                   output.empty_splits(excluded, (EXCLUDED_FOLDER,),
+                                       tuple(exclusions.max_shards(run.job.max_shards)))]
     written = _Written(run, "partition", partition_markers)
     tasks = []
     for index, shard in enumerate(sorted(shards)):
