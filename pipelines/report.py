@@ -38,18 +38,13 @@ import numpy as np
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import funnel, provenance, stats
-from pipelines.output import shard_glob
+from pipelines import exclusions, funnel, provenance, stats
 from pipelines.records import read_all, write_atomically
 from pipelines.wording import counted
 from text.hashing import hash64
 
 REPORT_DIR = "report"
 REPORT_FILE = "index.html"
-# The exclusions sample, as pipelines.c4 --exclusions writes it.
-EXCLUSIONS_SUMMARY = "exclusions.json"
-EXCLUSIONS_PREFIX = "exclusions"
-KEPT_PREFIX = "kept"
 # The studies other tools write into OUT/report/, shown when present.
 CONTAMINATION_FILE = "contamination.json"
 BLOCKLIST_FILE = "blocklist.json"
@@ -238,11 +233,6 @@ def capped(text: str, limit: int) -> str:
     return f"{text[:limit]} … ({counted(len(text) - limit, 'more character')})"
 
 
-def sample_files(directory: str, prefix: str) -> List[str]:
-    pattern = FileSystems.join(directory, shard_glob(prefix))
-    return sorted(metadata.path for metadata in FileSystems.match([pattern])[0].metadata_list)
-
-
 def file_records(path: str) -> Iterator[dict]:
     with FileSystems.open(path) as source:  # Gunzipped, from the name.
         for line in iter(source.readline, b""):
@@ -301,19 +291,19 @@ def add_kept(sample: Sample, record: dict) -> None:
 
 def read_sample(directory: str, config: ReportConfig) -> Sample:
     """The exclusions sample in `directory`, read up to the config's caps."""
-    summary = json.loads(read_all(FileSystems.join(directory, EXCLUSIONS_SUMMARY)))
+    summary = json.loads(read_all(FileSystems.join(directory, exclusions.SUMMARY_FILE)))
     sampled = summary.get("records", {})
     sample = Sample(fraction=summary["fraction"],
                     records_total=sum(n for counts in sampled.values() for n in counts.values()),
                     kept_total=summary.get("kept", 0), sampled=sampled)
-    exclusion_files = sample_files(directory, EXCLUSIONS_PREFIX)
+    exclusion_files = exclusions.files(directory, exclusions.EXCLUSIONS_SPLIT)
     sample.files_total = len(exclusion_files)
     sample.files_read, cut = read_files(
         exclusion_files, lambda record: add_exclusion(sample, record, config),
         config.sample_records, config.max_sample_records)
     # The kept files of the same URL buckets: as many files, in the same share (a bucket
     # without a page of a kind has no file of it, so the numbers can differ on a small run).
-    kept_files = sample_files(directory, KEPT_PREFIX)
+    kept_files = exclusions.files(directory, exclusions.KEPT_SPLIT)
     share_of_kept = kept_files[:math.ceil(len(kept_files) * sample.files_read
                                           / max(1, sample.files_total))]
     _, kept_cut = read_files(share_of_kept, lambda record: add_kept(sample, record),
@@ -337,7 +327,7 @@ def exclusions_dir(output_dir: str, run_config: dict, override: Optional[str]) -
     if "://" not in configured and not os.path.isabs(configured):
         candidates.append(FileSystems.join(output_dir, os.path.basename(configured)))
     return next((path for path in candidates
-                 if FileSystems.exists(FileSystems.join(path, EXCLUSIONS_SUMMARY))), configured)
+                 if FileSystems.exists(FileSystems.join(path, exclusions.SUMMARY_FILE))), configured)
 
 
 def in_stage_order(names, stages: List[str]) -> List[str]:
@@ -863,20 +853,22 @@ def _read_json(path: str) -> Optional[dict]:
     return json.loads(read_all(path)) if FileSystems.exists(path) else None
 
 
-def build_datasheet(output_dir: str, exclusions: Optional[str] = None,
+def build_datasheet(output_dir: str, exclusions_given: Optional[str] = None,
                     config: ReportConfig = ReportConfig()) -> str:
-    """Reads the run in `output_dir` and writes its datasheet; returns the page's path."""
+    """Reads the run in `output_dir` and writes its datasheet (with the exclusions sample in
+    `exclusions_given`, else where its run_config.json says); returns the page's path."""
     stats_record = _read_json(FileSystems.join(output_dir, stats.STATS_FILE))
     if stats_record is None:
         raise FileNotFoundError(f"no {stats.STATS_FILE} in {output_dir}: is it a run's output?")
     run_config = _read_json(FileSystems.join(output_dir, provenance.RUN_CONFIG_FILE))
-    directory = exclusions_dir(output_dir, run_config or {}, exclusions)
+    directory = exclusions_dir(output_dir, run_config or {}, exclusions_given)
     sample, sample_problem = None, "This run wrote no exclusions sample."
     if directory is not None:
-        if FileSystems.exists(FileSystems.join(directory, EXCLUSIONS_SUMMARY)):
+        if FileSystems.exists(FileSystems.join(directory, exclusions.SUMMARY_FILE)):
             sample = read_sample(directory, config)
         else:
-            sample_problem = f"No exclusions sample at {directory} ({EXCLUSIONS_SUMMARY} missing)."
+            sample_problem = (f"No exclusions sample at {directory} ({exclusions.SUMMARY_FILE} "
+                              "missing).")
     report_dir = FileSystems.join(output_dir, REPORT_DIR)
     studies = {name: record for name in (CONTAMINATION_FILE, BLOCKLIST_FILE)
                for record in [_read_json(FileSystems.join(report_dir, name))] if record}
