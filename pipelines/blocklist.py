@@ -20,6 +20,7 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import badwords, domains, exclusions, provenance
 from pipelines.records import write_json
+from pipelines.wording import counted
 
 REPORT_FILE = "report/blocklist.json"
 SHOWN = 20
@@ -57,14 +58,17 @@ def study(records: Iterable[dict], matcher: badwords.BadwordsMatcher, fraction: 
 
 
 def exclusions_of(output_dir: str, given: Optional[str]) -> tuple:
-    """(the exclusions' folder, their fraction): given, or as the run's run_config.json names."""
-    config = json.loads(FileSystems.open(
-        FileSystems.join(output_dir, provenance.RUN_CONFIG_FILE)).read())
-    recorded = config.get("exclusions")
-    if given is None and recorded is None:
+    """(the exclusions' folder, their fraction): given, or as the run's run_config.json names
+    (exclusions.locate: from any working folder)."""
+    config_path = FileSystems.join(output_dir, provenance.RUN_CONFIG_FILE)
+    if not FileSystems.exists(config_path):
+        raise ValueError(f"no {provenance.RUN_CONFIG_FILE} in {output_dir}: is it a C4 run's "
+                         "output folder?")
+    directory = exclusions.locate(output_dir, json.loads(FileSystems.open(config_path).read()),
+                                  given)
+    if directory is None:
         raise ValueError(f"the run in {output_dir} wrote no exclusions: rerun it with "
                          "--exclusions DIR, or name them with --exclusions")
-    directory = given or recorded["directory"]
     summary = json.loads(FileSystems.open(
         FileSystems.join(directory, exclusions.SUMMARY_FILE)).read())
     return directory, summary["fraction"]
@@ -92,8 +96,10 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     if "://" not in path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_json(path, found)
-    print(f"{found['pages']:,} pages dropped for a bad word in the exclusions (fraction "
-          f"{fraction:g}: about {found['estimated_pages']:,} in the run)")
+    in_run = ("every URL: the run's own" if fraction >= 1 else
+              f"fraction {fraction:g}: about {found['estimated_pages']:,} in the run")
+    print(f"{counted(found['pages'], 'page')} dropped for a bad word in the exclusions "
+          f"({in_run})")
     for title, ranked in (("terms", found["terms"]), ("domains", found["domains"])):
         print(f"most frequent {title}: " + ", ".join(f"{name} {count:,}"
                                                    for name, count in ranked[:SHOWN]))

@@ -16,6 +16,8 @@ records are the same on every runner; the kept output does not change.
 """
 import dataclasses
 import gzip
+import json
+import os
 from typing import Dict, Iterable, List, NamedTuple, Optional
 
 import orjson
@@ -156,3 +158,62 @@ def summary(directory: str, fraction: float) -> dict:
 
 def write_summary(directory: str, fraction: float) -> None:
     write_json(FileSystems.join(directory, SUMMARY_FILE), summary(directory, fraction))
+
+
+class NotFound(FileNotFoundError):
+    """A run's exclusions are not where they were looked for: the message names every place."""
+
+
+def recorded_directory(run_config: dict) -> Optional[str]:
+    """The exclusions folder run_config.json records (`{"directory", "fraction"}`; an older
+    record names the folder alone); None for a run that wrote none."""
+    recorded = run_config.get("exclusions")
+    if isinstance(recorded, dict):
+        recorded = recorded.get("directory")
+    return recorded or None
+
+
+def _has_summary(directory: str) -> bool:
+    return FileSystems.exists(FileSystems.join(directory, SUMMARY_FILE))
+
+
+def candidates(output_dir: str, recorded: str) -> List[str]:
+    """Where a recorded exclusions folder may be. Older runs recorded it as given, relative to
+    the folder the run was started from, which is unknown: from here, from each folder above
+    OUT (nearest first: one of them is the launch folder when OUT was given below it), and
+    inside OUT by its last name."""
+    if "://" in recorded or os.path.isabs(recorded):
+        return [recorded]
+    above = []
+    folder = os.path.dirname(os.path.abspath(output_dir))
+    while folder not in above:
+        above.append(folder)
+        folder = os.path.dirname(folder)
+    found = [os.path.abspath(recorded)] + [os.path.join(folder, recorded) for folder in above]
+    found.append(os.path.join(os.path.abspath(output_dir), os.path.basename(recorded)))
+    return list(dict.fromkeys(found))
+
+
+def locate(output_dir: str, run_config: dict, given: Optional[str] = None) -> Optional[str]:
+    """The folder of a run's exclusions: `given`, else the one its run_config.json records
+    (found from any working folder, see `candidates`; one whose fraction is not the recorded
+    one is another run's); None when the run wrote none and none is given. Raises NotFound
+    naming where it looked."""
+    if given:
+        if not _has_summary(given):
+            raise NotFound(f"no exclusions at {given} (--exclusions): {SUMMARY_FILE} is missing")
+        return given
+    recorded = recorded_directory(run_config)
+    if recorded is None:
+        return None
+    fraction = (run_config["exclusions"].get("fraction")
+                if isinstance(run_config["exclusions"], dict) else None)
+    looked = candidates(output_dir, recorded)
+    for directory in looked:
+        if _has_summary(directory) and (fraction is None or json.loads(FileSystems.open(
+                FileSystems.join(directory, SUMMARY_FILE)).read())["fraction"] == fraction):
+            return directory
+    of_fraction = f" of fraction {fraction:g}" if fraction is not None else ""
+    raise NotFound(f"the run in {output_dir} recorded its exclusions at {recorded}, but no "
+                   f"{SUMMARY_FILE}{of_fraction} is in any of: {', '.join(looked)}. Name the "
+                   "folder with --exclusions DIR")

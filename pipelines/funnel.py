@@ -31,6 +31,9 @@ _BAR_HEIGHT = 26
 _LINE_HEIGHT = 14
 _TOP = 44
 _WIDTH = _LABEL_WIDTH + _BAR_WIDTH + 220
+# A part of a bar with a page or more is drawn at least this wide: 3 pages beside 1,000 would
+# otherwise be under a pixel, there in the numbers and not in the picture.
+_MIN_PART_WIDTH = 2.0
 _REASON_CHARS_PER_LINE = 110  # At 11 px, about the width right of the stage labels.
 # The parts (drop reasons, kept counters) a stage lists by name; past that, the rest are summed.
 _MAX_NAMED_PARTS = 8
@@ -101,6 +104,10 @@ def _reason_lines(row: FunnelRow) -> List[str]:
     return lines
 
 
+def _part_width(pages: int, scale: int) -> float:
+    return max(_BAR_WIDTH * pages / scale, _MIN_PART_WIDTH) if pages else 0.0
+
+
 def funnel_svg(stats: Stats, title: str) -> str:
     rows = funnel_rows(stats)
     scale = max([row.kept + sum(row.dropped.values()) for row in rows] + [1])
@@ -115,8 +122,8 @@ def funnel_svg(stats: Stats, title: str) -> str:
     y = _TOP
     for row, lines in zip(rows, reason_lines):
         dropped = sum(row.dropped.values())
-        kept_width = _BAR_WIDTH * row.kept / scale
-        dropped_width = _BAR_WIDTH * dropped / scale
+        kept_width = _part_width(row.kept, scale)
+        dropped_width = _part_width(dropped, scale)
         out.append(f'<g class="stage" data-stage={quoteattr(row.stage)} '
                    f'data-kept="{row.kept}" data-dropped="{dropped}">')
         out.append(f'<text x="10" y="{y + 15}">{escape(row.stage)}</text>')

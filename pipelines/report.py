@@ -45,10 +45,18 @@ from text.hashing import hash64
 
 REPORT_DIR = "report"
 REPORT_FILE = "index.html"
+# The page's <meta> naming the exclusions sample it was built with: a page built with one is
+# not replaced by one without it unless asked (--force).
+SAMPLE_META = "c4-exclusions-sample"
 # The studies other tools write into OUT/report/, shown when present.
 CONTAMINATION_FILE = "contamination.json"
 BLOCKLIST_FILE = "blocklist.json"
 
+# contamination.json's measures (model/tasks/contamination.py) in the order shown, as headed.
+CONTAMINATION_HEADINGS = {
+    "examples": "examples", "exact": "exact matches", "exact_share": "share exact",
+    "ngram13": "sharing a 13-gram", "ngram13_share": "share by 13-grams",
+    "too_short_for_ngrams": "too short for 13-grams"}
 # A drop counter's prefix, and the level the exclusions sample names it by.
 DROP_LEVELS = {"pages.dropped:": "page", "lines.dropped:": "line", "spans.dropped:": "span"}
 LEVEL_COLOURS = {"page": "#d9534f", "line": "#f0ad4e", "span": "#8e6bb8"}
@@ -143,6 +151,12 @@ class Sample:
     @property
     def kept_scale(self) -> float:
         return estimate_scale(self.fraction, self.kept_total, self.kept_read)
+
+    @property
+    def exact(self) -> bool:
+        """Whether every page of the run is in the sample and every record was read."""
+        return (self.fraction >= 1 and self.records_read == self.records_total
+                and self.kept_read == self.kept_total)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -312,24 +326,6 @@ def read_sample(directory: str, config: ReportConfig) -> Sample:
     return sample
 
 
-def exclusions_dir(output_dir: str, run_config: dict, override: Optional[str]) -> Optional[str]:
-    """Where the run's exclusions sample is: `override`, else run_config.json's `exclusions`,
-    which is relative to where the run was launched (tried from here, then inside OUT); None
-    for a run without one."""
-    if override:
-        return override
-    configured = run_config.get("exclusions")
-    if isinstance(configured, dict):  # {"directory": ..., "fraction": ...}
-        configured = configured.get("directory")
-    if not configured:
-        return None
-    candidates = [configured]
-    if "://" not in configured and not os.path.isabs(configured):
-        candidates.append(FileSystems.join(output_dir, os.path.basename(configured)))
-    return next((path for path in candidates
-                 if FileSystems.exists(FileSystems.join(path, exclusions.SUMMARY_FILE))), configured)
-
-
 def in_stage_order(names, stages: List[str]) -> List[str]:
     """`names` in the order of `stages` (the counters'), any other after them by name."""
     return sorted(names, key=lambda name: (stages.index(name) if name in stages else len(stages),
@@ -392,14 +388,19 @@ def month_plot(sample: Sample) -> str:
         figure = Figure(figsize=(7.5, 2.8), layout="constrained")
         axes = figure.add_subplot()
         positions = np.arange(len(months))
-        axes.bar(positions - 0.2, [sample.kept_by_month[m] * sample.kept_scale for m in months],
-                 width=0.4, color=KEPT_COLOUR, label="kept")
-        axes.bar(positions + 0.2,
-                 [sample.dropped_by_month[m] * sample.dropped_scale for m in months],
-                 width=0.4, color=LEVEL_COLOURS["page"], label="dropped (any stage)")
+        for offset, counts, scale, colour, label in (
+                (-0.2, sample.kept_by_month, sample.kept_scale, KEPT_COLOUR, "kept"),
+                (0.2, sample.dropped_by_month, sample.dropped_scale, LEVEL_COLOURS["page"],
+                 "dropped (any stage)")):
+            bars = axes.bar(positions + offset, [counts[m] * scale for m in months], width=0.4,
+                            color=colour, label=label)
+            # A bar of a few pages is flat beside hundreds: its number says it is there.
+            axes.bar_label(bars, [scaled(counts[m], scale) if counts[m] else "" for m in months],
+                           padding=2, fontsize=8)
+        axes.margins(y=0.15)
         step = max(1, math.ceil(len(months) / 24))
         axes.set_xticks(positions[::step], months[::step], rotation=45 if step > 1 else 0)
-        axes.set_ylabel("pages (estimated)")
+        axes.set_ylabel("pages" if sample.exact else "pages (estimated)")
         axes.legend(frameon=False)
         axes.set_title("pages by crawl month")
         return svg_of(figure, "months")
@@ -422,12 +423,12 @@ def length_plot(sample: Sample, stage_order: List[str]) -> str:
             axes = figure.add_subplot(rows, columns, number + 1)
             axes.set_xscale("log")
             axes.stairs(kept_shares, LENGTH_BIN_EDGES, fill=True, color=KEPT_COLOUR, alpha=0.35,
-                        label=f"kept (≈{len(sample.kept_chars) * sample.kept_scale:,.0f})")
+                        label=f"kept ({scaled(len(sample.kept_chars), sample.kept_scale)})")
             if stage is not None:
                 dropped = sample.dropped_chars[stage]
                 axes.stairs(_shares(dropped), LENGTH_BIN_EDGES, color=LEVEL_COLOURS["page"],
                             linewidth=1.5,
-                            label=f"dropped (≈{len(dropped) * sample.dropped_scale:,.0f})")
+                            label=f"dropped ({scaled(len(dropped), sample.dropped_scale)})")
                 axes.set_title(stage)
             axes.set_xlim(*shown)
             axes.set_xlabel("characters")
@@ -514,8 +515,17 @@ def share(part: float, whole: float) -> str:
     return f"{100 * part / whole:.1f}%" if whole else "–"
 
 
-def estimate(value: float) -> str:
-    return f"≈{value:,.0f}" if value else "0"
+def scaled(count: float, scale: float) -> str:
+    """`count` records of the sample as pages of the run: exact (no ≈) where each stands for
+    one page, which is when every URL is in the sample and every record was read."""
+    if not count:
+        return "0"
+    return f"{count:,}" if scale == 1 else f"≈{count * scale:,.0f}"
+
+
+def share_of_urls(fraction: float) -> str:
+    """The sample's --exclusion_fraction as people say it: `10% of URLs`, `every URL`."""
+    return "every URL" if fraction >= 1 else f"{100 * fraction:g}% of URLs"
 
 
 def no_sample_note(reason: str) -> str:
@@ -553,13 +563,15 @@ def summary_section(stats_record: dict, counters: stats.Stats, reasons: List[Dro
         f"{drop.stage} removed {counted(drop.count, drop.level)} ({escaped(drop.reason)})"
         for drop in removed[:_SUMMARY_REASONS]) + ".</p>") if removed else ""
     if sample is not None:
-        sample_line = (f"<p>Exclusions sample: {sample.fraction:g} of URLs; read "
+        figures = ("Figures from it are counts: it holds every page, and all of it was read."
+                   if sample.exact else
+                   "Figures from it are estimates (≈), scaled to the whole run.")
+        sample_line = (f"<p>Exclusions sample: {share_of_urls(sample.fraction)}; read "
                        f"{sample.files_read:,} of its {sample.files_total:,} files of dropped "
                        f"records ({sample.records_read:,} of {sample.records_total:,} records) "
                        f"and {sample.kept_read:,} of its {sample.kept_total:,} kept pages: whole "
                        f"files, each a bucket of URLs by hash, until "
-                       f"{config.sample_records:,} records. Figures from it are estimates (≈), "
-                       "scaled to the whole run.</p>")
+                       f"{config.sample_records:,} records. {figures}</p>")
         if sample.cut_inside_a_file:
             sample_line += (f'<p class="note">A file of the sample holds more than '
                             f"{config.max_sample_records:,} records, and was cut there: its "
@@ -590,25 +602,34 @@ def reasons_section(reasons: List[DropReason], sample: Optional[Sample]) -> str:
         f"<div>{drop_reason_plot(stage, stage_reasons)}</div>"
         for stage, stage_reasons in by_stage.items()) + "</div>"
     headers = ["stage", "counts", "reason", "counted"]
-    numeric = [False, False, False, True]
+    sample_headers = []
     if sample is not None:
-        headers += ["in the sample", "sample / fraction"]
-        numeric += [True, True]
+        # At fraction 1 the sample holds every record: its count is no estimate.
+        sample_headers = [f"in the sample ({share_of_urls(sample.fraction)})"] + (
+            ["estimate for the run (sample ÷ fraction)"] if sample.fraction < 1 else [])
     rows = []
     for drop in reasons:
         row = [drop.stage, drop.level + "s", drop.reason, drop.count]
         if sample is not None:
-            in_sample = sum(n for key, n in sample.sampled.get(drop.stage, {}).items()
-                            if key == f"{drop.level}:{drop.reason}"
-                            or key.startswith(f"{drop.level}:{drop.reason}:"))
-            row += [in_sample, estimate(in_sample / sample.fraction)]
+            in_sample = sampled_count(sample, drop)
+            row += [in_sample, scaled(in_sample, 1 / sample.fraction)][:len(sample_headers)]
         rows.append(row)
+    headers += sample_headers
+    numeric = [False, False, False, True] + [True] * len(sample_headers)
     legend = " ".join(f'<span style="color:{colour}">■</span> {level}s'
                       for level, colour in LEVEL_COLOURS.items())
     return section("reasons", "Drop reasons per stage",
                    f'<p class="muted">From the counters: pages a stage dropped, and lines or spans '
                    f'it removed from pages it kept. {legend}</p>' + plots
                    + table(headers, rows, numeric))
+
+
+def sampled_count(sample: Sample, drop: DropReason) -> int:
+    """The sample's records of a reason, over its languages where the stage counts it per
+    language (`page:badword:de`, `page:badword:en`, ...)."""
+    return sum(n for key, n in sample.sampled.get(drop.stage, {}).items()
+               if key == f"{drop.level}:{drop.reason}"
+               or key.startswith(f"{drop.level}:{drop.reason}:"))
 
 
 def languages_section(counters: stats.Stats) -> str:
@@ -635,15 +656,21 @@ def languages_section(counters: stats.Stats) -> str:
     return section("languages", "Pages by language", body)
 
 
+def sample_basis(sample: Sample) -> str:
+    """What the figures from the sample are: counts, or estimates and what one record is worth."""
+    if sample.exact:
+        return "Counts of the exclusions sample, which holds every page of the run."
+    return (f"Estimates (≈) from the exclusions sample: each record read stands for "
+            f"{sample.dropped_scale:,.1f} dropped, each kept page for {sample.kept_scale:,.1f}.")
+
+
 def domains_section(sample: Optional[Sample], sample_problem: str, stages: List[str]) -> str:
     if sample is None:
         return section("domains", "Domains", no_sample_note(sample_problem))
     kept = table(["domain", "pages kept"],
-                 [[domain, estimate(n * sample.kept_scale)]
+                 [[domain, scaled(n, sample.kept_scale)]
                   for domain, n in top_domains(sample.kept_by_domain)], [False, True])
-    parts = [f'<p class="muted">Estimates from the exclusions sample (each record read stands '
-             f'for {sample.dropped_scale:,.1f} dropped, each kept page for '
-             f'{sample.kept_scale:,.1f}). A domain is the URL\'s host without '
+    parts = [f'<p class="muted">{sample_basis(sample)} A domain is the URL\'s host without '
              '<code>www.</code>.</p><div class="grid">', f"<div><h3>Most kept</h3>{kept}</div>"]
     for stage in in_stage_order(set(sample.dropped_by_domain) | set(sample.removed_by_domain),
                                 stages):
@@ -655,9 +682,9 @@ def domains_section(sample: Optional[Sample], sample_problem: str, stages: List[
         columns = [(name, counts) for name, counts in (("pages dropped", dropped),
                                                         ("lines or spans removed", removed))
                    if counts]
-        rows = [[domain] + [estimate(counts[domain] * sample.dropped_scale)
+        rows = [[domain] + [scaled(counts[domain], sample.dropped_scale)
                             for _, counts in columns]
-                + [estimate(sample.kept_by_domain[domain] * sample.kept_scale)]
+                + [scaled(sample.kept_by_domain[domain], sample.kept_scale)]
                 for domain in ranked[:_TABLE_ROWS]]
         parts.append(f"<div><h3>Most dropped by {escaped(stage)}</h3>"
                      + table(["domain"] + [name for name, _ in columns] + ["pages kept"],
@@ -670,8 +697,8 @@ def months_section(sample: Optional[Sample], sample_problem: str) -> str:
     if sample is None:
         return section("months", "Crawl months", no_sample_note(sample_problem))
     return section("months", "Crawl months",
-                   '<p class="muted">Pages kept and dropped by the month of their crawl '
-                   '(estimates from the exclusions sample).</p>' + month_plot(sample))
+                   '<p class="muted">Pages kept and dropped by the month of their crawl. '
+                   f'{sample_basis(sample)}</p>' + month_plot(sample))
 
 
 def lengths_section(sample: Optional[Sample], sample_problem: str, stages: List[str]) -> str:
@@ -680,7 +707,7 @@ def lengths_section(sample: Optional[Sample], sample_problem: str, stages: List[
     return section("lengths", "Page lengths",
                    '<p class="muted">Characters per page, log bins: the pages kept (green) '
                    'against the pages each stage dropped (red, their text as it was when '
-                   'dropped), as shares of each group; estimated sizes in the legends.</p>'
+                   'dropped), as shares of each group; their sizes in the legends.</p>'
                    + length_plot(sample, stages))
 
 
@@ -736,22 +763,50 @@ def _share_cell(name: str, value):
     return value
 
 
+def _has_a_match(measures: dict) -> bool:
+    return any(isinstance(value, (int, float)) and value > 0
+               for name, value in measures.items() if name.endswith("_share"))
+
+
+def _largest_share(measures: dict) -> float:
+    return max([value for name, value in measures.items()
+                if name.endswith("_share") and isinstance(value, (int, float))] + [0])
+
+
 def contamination_html(record: dict) -> str:
+    """contamination.json's table: the task fields with a match first, largest share first;
+    those without one folded away below them."""
     rows = [(task, field, measures) for task, fields in sorted(record.get("tasks", {}).items())
             for field, measures in sorted(fields.items())]
-    names = list(dict.fromkeys(["examples", "exact_share", "ngram13_share"]
-                               + sorted({name for _, _, measures in rows for name in measures})))
-    names = [name for name in names if any(name in measures for _, _, measures in rows)]
-    return ("<h3>Benchmark contamination</h3>"
-            + table(["task", "field"] + names,
-                    [[task, field] + [_share_cell(name, measures.get(name, "")) for name in names]
-                     for task, field, measures in rows],
-                    [False, False] + [True] * len(names)))
+    present = {name for _, _, measures in rows for name in measures}
+    names = ([name for name in CONTAMINATION_HEADINGS if name in present]
+             + sorted(present - set(CONTAMINATION_HEADINGS)))
+    headings = ["task", "field"] + [CONTAMINATION_HEADINGS.get(name, name.replace("_", " "))
+                                    for name in names]
+    numeric = [False, False] + [True] * len(names)
+
+    def cells(task, field, measures):
+        return [task, field] + [_share_cell(name, measures.get(name, "")) for name in names]
+    matched = sorted((row for row in rows if _has_a_match(row[2])),
+                     key=lambda row: (-_largest_share(row[2]), row[0], row[1]))
+    unmatched = [row for row in rows if not _has_a_match(row[2])]
+    parts = [f"<h3>Benchmark contamination</h3><p>{counted(len(matched), 'task field')} of "
+             f"{len(rows):,} with an example found in the corpus"
+             + (": largest share first." if matched else ".") + "</p>"]
+    if matched:
+        parts.append(table(headings, [cells(*row) for row in matched], numeric))
+    if unmatched:
+        parts.append(f"<details><summary>{counted(len(unmatched), 'task field')} with no "
+                     "example found</summary>"
+                     + table(headings, [cells(*row) for row in unmatched], numeric)
+                     + "</details>")
+    return "".join(parts)
 
 
 def blocklist_html(record: dict) -> str:
+    # At fraction 1 the sample's pages are the run's: no estimate beside them.
     estimated = (f" (≈{record['estimated_pages']:,} in the whole run)"
-                 if "estimated_pages" in record else "")
+                 if "estimated_pages" in record and record.get("fraction", 0) < 1 else "")
     parts = [f"<h3>Blocklist</h3><p>Pages of the sample the bad-words filter dropped: "
              f"{record.get('pages', 0):,}{estimated}. The terms (each counted once a page), "
              "the terms that dropped a page alone, and the domains, in the sample.</p>"]
@@ -800,14 +855,39 @@ def config_value_html(value) -> str:
     return escaped(json.dumps(value) if isinstance(value, (bool, dict)) else value)
 
 
+def lists_html(list_sha256: Dict[str, str]) -> str:
+    """The external lists the run read (bad words, domains, URLs, a decontamination index), by
+    name and the sha256 of their bytes, which tells two runs' lists apart."""
+    if not list_sha256:
+        return "<h3>Lists used</h3><p>None.</p>"
+    return ("<h3>Lists used</h3>"
+            + table(["list", "where", "sha256"],
+                    [[name.rstrip("/").rsplit("/", 1)[-1], name, digest]
+                     for name, digest in sorted(list_sha256.items())]))
+
+
+def config_rows(run_config: dict) -> List[Tuple[str, object]]:
+    """run_config.json's rows, but the lists (shown apart, by name) and an empty
+    `badwords_files`, which means one list given by --badwords, not none."""
+    rows = []
+    for key, value in flattened({name: value for name, value in run_config.items()
+                                 if name != "lists_sha256"}):
+        if (key == "config.badwords_files" and not value
+                and run_config.get("config", {}).get("filter_badwords")):
+            value = "one list, given by --badwords (under Lists used)"
+        rows.append((key, value))
+    return rows
+
+
 def config_section(run_config: Optional[dict], problems: List[dict]) -> str:
     if run_config is None:
         body = f"<p class=note>No {provenance.RUN_CONFIG_FILE} in the run's folder.</p>"
     else:
         rows = "".join(f"<tr><th>{escaped(key)}</th><td>{config_value_html(value)}</td></tr>"
-                       for key, value in flattened(run_config))
-        body = (f'<p class="muted">{provenance.RUN_CONFIG_FILE}: what the run was built from.</p>'
-                f"<table><tbody>{rows}</tbody></table>")
+                       for key, value in config_rows(run_config))
+        body = (lists_html(run_config.get("lists_sha256", {}))
+                + f'<h3>Settings</h3><p class="muted">{provenance.RUN_CONFIG_FILE}: what the run '
+                f"was built from.</p><table><tbody>{rows}</tbody></table>")
     return section("config", "The run's configuration", file_problems_html(problems) + body)
 
 
@@ -824,7 +904,7 @@ def run_title(stats_record: dict, run_config: Optional[dict]) -> str:
 
 def datasheet_html(stats_record: dict, run_config: Optional[dict], sample: Optional[Sample],
                    sample_problem: str, studies: Dict[str, dict], output_dir: str,
-                   config: ReportConfig) -> str:
+                   config: ReportConfig, sample_dir: Optional[str] = None) -> str:
     """The whole page, from what the run left (read by `build_datasheet`)."""
     counters = ordered_stages(stats_record)
     reasons = drop_reasons(counters)
@@ -843,6 +923,8 @@ def datasheet_html(stats_record: dict, run_config: Optional[dict], sample: Optio
     return ("<!doctype html>\n"
             f'<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
+            + (f'<meta name="{SAMPLE_META}" content="{escaped(sample_dir)}">'
+               if sample is not None else "") +
             f"<title>{escaped(title)}: datasheet</title><style>{_STYLE}</style></head><body>"
             f"<header><h1>{escaped(title)}: datasheet</h1>"
             f"<p>{escaped(output_dir)}</p></header><nav>{nav}</nav><main>"
@@ -853,30 +935,54 @@ def _read_json(path: str) -> Optional[dict]:
     return json.loads(read_all(path)) if FileSystems.exists(path) else None
 
 
+class Refused(Exception):
+    """The datasheet would lose what the run's page has: the message says how to go on."""
+
+
+def built_with_sample(path: str) -> Optional[str]:
+    """The exclusions folder an existing datasheet was built with (its <meta>), or None."""
+    if not FileSystems.exists(path):
+        return None
+    found = re.search(f'<meta name="{SAMPLE_META}" content="([^"]*)">',
+                      read_all(path).decode("utf-8", "replace"))
+    return html.unescape(found.group(1)) if found else None
+
+
 def build_datasheet(output_dir: str, exclusions_given: Optional[str] = None,
-                    config: ReportConfig = ReportConfig()) -> str:
+                    config: ReportConfig = ReportConfig(), force: bool = False) -> str:
     """Reads the run in `output_dir` and writes its datasheet (with the exclusions sample in
-    `exclusions_given`, else where its run_config.json says); returns the page's path."""
+    `exclusions_given`, else where its run_config.json says); returns the page's path.
+
+    A page without the sample, where the run recorded one that cannot be found or where the
+    page there now was built with one, is Refused unless `force`: the sample's sections would
+    be lost without a word."""
     stats_record = _read_json(FileSystems.join(output_dir, stats.STATS_FILE))
     if stats_record is None:
         raise FileNotFoundError(f"no {stats.STATS_FILE} in {output_dir}: is it a run's output?")
     run_config = _read_json(FileSystems.join(output_dir, provenance.RUN_CONFIG_FILE))
-    directory = exclusions_dir(output_dir, run_config or {}, exclusions_given)
-    sample, sample_problem = None, "This run wrote no exclusions sample."
-    if directory is not None:
-        if FileSystems.exists(FileSystems.join(directory, exclusions.SUMMARY_FILE)):
-            sample = read_sample(directory, config)
-        else:
-            sample_problem = (f"No exclusions sample at {directory} ({exclusions.SUMMARY_FILE} "
-                              "missing).")
     report_dir = FileSystems.join(output_dir, REPORT_DIR)
+    path = FileSystems.join(report_dir, REPORT_FILE)
+    sample, sample_problem, directory = None, "This run wrote no exclusions sample.", None
+    try:
+        directory = exclusions.locate(output_dir, run_config or {}, exclusions_given)
+    except exclusions.NotFound as error:
+        if not force:
+            raise Refused(f"{error}; or --force to write the datasheet without the sample's "
+                          "domains, months, lengths and examples") from None
+        sample_problem = f"No exclusions sample: {error}."
+    if directory is not None:
+        sample = read_sample(directory, config)
+    earlier = built_with_sample(path)
+    if sample is None and earlier is not None and not force:
+        raise Refused(f"{path} was built with the exclusions sample in {earlier}, and this one "
+                      "would lack it: give it with --exclusions DIR, or --force to replace the "
+                      "page with one without it")
     studies = {name: record for name in (CONTAMINATION_FILE, BLOCKLIST_FILE)
                for record in [_read_json(FileSystems.join(report_dir, name))] if record}
     page = datasheet_html(stats_record, run_config, sample, sample_problem, studies, output_dir,
-                          config)
+                          config, directory)
     if "://" not in report_dir:
         os.makedirs(report_dir, exist_ok=True)
-    path = FileSystems.join(report_dir, REPORT_FILE)
     write_atomically(path, page.encode("utf-8"))
     return path
 
@@ -888,6 +994,9 @@ def parser() -> argparse.ArgumentParser:
     command_line.add_argument("output", metavar="OUT", help="a finished run's output folder")
     command_line.add_argument("--exclusions", default=None,
                               help="the run's exclusions sample (default: run_config.json's)")
+    command_line.add_argument("--force", action="store_true",
+                              help="write the datasheet even where it would lack the exclusions "
+                                   "sample the run recorded or the page there now has")
     command_line.add_argument("--examples_per_reason", type=int,
                               default=ReportConfig.examples_per_reason,
                               help="example pages shown for each drop reason")
@@ -900,8 +1009,9 @@ def main(argv: Optional[Sequence[str]] = None) -> str:
         sys.exit("error: --examples_per_reason must be >= 0")
     try:
         path = build_datasheet(args.output, args.exclusions,
-                               ReportConfig(examples_per_reason=args.examples_per_reason))
-    except FileNotFoundError as error:
+                               ReportConfig(examples_per_reason=args.examples_per_reason),
+                               args.force)
+    except (FileNotFoundError, Refused) as error:
         sys.exit(f"error: {error}")
     print(f"datasheet written to {path}")
     return path
