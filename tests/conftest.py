@@ -1,9 +1,18 @@
-"""Fixtures shared by every test: where the real sample data lives."""
+"""Fixtures shared by every test: where the real sample data lives, and the one-job references."""
+import os
 import pathlib
 
 import pytest
 
+from tests.support import outputs
+from tests.support.references import build_reference
+
 SHARED_DATA = pathlib.Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_runtest_logstart(nodeid, location):
+    """Each test this process starts, in order: a failed byte-for-byte comparison names them."""
+    outputs.TESTS_STARTED.append(nodeid)
 
 
 @pytest.fixture(scope="session")
@@ -23,20 +32,23 @@ def clean_gin():
     gin.clear_config()
 
 
-@pytest.fixture(scope="module")
-def one_job(shared_data, tmp_path_factory):
+@pytest.fixture(scope="session")
+def references_root(tmp_path_factory) -> pathlib.Path:
+    """The folder of the session's references, one for all pytest-xdist workers (their base
+    temporary folders share a parent), so each reference is built once a session."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "references"
+
+
+@pytest.fixture(scope="session")
+def one_job(shared_data, references_root):
     """The uninterrupted C4 runs in one job, by variant (rules, extra options): their output
-    folders, whose files a run in parts or in stages must write byte for byte."""
-    from pipelines import c4
+    folders, whose files a run in parts or in stages must write byte for byte. Built by the
+    plain command line in a subprocess (tests/support/references.py), whatever the test that
+    asks first has patched."""
     from tests.support.variant_runs import variant_args
-    outputs = {}
 
     def of(variant, rules=None, extra=()):
-        key = variant, rules, tuple(extra)
-        if key not in outputs:
-            output = tmp_path_factory.mktemp(f"one-job-{variant}")
-            c4.main(variant_args(shared_data, variant, rules) + ["--output", str(output),
-                                                                 *extra])
-            outputs[key] = output
-        return outputs[key]
+        return build_reference(references_root,
+                               variant_args(shared_data, variant, rules) + list(extra)).folder
     return of

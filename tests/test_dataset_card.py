@@ -24,18 +24,11 @@ FORMATS = (output.JSONL, output.PARQUET)
 
 
 @pytest.fixture(scope="module")
-def runs(shared_data, tmp_path_factory):
-    """One-job runs on the shared samples by (variant, format): their output folders."""
-    folders = {}
-
+def runs(one_job):
+    """One-job runs on the shared samples by (variant, format): their output folders (the
+    session's references, tests/conftest.py)."""
     def of(name, shard_format, *extra):
-        key = name, shard_format, extra
-        if key not in folders:
-            folder = tmp_path_factory.mktemp(f"{name}-{shard_format}")
-            c4.main(variant_args(shared_data, name) + ["--output", str(folder), "--format",
-                                                       shard_format, *extra])
-            folders[key] = folder
-        return folders[key]
+        return one_job(name, extra=("--format", shard_format, *extra))
     return of
 
 
