@@ -1,7 +1,9 @@
 """The datasheet of a run (pipelines/report.py): counters become the right rows, the exclusions
 sample is read up to its cap and scaled, page text is escaped, the same inputs give the same
 bytes, and the page of a real run renders in headless Chromium without a console message."""
+import collections
 import gzip
+import hashlib
 import json
 import pathlib
 import re
@@ -220,43 +222,139 @@ def test_a_run_without_a_sample_says_what_it_lacks_and_how_to_get_it(tmp_path):
     # Given on the command line, the sample is used: run_config.json names none.
     write_exclusions(tmp_path / "elsewhere", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
     report.main([str(run), "--exclusions", str(tmp_path / "elsewhere")])
-    assert "Exclusions sample: 0.5 of URLs" in (run / "report/index.html").read_text()
+    assert "Exclusions sample: 50% of URLs;" in (run / "report/index.html").read_text()
 
 
-def test_run_config_names_the_sample_relative_to_the_launch_folder_or_inside_out(tmp_path,
-                                                                                  monkeypatch):
-    run = make_run(tmp_path / "run")
-    monkeypatch.chdir(tmp_path)
-    assert report.exclusions_dir(str(run), {"exclusions": "run/exclusions"}, None) \
-        == "run/exclusions"
-    assert report.exclusions_dir(str(run), {"exclusions": "exclusions"}, None) \
-        == str(run / "exclusions")
-    assert report.exclusions_dir(str(run), {}, None) is None
-    # As pipelines.c4 records it: the sample's configuration.
-    assert report.exclusions_dir(str(run), {"exclusions": {"directory": "run/exclusions",
-                                                           "fraction": 0.5}}, None) \
-        == "run/exclusions"
-    assert report.exclusions_dir(str(run), {"exclusions": "x"}, "y") == "y"
-    page = pathlib.Path(report.build_datasheet(str(run), str(tmp_path / "missing"))).read_text()
-    assert "No exclusions sample at" in page
+def record_exclusions(run: pathlib.Path, recorded) -> None:
+    """run_config.json's `exclusions` set to `recorded`, as an older run wrote it."""
+    run_config = json.loads((run / "run_config.json").read_text())
+    run_config["exclusions"] = recorded
+    (run / "run_config.json").write_text(json.dumps(run_config))
+
+
+@pytest.mark.parametrize("recorded", [
+    {"directory": "runs/run/exclusions", "fraction": 0.5},  # Relative to the launch folder.
+    "runs/run/exclusions",  # An older record: the folder alone.
+    {"directory": "elsewhere/exclusions", "fraction": 0.5}])  # Moved into OUT since.
+def test_a_relative_record_of_the_sample_is_found_from_any_folder(tmp_path, monkeypatch,
+                                                                   recorded):
+    """Runs recorded the folder as given, relative to where they were started: the datasheet
+    of one started in tmp_path, built from another folder, has the sample all the same."""
+    run = make_run(tmp_path / "runs/run")
+    record_exclusions(run, recorded)
+    (tmp_path / "somewhere/else").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path / "somewhere/else")
+    page = pathlib.Path(report.main([str(run)])).read_text()
+    assert "Exclusions sample: 50% of URLs;" in page
+    assert "<h3>Most kept</h3>" in page
+
+
+def test_a_sample_recorded_and_not_found_is_refused_naming_where_it_looked(tmp_path,
+                                                                         monkeypatch, capsys):
+    run = make_run(tmp_path / "runs/run")
+    aside = (run / "exclusions").rename(tmp_path / "aside")
+    record_exclusions(run, {"directory": "gone/exclusions", "fraction": 0.5})
+    monkeypatch.chdir(tmp_path / "runs")
+    with pytest.raises(SystemExit) as refused:
+        report.main([str(run)])
+    message = str(refused.value)
+    assert "recorded its exclusions at gone/exclusions" in message
+    for looked in (tmp_path / "runs/gone/exclusions", tmp_path / "gone/exclusions",
+                   run / "exclusions"):
+        assert str(looked) in message
+    assert "--exclusions DIR" in message and "--force" in message
+    assert not (run / "report/index.html").exists()
+    # A sample of another fraction in one of those places is another run's: not taken.
+    write_exclusions(tmp_path / "gone/exclusions", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.25)
+    with pytest.raises(SystemExit, match="recorded its exclusions"):
+        report.main([str(run)])
+    # As the message says: --force writes the page without it, and says why on the page;
+    # --exclusions DIR names it.
+    page = pathlib.Path(report.main([str(run), "--force"])).read_text()
+    assert "No exclusions sample: the run in" in page
+    page = pathlib.Path(report.main([str(run), "--exclusions", str(aside)])).read_text()
+    assert "Exclusions sample: 50% of URLs;" in page
+    with pytest.raises(SystemExit, match=f"no exclusions at {tmp_path / 'nowhere'}"):
+        report.main([str(run), "--exclusions", str(tmp_path / "nowhere")])
+
+
+def test_a_datasheet_with_the_sample_is_not_replaced_by_one_without_unless_forced(tmp_path):
+    run = make_run(tmp_path / "run", with_sample=False)
+    write_exclusions(tmp_path / "elsewhere", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
+    fuller = pathlib.Path(report.main([str(run), "--exclusions", str(tmp_path / "elsewhere")]))
+    before = fuller.read_bytes()
+    with pytest.raises(SystemExit) as refused:
+        report.main([str(run)])
+    assert (f"was built with the exclusions sample in {tmp_path / 'elsewhere'}, and this one "
+            "would lack it") in str(refused.value)
+    assert "--exclusions DIR" in str(refused.value) and "--force" in str(refused.value)
+    assert fuller.read_bytes() == before
+    # Rebuilt with the sample, it is replaced; --force replaces it with the page without.
+    report.main([str(run), "--exclusions", str(tmp_path / "elsewhere")])
+    assert fuller.read_bytes() == before
+    report.main([str(run), "--force"])
+    assert "This run wrote no exclusions sample." in fuller.read_text()
+    report.main([str(run)])  # A page without the sample may replace one without it.
 
 
 def test_the_studies_are_shown_as_tables_when_present(tmp_path):
     run = make_run(tmp_path / "run")
     (run / "report").mkdir()
-    (run / "report/contamination.json").write_text(json.dumps({"tasks": {"glue_cola": {
-        "sentence": {"examples": 1043, "exact_share": 0.0125, "ngram13_share": 0.25}},
-        "copa": {"premise": {"examples": 0, "exact_share": None, "ngram13_share": None}}}}))
+    (run / "report/contamination.json").write_text(json.dumps({"tasks": {
+        "glue_cola": {"sentence": {"examples": 1043, "exact": 13, "exact_share": 0.0125,
+                                   "ngram13": 2, "ngram13_share": 0.25,
+                                   "too_short_for_ngrams": 1035}},
+        "copa": {"premise": {"examples": 0, "exact_share": None, "ngram13_share": None}},
+        "anli": {"premise": {"examples": 9, "exact": 0, "exact_share": 0.0, "ngram13": 0,
+                             "ngram13_share": 0.0, "too_short_for_ngrams": 0}},
+        "wsc": {"text": {"examples": 5, "exact": 1, "exact_share": 0.2, "ngram13": 0,
+                         "ngram13_share": 0.0, "too_short_for_ngrams": 5}}}}))
     (run / "report/blocklist.json").write_text(json.dumps({
         "terms": [["badterm", 17]], "domains": [["spam.example", 3]], "pages": 20,
-        "estimated_pages": 200, "terms_alone": [["badterm", 9]]}))
+        "fraction": 0.1, "estimated_pages": 200, "terms_alone": [["badterm", 9]]}))
     page = pathlib.Path(report.build_datasheet(str(run))).read_text()
-    assert "<td>glue_cola</td><td>sentence</td><td class=n>1,043</td>" in page
-    assert "1.25%" in page and "25.00%" in page
-    assert "<td>copa</td><td>premise</td><td class=n>0</td><td class=n>–</td>" in page
+    assert ("<td>glue_cola</td><td>sentence</td><td class=n>1,043</td><td class=n>13</td>"
+            "<td class=n>1.25%</td><td class=n>2</td><td class=n>25.00%</td>"
+            "<td class=n>1,035</td>") in page
+    assert "<td>copa</td><td>premise</td><td class=n>0</td><td class=n></td><td class=n>–</td>" \
+        in page
+    # Readable headings, not contamination.json's names.
+    assert ("<th>task</th><th>field</th><th class=n>examples</th><th class=n>exact matches</th>"
+            "<th class=n>share exact</th><th class=n>sharing a 13-gram</th>"
+            "<th class=n>share by 13-grams</th><th class=n>too short for 13-grams</th>") in page
+    assert "ngram13_share" not in page and "too_short_for_ngrams" not in page
+    # The fields with a match lead, largest share first; those without are folded below.
+    assert "2 task fields of 4 with an example found in the corpus" in page
+    order = [page.index(needle) for needle in (
+        "<td>glue_cola</td>", "<td>wsc</td>",
+        "<details><summary>2 task fields with no example found</summary>",
+        "<td>anli</td>", "<td>copa</td>")]
+    assert order == sorted(order)
     assert "<td>badterm</td><td class=n>17</td>" in page  # Terms, then terms alone.
     assert "<td>badterm</td><td class=n>9</td>" in page
     assert "dropped: 20 (≈200 in the whole run)" in page
+    # At fraction 1 the sample's pages are the run's: no estimate beside them.
+    (run / "report/blocklist.json").write_text(json.dumps({
+        "terms": [], "domains": [], "pages": 20, "fraction": 1.0, "estimated_pages": 20,
+        "terms_alone": []}))
+    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    assert "dropped: 20. The terms" in page
+
+
+def test_the_sample_is_said_as_a_share_of_urls_and_its_figures_as_estimates(tmp_path):
+    assert [report.share_of_urls(fraction) for fraction in (1.0, 0.5, 0.1, 0.01, 0.001)] == [
+        "every URL", "50% of URLs", "10% of URLs", "1% of URLs", "0.1% of URLs"]
+    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    assert "Exclusions sample: 50% of URLs;" in page
+    assert "Figures from it are estimates (≈), scaled to the whole run." in page
+    # Kept pages of the 0.5 sample, all read: d.com's 2 and a.com's 1 stand for 4 and 2.
+    assert "<tr><td>d.com</td><td class=n>≈4</td></tr><tr><td>a.com</td><td class=n>≈2</td>" \
+        in page
+    # The reasons table: 3 line records of no_terminal_punctuation in the sample, 6 estimated.
+    assert ("<th class=n>in the sample (50% of URLs)</th>"
+            "<th class=n>estimate for the run (sample ÷ fraction)</th>") in page
+    assert ("<td>no_terminal_punctuation</td><td class=n>40</td><td class=n>3</td>"
+            "<td class=n>≈6</td>") in page
 
 
 def test_examples_per_reason_on_the_command_line(tmp_path):
@@ -279,6 +377,79 @@ def real_run(shared_data, tmp_path_factory):
              "--badwords", str(shared_data / "badwords/en"), "--output", str(output),
              "--exclusions", str(output / "exclusions"), "--exclusion_fraction", "1"])
     return output
+
+
+def gzipped_records(folder: pathlib.Path, pattern: str) -> list:
+    return [json.loads(line) for path in sorted(folder.glob(pattern))
+            for line in gzip.decompress(path.read_bytes()).splitlines()]
+
+
+def months_plot_labels(page: str) -> list:
+    """The texts of the crawl months' plot after its y label: the bars' labels."""
+    months = page[page.index('<section id="months">'):]
+    texts = re.findall(r"<text[^>]*>([^<]*)</text>", months[:months.index("</section>")])
+    return texts[texts.index("pages") + 1:texts.index("pages by crawl month")]
+
+
+def test_a_sample_of_every_url_gives_counts_with_no_estimate(real_run, shared_data):
+    page = pathlib.Path(report.main([str(real_run)])).read_text()
+    assert "Exclusions sample: every URL;" in page
+    assert "Figures from it are counts: it holds every page, and all of it was read." in page
+    assert "≈" not in page
+    assert "<th class=n>in the sample (every URL)</th></tr>" in page  # No estimate column.
+    # Every bar of the months has its count, however small beside the others (the run's 2014
+    # and 2024 pages are 1 to 3 beside 797): kept, then dropped pages, month by month.
+    kept = collections.Counter(record["timestamp"][:7]
+                               for record in gzipped_records(real_run / "exclusions", "kept-*"))
+    dropped = collections.Counter(
+        record["timestamp"][:7] for record in gzipped_records(real_run / "exclusions",
+                                                              "exclusions-*")
+        if record["level"] == "page")
+    assert min(dropped.values()) <= 3 < 700 < max(kept.values())
+    assert months_plot_labels(page) == [f"{counts[month]:,}" for counts in (kept, dropped)
+                                        for month in sorted(set(kept) | set(dropped))
+                                        if counts[month]]
+
+
+def test_the_lists_used_are_shown_by_name_and_hash(real_run, shared_data):
+    page = pathlib.Path(report.main([str(real_run)])).read_text()
+    badwords = shared_data / "badwords/en"
+    digest = hashlib.sha256(badwords.read_bytes()).hexdigest()
+    assert "<h3>Lists used</h3>" in page
+    assert f"<tr><td>en</td><td>{badwords}</td><td>{digest}</td></tr>" in page
+    assert "lists_sha256" not in page
+    assert ("<th>config.badwords_files</th><td>one list, given by --badwords (under Lists used)"
+            "</td>") in page
+
+
+@pytest.fixture(scope="module")
+def multilingual_run(shared_data, tmp_path_factory):
+    """mC4 on the samples with 30% of the URLs sampled: its bad words are counted per language
+    (`pages.dropped:badword:<language>`)."""
+    from pipelines import c4
+    from tests.support.variant_runs import variant_args
+    folder = tmp_path_factory.mktemp("datasheet-mc4")
+    c4.main(variant_args(shared_data, "multilingual") + [
+        "--output", str(folder / "out"), "--exclusions", str(folder / "excluded"),
+        "--exclusion_fraction", "0.3"])
+    return folder
+
+
+def test_a_reason_counted_per_language_has_its_sample_count_and_estimate(multilingual_run):
+    page = pathlib.Path(report.main([str(multilingual_run / "out")])).read_text()
+    counters = json.loads((multilingual_run / "out/stats.json").read_text())["stages"]
+    counted_in_run = sum(value for name, value in counters["badwords"].items()
+                         if name.startswith("pages.dropped:badword:"))
+    records = [record for record in gzipped_records(multilingual_run / "excluded",
+                                                    "exclusions-*")
+               if record["stage"] == "badwords"]
+    assert len({record["reason"] for record in records}) > 1  # Several languages.
+    in_sample = len(records)
+    assert 0 < in_sample < counted_in_run
+    assert ("<td>badwords</td><td>pages</td><td>badword</td>"
+            f"<td class=n>{counted_in_run:,}</td><td class=n>{in_sample:,}</td>"
+            f"<td class=n>≈{round(in_sample / 0.3):,}</td></tr>") in page
+    assert "Exclusions sample: 30% of URLs;" in page
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get "
