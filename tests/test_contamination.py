@@ -1,19 +1,35 @@
 """The contamination study (text/contamination.py, model/tasks/contamination.py): the
 normalisation, both methods on small texts, the index's file, and the command on a corpus
-folder into which known examples of shared tasks are planted at known rates."""
+folder into which known examples of shared tasks are planted at known rates. Expected values
+are literals or computed here (`_reference_words`), never read from the modules."""
 import csv
 import gzip
 import json
 import pathlib
 import shutil
+import unicodedata
 
 import pytest
 
 from model.tasks import contamination as command
-from text.contamination import NGRAM_WORDS, ContaminationIndex, ExampleKey, normalize
+from text.contamination import ContaminationIndex, ExampleKey, normalize
 
 LONG = ("the committee met on a rainy tuesday to discuss the budget for the new library "
         "building and its many shelves")  # 19 words
+# GPT-3's 13-gram (Brown et al. 2020, Appendix C) and its least N, 8 words, the exact method's
+# minimum; GPT-4's 50 characters (OpenAI 2023, Appendix C) for scripts without spaces.
+NGRAM = 13
+MIN_EXACT = 8
+NGRAM_CHARACTERS = 50
+CAT = "The cat sat on the mat by the door."  # 9 words: long enough for the exact method
+
+
+def _reference_words(text: str) -> list:
+    """The normalised words, computed here character by character: lower case, Unicode
+    punctuation, symbols and format characters gone, split on white space."""
+    kept = "".join(c for c in text.lower()
+                   if unicodedata.category(c)[0] not in "PS" and unicodedata.category(c) != "Cf")
+    return kept.split()
 
 
 @pytest.mark.parametrize("raw, normalized", [
@@ -36,20 +52,20 @@ def _index(*rows):
 
 
 def test_an_exact_match_is_found_whatever_its_case_punctuation_and_spacing():
-    index = _index(("glue_cola", "sentence", "7", "The cat sat on the mat."))
-    found = index.matches("Yesterday, THE CAT -- sat on\nthe mat!! Then it left.")
+    index = _index(("glue_cola", "sentence", "7", CAT))
+    found = index.matches("Yesterday, THE CAT -- sat on\nthe mat by... the DOOR!! Then it left.")
     assert found.exact == {ExampleKey("glue_cola", "sentence", "7")}
-    assert found.ngram13 == set()  # six words: too short for a 13-gram
+    assert found.ngram13 == set()  # nine words: too short for a 13-gram
 
 
 @pytest.mark.parametrize("page", [
-    "The cat sat on a mat.",  # one word differs
-    "The cat sat on the mattress.",  # the last word is longer: not at a word boundary
-    "Bathe cat sat on the mat.",  # nor the first
-    "The cat sat. On the table: the mat.",  # the words apart
+    "The cat sat on a mat by the door.",  # one word differs
+    "The cat sat on the mat by the doorway.",  # the last word is longer: not at a word boundary
+    "Bathe cat sat on the mat by the door.",  # nor the first
+    "The cat sat. On the table: the mat by the door.",  # the words apart
 ])
 def test_a_near_miss_is_not_an_exact_match(page):
-    index = _index(("glue_cola", "sentence", "7", "The cat sat on the mat."))
+    index = _index(("glue_cola", "sentence", "7", CAT))
     assert index.matches(page).exact == set()
 
 
@@ -67,27 +83,99 @@ def test_a_13_gram_is_found_across_case_and_punctuation_and_12_words_are_not():
     key = ExampleKey("xsum", "document", "3")
     index = _index((*key, LONG + ". It was long."))
     words = LONG.split()
-    thirteen = " ".join(words[2:2 + NGRAM_WORDS]).upper().replace(" ", ", ")
+    thirteen = " ".join(words[2:2 + NGRAM]).upper().replace(" ", ", ")
     found = index.matches(f"Intro text. {thirteen}!! Outro.")
     assert found.ngram13 == {key} and found.exact == set()
-    twelve = " ".join(words[2:2 + NGRAM_WORDS - 1])
+    twelve = " ".join(words[2:2 + NGRAM - 1])
     assert index.matches(f"Intro text. {twelve} outro words follow here.").ngram13 == set()
 
 
 def test_fields_under_13_words_are_counted_by_the_exact_method_only():
-    index = _index(("t", "short", "1", "one two three"), ("t", "long", "1", LONG),
-                   ("t", "empty", "1", "?!"))
+    nine = "one two three four five six seven eight nine"
+    index = _index(("t", "short", "1", nine), ("t", "long", "1", LONG), ("t", "empty", "1", "?!"))
     assert [key.field for key in index.keys] == ["short", "long"]  # no text, not an example
-    assert index.too_short == [True, False]
+    assert index.too_short["ngram13"] == [True, False]
     assert index.stats.too_short_for_ngrams == 1
-    both = index.matches(f"one two three and {LONG}")
+    both = index.matches(f"{nine} and {LONG}")
     assert both.exact == set(index.keys) and both.ngram13 == {index.keys[1]}
 
 
 def test_examples_with_one_normalised_text_are_all_found():
-    index = _index(("glue_rte", "sentence1", "dev:0", "A same text."),
-                   ("super_glue_rte", "premise", "val:0", "a same text"))
-    assert index.matches("It is a SAME text indeed").exact == set(index.keys)
+    index = _index(("glue_rte", "sentence1", "dev:0", "A same text, said in eight words here."),
+                   ("super_glue_rte", "premise", "val:0", "a same text said in eight words here"))
+    page = "It is A SAME text said in eight words here indeed"
+    assert index.matches(page).exact == set(index.keys)
+
+
+THIRTEEN = "one two three four five six seven eight nine ten eleven twelve thirteen"
+
+
+def test_an_example_of_exactly_13_words_is_found_by_13_grams_and_one_of_12_is_not():
+    twelve = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    index = _index(("t", "thirteen", "1", THIRTEEN), ("t", "twelve", "1", twelve))
+    found = index.matches(f"Before. {THIRTEEN.upper()}; and {twelve}, after.")
+    assert found.ngram13 == {ExampleKey("t", "thirteen", "1")}
+    assert found.exact == {ExampleKey("t", "thirteen", "1"), ExampleKey("t", "twelve", "1")}
+
+
+@pytest.mark.parametrize("example, found", [
+    ("Good.", False),  # WMT's one-word segment
+    ("Real life.", False),  # WiC's
+    ("one two three four five six seven", False),  # 7 words
+    ("one two three four five six seven eight", True),  # 8 words: GPT-3's least N
+])
+def test_the_exact_method_leaves_out_examples_under_8_words(example, found):
+    index = _index(("wmt", "en", "1", example))
+    page = f"It was good. Real life. {example} Nothing else: one two three four five six seven."
+    assert (index.matches(page).exact == {ExampleKey("wmt", "en", "1")}) is found
+
+
+def _xquad_fields(shared_data, language: str, field: str) -> list:
+    """(task, field, id, text) of one field of every question of an XQuAD file, read here."""
+    found = sorted(shared_data.glob(f"tasks/xquad/**/xquad.{language}.json"))
+    assert len(found) == 1, found
+    data = json.loads(found[0].read_text(encoding="utf-8"))
+    rows = []
+    for article in data["data"]:
+        for paragraph in article["paragraphs"]:
+            for qa in paragraph["qas"]:
+                text = paragraph["context"] if field == "context" else qa["question"]
+                rows.append(("xquad", field, f"{language}:{qa['id']}", text))
+    return rows
+
+
+def _spaceless(text: str) -> str:
+    return "".join(_reference_words(text))
+
+
+@pytest.mark.parametrize("language, questions, measurable", [
+    ("zh", 1190, 1175),  # 861 too short when words were split on spaces
+    ("th", 153, 153),
+])
+def test_the_contexts_of_scripts_without_spaces_are_measured_in_characters(
+        shared_data, language, questions, measurable):
+    contexts = _xquad_fields(shared_data, language, "context")
+    assert len(contexts) == questions
+    assert sum(len(_spaceless(text)) >= NGRAM_CHARACTERS for *_, text in contexts) == measurable
+    index = ContaminationIndex.build(contexts)
+    assert index.stats.too_short_for_ngrams == questions - measurable
+
+
+@pytest.mark.parametrize("language", ["zh", "th"])
+def test_a_planted_context_of_a_script_without_spaces_is_found_and_no_other(shared_data, language):
+    rows = _xquad_fields(shared_data, language, "context")
+    by_text = {text: row for row in rows for text in [row[3]]}  # one example per paragraph
+    (planted, other, filler) = sorted(by_text.values(), key=lambda row: row[2])[:3]
+    index = ContaminationIndex.build([planted, other])
+    middle = planted[3][len(planted[3]) // 3:len(planted[3]) // 3 + 80]  # cut inside words
+    page = f"{filler[3][:200]}{middle}{filler[3][200:400]}"
+    assert len(_spaceless(middle)) >= NGRAM_CHARACTERS
+    found = index.matches(page)
+    assert found.ngram13 == {ExampleKey(*planted[:3])}
+    assert found.exact == set()
+    whole = index.matches(f"{filler[3][:100]}{planted[3]}{filler[3][100:200]}")  # no spaces around
+    assert whole.exact == whole.ngram13 == {ExampleKey(*planted[:3])}
+    assert index.matches(filler[3]) == ((set(), set()))
 
 
 def test_the_index_round_trips_through_a_file(tmp_path):
@@ -144,14 +232,13 @@ def _window(text: str) -> str | None:
     never the whole text): shares a 13-gram with it without being it."""
     words = text.split()
     window = " ".join(words[2:18])
-    if len(normalize(text).split()) < 20 or len(normalize(window).split()) < NGRAM_WORDS:
+    if len(_reference_words(text)) < 20 or len(_reference_words(window)) < NGRAM:
         return None
     return window
 
 
-def _ngram_set(normalized: str):
-    words = normalized.split()
-    return {tuple(words[i:i + NGRAM_WORDS]) for i in range(len(words) - NGRAM_WORDS + 1)}
+def _ngram_set(words: list):
+    return {tuple(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1)}
 
 
 @pytest.fixture(scope="module")
@@ -205,15 +292,20 @@ def test_the_planted_shares_are_found_by_both_methods(planted, planted_report):
     assert set(planted_report["tasks"]) == set(PLANTED_TASKS)
     for (task, field), examples in planted["by_field"].items():
         row = planted_report["tasks"][task][field]
-        short = sum(len(normalize(text).split()) < NGRAM_WORDS for text in examples.values())
-        exact = sum((task, field, i) in planted["exact"] for i in examples)
+        lengths = {i: len(_reference_words(text)) for i, text in examples.items()}
+        short = sum(length < NGRAM for length in lengths.values())
+        short_for_exact = sum(length < MIN_EXACT for length in lengths.values())
+        exact = sum((task, field, i) in planted["exact"] and lengths[i] >= MIN_EXACT
+                    for i in examples)
         # A whole example planted has all its 13-grams in the corpus; a window has one.
         by_ngrams = sum((task, field, i) in planted["window"] or (task, field, i) in planted["exact"]
-                        and len(normalize(text).split()) >= NGRAM_WORDS
-                        for i, text in examples.items())
+                        and lengths[i] >= NGRAM for i in examples)
         assert row["examples"] == len(examples), (task, field)
         assert row["too_short_for_ngrams"] == short, (task, field)
-        assert (row["exact"], row["exact_share"]) == (exact, exact / len(examples)), (task, field)
+        assert row["too_short_for_exact"] == short_for_exact, (task, field)
+        assert (row["exact"], row["exact_share"]) == (
+            exact, exact / (len(examples) - short_for_exact)
+            if len(examples) > short_for_exact else None), (task, field)
         assert row["ngram13"] == by_ngrams, (task, field)
         assert row["ngram13_share"] == (by_ngrams / (len(examples) - short)
                                         if len(examples) > short else None), (task, field)
@@ -221,12 +313,14 @@ def test_the_planted_shares_are_found_by_both_methods(planted, planted_report):
 
 def test_the_report_agrees_with_a_brute_force_search_of_the_pages(planted, planted_report):
     """Every example found, and no other, by Python's `in` and sets of word tuples."""
-    pages = [f" {normalize(text)} " for text in planted["texts"]]
-    page_ngrams = set().union(*(_ngram_set(page) for page in pages))
+    pages = [_reference_words(text) for text in planted["texts"]]
+    joined = [f" {' '.join(words)} " for words in pages]
+    page_ngrams = set().union(*(_ngram_set(words) for words in pages))
     for (task, field), examples in planted["by_field"].items():
-        texts = [normalize(text) for text in examples.values()]
+        texts = [_reference_words(text) for text in examples.values()]
         row = planted_report["tasks"][task][field]
-        assert row["exact"] == sum(any(f" {t} " in page for page in pages) for t in texts)
+        assert row["exact"] == sum(len(t) >= MIN_EXACT and any(f" {' '.join(t)} " in page
+                                                               for page in joined) for t in texts)
         assert row["ngram13"] == sum(bool(_ngram_set(t) & page_ngrams) for t in texts)
 
 
@@ -246,16 +340,19 @@ def test_the_written_index_finds_what_the_command_found(planted, planted_report)
     found = set()
     for text in planted["texts"]:
         found |= index.matches(text).exact
-    assert {tuple(key) for key in found} >= planted["exact"]
+    long_enough = {(task, field, i) for (task, field), examples in planted["by_field"].items()
+                   for i, text in examples.items() if len(_reference_words(text)) >= MIN_EXACT}
+    assert {tuple(key) for key in found} >= planted["exact"] & long_enough
     assert len(found) == sum(row["exact"] for fields in planted_report["tasks"].values()
                              for row in fields.values())
 
 
 def test_the_report_has_its_documented_schema(planted_report, planted, capsys):
     assert set(planted_report) == {"method", "tasks", "corpus", "skipped_tasks"}
-    assert planted_report["method"]["ngram_words"] == NGRAM_WORDS
+    assert planted_report["method"]["ngram_words"] == NGRAM
     assert {"pages", "shards", "lines_skipped", "damaged_shards", "folder"} <= set(planted_report["corpus"])
-    row_keys = {"examples", "exact", "exact_share", "ngram13", "ngram13_share", "too_short_for_ngrams"}
+    row_keys = {"examples", "in_characters", "exact", "exact_share", "too_short_for_exact",
+                "ngram13", "ngram13_share", "too_short_for_ngrams"}
     assert all(set(row) == row_keys for fields in planted_report["tasks"].values() for row in fields.values())
     printed = _run(capsys, planted["out"], "--tasks", planted["tasks"], "--task", "xsum",
                    "--json", planted["out"] / "xsum.json").out
@@ -263,6 +360,31 @@ def test_the_report_has_its_documented_schema(planted_report, planted, capsys):
 
 
 # --- bad inputs ----------------------------------------------------------------------------------
+
+def test_the_study_at_the_boundary_and_no_share_above_one(tmp_path):
+    """A 13-word field is measured by 13-grams, a 12-word one is not; an example on many pages,
+    thrice on one, repeated in its file, or sharing its text with another counts once."""
+    twelve = "alpha beta gamma delta epsilon zeta eta theta iota kappa lambda mu"
+    tasks = tmp_path / "tasks" / "xsum"
+    tasks.mkdir(parents=True)
+    lines = [{"id": "a", "document": THIRTEEN, "summary": twelve},
+             {"id": "b", "document": LONG, "summary": twelve},
+             {"id": "a", "document": THIRTEEN, "summary": twelve}]  # a again: one example
+    (tasks / "sample.json").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    pages = [f"{FILLER[0]} {THIRTEEN}."] * 5 + [f"{THIRTEEN}. {THIRTEEN}! {twelve}; {THIRTEEN}"
+                                                 f" {twelve}"]
+    _write_shard(tmp_path / "out" / "train-00000-of-00001.jsonl.gz", pages)
+    json_path = tmp_path / "report.json"
+    command.main([str(tmp_path / "out"), "--tasks", str(tmp_path / "tasks"), "--task", "xsum",
+                  "--json", str(json_path)])
+    rows = json.loads(json_path.read_text())["tasks"]["xsum"]
+    assert rows["document"] == {"examples": 2, "in_characters": 0, "exact": 1, "exact_share": 0.5,
+                                "too_short_for_exact": 0, "ngram13": 1, "ngram13_share": 0.5,
+                                "too_short_for_ngrams": 0}
+    assert rows["summary"] == {"examples": 2, "in_characters": 0, "exact": 2, "exact_share": 1.0,
+                               "too_short_for_exact": 0, "ngram13": 0, "ngram13_share": None,
+                               "too_short_for_ngrams": 2}
+
 
 def test_a_missing_tasks_folder_or_corpus_is_an_error(planted, tmp_path):
     with pytest.raises(SystemExit, match="no tasks folder"):

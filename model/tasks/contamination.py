@@ -51,7 +51,8 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from model import tasks
 from model.tasks import discriminative, sources
-from text.contamination import METHOD, ContaminationIndex
+from text.contamination import (METHOD, MIN_EXACT_CHARACTERS, MIN_EXACT_WORDS, NGRAM_CHARACTERS,
+                                NGRAM_WORDS, ContaminationIndex)
 
 _LOG = logging.getLogger(__name__)
 DEFAULT_TASKS = "../shared/data/tasks"
@@ -269,7 +270,8 @@ def source_of(name: str) -> TaskSource:
     try:
         return _BY_NAME[name]
     except KeyError:
-        raise KeyError(f"no task {name!r} for the contamination study; tasks: {', '.join(_BY_NAME)}") from None
+        raise TaskDataError(f"no task {name!r} for the contamination study; tasks: "
+                            f"{', '.join(_BY_NAME)}") from None
 
 
 def task_examples(task_dir: str, wanted: Sequence[TaskSource], required: bool) -> tuple[list, dict]:
@@ -369,23 +371,34 @@ def _share(count: int, total: int) -> Optional[float]:
 
 
 def task_report(index: ContaminationIndex, scan: CorpusScan) -> dict:
-    """{task: {field: counts and shares}}, tasks and fields in the index's order."""
+    """{task: {field: counts and shares}}, tasks and fields in the index's order. A method's
+    share is of the examples long enough for it: one example counts once, however many pages
+    hold it."""
     counts: dict = {}
     for position, key in enumerate(index.keys):
-        field = counts.setdefault(key.task, {}).setdefault(
-            key.field, {"examples": 0, "exact": 0, "ngram13": 0, "too_short_for_ngrams": 0})
+        field = counts.setdefault(key.task, {}).setdefault(key.field, dict.fromkeys(
+            ("examples", "in_characters", "exact", "too_short_for_exact", "ngram13",
+             "too_short_for_ngrams"), 0))
         field["examples"] += 1
+        field["in_characters"] += index.in_characters[position]
         field["exact"] += position in scan.exact
+        field["too_short_for_exact"] += index.too_short["exact"][position]
         field["ngram13"] += position in scan.ngram13
-        field["too_short_for_ngrams"] += index.too_short[position]
-    return {task: {name: {"examples": field["examples"], "exact": field["exact"],
-                          "exact_share": _share(field["exact"], field["examples"]),
-                          "ngram13": field["ngram13"],
-                          "ngram13_share": _share(field["ngram13"],
-                                                  field["examples"] - field["too_short_for_ngrams"]),
-                          "too_short_for_ngrams": field["too_short_for_ngrams"]}
-                   for name, field in fields.items()}
+        field["too_short_for_ngrams"] += index.too_short["ngram13"][position]
+    return {task: {name: _with_shares(field) for name, field in fields.items()}
             for task, fields in counts.items()}
+
+
+def _with_shares(field: dict) -> dict:
+    """A field's counts, each method's share after its count (of the examples it measures)."""
+    return {"examples": field["examples"], "in_characters": field["in_characters"],
+            "exact": field["exact"],
+            "exact_share": _share(field["exact"], field["examples"] - field["too_short_for_exact"]),
+            "too_short_for_exact": field["too_short_for_exact"],
+            "ngram13": field["ngram13"],
+            "ngram13_share": _share(field["ngram13"],
+                                    field["examples"] - field["too_short_for_ngrams"]),
+            "too_short_for_ngrams": field["too_short_for_ngrams"]}
 
 
 def report(index: ContaminationIndex, scan: CorpusScan, folder: str, skipped: Mapping) -> dict:
@@ -403,12 +416,17 @@ def _percent(share: Optional[float]) -> str:
 def table(result: Mapping) -> list[str]:
     """The report as a readable table, one line per task and field."""
     lines = [f"{'task':<20} {'field':<12} {'examples':>8} {'exact':>7} {'share':>7} "
-             f"{'13-gram':>7} {'share':>7} {'<13 words':>9}"]
+             f"{f'<{MIN_EXACT_WORDS} words':>8} {'13-gram':>7} {'share':>7} "
+             f"{f'<{NGRAM_WORDS} words':>9}",
+             f"(a share is of the examples long enough for its method; in scripts without "
+             f"spaces, {MIN_EXACT_CHARACTERS} and {NGRAM_CHARACTERS} characters stand for "
+             f"{MIN_EXACT_WORDS} and {NGRAM_WORDS} words)"]
     for task, fields in result["tasks"].items():
         for name, row in fields.items():
             lines.append(f"{task:<20} {name:<12} {row['examples']:>8} {row['exact']:>7} "
-                         f"{_percent(row['exact_share']):>7} {row['ngram13']:>7} "
-                         f"{_percent(row['ngram13_share']):>7} {row['too_short_for_ngrams']:>9}")
+                         f"{_percent(row['exact_share']):>7} {row['too_short_for_exact']:>8} "
+                         f"{row['ngram13']:>7} {_percent(row['ngram13_share']):>7} "
+                         f"{row['too_short_for_ngrams']:>9}")
     corpus = result["corpus"]
     lines.append(f"corpus: {corpus['pages']:,} pages in {corpus['shards']} shards of {corpus['folder']}"
                  + (f"; {corpus['lines_skipped']} lines skipped" if corpus["lines_skipped"] else "")
@@ -449,7 +467,7 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
         result = report(index, scan_corpus(corpus, index), args.corpus, skipped)
         _folder_made(json_path)
         json_path.write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    except (KeyError, TaskDataError) as error:
+    except TaskDataError as error:
         sys.exit(f"error: {error.args[0]}")
     except OSError as error:
         sys.exit(f"error: cannot write {error.filename}: {error.strerror}")
