@@ -1,37 +1,55 @@
 """The blocklist study (pipelines/blocklist.py) of one run's exclusions: every page the filter
 dropped, each with the terms that triggered it (checked with the public C4 code's regular
-expression), their domains; a run without exclusions is refused with what to do."""
+expression), their domains; with a sample of the URLs, the pages of the whole run estimated;
+the exclusions found from any folder; a run without exclusions is refused with what to do."""
+import gzip
 import json
+import pathlib
 import re
 
 import pytest
 
-from pipelines import blocklist, c4, exclusions
+from pipelines import blocklist, c4
 from tests.support.variant_runs import variant_args
 
 
-@pytest.fixture(scope="module")
-def excluded_run(shared_data, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("blocklist")
+def excluded_run(shared_data, folder: pathlib.Path, fraction: str):
     counters = c4.main(variant_args(shared_data, "en") + [
         "--output", str(folder / "out"), "--exclusions", str(folder / "excluded"),
-        "--exclusion_fraction", "1"])
+        "--exclusion_fraction", fraction])
     return folder, counters
 
 
-def test_the_study_names_each_dropped_pages_terms_and_domain(shared_data, excluded_run):
-    folder, counters = excluded_run
+@pytest.fixture(scope="module")
+def every_url(shared_data, tmp_path_factory):
+    return excluded_run(shared_data, tmp_path_factory.mktemp("blocklist"), "1")
+
+
+@pytest.fixture(scope="module")
+def some_urls(shared_data, tmp_path_factory):
+    return excluded_run(shared_data, tmp_path_factory.mktemp("blocklist-0.3"), "0.3")
+
+
+def badwords_pages(excluded: pathlib.Path) -> list:
+    """The page records of the bad-words stage, read from the files as they are."""
+    return [record for path in sorted(excluded.glob("exclusions-*-of-*.jsonl.gz"))
+            for record in map(json.loads, gzip.decompress(path.read_bytes()).splitlines())
+            if record["stage"] == "badwords" and record["level"] == "page"]
+
+
+def test_the_study_names_each_dropped_pages_terms_and_domain(shared_data, every_url):
+    folder, counters = every_url
     found = blocklist.main([str(folder / "out"), "--badwords", str(shared_data / "badwords/en")])
-    assert found == json.loads((folder / "out" / blocklist.REPORT_FILE).read_text())
+    assert found == json.loads((folder / "out/report/blocklist.json").read_text())
     assert found["pages"] == counters["badwords"]["pages.dropped:badword"] > 0
+    assert found["estimated_pages"] == found["pages"]  # Every URL: the run's own pages.
     assert sum(count for _, count in found["domains"]) == found["pages"]
     terms = [line.strip().lower() for line in
              (shared_data / "badwords/en").read_text().splitlines() if line.strip()]
     # The public C4 code's test, term by term, as the oracle of which terms each page holds.
     patterns = {term: re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)") for term in terms}
     expected = {}
-    for record in blocklist.dropped_for_badwords(
-            exclusions.lines(str(folder / "excluded"), exclusions.EXCLUSIONS_SPLIT)):
+    for record in badwords_pages(folder / "excluded"):
         held = {term for term, pattern in patterns.items() if pattern.search(record["text"].lower())}
         assert held, record["url"]
         for term in held:
@@ -40,6 +58,48 @@ def test_the_study_names_each_dropped_pages_terms_and_domain(shared_data, exclud
     assert [count for _, count in found["terms"]] == sorted(expected.values(), reverse=True)
 
 
-def test_a_run_without_exclusions_is_refused_with_what_to_do(shared_data, one_job):
+def test_with_a_sample_of_the_urls_the_pages_of_the_run_are_estimated(shared_data, some_urls,
+                                                                      capsys):
+    folder, counters = some_urls
+    found = blocklist.main([str(folder / "out"), "--badwords", str(shared_data / "badwords/en")])
+    sampled = len(badwords_pages(folder / "excluded"))
+    assert 0 < sampled < counters["badwords"]["pages.dropped:badword"]
+    assert (found["pages"], found["fraction"]) == (sampled, 0.3)
+    assert found["estimated_pages"] == round(sampled / 0.3)
+    assert (f"fraction 0.3: about {round(sampled / 0.3):,} in the run"
+            in capsys.readouterr().out)
+
+
+def test_a_relative_record_of_the_exclusions_is_found_from_any_folder(shared_data, some_urls,
+                                                                       tmp_path, monkeypatch):
+    """Runs recorded the folder as given, relative to where they were started: the study finds
+    it from elsewhere, and says where it looked when it cannot."""
+    folder, _ = some_urls
+    run_config = folder / "out/run_config.json"
+    recorded = json.loads(run_config.read_text())
+    relative = dict(recorded, exclusions={"directory": f"{folder.name}/excluded",
+                                          "fraction": 0.3})
+    monkeypatch.chdir(tmp_path)
+    try:
+        run_config.write_text(json.dumps(relative))
+        found = blocklist.main([str(folder / "out"), "--badwords",
+                                str(shared_data / "badwords/en")])
+        assert found["pages"] == len(badwords_pages(folder / "excluded"))
+        relative["exclusions"]["directory"] = "moved/excluded"
+        run_config.write_text(json.dumps(relative))
+        with pytest.raises(SystemExit) as refused:
+            blocklist.main([str(folder / "out"), "--badwords", str(shared_data / "badwords/en")])
+    finally:
+        run_config.write_text(json.dumps(recorded))
+    message = str(refused.value)
+    assert "recorded its exclusions at moved/excluded" in message
+    assert str(tmp_path / "moved/excluded") in message
+    assert str(folder.parent / "moved/excluded") in message
+    assert "--exclusions DIR" in message and "Errno" not in message
+
+
+def test_a_run_without_exclusions_is_refused_with_what_to_do(shared_data, one_job, tmp_path):
     with pytest.raises(SystemExit, match="wrote no exclusions: rerun it with --exclusions"):
         blocklist.main([str(one_job("en")), "--badwords", str(shared_data / "badwords/en")])
+    with pytest.raises(SystemExit, match=f"no run_config.json in {tmp_path}"):
+        blocklist.main([str(tmp_path), "--badwords", str(shared_data / "badwords/en")])

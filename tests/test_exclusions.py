@@ -16,12 +16,14 @@ from pipelines.config import variant
 from pipelines.page import Page
 from pipelines.stages import load_resources
 from tests.support.variant_runs import variant_args
+from text.hashing import hash64
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-LEVELS_OF_COUNTERS = {f"{level}s.dropped:": level for level in exclusions.LEVELS}
+# The counters a record's level stands for, as the stages name them (pipelines/stages.py).
+LEVELS_OF_COUNTERS = {"pages.dropped:": "page", "lines.dropped:": "line", "spans.dropped:": "span"}
 
 
-def records(directory: pathlib.Path, split: str = exclusions.EXCLUSIONS_SPLIT) -> list:
+def records(directory: pathlib.Path, split: str = "exclusions") -> list:
     return [json.loads(line) for path in sorted(directory.glob(f"{split}-*.jsonl.gz"))
             for line in gzip.decompress(path.read_bytes()).splitlines()]
 
@@ -65,7 +67,7 @@ def test_the_records_of_each_reason_number_its_counter_and_the_output_does_not_c
     assert (f"for 100% of the URLs, written to {excluded} (see exclusions.json); its datasheet: "
             f"python -m pipelines.report {output}") in said
     assert "README.md (the dataset card)" in said and (output / "README.md").exists()
-    summary = json.loads((excluded / exclusions.SUMMARY_FILE).read_text())
+    summary = json.loads((excluded / "exclusions.json").read_text())
     assert summary["records"] == counted_drops(counters)
     assert summary["kept"] == pages_written(counters) == len(records(excluded, "kept"))
     assert shard_files(output) == shard_files(one_job(variant_name, rules))
@@ -122,12 +124,14 @@ def test_a_run_in_stages_or_in_parts_writes_the_one_jobs_exclusions(
 
 
 def test_a_fraction_keeps_the_records_of_the_urls_its_hash_picks(shared_data, tmp_path):
+    """The sample is the URLs whose salted 64-bit hash falls in the fraction's share of the
+    range (the salt makes it another choice than the shards' and the split's)."""
     _, everything, _ = run(shared_data, tmp_path / "all", "en")
     _, sampled, _ = run(shared_data, tmp_path / "part", "en", fraction=0.3)
     normalize = variant("en").rule_set.normalize_url
-    for split in (exclusions.EXCLUSIONS_SPLIT, exclusions.KEPT_SPLIT):
+    for split in ("exclusions", "kept"):
         picked = [record for record in records(everything, split)
-                  if exclusions.in_sample(normalize(record["url"]), 0.3)]
+                  if hash64("exclusions\t" + normalize(record["url"])) < 0.3 * 2 ** 64]
         assert 0 < len(picked) < len(records(everything, split))
         assert sorted(map(json.dumps, records(sampled, split))) == sorted(map(json.dumps, picked))
 
@@ -135,7 +139,7 @@ def test_a_fraction_keeps_the_records_of_the_urls_its_hash_picks(shared_data, tm
 def test_the_records_say_what_they_claim(shared_data, tmp_path):
     _, excluded, _ = run(shared_data, tmp_path, "en")
     found = records(excluded)
-    assert {record["level"] for record in found} == set(exclusions.LEVELS)
+    assert {record["level"] for record in found} == {"page", "line", "span"}
     terms = load_resources(variant("en"), str(shared_data / "badwords/en")).badwords["en"]
     matcher = badwords.compile_badwords(terms)
     dropped_for_badwords = [record for record in found if record["stage"] == "badwords"]
@@ -144,6 +148,28 @@ def test_the_records_say_what_they_claim(shared_data, tmp_path):
     assert all(record["text"] and "\n" not in record["text"]
                for record in found if record["level"] == "line")
     assert all(record["text"] for record in found if record["level"] == "page")
+
+
+def test_a_kept_pages_chars_are_the_characters_of_its_text_in_the_output(shared_data,
+                                                                          tmp_path):
+    """`chars` counts characters, not bytes: on mC4's pages in other scripts (Greek, Cyrillic,
+    CJK, ...) the kept records agree with the text the output holds for the same URL."""
+    output, excluded, _ = run(shared_data, tmp_path, "multilingual")
+    texts = {}
+    for path in output.glob("*/*-of-*.jsonl.gz"):
+        for line in gzip.decompress(path.read_bytes()).splitlines():
+            page = json.loads(line)
+            texts[page["url"]] = page["text"]
+    kept = records(excluded, "kept")
+    assert len(kept) == len(texts)
+    non_ascii = [record for record in kept if not texts[record["url"]].isascii()]
+    assert len(non_ascii) >= 50
+    assert len({record["language"] for record in non_ascii}) >= 10
+    assert [record["chars"] for record in non_ascii] == [
+        len(texts[record["url"]]) for record in non_ascii]
+    # Where bytes and characters differ, which is every non-ASCII page.
+    assert all(len(texts[record["url"]].encode("utf-8")) > record["chars"]
+               for record in non_ascii)
 
 
 @pytest.mark.slow

@@ -1,6 +1,8 @@
 """funnel.svg: valid SVG with one bar per stage that counts pages, drawn from the counters."""
 import xml.etree.ElementTree as ElementTree
 
+import pytest
+
 from pipelines import funnel
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -81,7 +83,7 @@ def test_a_stage_counted_per_language_names_its_largest_languages_and_sums_the_r
     stats = {"language": dict(passed), "badwords": dropped}
     language, badwords = _stages(funnel.funnel_svg(stats, "mC4"))
     text = " ".join(_lines(language))
-    named = funnel._MAX_NAMED_PARTS - 1
+    named = 7  # Eight parts at most: the seven largest, then one for the rest.
     assert all(f"pages.passed:l{index:03d}" in text for index in range(named))
     assert f"pages.passed:l{named:03d}" not in text
     rest = sum(1000 - index for index in range(named, 100))
@@ -91,3 +93,17 @@ def test_a_stage_counted_per_language_names_its_largest_languages_and_sums_the_r
     assert f"badword:l000 100" in " ".join(_lines(badwords))
     assert f"{100 - named} more reasons: {dropped_rest:,} pages" in " ".join(_lines(badwords))
     assert len(_lines(language)) <= 6
+
+
+def test_a_part_of_a_few_pages_beside_a_thousand_is_drawn_wide_enough_to_see():
+    """3 pages of 1,000 are 1.6 px of the 520 px bar: drawn 2 px wide, so the picture shows
+    what the numbers beside it say; the bar's whole width stays the stage's share."""
+    stats = {"read": {"pages.passed": 1000},
+             "dedup": {"pages.passed": 997, "pages.dropped:empty_after_dedup": 3},
+             "write": {"pages.written:train": 1}}
+    read, dedup, write = _stages(funnel.funnel_svg(stats, "C4"))
+    widths = {rect.get("class"): float(rect.get("width")) for rect in dedup.iter(SVG + "rect")}
+    assert widths["dropped"] == 2.0
+    assert widths["kept"] == pytest.approx(520 * 997 / 1000, abs=0.05)  # Written to 0.1 px.
+    assert float(write.find(f"{SVG}rect[@class='kept']").get("width")) == 2.0
+    assert float(write.find(f"{SVG}rect[@class='dropped']").get("width")) == 0.0
