@@ -49,7 +49,7 @@ import gin
 from model import families
 from model.convert.checkpoints import CheckpointFormat, ConversionError, check_new_folder
 from model.tasks import task_runs
-from model.trainer import runs
+from model.trainer import checkpoint_state, runs
 from model.trainer.verbosity import add_verbosity_flag, quiet_libraries
 
 
@@ -86,12 +86,13 @@ def resolve(family: str, format_name: str, direction: str) -> CheckpointFormat:
 
 
 def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir: str,
-                      checkpoint: str = "", recorded_paths: Optional[Dict[str, str]] = None
-                      ) -> Dict[str, str]:
+                      checkpoint: str = "", recorded_paths: Optional[Dict[str, str]] = None,
+                      allow_untrained: bool = False) -> Dict[str, str]:
     """Writes `checkpoint` (as a run's `--checkpoint`: "" the newest in `model_dir`,
     "best", a path or a name in `model_dir`), sized by the parsed gin configuration, in the
     format to `export_dir`. `recorded_paths` (runs.recorded_paths) lets a recorded path that
-    is not there be named with the operative config it came from."""
+    is not there be named with the operative config it came from. A training run's step-0
+    checkpoint is refused unless `allow_untrained` (runs.require_trained)."""
     chosen = resolve(family, format_name, "export")
     expected = convertible_families()[family]
     with gin.config_scope("export"):
@@ -101,8 +102,10 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir:
         raise ConversionError(f"--family {family} exports architectures {expected.architectures}; "
                               f"the gin configuration says {run.model_config.architecture!r}")
     path = task_runs.resolve_checkpoint(model_dir, checkpoint)
+    runs.require_trained(model_dir, path, allow_untrained)
     runs.progress(f"exporting {path}")
-    return chosen.export_checkpoint(run, export_dir, path)
+    with checkpoint_state.naming_damage(path):
+        return chosen.export_checkpoint(run, export_dir, path)
 
 
 # --- Command line ---------------------------------------------------------------------------
@@ -143,6 +146,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--checkpoint", default="",
                         help="export: the checkpoint (default the newest of --model_dir; "
                              "'best', a path, or a name in --model_dir, as a run's export)")
+    parser.add_argument(runs.ALLOW_UNTRAINED, action="store_true",
+                        help="export: write a training run's step-0 checkpoint (its weights "
+                             "before any training step), which is refused otherwise")
     parser.add_argument("--gin_file", action="append", default=[])
     parser.add_argument("--gin_param", action="append", default=[])
     add_verbosity_flag(parser)
@@ -164,7 +170,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         else:
             result = export_checkpoint(args.family, args.format, args.model_dir,
                                        export_folder(args), args.checkpoint,
-                                       runs.recorded_paths(recorded))
+                                       runs.recorded_paths(recorded), args.allow_untrained)
         print(json.dumps(result))
     except (ValueError, KeyError, SyntaxError, FileNotFoundError) as error:
         print(f"error: {error}", file=sys.stderr)

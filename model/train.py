@@ -47,6 +47,9 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
                         help="export, and eval and decode without --task: the checkpoint, a "
                              "path or a name in --model_dir (model.ckpt-360), or 'best' "
                              "(eval/best.json's; with --task for one task's); default the newest")
+    parser.add_argument(runs.ALLOW_UNTRAINED, action="store_true",
+                        help="export: write a training run's step-0 checkpoint (its weights "
+                             "before any training step), which is refused otherwise")
     selection.add_arguments(parser)
     add_verbosity_flag(parser)
     args = parser.parse_args(argv)
@@ -72,10 +75,13 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
                                       recorded_paths=runs.recorded_paths(recorded))
         if args.mode == "export":
             if not args.export_dir:
-                raise ValueError("--mode export needs --export_dir")
+                raise ValueError("export needs --export_dir")
             checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint, args.task)
+            runs.require_trained(args.model_dir, checkpoint, args.allow_untrained)
             runs.progress(f"exporting {checkpoint}")
-            print(json.dumps(run.family.export(run, args.export_dir, checkpoint, args.task)))
+            with checkpoint_state.naming_damage(checkpoint):
+                exported = run.family.export(run, args.export_dir, checkpoint, args.task)
+            print(json.dumps(exported))
         elif request.given:
             print(json.dumps(task_runs.run_tasks(args.mode, run, request)))
         elif args.mode in ("pretrain", "finetune"):
@@ -83,14 +89,21 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
             print(json.dumps({"step": step}))
         elif args.mode == "eval":
             checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint)
-            print(json.dumps(runs.evaluate(run, run.validation_examples,
-                                           run.vocabulary.vocab_size, checkpoint)))
+            with checkpoint_state.naming_damage(checkpoint):
+                metrics = runs.evaluate(run, run.validation_examples, run.vocabulary.vocab_size,
+                                        checkpoint)
+            print(json.dumps(metrics))
         else:
+            # Decided by the run's recorded configuration, before anything is read.
+            refusal = run.family.text_decoding_refusal(run.family_config, args.model_dir)
+            if refusal:
+                raise ValueError(f"decode writes text, and {refusal}")
             if not args.input_file:
-                raise ValueError("--mode decode needs --input_file")
+                raise ValueError("decode needs --input_file")
             texts = pathlib.Path(args.input_file).read_text().splitlines()
             checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint)
-            decodes = runs.decode(run, texts, run.data_config.inputs_length, checkpoint)
+            with checkpoint_state.naming_damage(checkpoint):
+                decodes = runs.decode(run, texts, run.data_config.inputs_length, checkpoint)
             out = "\n".join(decodes) + "\n"
             if args.output_file:
                 pathlib.Path(args.output_file).write_text(out)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Dict
 
-from model.families.base import ModelFamily, Registry
+from model.families.base import ModelFamily, Registry, package_of
 from model.families.bert.model import Bert
 from model.families.gpt1.model import GPT1
 from model.families.segabert.model import SegaBert
@@ -37,13 +37,6 @@ def family_for(config: Any, vocab_size: int,
     run's, None: the family's defaults)."""
     return family_class(config.architecture)(config, vocab_size, variable_dtype,
                                              family_config=family_config)
-
-
-def package_of(family: type) -> str:
-    """The package of model/families/ (or elsewhere) that defines `family`: the name
-    `--family` takes on the command lines that pick a family by package (model.convert,
-    deploy.tpu)."""
-    return family.__module__.split(".")[-2]
 
 
 def families_by_package(declares: Callable[[type], Any], what: str) -> Dict[str, type]:

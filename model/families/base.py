@@ -34,7 +34,7 @@ from model.data import features, inputs, language_mixture
 from model.data.input_position import ResumableExamples
 from model.data.vocabulary import Vocabulary
 from model.convert.checkpoints import CheckpointFormat
-from model.tasks import text_to_text
+from model.tasks import evaluation, text_to_text
 from model.tasks.selection import TaskRequest
 from model.tasks.task_runs import TaskPlan
 from model.trainer.family import Family, default_family_config
@@ -191,15 +191,42 @@ class ModelFamily(Family, abc.ABC):
 
     @classmethod
     def export(cls, run: Any, export_dir: str, checkpoint: str, task: Optional[str]) -> dict:
-        """`--mode export`: `checkpoint` as a transformers `save_pretrained` folder."""
-        raise ValueError(f"the {cls.name} family has no --mode export "
-                         "(python -m model export converts the families that export)")
+        """`python -m model export` without --format: `checkpoint` as a transformers
+        `save_pretrained` folder."""
+        exported = [name for name, chosen in cls.checkpoint_formats().items()
+                    if "export" in chosen.directions]
+        raise ValueError(f"the {cls.name} family has no export without --format: python -m "
+                         f"model export --family {package_of(cls)} --format FORMAT writes its "
+                         f"formats ({', '.join(exported) or 'none'})")
+
+    @classmethod
+    def text_decoding_refusal(cls, family_config: Any, model_dir: str) -> Optional[str]:
+        """Why `decode --input_file` (text in, text out) does not apply to the run in
+        `model_dir` with `family_config`, and the export that serves it instead where there is
+        one; None where the run decodes text. The command line adds the task's `eval`."""
+        return None
 
     # ---- The model's side: what the model function asks of a configured family.
 
     @abc.abstractmethod
     def optimizer(self, learning_rate: Any) -> mtf.optimize.Optimizer:
         """The optimizer of a training step at `learning_rate` (T5's: Adafactor)."""
+
+
+def eval_on_tasks(model_dir: str) -> str:
+    """The command that scores a fine-tuned run on its tasks (those its eval/best.json names,
+    else TASK), for a message: what a run that answers tasks does instead of decoding text."""
+    named = evaluation.evaluated_tasks(model_dir)
+    task = named[0] if len(named) == 1 else "TASK"
+    return (f"score it on its task: python -m model eval --task {task} --model_dir {model_dir} "
+            f"(with the --task_files or --task_dir it was fine-tuned with)")
+
+
+def package_of(family: type) -> str:
+    """The package of model/families/ (or elsewhere) that defines `family`: the name
+    `--family` takes on the command lines that pick a family by package (model.convert,
+    deploy.tpu)."""
+    return family.__module__.split(".")[-2]
 
 
 @dataclasses.dataclass(frozen=True)

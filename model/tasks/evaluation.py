@@ -274,6 +274,14 @@ def benchmark_averages(best: Mapping[str, dict]) -> Dict[str, float]:
             if set(tasks.benchmark_tasks(benchmark)) <= set(task_scores)}
 
 
+def evaluated_tasks(model_dir: str) -> List[str]:
+    """The tasks a run's eval/best.json scores (none where it has no such file)."""
+    best_file = pathlib.Path(model_dir) / EVAL_DIR / BEST_NAME
+    if not best_file.is_file():
+        return []
+    return sorted({key.split("/")[0] for key in json.loads(best_file.read_text())})
+
+
 def evaluate_checkpoints(run: runs.Run, eval_sets: Sequence[EvalSet], score: ScoreCheckpoint,
                          steps: Optional[Sequence[int]] = None,
                          mixture: Optional[Mixture] = None) -> Dict[str, dict]:

@@ -6,9 +6,10 @@ after its folder moves.
 """
 from __future__ import annotations
 
+import contextlib
 import posixpath
 import re
-from typing import Dict, Iterable, List, Optional, Sequence
+from typing import Dict, Iterable, Iterator, List, Optional, Sequence
 
 import tensorflow as tf2
 import tensorflow.compat.v1 as tf
@@ -110,3 +111,57 @@ def newest_checkpoint(model_dir: str) -> Optional[str]:
     if not named and not held:
         return None
     raise FileNotFoundError(_missing_newest(model_dir, named, held))
+
+
+# --- A checkpoint that does not read whole -----------------------------------------------------
+
+def checkpoint_files(checkpoint: str) -> List[str]:
+    """The files of `checkpoint` (a path without suffix): its index and data shards."""
+    return sorted(tf.io.gfile.glob(checkpoint + ".index")
+                  + tf.io.gfile.glob(checkpoint + ".data-*"))
+
+
+def damage(checkpoint: str) -> Optional[str]:
+    """What TensorFlow says when it reads every tensor of `checkpoint` (a file cut short, a
+    checksum that does not match, a shard missing); None when all of them read."""
+    try:
+        reader = tf.train.load_checkpoint(checkpoint)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    # A data file cut short is an IndexError ("Read less bytes than requested"); the rest,
+    # TensorFlow's DataLossError, NotFoundError...
+    except (tf.errors.OpError, IndexError) as error:
+        return (error.message if isinstance(error, tf.errors.OpError) else str(error)).strip()
+    return None
+
+
+class DamagedCheckpointError(ValueError):
+    """A checkpoint whose files do not read whole."""
+
+
+def damaged_checkpoint_error(checkpoint: str, problem: str) -> DamagedCheckpointError:
+    """The error naming a damaged checkpoint's files, and what to do."""
+    folder = posixpath.dirname(checkpoint) or "."
+    others = [posixpath.basename(path) for path in checkpoint_steps(folder).values()
+              if path != checkpoint]
+    choose = (f"choose another with --checkpoint ({folder} also holds {', '.join(others)})"
+              if others else f"{folder} holds no other checkpoint")
+    files = checkpoint_files(checkpoint)
+    return DamagedCheckpointError(
+        f"checkpoint {checkpoint} is damaged: {problem} (its files: "
+        f"{', '.join(files) or 'none'}); a copy or a save that did not finish leaves files "
+        f"cut short: copy them again from where the run saved them, or {choose}")
+
+
+@contextlib.contextmanager
+def naming_damage(checkpoint: str) -> Iterator[None]:
+    """Runs the body, which reads `checkpoint`; an error it raises becomes
+    `damaged_checkpoint_error` when the checkpoint does not read whole (any other error is
+    raised as it was: reading it again tells the two apart)."""
+    try:
+        yield
+    except Exception:
+        problem = damage(checkpoint)
+        if problem is None:
+            raise
+        raise damaged_checkpoint_error(checkpoint, problem) from None

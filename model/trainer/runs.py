@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import pathlib
+import posixpath
 import tokenize
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -385,6 +386,27 @@ def decode(run: Run, texts: Sequence[str], inputs_length: int, checkpoint: Optio
     outputs = predict(run, {"inputs": encode_inputs(texts, vocabulary, inputs_length)},
                       checkpoint, beam_size, alpha)
     return [vocabulary.decode(strip_after_eos(row)) for row in outputs]
+
+
+# The flag of the exports that writes a run's untrained checkpoint all the same.
+ALLOW_UNTRAINED = "--allow_untrained"
+
+
+def require_trained(model_dir: str, checkpoint: str, allowed: bool) -> None:
+    """Refuses (unless `allowed`) a checkpoint at step 0 of a training run (one whose folder
+    holds the trainer's RUN_SETTINGS_NAME): the weights as initialised or warm started, before
+    any step trained, as a run stopped right after it started leaves it. An import's step-0
+    checkpoint (a released model) has no such file and passes."""
+    if allowed or not tf.io.gfile.exists(posixpath.join(model_dir, RUN_SETTINGS_NAME)):
+        return
+    with checkpoint_state.naming_damage(checkpoint):
+        step = int(tf.train.load_variable(checkpoint, tf.GraphKeys.GLOBAL_STEP))
+    if step == 0:
+        raise ValueError(
+            f"{checkpoint} is step 0 of the run in {model_dir}: its weights before any training "
+            f"step (a run stopped right after it started leaves only this one). Train the run "
+            f"further, export a trained checkpoint with --checkpoint, or give "
+            f"{ALLOW_UNTRAINED} to export this one as it is")
 
 
 def gin_value(name: str):

@@ -58,7 +58,7 @@ from typing import Any, Dict, Optional, Tuple
 
 import tensorflow.compat.v1 as tf
 
-from model.families.base import ModelFamily
+from model.families.base import ModelFamily, eval_on_tasks
 from model.families.bert import finetune, google, hf, inputs as bert_inputs
 from model.families.bert.activations import ACTIVATIONS
 from model.families.bert.config import BertConfig, bert_part
@@ -164,6 +164,27 @@ class Bert(ModelFamily):
     @classmethod
     def task_plan(cls, run, request, training):
         return finetune.task_plan(run, request, training)
+
+    # The heads whose PREDICT is text: the masked LM's pieces at every position.
+    text_heads = ("pretraining", "mlm")
+
+    @classmethod
+    def text_decoding_refusal(cls, family_config, model_dir):
+        head = bert_part(family_config).head
+        if head in cls.text_heads:
+            return None
+        return (f"a {cls.name} run fine-tuned with a {head} head answers its task (a class, a "
+                f"value or a span), it writes no text; {eval_on_tasks(model_dir)}"
+                + cls.head_export(head, model_dir))
+
+    @classmethod
+    def head_export(cls, head: str, model_dir: str) -> str:
+        """How a run fine-tuned with `head` is used outside this command line, where its
+        format has a model for the head (a clause to follow the refusal of text decoding)."""
+        if head not in hf.HEAD_CLASSES:
+            return ""
+        return (f"; or export it (python -m model export --family bert --format hf --model_dir "
+                f"{model_dir} --export_dir OUT) and run the Python of OUT/README.md")
 
     # ----------------------------------------------------------------------------------------
     # Contract with the model core: the body's features and the head's (heads.py).

@@ -56,7 +56,7 @@ import tensorflow.compat.v1 as tf
 
 from model.data import features
 from model.data.vocabulary import Vocabulary
-from model.families.base import ModelFamily
+from model.families.base import ModelFamily, eval_on_tasks
 from model.families.gpt1 import finetune, hf, openai
 from model.families.gpt1.bpe import BpeVocabulary, is_encoder_file
 from model.families.gpt1.config import GPT1Config
@@ -322,6 +322,18 @@ class GPT1(ModelFamily):
         classes_dim = logits.shape.dims[-1]
         chosen = mtf.cast(mtf.argmax(logits, classes_dim), tf.int32)
         return mtf.reshape(chosen, mtf.Shape([logits.shape.dims[0], mtf.Dimension("classes", 1)]))
+
+    @classmethod
+    def text_decoding_refusal(cls, family_config, model_dir):
+        head = family_config.head
+        export = (f"export it (python -m model export --family gpt1 --format hf --model_dir "
+                  f"{model_dir} --export_dir OUT) and run the Python of OUT/README.md")
+        if not head:
+            return ("GPT-1 is pre-trained here to be fine-tuned with heads; this command line "
+                    f"does not continue text with it: {export} (OpenAIGPTLMHeadModel generates)")
+        reason = (f"a GPT-1 run fine-tuned with a {head} head answers its task, it writes no "
+                  f"text; {eval_on_tasks(model_dir)}")
+        return reason + (f"; or {export}" if head == discriminative.MULTIPLE_CHOICE else "")
 
     @classmethod
     def vocabulary(cls, path: str):

@@ -114,6 +114,11 @@ class SegaBert(Bert):
 
     config_class = SegaBertConfig
 
+    @classmethod
+    def head_export(cls, head, model_dir):
+        # The authors' layout (format pytorch) holds the masked LM alone: no head exports.
+        return ""
+
     def __init__(self, config, vocab_size, variable_dtype=mtf.VariableDType(),
                  run_vocabulary=None, family_config: Optional[SegaBertConfig] = None):
         super().__init__(config, vocab_size, variable_dtype, run_vocabulary, family_config)
