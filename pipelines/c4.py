@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import os
 import sys
+import tempfile
 from typing import Collection, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
@@ -20,7 +21,7 @@ from pipelines import (common_crawl, dataset_card, exclusions, files, funnel, in
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
-from pipelines.job import Job
+from pipelines.job import Job, has_parts, prepare_output
 from pipelines.executors import (NAMED_FILES, BeamStages, LocalWorkers, NothingRead,
                                  check_staged_config, describe_staged, plan_parts, run_in_parts,
                                  run_one_job, run_staged, staged_run)
@@ -177,7 +178,10 @@ def parser() -> argparse.ArgumentParser:
                          choices=stages.DECONTAMINATION_METHODS,
                          help="how --decontaminate finds an example in a page: a shared 13-gram "
                               "of normalised words (GPT-3's), or the whole normalised example "
-                              "(Dodge et al.'s exact match) (default: %(default)s)")
+                              "(Dodge et al.'s exact match), in characters for scripts without "
+                              "spaces; the examples too short for it (under 13 words; under 8 "
+                              "for exact) are left out, counted per task before the run "
+                              "(default: %(default)s)")
     options.add_argument("--exclusions", default=None, metavar="DIR",
                          help="write what the filters dropped to DIR, with each stage and reason "
                               "(the pages dropped, the lines and spans removed), and the pages "
@@ -228,8 +232,9 @@ def parser() -> argparse.ArgumentParser:
                          help="groups per Beam job of a run in parts (on Dataflow, a job's "
                               "start costs minutes: deploy.dataflow sets more)")
     options.add_argument("--restart", action="store_true",
-                         help="delete the parts of a run of another configuration in OUTPUT "
-                              "and start afresh (without it, such parts are refused)")
+                         help="delete the dataset and the parts of a run of another "
+                              "configuration in OUTPUT and start afresh (without it, they are "
+                              "refused)")
     options.add_argument("--break_lock", action="store_true",
                          help="remove the lock a dead run left in an object store's OUTPUT (a "
                               "local folder's lock goes with its process)")
@@ -240,6 +245,47 @@ def parser() -> argparse.ArgumentParser:
                          help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
                               "or a gs:// mirror)")
     return options
+
+
+# The options naming local files or folders a run reads or writes beside its output, which
+# run_config.json records: made absolute, so that the record holds from any folder (pipelines.report
+# OUT run elsewhere finds the exclusions), as a model run records its paths.
+PATH_OPTIONS = ("input", "badwords", "badwords_dir", "realnews_domains", "webtext_urls",
+                "punkt_data", "decontaminate", "exclusions")
+
+
+def absolute_if_local(path: Optional[str]) -> Optional[str]:
+    """A local path (or glob) made absolute; a URL (gs://, https://) or None as it is."""
+    if path is None or "://" in path:
+        return path
+    return os.path.abspath(path)
+
+
+def with_absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
+    changed = {}
+    for name in PATH_OPTIONS:
+        value = getattr(args, name)
+        changed[name] = ([absolute_if_local(each) for each in value] if isinstance(value, list)
+                         else absolute_if_local(value))
+    return argparse.Namespace(**{**vars(args), **changed})
+
+
+def unwritable_folder(flag: str, folder: str) -> Optional[str]:
+    """Why a run could not write into the local `folder` given as `flag` (made here if it is
+    missing), or None: found by writing a file, not by the permission bits, which a root user
+    passes by. A URL (gs://) is not probed: its runner's credentials decide."""
+    if "://" in folder:
+        return None
+    if os.path.exists(folder) and not os.path.isdir(folder):
+        return f"{flag} {folder} is a file, not a folder: give a folder"
+    try:
+        os.makedirs(folder, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return (f"{flag} {folder} cannot be written ({error.strerror or error}): give a folder "
+                "this user can write to")
+    return None
 
 
 def configure(args: argparse.Namespace) -> VariantConfig:
@@ -257,6 +303,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     logging.getLogger("c4").setLevel(logging.INFO)
     command_line = parser()
     args, beam_args = command_line.parse_known_args(argv)
+    args = with_absolute_paths(args)
     try:
         config = configure(args)
     except ValueError as error:
@@ -287,6 +334,12 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                              "both")
         excluded = (exclusions.ExclusionConfig(args.exclusions, args.exclusion_fraction)
                     if args.exclusions else None)
+        if not args.dry_run:
+            unwritable = (unwritable_folder("--output", args.output)
+                          or (args.exclusions and unwritable_folder("--exclusions",
+                                                                    args.exclusions)))
+            if unwritable:
+                raise ValueError(unwritable)
         if args.staged and args.in_parts:
             raise ValueError("--staged and --in_parts are two ways to run in parts: choose one")
         sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
@@ -324,6 +377,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                              dry_run=True).describe() if in_parts else "one job")
             return {}
         with parts.OutputLock(args.output, args.break_lock):
+            prepare_output(job, args.restart, resumes=in_parts and has_parts(args.output))
             parts_plan = (plan_parts(job, group_files, args.groups_per_job, args.restart)
                           if in_parts else None)
             if warning:
@@ -378,6 +432,7 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
         return {}
     try:
         with parts.OutputLock(args.output, args.break_lock):
+            prepare_output(job, args.restart, resumes=has_parts(args.output))
             check_staged_config(run, args.restart)
             if too_big_for_one_job and args.staged is None:
                 log.warning("the input is more than a one-job run on the local runner holds in "
@@ -434,20 +489,24 @@ def file_problems_report(counters: stats.Stats) -> str:
 
 
 def _write_reports(job: Job, counters: stats.Stats) -> None:
-    """stats.json (of the whole run, and of each language written apart), run_config.json, the
-    funnel and the dataset card."""
+    """run_config.json, the funnel, the dataset card and stats.json (of each language written
+    apart, and of the whole run, each with its number of files per split). The shards are those in the
+    folder: a run found none of another run there when it started (job.prepare_output)."""
     config = job.config
-    stats.write_stats(counters, config.name, job.output_dir)
-    for language in stats.languages_of(counters):
-        stats.write_stats(stats.of_language(counters, language), config.name,
-                          FileSystems.join(job.output_dir, language), language)
+    shards = dataset_card.shard_listing(job.output_dir, tuple(job.max_shards), job.shard_format)
+    counts = dataset_card.shard_counts(shards, job.shard_format)
     provenance.write_run_config(job.run_config(), job.output_dir)
     funnel.write_funnel(counters, f"C4 {config.name} ({config.rules} rules): "
                         f"{counted(job.plan.files, 'WET file')}", job.output_dir)
-    dataset_card.write_dataset_card(config, job.shard_format, tuple(job.max_shards), counters,
-                                    job.output_dir)
+    dataset_card.write_dataset_card(config, job.shard_format, shards, counters, job.output_dir)
     if job.excluded is not None:
         exclusions.write_summary(job.excluded.directory, job.excluded.fraction)
+    for language in stats.languages_of(counters):
+        stats.write_stats(stats.of_language(counters, language), config.name,
+                          FileSystems.join(job.output_dir, language), language,
+                          shards=stats.shards_in_folder(counts, language))
+    # Last: a finished stats.json says that the rest is there.
+    stats.write_stats(counters, config.name, job.output_dir, shards=counts)
 
 
 if __name__ == "__main__":

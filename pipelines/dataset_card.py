@@ -4,8 +4,10 @@ languages apart).
 
 Its YAML front matter names one config per folder of shards: `default` for the output folder
 itself (the config `datasets` loads when none is named), a language's name for each language
-folder (mC4, de-fr-ro). A config's splits are the globs of its shards (output.shard_glob), with
-the record's features typed (page.record_fields). A split with no page is written as one empty
+folder (mC4, de-fr-ro). A config's splits are the globs of its shards (output.shard_glob) with
+their number of files (`train-*-of-00008.jsonl.gz`), so that `datasets` reads the run's own
+files and none another run left beside them, with the record's features typed
+(page.record_fields). A split with no page is written as one empty
 file (output.shard_numbering), which `datasets` cannot load ("corresponds to no data"): the
 card leaves it out of its config, and a config left with no split, and says so in its table.
 
@@ -16,7 +18,7 @@ named `no` stays a name and not YAML's false.
 """
 import json
 import re
-from typing import Dict, List, Sequence, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
@@ -67,9 +69,18 @@ def split_files(shards: Sequence[str], shard_format: str) -> Dict[Tuple[str, str
     return dict(sorted(counts.items()))
 
 
-def data_glob(folder: str, split: str, shard_format: str) -> str:
-    """A split's files as a pattern relative to the output folder, as the card names them."""
-    pattern = output.shard_glob(split, shard_format)
+def shard_counts(shards: Sequence[str], shard_format: str) -> Dict[str, int]:
+    """A run's record of its files (stats.SHARDS_FIELD): each split's number of files, by
+    `split`, or `folder/split` in a language folder."""
+    return {f"{folder}/{split}" if folder else split: count
+            for (folder, split), count in split_files(shards, shard_format).items()}
+
+
+def data_glob(folder: str, split: str, shard_format: str, num_shards: Optional[int] = None
+              ) -> str:
+    """A split's files as a pattern relative to the output folder (those of `num_shards` files
+    only, if given), as the card names them."""
+    pattern = output.shard_glob(split, shard_format, num_shards)
     return f"{folder}/{pattern}" if folder else pattern
 
 
@@ -77,8 +88,8 @@ def _pages(counters: Stats, folder: str, split: str) -> int:
     return counters.get("write", {}).get(output.written_counter(folder, split), 0)
 
 
-def _front_matter(config: VariantConfig, loadable: Dict[str, List[str]], shard_format: str
-                  ) -> List[str]:
+def _front_matter(config: VariantConfig, loadable: Dict[str, List[str]],
+                  files: Dict[Tuple[str, str], int], shard_format: str) -> List[str]:
     lines = ["---", "license: odc-by", f"pretty_name: {_quoted(_title(config))}"]
     if not loadable:
         return lines + ["---"]
@@ -86,8 +97,8 @@ def _front_matter(config: VariantConfig, loadable: Dict[str, List[str]], shard_f
     for folder, splits in loadable.items():
         lines += [f"- config_name: {_quoted(config_name(folder))}", "  data_files:"]
         for split in splits:
-            lines += [f"  - split: {_quoted(split)}",
-                      f"    path: {_quoted(data_glob(folder, split, shard_format))}"]
+            pattern = data_glob(folder, split, shard_format, files[folder, split])
+            lines += [f"  - split: {_quoted(split)}", f"    path: {_quoted(pattern)}"]
     lines.append("dataset_info:")
     for folder in loadable:
         lines += [f"- config_name: {_quoted(config_name(folder))}", "  features:"]
@@ -126,7 +137,8 @@ def _files_table(files: Dict[Tuple[str, str], int], counters: Stats, shard_forma
         pages = _pages(counters, folder, split)
         note = "" if pages else " (empty: not in the config)"
         lines.append(f"| {config_name(folder)} | {split} | "
-                     f"`{data_glob(folder, split, shard_format)}`: {count:,} | {pages:,}{note} |")
+                     f"`{data_glob(folder, split, shard_format, count)}`: {count:,} | "
+                     f"{pages:,}{note} |")
     return lines
 
 
@@ -153,7 +165,7 @@ def dataset_card(config: VariantConfig, shard_format: str, shards: Sequence[str]
     empty = [f"{config_name(folder)} {split}" for folder, split in files
              if not _pages(counters, folder, split)]
     fields = ", ".join(f"`{name}`" for name, _ in record_fields())
-    lines = _front_matter(config, loadable, shard_format) + [
+    lines = _front_matter(config, loadable, files, shard_format) + [
         "", f"# {_title(config)}", "", config.description, "",
         f"Built from Common Crawl WET files by this project's `python -m pipelines.c4 --variant "
         f"{config.name} --rules {config.rules} --format {shard_format}`: the shards are "
@@ -187,10 +199,10 @@ def shard_listing(output_dir: str, splits: Sequence[str], shard_format: str) -> 
     return sorted(found)
 
 
-def write_dataset_card(config: VariantConfig, shard_format: str, splits: Sequence[str],
+def write_dataset_card(config: VariantConfig, shard_format: str, shards: Sequence[str],
                        counters: Stats, output_dir: str) -> str:
-    card = dataset_card(config, shard_format, shard_listing(output_dir, splits, shard_format),
-                        counters)
+    """The card of the run whose shards (shard_listing) are `shards`."""
+    card = dataset_card(config, shard_format, shards, counters)
     path = FileSystems.join(output_dir, CARD_FILE)
     with FileSystems.create(path) as sink:
         sink.write(card.encode("utf-8"))

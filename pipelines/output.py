@@ -70,9 +70,11 @@ def shard_name(split: str, index: int, num_shards: int, shard_format: str = JSON
     return f"{split}-{index:05d}-of-{num_shards:05d}{SHARD_SUFFIXES[shard_format]}"
 
 
-def shard_glob(split: str, shard_format: str = JSONL) -> str:
-    """The pattern that matches every shard_name of `split` in `shard_format`."""
-    return f"{split}-*-of-*{SHARD_SUFFIXES[shard_format]}"
+def shard_glob(split: str, shard_format: str = JSONL, num_shards: Optional[int] = None) -> str:
+    """The pattern that matches every shard_name of `split` in `shard_format`; of a split of
+    `num_shards` files only, if given (a run's own files, not those another run left beside)."""
+    count = "*" if num_shards is None else f"{num_shards:05d}"
+    return f"{split}-*-of-{count}{SHARD_SUFFIXES[shard_format]}"
 
 
 def bucket_of(page: Page, num_buckets: int) -> int:

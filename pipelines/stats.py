@@ -1,6 +1,6 @@
 """The run report: every stage's counters, as `stats.json` and as a readable table."""
 import json
-from typing import Dict, List, Optional
+from typing import Dict, List, Mapping, Optional
 
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
@@ -21,6 +21,12 @@ _NAMESPACE_PREFIX = "c4."
 # (file_problem_counter). Beam sums counters over bundles, workers and retries, and a job in
 # parts keeps them in its groups' markers, so the list is the same on any runner and bundling.
 FILE_PROBLEMS = "file_problems"
+# A finished run's stats.json gives the number of files of each split it wrote ("train", and
+# "de/train" for a language folder's): its readers (pre-training, the dataset card, TFDS) read
+# those files (output.shard_glob with the number), never another run's left beside them. The
+# same whatever the format (the run's record of it is run_config.json's). Runs from before it
+# have none.
+SHARDS_FIELD = "shards"
 
 Stats = Dict[str, Dict[str, int]]
 
@@ -115,18 +121,28 @@ def of_language(stats: Stats, language: str) -> Stats:
     return selected
 
 
+def shards_in_folder(shards: Mapping[str, int], folder: str) -> Dict[str, int]:
+    """The number of files of each split of `folder` (a language's) among a run's
+    (SHARDS_FIELD), by split."""
+    prefix = folder + "/"
+    return {name[len(prefix):]: count for name, count in shards.items()
+            if name.startswith(prefix)}
+
+
 def write_stats(stats: Stats, variant: str, output_dir: str,
                 language: Optional[str] = None, progress: Optional[dict] = None,
-                error: Optional[str] = None) -> str:
+                error: Optional[str] = None, shards: Optional[Mapping[str, int]] = None) -> str:
     """Writes stats.json: the stages' counters, and the input files with a problem
     (`file_problems`, each with what happened and the pages read); `progress`: what a job in
     parts has done so far, while it runs; `error`: why the run failed (a run that read no
-    input writes its counters and this, and no dataset)."""
+    input writes its counters and this, and no dataset); `shards`: a finished run's shards
+    (SHARDS_FIELD)."""
     path = FileSystems.join(output_dir, STATS_FILE)
     record = {"variant": variant, **({"language": language} if language else {}),
               **({"progress": progress} if progress else {}),
               **({"error": error} if error else {}), "stages": stage_counters(stats),
-              "file_problems": file_problems(stats)}
+              "file_problems": file_problems(stats),
+              **({SHARDS_FIELD: dict(sorted(shards.items()))} if shards is not None else {})}
     # Whole or not at all: a run rewrites it as it goes, and a person or a tool may be reading.
     write_atomically(path, json.dumps(record, indent=2).encode("utf-8"))
     return path

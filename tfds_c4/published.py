@@ -5,11 +5,13 @@ shards are read as they are, its counters and validation fraction become the dat
 The run must be finished (`stats.json` without progress or error, `run_config.json` beside
 it) and be of the config being built: the same variant under the same rule set. Its shards are
 read in the format it wrote them in (run_config.json's `format`; gzipped JSON lines before that
-option); the rest of its folder (README.md, the dataset card) is not read.
+option); the rest of its folder (README.md, the dataset card) is not read, nor any shard but
+the run's own: a split's files of the number stats.json gives it (another run's, of another
+number, may lie beside them).
 """
 import gzip
 import json
-from typing import Dict, List, Optional, Sequence, Tuple
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 import pyarrow.parquet as pq
@@ -66,12 +68,24 @@ def shard_format(run_config: dict) -> str:
     return run_config.get("format", output.JSONL)
 
 
+def listed_shards(folder: str) -> Optional[Dict[str, int]]:
+    """The number of files of each split a finished run's stats.json gives (stats.SHARDS_FIELD);
+    None for a run from before that record."""
+    return (_json_file(folder, stats.STATS_FILE) or {}).get(stats.SHARDS_FIELD)
+
+
 def shard_files(folder: str, split: str, language: Optional[str],
-                format_of_shards: str = output.JSONL) -> List[str]:
-    """The split's shards in the run's folder (a language's folder for mC4), in order."""
+                format_of_shards: str = output.JSONL,
+                listed: Optional[Mapping[str, int]] = None) -> List[str]:
+    """The split's shards in the run's folder (a language's folder for mC4), in order: as many
+    as `listed` (listed_shards) gives it, or every one in the folder for a run without that
+    record."""
+    count = None
+    if listed is not None:
+        count = listed.get(f"{language}/{split}" if language else split, 0)
     if language:
         folder = FileSystems.join(folder, language)
-    pattern = FileSystems.join(folder, output.shard_glob(split, format_of_shards))
+    pattern = FileSystems.join(folder, output.shard_glob(split, format_of_shards, count))
     return sorted(metadata.path for match in FileSystems.match([pattern])
                   for metadata in match.metadata_list)
 
@@ -84,7 +98,8 @@ def split_shards(folder: str, config: VariantConfig, counters: stats.Stats,
     shard is an UnpublishableRun (TFDS cannot write an empty split)."""
     per_language = config.language.detector == "cld3"
     chosen = (tuple(languages) or tuple(stats.languages_of(counters))) if per_language else (None,)
-    found = {(split, language): shard_files(folder, split, language, format_of_shards)
+    listed = listed_shards(folder)
+    found = {(split, language): shard_files(folder, split, language, format_of_shards, listed)
              for language in chosen for split in SPLITS}
     empty = [mc4.split_name(language, split) if language else split
              for (split, language), shards in found.items() if not shards]

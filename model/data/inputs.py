@@ -6,9 +6,13 @@ text also has its position: the shard, a file or the one TFDS split, and its num
                          (`t5_c4` is registered by importing tfds_c4); split "train".
   PATH or GLOB.jsonl.gz  JSON lines with a "text" field (the C4 pipeline's output); .json.gz
                          and uncompressed .jsonl are read the same way.
-  FOLDER                 a C4 pipeline output folder: its train split, FOLDER/train-*.jsonl.gz
-                         (its validation split, validation-*.jsonl.gz, is the run's validation
-                         text unless DataConfig.eval_source names another).
+  FOLDER                 a finished C4 pipeline run's output folder: its train split, the
+                         FOLDER/train-*.jsonl.gz files, as many as its stats.json says it
+                         wrote (its validation split, validation-*.jsonl.gz, is the run's
+                         validation text unless DataConfig.eval_source names another). A
+                         folder whose run has not finished (or failed, or never wrote a
+                         stats.json) is refused, as TFDS refuses a dataset that was not
+                         prepared; another run's files beside the run's are not read.
   PATH or GLOB           plain text, one text per line; for .conllu files the `# text = ` lines.
 
 `pretraining_dataset` makes model features of one pass over a text dataset; `PretrainingStream`
@@ -35,6 +39,13 @@ TOKENIZE_BATCH = 64  # texts tokenized per op call: amortizes the per-call overh
 JSON_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json")
 # The shards of the C4 pipeline's splits in its output folder (pipelines/output.py).
 FOLDER_SPLITS = {"train": "train-*.jsonl.gz", "validation": "validation-*.jsonl.gz"}
+# Those of a run that wrote `count` files of the split (its own, not another run's beside them).
+RUN_SPLIT_FILES = {split: f"{split}-*-of-{{count:05d}}.jsonl.gz" for split in FOLDER_SPLITS}
+# A pipeline run's report in its output folder (pipelines/stats.py): a finished run's has neither
+# "progress" nor "error", and gives under "shards" the number of files N of each split it wrote,
+# named SPLIT-NNNNN-of-N (a run from before that record gives none: its folder's shards are
+# read).
+PIPELINE_STATS_FILE = "stats.json"
 # Passes over the data a training stream offers: in effect without end.
 MAX_EPOCHS = 2 ** 31
 Document = dict[str, tf.Tensor]
@@ -45,6 +56,39 @@ def _files(pattern: str) -> list[str]:
     if not files:
         raise FileNotFoundError(f"no files match {pattern!r}")
     return files
+
+
+def _unfinished_run(folder: pathlib.Path, split: str, why: str) -> ValueError:
+    """TFDS's refusal of a dataset that was not prepared ("could not find data in ..."), said
+    of a pipeline output folder."""
+    return ValueError(
+        f"pipeline output {folder}: could not find a finished run of pipelines.c4 in it ({why}). "
+        "Please make sure its `python -m pipelines.c4` command has run to its end (rerun the "
+        "same command: a run in parts or in stages resumes where it stopped) before using it as "
+        "training data; to read its files as they are, give them as a glob: "
+        f"'{folder / FOLDER_SPLITS[split]}'")
+
+
+def folder_split_pattern(folder: pathlib.Path, split: str) -> str:
+    """The pattern of the shards of `split` of the finished pipeline run in `folder` (as many as
+    its stats.json says it wrote); a ValueError naming the folder and what to do when it holds
+    no finished run."""
+    stats_path = folder / PIPELINE_STATS_FILE
+    try:
+        record = json.loads(stats_path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _unfinished_run(folder, split, f"it has no {PIPELINE_STATS_FILE}") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise _unfinished_run(folder, split, f"its {PIPELINE_STATS_FILE} is unreadable: "
+                                             f"{error}") from None
+    if "error" in record:
+        raise _unfinished_run(folder, split, f"its run failed: {record['error']}")
+    if "progress" in record:
+        raise _unfinished_run(folder, split, f"its {PIPELINE_STATS_FILE} says how far the run "
+                                             "got: it has not finished")
+    if "shards" not in record:
+        return str(folder / FOLDER_SPLITS[split])
+    return str(folder / RUN_SPLIT_FILES[split].format(count=record["shards"].get(split, 0)))
 
 
 def _json_documents(files: list[str], first_shard: int, first_document: int) -> Iterator[tuple[int, int, str]]:
@@ -175,7 +219,7 @@ def documents_from_source(source: str, shard: int = 0, document: int = 0,
         if split not in FOLDER_SPLITS:
             raise ValueError(f"a pipeline output folder has the splits {sorted(FOLDER_SPLITS)}, "
                              f"not {split!r}")
-        return jsonl_documents(str(pathlib.Path(source) / FOLDER_SPLITS[split]), shard, document)
+        return jsonl_documents(folder_split_pattern(pathlib.Path(source), split), shard, document)
     if split != "train":
         raise ValueError(f"{source!r}: files have no split {split!r}")
     json_files = [f.endswith(JSON_SUFFIXES) for f in _files(source)]
