@@ -233,14 +233,16 @@ def record_exclusions(run: pathlib.Path, recorded) -> None:
 
 
 @pytest.mark.parametrize("recorded", [
-    {"directory": "runs/run/exclusions", "fraction": 0.5},  # Relative to the launch folder.
-    "runs/run/exclusions",  # An older record: the folder alone.
+    {"directory": "runs/run.excluded", "fraction": 0.5},  # Relative to the launch folder.
+    "runs/run.excluded",  # An older record: the folder alone.
     {"directory": "elsewhere/exclusions", "fraction": 0.5}])  # Moved into OUT since.
 def test_a_relative_record_of_the_sample_is_found_from_any_folder(tmp_path, monkeypatch,
                                                                    recorded):
     """Runs recorded the folder as given, relative to where they were started: the datasheet
     of one started in tmp_path, built from another folder, has the sample all the same."""
     run = make_run(tmp_path / "runs/run")
+    if "run.excluded" in str(recorded):
+        (run / "exclusions").rename(tmp_path / "runs/run.excluded")
     record_exclusions(run, recorded)
     (tmp_path / "somewhere/else").mkdir(parents=True)
     monkeypatch.chdir(tmp_path / "somewhere/else")
