@@ -208,6 +208,27 @@ class Decontamination:
                              f"{DECONTAMINATION_METHODS}")
 
 
+# Why each method leaves an example out (text/contamination.py).
+_TOO_SHORT = {
+    "exact": f"an example under {contamination.MIN_EXACT_WORDS} words, or under "
+             f"{contamination.MIN_EXACT_CHARACTERS} characters in a script without spaces, "
+             f"matches pages by chance; GPT-3 used no n-gram under "
+             f"{contamination.MIN_EXACT_WORDS} words",
+    "ngram13": f"an example under {contamination.NGRAM_WORDS} words, and under "
+               f"{contamination.NGRAM_CHARACTERS} characters in a script without spaces, has "
+               f"no n-gram"}
+
+
+def left_out_notice(index: contamination.ContaminationIndex, method: str) -> str:
+    """Per task of the index, how many of its examples `method` leaves out as too short."""
+    examples: Dict[str, int] = collections.Counter(key.task for key in index.keys)
+    short: Dict[str, int] = collections.Counter(
+        key.task for key, too_short in zip(index.keys, index.too_short[method]) if too_short)
+    per_task = "; ".join(f"{task}: {short[task]} of {examples[task]}" for task in sorted(examples))
+    return (f"decontamination by {method}: left out as too short to match, per task: {per_task} "
+            f"({_TOO_SHORT[method]})")
+
+
 @dataclasses.dataclass(frozen=True)
 class Resources:
     """The external lists a variant needs, loaded once when the graph is built."""
@@ -257,7 +278,10 @@ def load_resources(config: VariantConfig, badwords_path: Optional[str] = None,
             url_files.extend(files.expand(pattern))
         digests.update((path, lists.file_sha256(path)) for path in url_files)
     if decontamination is not None:
-        contamination.ContaminationIndex.load(decontamination.index_path)  # Refused early.
+        # Read before any work: a file that is no index is refused, and what the method cannot
+        # find is said.
+        index = contamination.ContaminationIndex.load(decontamination.index_path)
+        print(left_out_notice(index, decontamination.method))
         digests[decontamination.index_path] = lists.file_sha256(decontamination.index_path)
     return Resources(terms, realnews, tuple(url_files), load_splitter(config.splitter, punkt_data),
                      digests, decontamination)

@@ -1,17 +1,18 @@
 """The contamination study (text/contamination.py, model/tasks/contamination.py): the
 normalisation, both methods on small texts, the index's file, and the command on a corpus
 folder into which known examples of shared tasks are planted at known rates. Expected values
-are literals or computed here (`_reference_words`), never read from the modules."""
+are literals or computed here (tests/support/contamination_reference.py), never read from the
+modules."""
 import csv
 import gzip
 import json
 import pathlib
 import shutil
-import unicodedata
 
 import pytest
 
 from model.tasks import contamination as command
+from tests.support.contamination_reference import ngram_set, reference_words
 from text.contamination import ContaminationIndex, ExampleKey, normalize
 
 LONG = ("the committee met on a rainy tuesday to discuss the budget for the new library "
@@ -22,14 +23,6 @@ NGRAM = 13
 MIN_EXACT = 8
 NGRAM_CHARACTERS = 50
 CAT = "The cat sat on the mat by the door."  # 9 words: long enough for the exact method
-
-
-def _reference_words(text: str) -> list:
-    """The normalised words, computed here character by character: lower case, Unicode
-    punctuation, symbols and format characters gone, split on white space."""
-    kept = "".join(c for c in text.lower()
-                   if unicodedata.category(c)[0] not in "PS" and unicodedata.category(c) != "Cf")
-    return kept.split()
 
 
 @pytest.mark.parametrize("raw, normalized", [
@@ -145,7 +138,7 @@ def _xquad_fields(shared_data, language: str, field: str) -> list:
 
 
 def _spaceless(text: str) -> str:
-    return "".join(_reference_words(text))
+    return "".join(reference_words(text))
 
 
 @pytest.mark.parametrize("language, questions, measurable", [
@@ -232,13 +225,9 @@ def _window(text: str) -> str | None:
     never the whole text): shares a 13-gram with it without being it."""
     words = text.split()
     window = " ".join(words[2:18])
-    if len(_reference_words(text)) < 20 or len(_reference_words(window)) < NGRAM:
+    if len(reference_words(text)) < 20 or len(reference_words(window)) < NGRAM:
         return None
     return window
-
-
-def _ngram_set(words: list):
-    return {tuple(words[i:i + NGRAM]) for i in range(len(words) - NGRAM + 1)}
 
 
 @pytest.fixture(scope="module")
@@ -292,7 +281,7 @@ def test_the_planted_shares_are_found_by_both_methods(planted, planted_report):
     assert set(planted_report["tasks"]) == set(PLANTED_TASKS)
     for (task, field), examples in planted["by_field"].items():
         row = planted_report["tasks"][task][field]
-        lengths = {i: len(_reference_words(text)) for i, text in examples.items()}
+        lengths = {i: len(reference_words(text)) for i, text in examples.items()}
         short = sum(length < NGRAM for length in lengths.values())
         short_for_exact = sum(length < MIN_EXACT for length in lengths.values())
         exact = sum((task, field, i) in planted["exact"] and lengths[i] >= MIN_EXACT
@@ -313,15 +302,15 @@ def test_the_planted_shares_are_found_by_both_methods(planted, planted_report):
 
 def test_the_report_agrees_with_a_brute_force_search_of_the_pages(planted, planted_report):
     """Every example found, and no other, by Python's `in` and sets of word tuples."""
-    pages = [_reference_words(text) for text in planted["texts"]]
+    pages = [reference_words(text) for text in planted["texts"]]
     joined = [f" {' '.join(words)} " for words in pages]
-    page_ngrams = set().union(*(_ngram_set(words) for words in pages))
+    page_ngrams = set().union(*(ngram_set(words, NGRAM) for words in pages))
     for (task, field), examples in planted["by_field"].items():
-        texts = [_reference_words(text) for text in examples.values()]
+        texts = [reference_words(text) for text in examples.values()]
         row = planted_report["tasks"][task][field]
         assert row["exact"] == sum(len(t) >= MIN_EXACT and any(f" {' '.join(t)} " in page
                                                                for page in joined) for t in texts)
-        assert row["ngram13"] == sum(bool(_ngram_set(t) & page_ngrams) for t in texts)
+        assert row["ngram13"] == sum(bool(ngram_set(t, NGRAM) & page_ngrams) for t in texts)
 
 
 def test_the_reader_counts_the_release_files_examples(shared_data, planted_report):
@@ -341,7 +330,7 @@ def test_the_written_index_finds_what_the_command_found(planted, planted_report)
     for text in planted["texts"]:
         found |= index.matches(text).exact
     long_enough = {(task, field, i) for (task, field), examples in planted["by_field"].items()
-                   for i, text in examples.items() if len(_reference_words(text)) >= MIN_EXACT}
+                   for i, text in examples.items() if len(reference_words(text)) >= MIN_EXACT}
     assert {tuple(key) for key in found} >= planted["exact"] & long_enough
     assert len(found) == sum(row["exact"] for fields in planted_report["tasks"].values()
                              for row in fields.values())
