@@ -54,9 +54,10 @@ BLOCKLIST_FILE = "blocklist.json"
 
 # contamination.json's measures (model/tasks/contamination.py) in the order shown, as headed.
 CONTAMINATION_HEADINGS = {
-    "examples": "examples", "exact": "exact matches", "exact_share": "share exact",
-    "ngram13": "sharing a 13-gram", "ngram13_share": "share by 13-grams",
-    "too_short_for_ngrams": "too short for 13-grams"}
+    "examples": "examples", "in_characters": "measured in characters",
+    "exact": "exact matches", "exact_share": "share exact",
+    "too_short_for_exact": "too short for exact", "ngram13": "sharing an n-gram",
+    "ngram13_share": "share by n-grams", "too_short_for_ngrams": "too short for n-grams"}
 # A drop counter's prefix, and the level the exclusions sample names it by.
 DROP_LEVELS = {"pages.dropped:": "page", "lines.dropped:": "line", "spans.dropped:": "span"}
 LEVEL_COLOURS = {"page": "#d9534f", "line": "#f0ad4e", "span": "#8e6bb8"}
@@ -792,7 +793,10 @@ def contamination_html(record: dict) -> str:
     unmatched = [row for row in rows if not _has_a_match(row[2])]
     parts = [f"<h3>Benchmark contamination</h3><p>{counted(len(matched), 'task field')} of "
              f"{len(rows):,} with an example found in the corpus"
-             + (": largest share first." if matched else ".") + "</p>"]
+             + (": largest share first." if matched else ".")
+             + f' <span class="muted">The methods (the n-grams: 13 words, or characters in '
+             f"scripts without spaces) are in {CONTAMINATION_FILE}'s <code>method</code>."
+             "</span></p>"]
     if matched:
         parts.append(table(headings, [cells(*row) for row in matched], numeric))
     if unmatched:

@@ -50,7 +50,8 @@ def test_the_study_names_each_dropped_pages_terms_and_domain(shared_data, every_
     patterns = {term: re.compile(r"(?<!\w)" + re.escape(term) + r"(?!\w)") for term in terms}
     expected = {}
     for record in badwords_pages(folder / "excluded"):
-        held = {term for term, pattern in patterns.items() if pattern.search(record["text"].lower())}
+        text = record["text"].lower()
+        held = {term for term, pattern in patterns.items() if pattern.search(text)}
         assert held, record["url"]
         for term in held:
             expected[term] = expected.get(term, 0) + 1

@@ -322,8 +322,8 @@ def test_the_studies_are_shown_as_tables_when_present(tmp_path):
         in page
     # Readable headings, not contamination.json's names.
     assert ("<th>task</th><th>field</th><th class=n>examples</th><th class=n>exact matches</th>"
-            "<th class=n>share exact</th><th class=n>sharing a 13-gram</th>"
-            "<th class=n>share by 13-grams</th><th class=n>too short for 13-grams</th>") in page
+            "<th class=n>share exact</th><th class=n>sharing an n-gram</th>"
+            "<th class=n>share by n-grams</th><th class=n>too short for n-grams</th>") in page
     assert "ngram13_share" not in page and "too_short_for_ngrams" not in page
     # The fields with a match lead, largest share first; those without are folded below.
     assert "2 task fields of 4 with an example found in the corpus" in page
