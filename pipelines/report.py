@@ -794,7 +794,7 @@ def contamination_html(record: dict) -> str:
     parts = [f"<h3>Benchmark contamination</h3><p>{counted(len(matched), 'task field')} of "
              f"{len(rows):,} with an example found in the corpus"
              + (": largest share first." if matched else ".")
-             + f' <span class="muted">The methods (the n-grams: 13 words, or characters in '
+             + ' <span class="muted">The methods (the n-grams: 13 words, or characters in '
              f"scripts without spaces) are in {CONTAMINATION_FILE}'s <code>method</code>."
              "</span></p>"]
     if matched:
@@ -967,20 +967,26 @@ def build_datasheet(output_dir: str, exclusions_given: Optional[str] = None,
     report_dir = FileSystems.join(output_dir, REPORT_DIR)
     path = FileSystems.join(report_dir, REPORT_FILE)
     sample, sample_problem, directory = None, "This run wrote no exclusions sample.", None
+    lost, advice = "", ""  # Why the page would lack a sample it should have, and what to do.
     try:
         directory = exclusions.locate(output_dir, run_config or {}, exclusions_given)
     except exclusions.NotFound as error:
-        if not force:
-            raise Refused(f"{error}; or --force to write the datasheet without the sample's "
-                          "domains, months, lengths and examples") from None
         sample_problem = f"No exclusions sample: {error}."
+        lost, advice = str(error), ("; or --force to write the datasheet without the sample's "
+                                    "domains, months, lengths and examples")
     if directory is not None:
         sample = read_sample(directory, config)
     earlier = built_with_sample(path)
-    if sample is None and earlier is not None and not force:
-        raise Refused(f"{path} was built with the exclusions sample in {earlier}, and this one "
-                      "would lack it: give it with --exclusions DIR, or --force to replace the "
-                      "page with one without it")
+    if sample is None and earlier is not None and not lost:
+        lost = (f"{path} was built with the exclusions sample in {earlier}, and this one "
+                "would lack it")
+        advice = (": give it with --exclusions DIR, or --force to replace the page with one "
+                  "without it")
+    if lost and not force:
+        raise Refused(lost + advice)
+    if lost:
+        print(f"warning: --force: the datasheet is written without the exclusions sample: {lost}",
+              file=sys.stderr)
     studies = {name: record for name in (CONTAMINATION_FILE, BLOCKLIST_FILE)
                for record in [_read_json(FileSystems.join(report_dir, name))] if record}
     page = datasheet_html(stats_record, run_config, sample, sample_problem, studies, output_dir,

@@ -272,15 +272,19 @@ def test_a_sample_recorded_and_not_found_is_refused_naming_where_it_looked(tmp_p
         report.main([str(run)])
     # As the message says: --force writes the page without it, and says why on the page;
     # --exclusions DIR names it.
+    capsys.readouterr()
     page = pathlib.Path(report.main([str(run), "--force"])).read_text()
     assert "No exclusions sample: the run in" in page
+    assert capsys.readouterr().err.startswith(
+        "warning: --force: the datasheet is written without the exclusions sample: the run in")
     page = pathlib.Path(report.main([str(run), "--exclusions", str(aside)])).read_text()
     assert "Exclusions sample: 50% of URLs;" in page
     with pytest.raises(SystemExit, match=f"no exclusions at {tmp_path / 'nowhere'}"):
         report.main([str(run), "--exclusions", str(tmp_path / "nowhere")])
 
 
-def test_a_datasheet_with_the_sample_is_not_replaced_by_one_without_unless_forced(tmp_path):
+def test_a_datasheet_with_the_sample_is_not_replaced_by_one_without_unless_forced(tmp_path,
+                                                                                  capsys):
     run = make_run(tmp_path / "run", with_sample=False)
     write_exclusions(tmp_path / "elsewhere", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
     fuller = pathlib.Path(report.main([str(run), "--exclusions", str(tmp_path / "elsewhere")]))
@@ -294,8 +298,11 @@ def test_a_datasheet_with_the_sample_is_not_replaced_by_one_without_unless_force
     # Rebuilt with the sample, it is replaced; --force replaces it with the page without.
     report.main([str(run), "--exclusions", str(tmp_path / "elsewhere")])
     assert fuller.read_bytes() == before
+    capsys.readouterr()
     report.main([str(run), "--force"])
     assert "This run wrote no exclusions sample." in fuller.read_text()
+    assert (f"warning: --force: the datasheet is written without the exclusions sample: {fuller} "
+            "was built with the exclusions sample in") in capsys.readouterr().err
     report.main([str(run)])  # A page without the sample may replace one without it.
 
 
