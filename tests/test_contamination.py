@@ -8,6 +8,7 @@ import gzip
 import json
 import pathlib
 import shutil
+import unicodedata
 
 import pytest
 
@@ -169,6 +170,40 @@ def test_a_planted_context_of_a_script_without_spaces_is_found_and_no_other(shar
     whole = index.matches(f"{filler[3][:100]}{planted[3]}{filler[3][100:200]}")  # no spaces around
     assert whole.exact == whole.ngram13 == {ExampleKey(*planted[:3])}
     assert index.matches(filler[3]) == ((set(), set()))
+
+
+def _letters(first: int, count: int) -> str:
+    """`count` letters of the block that starts at `first`, in a scrambled order (no repeated
+    run), as text of a script without spaces could be."""
+    letters = [chr(code) for code in range(first, first + 128)
+               if unicodedata.category(chr(code)).startswith("L")]
+    return "".join(letters[(i * 7 + i // len(letters)) % len(letters)] for i in range(count))
+
+
+@pytest.mark.parametrize("first", [
+    0x0E01, 0x0E81, 0x1000, 0x1780, 0x3041, 0x30A1, 0x4E00, 0xAC00,
+], ids=["Thai", "Lao", "Myanmar", "Khmer", "Hiragana", "Katakana", "Han", "Hangul (spaces)"])
+def test_each_script_without_spaces_is_measured_in_characters(first):
+    """80 letters, a space every 20 (Thai's spaces end phrases, not words): a page holding 55
+    of them from inside a phrase shares a 50-gram; one holding the whole text with no space
+    around it holds it exactly. Korean is written with spaces: measured in words."""
+    text = " ".join(_letters(first, 80)[i:i + 20] for i in range(0, 80, 20))
+    key = ExampleKey("t", "f", "1")
+    index = _index((*key, text))
+    spaced = first == 0xAC00
+    middle = text.replace(" ", "")[15:70]
+    assert index.matches(f"Some words {middle} and more.").ngram13 == (set() if spaced else {key})
+    assert index.matches(f"x{text.replace(' ', '')}y").exact == (set() if spaced else {key})
+
+
+@pytest.mark.parametrize("characters, exact, ngram", [
+    (30, False, False), (31, True, False), (49, True, False), (50, True, True)])
+def test_the_minimums_in_characters(characters, exact, ngram):
+    """GPT-4's 50 characters for an n-gram, and 31 (8/13 of 50) for the exact method."""
+    text = _letters(0x4E00, characters)
+    key = ExampleKey("t", "f", "1")
+    found = _index((*key, text)).matches(f"前文{text}后文")
+    assert (found.exact == {key}, found.ngram13 == {key}) == (exact, ngram)
 
 
 def test_the_index_round_trips_through_a_file(tmp_path):

@@ -11,18 +11,22 @@ per task as ../shared/data/tasks lays them out (`SOURCES`: the folder, the files
 fields), with model/tasks' readers where they exist (glue_*, super_glue_*, squad, cnn_dailymail,
 wmt_*: sources.py, the same dicts TFDS gives) and small readers here for the rest (XSum, SNLI,
 SciTail, the WMT19 sample). Each field of each example is matched on its own (RTE's premise and
-hypothesis are sentence1 and sentence2, as GLUE names them); the methods and the normalisation
-are text/contamination.py's.
+hypothesis are sentence1 and sentence2, as GLUE names them); the methods, the normalisation, the
+least lengths (8 words for the exact method, GPT-3's least n-gram) and the measure in characters
+of the scripts written without spaces (31 and 50 characters) are text/contamination.py's.
 
 Printed: a table per task and field; written (--json, default OUT/report/contamination.json):
 
-    {"method": {"normalization": ..., "exact": ..., "ngram_words": 13, "ngram_hash": ...,
-                "sources": [...]},
+    {"method": {"normalization": ..., "exact": ..., "min_exact_words": 8, "ngram_words": 13,
+                "ngram_characters": 50, "min_exact_characters": 31, ..., "sources": [...]},
      "tasks": {TASK: {FIELD: {"examples": n,            # examples with text in this field
-                              "exact": k, "exact_share": k / n,
+                              "in_characters": c,       # of those, in a script without spaces
+                              "exact": k,               # of those with 8 words or more
+                              "exact_share": k / (n - m1), or null when n == m1,
+                              "too_short_for_exact": m1,
                               "ngram13": k2,            # of those with 13 words or more
-                              "ngram13_share": k2 / (n - m), or null when n == m,
-                              "too_short_for_ngrams": m}}},
+                              "ngram13_share": k2 / (n - m2), or null when n == m2,
+                              "too_short_for_ngrams": m2}}},
      "corpus": {"folder": OUT, "pages": n, "shards": n, "lines_skipped": n,
                 "damaged_shards": {SHARD: what happened}},
      "skipped_tasks": {TASK: why}}
@@ -64,7 +68,10 @@ SHARD_PATTERN = "*-of-*.jsonl.gz"
 METHOD_SOURCES = (
     "Dodge et al. 2021, Documenting Large Webtext Corpora, Section 4.2: exact matches "
     "normalized for capitalization and punctuation",
-    "Brown et al. 2020, Language Models are Few-Shot Learners, Appendix C: 13-gram overlap")
+    "Brown et al. 2020, Language Models are Few-Shot Learners, Appendix C: 13-gram overlap; "
+    "no n-gram under 8 words, for spurious collisions",
+    "OpenAI 2023, GPT-4 Technical Report, Appendix C: 50-character substrings of the text "
+    "without spaces (here for the scripts written without spaces)")
 
 ExampleStream = Iterator[tuple[str, Mapping]]  # (example id, the example's dict)
 
