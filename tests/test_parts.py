@@ -362,3 +362,16 @@ def test_the_progress_line_says_groups_rate_and_time_left_and_is_a_bar_on_a_term
     progress.start_groups(2)
     assert terminal.getvalue() == ("\r[###############...............] groups: 2 done "
                                    "(2 reused), 2 running, 0 left\033[K")
+
+
+def test_a_rerun_with_another_group_files_is_refused_as_another_configuration(done_run):
+    """Issue 48, behaviour 10: the groups' size is part of a run in parts' configuration (its
+    groups cover other files): another --group_files is refused, naming it, and nothing is
+    written; --restart is the way to it."""
+    args, output = done_run
+    before = file_digests(output)
+    with pytest.raises(SystemExit, match=r"another configuration \(differing: group_files\).*"
+                                         r"--restart"):
+        rerun(args, output, "--group_files", "2")
+    assert file_digests(output) == before
+    assert len(list((output / parts.PARTS_FOLDER).glob(f"group-*/{parts.MARKER_FILE}"))) == 5

@@ -430,3 +430,20 @@ def test_the_parts_of_a_bucket_share_its_pages_whatever_the_number_of_buckets():
     filled = {staged._part_of_url(url, buckets, parts_count) for url in urls
               if int.from_bytes(digest64(url), "big") % buckets == 5}
     assert filled == set(range(parts_count))
+
+
+def test_a_rerun_with_another_task_bytes_resumes_reusing_every_task_done(done_run):
+    """Issue 48, behaviour 1: what a worker killed for memory is told (rerun with a smaller
+    --task_bytes) resumes the run: every task done is reused, the tasks left take their bucket
+    in more parts, and the output is the same bytes."""
+    args, output = done_run
+    expected = file_digests(output)
+    for stage in ("finish", "partition", "write"):
+        shutil.rmtree(output / parts.PARTS_FOLDER / stage)
+    stages = rerun(args, output, "--task_bytes", "20000")
+    for stage in ("read", "url", "spans"):
+        assert stages[stage]["reused"] == stages[stage]["tasks"] > 0, stage
+    assert stages["finish"]["reused"] == 0 and stages["finish"]["tasks"] == 2
+    finish = json.loads((task_folder(output, "finish", 0) / staged.MARKER_FILE).read_text())
+    assert finish["facts"]["parts"] > 1
+    assert file_digests(output) == expected
