@@ -271,16 +271,21 @@ def with_absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def unwritable_folder(flag: str, folder: str) -> Optional[str]:
-    """Why a run could not write into the local `folder` given as `flag` (made here if it is
-    missing), or None: found by writing a file, not by the permission bits, which a root user
-    passes by. A URL (gs://) is not probed: its runner's credentials decide."""
+    """Why a run could not write into the local `folder` given as `flag`, or None: found by
+    writing a file into it (or into its nearest folder that exists: nothing is left behind), not
+    by the permission bits, which a root user passes by. A URL (gs://) is not probed: its
+    runner's credentials decide."""
     if "://" in folder:
         return None
     if os.path.exists(folder) and not os.path.isdir(folder):
         return f"{flag} {folder} is a file, not a folder: give a folder"
+    existing = os.path.abspath(folder)
+    while not os.path.exists(existing):
+        existing = os.path.dirname(existing)
     try:
-        os.makedirs(folder, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
+        if not os.path.isdir(existing):
+            raise NotADirectoryError(f"{existing} is a file")
+        with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as error:
         return (f"{flag} {folder} cannot be written ({error.strerror or error}): give a folder "
