@@ -15,6 +15,7 @@ from pipelines import badwords, c4, exclusions, stages, stats, urls
 from pipelines.config import variant
 from pipelines.page import Page
 from pipelines.stages import load_resources
+from tests.support.references import build_reference
 from tests.support.variant_runs import variant_args
 from text.hashing import hash64
 
@@ -77,17 +78,15 @@ def test_the_records_of_each_reason_number_its_counter_and_the_output_does_not_c
         "directory": str(excluded), "fraction": 1.0}
 
 
-@pytest.fixture(scope="module")
-def one_job_exclusions(shared_data, tmp_path_factory):
-    """The exclusions (fraction 1) of one-job runs, by variant and rules: their folders."""
-    folders = {}
-
+@pytest.fixture(scope="session")
+def one_job_exclusions(shared_data, references_root):
+    """The exclusions (fraction 1) of one-job runs, by variant and rules: their folders, built
+    with the session's references (tests/support/references.py)."""
     def of(variant_name, rules):
-        if (variant_name, rules) not in folders:
-            _, excluded, _ = run(shared_data, tmp_path_factory.mktemp("one-job"), variant_name,
-                                 rules)
-            folders[variant_name, rules] = excluded
-        return folders[variant_name, rules]
+        excluded = references_root / f"exclusions-{variant_name}-{rules or 'paper'}"
+        build_reference(references_root, variant_args(shared_data, variant_name, rules) + [
+            "--exclusions", str(excluded), "--exclusion_fraction", "1"])
+        return excluded
     return of
 
 
