@@ -14,7 +14,7 @@ import pytest
 
 from model.tasks import contamination as command
 from tests.support.contamination_reference import ngram_set, reference_words
-from text.contamination import ContaminationIndex, ExampleKey, normalize
+from text.contamination import ContaminationIndex, ExampleKey, IndexStats, normalize
 
 LONG = ("the committee met on a rainy tuesday to discuss the budget for the new library "
         "building and its many shelves")  # 19 words
@@ -202,8 +202,37 @@ def test_the_minimums_in_characters(characters, exact, ngram):
     """GPT-4's 50 characters for an n-gram, and 31 (8/13 of 50) for the exact method."""
     text = _letters(0x4E00, characters)
     key = ExampleKey("t", "f", "1")
-    found = _index((*key, text)).matches(f"前文{text}后文")
+    index = _index((*key, text))
+    found = index.matches(f"前文{text}后文")
     assert (found.exact == {key}, found.ngram13 == {key}) == (exact, ngram)
+    assert index.too_short == {"exact": [not exact], "ngram13": [not ngram]}
+
+
+@pytest.mark.parametrize("changed", range(13))
+def test_a_13_gram_with_any_one_word_changed_is_not_found(changed):
+    index = _index(("t", "f", "1", THIRTEEN))
+    words = THIRTEEN.split()
+    words[changed] = "other"
+    assert index.matches(f"before {' '.join(words)} after").ngram13 == set()
+
+
+def test_a_page_holding_examples_of_both_kinds_finds_both():
+    chinese = _letters(0x4E00, 40)
+    index = _index(("t", "en", "1", CAT), ("t", "zh", "1", chinese))
+    found = index.matches(f"{CAT} 前文{chinese}后文")
+    assert found.exact == {ExampleKey("t", "en", "1"), ExampleKey("t", "zh", "1")}
+
+
+def test_an_index_of_no_example_finds_nothing():
+    index = _index()
+    assert index.stats == IndexStats(examples=0, in_characters=0, too_short_for_exact=0,
+                                      too_short_for_ngrams=0, ngrams=0)
+    assert index.matches(f"{LONG} {CAT}") == (set(), set())
+
+
+def test_keys_and_texts_of_different_lengths_are_refused():
+    with pytest.raises(ValueError, match="2 example keys but 1 texts"):
+        ContaminationIndex([ExampleKey("t", "f", "1"), ExampleKey("t", "f", "2")], ["one text"])
 
 
 def test_the_index_round_trips_through_a_file(tmp_path):
@@ -225,8 +254,11 @@ def test_the_index_round_trips_through_a_file(tmp_path):
     (gzip.compress(b'{"format": "something else"}', mtime=0), "is not a contamination index"),
     (gzip.compress(json.dumps({"format": "t5-c4 contamination index", "version": 0,
                                "method": {}, "examples": []}).encode(), mtime=0),
-     "another version"),
-], ids=["not gzip", "another format", "another version"])
+     r"another version of the method \(version 0\)"),
+    (gzip.compress(json.dumps({"format": "t5-c4 contamination index", "version": 2,
+                               "method": {"ngram_words": 13}, "examples": []}).encode(), mtime=0),
+     r"another version of the method \(version 2\)"),
+], ids=["not gzip", "another format", "another version", "another method"])
 def test_loading_a_file_that_is_no_index_of_this_method_is_refused(tmp_path, content, message):
     path = tmp_path / "index.json.gz"
     path.write_bytes(content)

@@ -127,8 +127,11 @@ CHINESE = ("黑豹队的防守只丢了三百零八分在联赛中排名第六�
 
 
 @pytest.mark.parametrize("method, short", [
-    ("exact", "super_glue_wic: 1 of 1; wmt_en_de: 1 of 2; xquad: 1 of 3"),
-    ("ngram13", "super_glue_wic: 1 of 1; wmt_en_de: 1 of 2; xquad: 2 of 3"),
+    ("exact", "super_glue_wic: 1 of 1; wmt_en_de: 1 of 2; xquad: 1 of 3 (an example under 8 "
+              "words, or under 31 characters in a script without spaces, matches pages by "
+              "chance; GPT-3 used no n-gram under 8 words)"),
+    ("ngram13", "super_glue_wic: 1 of 1; wmt_en_de: 1 of 2; xquad: 2 of 3 (an example under 13 "
+                "words, and under 50 characters in a script without spaces, has no n-gram)"),
 ])
 def test_the_examples_too_short_to_match_are_counted_per_task_before_any_work(
         shared_data, tmp_path, capsys, method, short):
@@ -143,7 +146,7 @@ def test_the_examples_too_short_to_match_are_counted_per_task_before_any_work(
     c4.main(variant_args(shared_data, "en") + [
         "--output", str(tmp_path / "out"), "--decontaminate", str(tmp_path / "index.json.gz"),
         "--decontamination_method", method, "--dry_run"])
-    assert (f"decontamination by {method}: left out as too short to match, per task: {short} ("
+    assert (f"decontamination by {method}: left out as too short to match, per task: {short}\n"
             in capsys.readouterr().out)
     assert not (tmp_path / "out").exists()
 
