@@ -143,3 +143,51 @@ def test_verbosity_flag_is_read_before_tensorflow_loads():
     assert verbosity_in(["--mode", "eval"]) == 0
     assert verbosity_in(["--verbosity", "2"]) == 2
     assert verbosity_in(["--verbosity=1", "--mode", "eval"]) == 1
+
+
+# --- the flags that messages name ------------------------------------------------------------
+
+FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9_-]*[a-z0-9]")
+# The command lines whose flags model/'s messages may name: its own, the contamination study's
+# and the C4 pipeline's (a corpus to give it, `--variant multilingual`).
+MESSAGE_COMMANDS = (("model", "pretrain"), ("model", "finetune"), ("model", "eval"),
+                    ("model", "decode"), ("model", "export"), ("model", "import"),
+                    ("model", "vocab"), ("model", "wordpiece"), ("model", "tasks"),
+                    ("model.tasks.contamination",), ("pipelines.c4",))
+# `python -m model.train --mode M`, the former command line, is named as such while it still
+# runs; `python -m model M` takes no --mode.
+FORMER_COMMAND_LINE = re.compile(r"model\.train --mode")
+
+
+def strings_in(path: pathlib.Path):
+    """(line, text) of the string literals of a module that a user reads: messages, helps and
+    constants (the literal parts of f-strings included) and the module's docstring (the
+    --help's description), but not a string that is one flag alone (an argument list being
+    built or parsed, an option being declared) nor the docstrings of classes and functions
+    (notes for the reader of the code, which cite other programs' flags)."""
+    import ast
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    inner_docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                        and ast.get_docstring(node, clean=False) is not None}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in inner_docstrings and not FLAG.fullmatch(node.value)):
+            yield node.lineno, node.value
+
+
+def test_no_message_in_model_names_a_flag_the_command_lines_do_not_have():
+    """Issue 48: refusing `finetune --task glue_wnli` pointed to `--mode eval`, a flag that
+    `python -m model eval` does not have."""
+    offered = set()
+    for command in MESSAGE_COMMANDS:
+        result = help_of(*command)
+        assert result.returncode == 0, result.stderr
+        offered |= set(FLAG.findall(result.stdout))
+    offered.discard("--mode")  # python -m model M passes it to model/train.py itself
+    unknown = [f"{path.relative_to(REPO)}:{line}: {flag}"
+               for path in sorted((REPO / "model").rglob("*.py"))
+               for line, text in strings_in(path)
+               for flag in FLAG.findall(FORMER_COMMAND_LINE.sub("", text))
+               if flag not in offered]
+    assert unknown == []

@@ -269,3 +269,19 @@ def test_the_other_checkpoint_a_damage_message_names_decodes(t5_run, tmp_path, i
                                 "--checkpoint", "model.ckpt-0"], capsys)
     assert status == 0, err
     assert len(out.splitlines()) == 1
+
+
+# --- a task file of another layout -------------------------------------------------------------
+
+@pytest.mark.parametrize("task, given, layout", [
+    ("super_glue_copa", "glue_rte/dev.tsv", "SuperGLUE JSONL (train.jsonl, val.jsonl, test.jsonl)"),
+    ("glue_rte", "superglue_copa/val.jsonl", "GLUE TSV (train.tsv, dev.tsv, test.tsv)"),
+])
+def test_a_task_file_of_another_layout_names_the_file_the_task_and_the_layout(
+        t5_run, shared_data, capsys, task, given, layout):
+    """Before: `error: Expecting value: line 1 column 1 (char 0)` for COPA given RTE's TSV."""
+    path = shared_data / "tasks" / given
+    status, out, err = command(["eval", "--task", task, "--model_dir", t5_run, "--task_files",
+                                f"{task}:validation={path}"], capsys)
+    assert status != 0 and out == ""
+    assert f"{path}: not the files {task} reads ({layout})" in err

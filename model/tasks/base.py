@@ -5,6 +5,7 @@ floats, lists, nested dicts), whether it was read by TFDS or from the original r
 """
 from __future__ import annotations
 
+import csv
 import dataclasses
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -168,5 +169,19 @@ class Task:
         return sources.tfds_examples(self.splits[split], data_dir)
 
     def local_examples(self, *paths: str) -> Iterator[dict]:
-        """The raw examples of original release files, as TFDS gives them."""
-        return self.local_format.read(*paths)
+        """The raw examples of original release files, as TFDS gives them. A file that its
+        reader cannot take (another task's file, another layout) is an error naming the files,
+        the task and the layout it reads."""
+        try:
+            yield from self.local_format.read(*paths)
+        # What the readers raise on a file of another layout: a JSON or TSV they cannot parse,
+        # a field or column that is not there, a row of another shape.
+        except (ValueError, KeyError, IndexError, TypeError, csv.Error) as error:
+            raise TaskFileError(
+                f"{', '.join(paths)}: not the files {self.name} reads "
+                f"({self.local_format.description}): {type(error).__name__}: {error}"
+            ) from None
+
+
+class TaskFileError(ValueError):
+    """A task's release file that its reader cannot take."""

@@ -130,7 +130,8 @@ def select(task: Optional[str] = None, mixture: Optional[str] = None,
         chosen = tasks.get(task)
         if training and not chosen.trained_on:
             raise ValueError(f"{task} is never trained on ({chosen.untrained_reason}); "
-                             "evaluate it with --mode eval")
+                             f"evaluate a run on it with python -m model eval --task {task} "
+                             "--model_dir DIR")
         # One task needs no size to be drawn from alone.
         mix = tasks.Mixture(task, (chosen,), mixing=Mixing.EQUAL)
     else:

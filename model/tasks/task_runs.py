@@ -1,7 +1,7 @@
-"""The one task loop of every family (`--mode finetune|eval|decode` with a task, `run_tasks`): the
-family plans the run (`TaskPlan`: its features, heads, answers and training), this module
-fine-tunes keeping every checkpoint, scores them (model/tasks/evaluation.py, by the plan's way to
-score one) and keeps the best; and the checkpoint a command's `--checkpoint` names, the best one
+"""The one task loop of every family (`python -m model finetune|eval|decode` with a task,
+`run_tasks`): the family plans the run (`TaskPlan`: its features, heads, answers and training),
+this module fine-tunes keeping every checkpoint, scores them (model/tasks/evaluation.py, by the
+plan's way to score one) and keeps the best; and the checkpoint a command's `--checkpoint` names, the best one
 included. Scoring and selection are evaluation.py's; this module trains, deletes and resolves.
 """
 from __future__ import annotations
@@ -55,11 +55,11 @@ TASK_MODES = ("finetune", "eval", "decode")
 
 def check_task_mode(mode: str) -> None:
     if mode not in TASK_MODES:
-        raise ValueError(f"--mode {mode} does not run on tasks (finetune, eval or decode)")
+        raise ValueError(f"{mode} does not run on tasks (finetune, eval or decode do)")
 
 
 def run_tasks(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]:
-    """The one task loop of every family (`--mode finetune|eval|decode` with `--task` or
+    """The one task loop of every family (`finetune|eval|decode` with `--task` or
     `--mixture`): the run's family plans it (`task_plan`: features, heads, answers, training),
     `task_run` trains and scores. The mode is checked before the family plans."""
     check_task_mode(mode)
@@ -67,7 +67,7 @@ def run_tasks(mode: str, run: runs.Run, request: TaskRequest) -> Dict[str, dict]
 
 
 def task_run(mode: str, plan: TaskPlan) -> Dict[str, dict]:
-    """`--mode finetune|eval|decode` of a family's `plan`:
+    """`finetune|eval|decode` of a family's `plan`:
     finetune: the run trained on `plan.training`, keeping every checkpoint, then every checkpoint
     scored, the best per task kept with the newest TrainConfig.keep_checkpoint_max; returns the best
     ({"<task>/<split>": {"step", "checkpoint", "scores", "data", "decoding"}});
@@ -116,8 +116,8 @@ def resolve_checkpoint(model_dir: str, name: str, task: Optional[str] = None) ->
     if name == "best":
         best_file = pathlib.Path(model_dir) / evaluation.EVAL_DIR / evaluation.BEST_NAME
         if not best_file.is_file():
-            raise FileNotFoundError(f"--checkpoint best: no {best_file} (--mode eval --task T "
-                                    "writes it)")
+            raise FileNotFoundError(f"--checkpoint best: no {best_file} (python -m model eval "
+                                    f"--task T --model_dir {model_dir} writes it)")
         best = json.loads(best_file.read_text())
         named = {entry["checkpoint"] for key, entry in best.items()
                  if not task or key.split("/")[0] == task}

@@ -348,7 +348,7 @@ def conversion(family: type, hf_model_type: str = MODEL_TYPE) -> Conversion:
 
 
 class HFFormat(TransformersFormat):
-    """T5's format `hf`: import through the shared machinery, export as `--mode export` (with
+    """T5's format `hf`: import through the shared machinery, export as a run's export (with
     the generation config and, given the vocabulary, the tokenizer)."""
 
     def __init__(self, family: type):
