@@ -56,20 +56,79 @@ def test_mnli_and_xnli_formats_are_multilingual_t5s():
         "inputs": "xnli: premise: premise2 hypothesis: translation2", "targets": "1"}
 
 
+# multilingual-t5's preprocessors.py: `_pad_punctuation` and `_string_join`, TensorFlow
+# regex_replace (RE2) patterns, run here as the reference computation.
+T5_PUNCTUATION = r"([^_\s\p{N}\p{L}\p{M}])"
+T5_WHITESPACE = r"\s+"
+# Vowelled Arabic (harakat: fathah, kasrah, dammah, sukun, shaddah, tanwin; U+064B-U+0652,
+# combining marks) with Arabic punctuation (comma U+060C, question mark U+061F), our own text.
+VOWELLED_ARABIC = "ذَهَبَ الوَلَدُ إِلَى المَدْرَسَةِ، ثُمَّ عَادَ؟ نَعَمْ، كِتَابٌ جَمِيلٌ."
+
+
+def t5_padded(texts):
+    """multilingual-t5's `_pad_punctuation` of each text, by TensorFlow's RE2."""
+    import tensorflow as tf
+    padded = tf.strings.regex_replace(
+        tf.strings.regex_replace(texts, T5_PUNCTUATION, r" \1 "), T5_WHITESPACE, " ")
+    return [text.decode("utf-8") for text in padded.numpy()]
+
+
+def t5_xquad_inputs(questions, contexts):
+    """multilingual-t5's `xquad` inputs: `_string_join(['question:', q, 'context:', c])`."""
+    import tensorflow as tf
+    joined = [tf.strings.join(["question:", q, "context:", c], separator=" ")
+              for q, c in zip(t5_padded(questions), t5_padded(contexts))]
+    return [tf.strings.regex_replace(text, T5_WHITESPACE, " ").numpy().decode("utf-8")
+            for text in joined]
+
+
+def combining_marks(text: str) -> int:
+    import unicodedata
+    return sum(unicodedata.category(character) in ("Mn", "Mc") for character in text)
+
+
 def test_qa_punctuation_padding_is_tensorflows_re2_rule(task_dir):
     """multilingual-t5 pads with TensorFlow's regex_replace (RE2): every character but letters,
     marks, numbers, `_` and RE2's ASCII whitespace; ours must agree on real text of many scripts."""
-    import tensorflow as tf
     texts = [q["context"] for language in ("de", "zh", "en") for q in
              list(tasks.get(f"mt5_xquad_test.{language}").local_examples(
                  find_release_file(str(task_dir), "xquad", f"xquad.{language}.json")))[:40]]
     texts += ["a\u00a0b\u3000c\u200bd_e\te", "François «quoted» — 1,000.5 ١٢٣ ।"]
-    padded = tf.strings.regex_replace(tf.strings.regex_replace(
-        texts, r"([^_\s\p{N}\p{L}\p{M}])", r" \1 "), r"\s+", " ").numpy()
-    assert [multilingual_qa.pad_punctuation(t) for t in texts] == [p.decode("utf-8") for p in padded]
+    assert [multilingual_qa.pad_punctuation(t) for t in texts] == t5_padded(texts)
+
+
+@pytest.mark.parametrize("language", ["hi", "th", "ar"])
+def test_qa_examples_in_scripts_with_combining_marks_are_multilingual_t5s(task_dir, language):
+    """Behaviour 7 of issue 48: Hindi (Devanagari's vowel signs and virama), Thai (its vowel and
+    tone marks) and Arabic (XQuAD's, and vowelled text): inputs, targets and references as
+    multilingual-t5's `xquad` preprocessor makes them with TensorFlow's RE2, on every question
+    of the XQuAD samples."""
+    task = tasks.get(f"mt5_xquad_test.{language}")
+    examples = list(task.local_examples(
+        find_release_file(str(task_dir), "xquad", f"xquad.{language}.json")))
+    if language == "ar":
+        examples.append({"id": "vowelled", "question": VOWELLED_ARABIC[:24],
+                         "context": VOWELLED_ARABIC, "answers": {"text": [VOWELLED_ARABIC[-12:]],
+                                                                 "answer_start": [0]}})
+    texts = [e["question"] + e["context"] + "".join(e["answers"]["text"]) for e in examples]
+    assert len(examples) > 10 and combining_marks("".join(texts)) > 70  # the marks are there
+    inputs = t5_xquad_inputs([e["question"] for e in examples], [e["context"] for e in examples])
+    first_answers = t5_padded([e["answers"]["text"][0] for e in examples])
+    for example, expected_inputs, expected_target in zip(examples, inputs, first_answers):
+        assert task.preprocess(example) == {"inputs": expected_inputs, "targets": expected_target}
+        assert task.reference(example) == t5_padded(example["answers"]["text"])
 
 
 # --- formats on the release files, row for row ----------------------------------------------------
+
+# The targets of each label, written out (issue 48: an expectation read from the module's own
+# table could not fail). XNLI and MNLI: multilingual-t5's process_xnli and process_mnli write
+# `tf.strings.as_string(x['label'])`, the class id of TFDS's xnli and multi_nli ClassLabel
+# names=['entailment', 'neutral', 'contradiction'] (the release files' gold_label words).
+XNLI_TARGETS = {"entailment": "0", "neutral": "1", "contradiction": "2"}
+# PAWS-X: multilingual-t5's tasks.py, `label_names = ["different_meaning", "paraphrase"]` with
+# the t5 library's `glue` preprocessor: label 0 (the release's `0`) is different_meaning.
+PAWS_X_TARGETS = {"0": "different_meaning", "1": "paraphrase"}
 
 def tsv_rows(path):
     with open(path, encoding="utf-8", newline="") as f:
@@ -85,7 +144,7 @@ def test_xnli_pairs_are_the_release_rows_in_every_language(task_dir, split, file
         (pair,) = [task.preprocess(e) for e in local(task_dir).examples(task, split)]
         row = rows[language]
         assert pair == {"inputs": f"xnli: premise: {row['sentence1']} hypothesis: {row['sentence2']}",
-                        "targets": str(xnli.LABELS.index(row["gold_label"]))}
+                        "targets": XNLI_TARGETS[row["gold_label"]]}
 
 
 def test_xnli_zero_shot_trains_on_the_english_rows_and_translate_train_on_the_translations(task_dir):
@@ -93,7 +152,7 @@ def test_xnli_zero_shot_trains_on_the_english_rows_and_translate_train_on_the_tr
     english = tsv_rows(task_dir / "xnli/XNLI-MT-1.0/multinli/multinli.train.en.tsv")
     pairs = [tasks.get("mt5_xnli_train").preprocess(e) for e in data.examples(tasks.get("mt5_xnli_train"), "train")]
     assert pairs == [{"inputs": f"xnli: premise: {r['premise']} hypothesis: {r['hypo']}",
-                      "targets": str(xnli.LABELS.index(r["label"]))} for r in english]
+                      "targets": XNLI_TARGETS[r["label"]]} for r in english]
     german = tsv_rows(task_dir / "xnli/XNLI-MT-1.0/multinli/multinli.train.de.tsv")
     task = tasks.get("mt5_xnli_translate_train.de")
     assert [task.preprocess(e)["inputs"] for e in data.examples(task, "train")] == [
@@ -102,12 +161,28 @@ def test_xnli_zero_shot_trains_on_the_english_rows_and_translate_train_on_the_tr
 
 def test_pawsx_pairs_are_the_release_rows(task_dir):
     data = local(task_dir)
+    labels = {r["label"] for language in paws_x.LANGUAGES
+              for r in tsv_rows(task_dir / f"paws_x/x-final/{language}/test_2k.tsv")}
+    assert labels == set(PAWS_X_TARGETS)  # both labels are held to their words
     for language in paws_x.LANGUAGES:
         task = tasks.get(f"mt5_pawsx_dev_test.{language}")
         rows = tsv_rows(task_dir / f"paws_x/x-final/{language}/test_2k.tsv")
         assert [task.preprocess(e) for e in data.examples(task, "test")] == [
             {"inputs": f"paws sentence1: {r['sentence1']} sentence2: {r['sentence2']}",
-             "targets": paws_x.LABELS[int(r["label"])]} for r in rows]
+             "targets": PAWS_X_TARGETS[r["label"]]} for r in rows]
+
+
+@pytest.mark.parametrize("task, targets", [
+    ("mt5_pawsx_dev_test.de", PAWS_X_TARGETS),
+    ("mt5_xnli_dev_test.sw", {digit: digit for digit in XNLI_TARGETS.values()})])
+def test_answers_become_class_ids_as_the_t5_librarys_string_label_to_class_id(task, targets):
+    """PAWS-X: t5/data/postprocessors.py string_label_to_class_id, the answer's index in
+    label_classes, -1 (its default) for any other answer. XNLI: multilingual-t5 compares the
+    digit strings; their class ids are the digits."""
+    chosen = tasks.get(task)
+    for class_id, target in sorted(targets.items()):
+        assert chosen.postprocess(target) == int(class_id)
+    assert chosen.postprocess("maybe") == -1
 
 
 def test_wikiann_pairs_are_the_release_sentences_with_tfds_spans(task_dir):

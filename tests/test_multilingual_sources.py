@@ -9,7 +9,7 @@ import csv
 import pytest
 
 from model.tasks import sources
-from model.tasks.multilingual_sources import (WIKIANN_TAGS, XNLI_LABELS, read_paws_x_tsv, read_wikiann,
+from model.tasks.multilingual_sources import (read_paws_x_tsv, read_wikiann,
                                               read_xnli_mt_tsv, read_xnli_tsv)
 
 XNLI_LANGUAGES = ["ar", "bg", "de", "el", "en", "es", "fr", "hi", "ru", "sw", "th", "tr", "ur", "vi", "zh"]
@@ -118,7 +118,8 @@ def test_xnli_mt_rows_are_xnli_pairs_of_one_language(task_data, tfds_dir, tmp_pa
     path = task_data / f"xnli/XNLI-MT-1.0/multinli/multinli.train.{language}.tsv"
     ours = list(read_xnli_mt_tsv(str(path)))
     # PROVENANCE: the first 4 MultiNLI train pairs, neutral 1, entailment 3.
-    assert collections.Counter(XNLI_LABELS[e["label"]] for e in ours) == {"neutral": 1, "entailment": 3}
+    # TFDS xnli's ClassLabel names=['entailment', 'neutral', 'contradiction']: ids 1 and 0.
+    assert collections.Counter(e["label"] for e in ours) == {1: 1, 0: 3}
     # Each row, written as an XNLI 1.0 pair of its language, is what the xnli builder gives.
     with path.open(encoding="utf-8", newline="") as f:
         rows = list(csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE))[1:]
@@ -209,9 +210,11 @@ def test_wikiann_samples_hold_the_tags_provenance_counts(task_data):
     for path in (task_data / "wikiann").glob("*/*"):
         for sentence in read_wikiann(str(path)):
             sentences += 1
-            tags.update(WIKIANN_TAGS[tag] for tag in sentence["tags"])
+            tags.update(sentence["tags"])
     assert sentences == 120
-    assert tags == {"O": 1026, "I-ORG": 151, "I-PER": 68, "I-LOC": 63, "B-ORG": 57, "B-LOC": 56, "B-PER": 35}
+    # By TFDS wikiann's ClassLabel ids, names=["O", "B-PER", "I-PER", "B-ORG", "I-ORG",
+    # "B-LOC", "I-LOC"]: O 1026, I-ORG 151, I-PER 68, I-LOC 63, B-ORG 57, B-LOC 56, B-PER 35.
+    assert tags == {0: 1026, 4: 151, 2: 68, 6: 63, 3: 57, 5: 56, 1: 35}
 
 
 def test_wikiann_colons_ill_formed_spans_and_separators_as_tfds_reads_them(tfds_dir, tmp_path):
