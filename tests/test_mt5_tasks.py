@@ -230,6 +230,70 @@ def test_zero_shot_trains_on_english_alone_and_translate_train_adds_every_transl
     assert len(select(mixture="mt5_ner_multilingual").rates) == 40
 
 
+# multilingual-t5's mixtures, as its tasks.py (the seqio version that names them `mt5_...`)
+# and utils.py list them, written out (issue 48, behaviour 8). Left out: the `.all_langs`
+# evaluation tasks (every language in one task), whose score Table 2 does not print (its mean
+# is taken over the languages' own scores here, model/tasks/mt5.py).
+XNLI_LANGS = "ar bg de el en es fr hi ru sw th tr ur vi zh".split()
+PAWSX_LANGS = "de en es fr ja ko zh".split()  # utils.PAWSX_LANGS
+XQUAD_LANGS_TRAIN_DEV = "ar de el es hi ru th tr vi zh".split()  # utils.py
+XQUAD_LANGS_TEST = XQUAD_LANGS_TRAIN_DEV + ["en"]
+MLQA_LANGS = "ar de en es hi vi zh".split()
+TYDIQA_LANGS = "ar bn en fi id ko ru sw te".split()
+NER_LANGS = ("af ar bg bn de el en es et eu fa fi fr he hi hu id it ja jv ka kk ko ml mr ms my "
+             "nl pt ru sw ta te th tl tr ur vi yo zh").split()
+
+
+def named(prefix: str, languages) -> list:
+    return [f"{prefix}.{language}" for language in languages]
+
+
+XNLI_ZEROSHOT = ["mt5_xnli_train"] + named("mt5_xnli_dev_test", XNLI_LANGS)
+PAWSX_EVAL = named("mt5_pawsx_dev_test", PAWSX_LANGS)
+XQUAD_TEST = named("mt5_xquad_test", XQUAD_LANGS_TEST)
+MLQA_DEV_TEST = named("mt5_mlqa_dev_test", MLQA_LANGS)
+TYDIQA_DEV = named("mt5_tydiqa_dev", TYDIQA_LANGS)
+# mixture -> (its tasks, those of them trained on: the ones with a train split)
+MT5_MIXTURES = {
+    "mt5_xnli_zeroshot": (XNLI_ZEROSHOT, ["mt5_xnli_train"]),
+    "mt5_xnli_translate_train": (
+        XNLI_ZEROSHOT + named("mt5_xnli_translate_train", set(XNLI_LANGS) - {"en"}),
+        ["mt5_xnli_train"] + named("mt5_xnli_translate_train", set(XNLI_LANGS) - {"en"})),
+    "mt5_pawsx_zeroshot": (["mt5_paws"] + PAWSX_EVAL, ["mt5_paws"]),
+    "mt5_pawsx_translate_train": (
+        ["mt5_paws"] + named("mt5_pawsx_translate_train", set(PAWSX_LANGS) - {"en"}) + PAWSX_EVAL,
+        ["mt5_paws"] + named("mt5_pawsx_translate_train", set(PAWSX_LANGS) - {"en"})),
+    "mt5_ner_zeroshot": (["mt5_ner_train.en"] + named("mt5_ner_eval", NER_LANGS),
+                         ["mt5_ner_train.en"]),
+    "mt5_ner_multilingual": (named("mt5_ner_train", NER_LANGS) + named("mt5_ner_eval", NER_LANGS),
+                             named("mt5_ner_train", NER_LANGS)),
+    "mt5_xquad_zeroshot": (["mt5_squad_train_dev"] + XQUAD_TEST, ["mt5_squad_train_dev"]),
+    "mt5_xquad_translate_train": (
+        named("mt5_xquad_translate_train_dev", XQUAD_LANGS_TRAIN_DEV) + ["mt5_squad_train_dev"]
+        + XQUAD_TEST,
+        named("mt5_xquad_translate_train_dev", XQUAD_LANGS_TRAIN_DEV) + ["mt5_squad_train_dev"]),
+    "mt5_mlqa_zeroshot": (["mt5_squad_train_dev"] + MLQA_DEV_TEST, ["mt5_squad_train_dev"]),
+    "mt5_mlqa_translate_train": (
+        named("mt5_xquad_translate_train_dev", set(MLQA_LANGS) - {"en"}) + ["mt5_squad_train_dev"]
+        + MLQA_DEV_TEST,
+        named("mt5_xquad_translate_train_dev", set(MLQA_LANGS) - {"en"}) + ["mt5_squad_train_dev"]),
+    "mt5_tydiqa_zeroshot": (["mt5_tydiqa_train.en"] + TYDIQA_DEV, ["mt5_tydiqa_train.en"]),
+    "mt5_tydiqa_translate_train": (
+        ["mt5_tydiqa_train.en"] + named("mt5_tydiqa_translate_train", set(TYDIQA_LANGS) - {"en"})
+        + TYDIQA_DEV,
+        ["mt5_tydiqa_train.en"] + named("mt5_tydiqa_translate_train", set(TYDIQA_LANGS) - {"en"})),
+    "mt5_tydiqa": (["mt5_tydiqa_train_dev"] + TYDIQA_DEV, ["mt5_tydiqa_train_dev"]),
+}
+
+
+def test_every_mt5_mixture_holds_multilingual_t5s_tasks():
+    assert sorted(m.name for m in mt5.MIXTURES) == sorted(MT5_MIXTURES)
+    for name, (members, trained) in MT5_MIXTURES.items():
+        mixture = tasks.get_mixture(name)
+        assert sorted(t.name for t in mixture.tasks) == sorted(members), name
+        assert sorted(select(mixture=name).rates) == sorted(trained), name
+
+
 def test_sizes_not_on_record_refuse_proportional_mixing():
     with pytest.raises(ValueError, match="training-set size of mt5_ner_train.af.*--mixing equal"):
         select(mixture="mt5_ner_multilingual", mixing="examples_proportional")
