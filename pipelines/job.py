@@ -80,17 +80,17 @@ def other_configuration(job: Job) -> Optional[str]:
 
 
 def _earlier_files(job: Job) -> List[str]:
-    """The shards (of any format) and reports an earlier run left in the output folder and its
-    language folders."""
-    shards = [FileSystems.join(job.output_dir, path) for shard_format in output.SHARD_SUFFIXES
+    """What an earlier run left in the output folder: its shards (of any format) there and in
+    its language folders, its reports, and the stats.json of each language folder."""
+    shards = [path for shard_format in output.SHARD_SUFFIXES
               for path in dataset_card.shard_listing(job.output_dir, tuple(job.max_shards),
                                                      shard_format)]
-    reports = [FileSystems.join(job.output_dir, folder, name) for folder in ("", "*")
-               for name in (stats.STATS_FILE, provenance.RUN_CONFIG_FILE, funnel.FUNNEL_FILE,
-                            dataset_card.CARD_FILE)]
-    found = [metadata.path for match in FileSystems.match(reports)
-             for metadata in match.metadata_list]
-    return shards + found
+    languages = sorted({path.rpartition("/")[0] for path in shards} - {""})
+    reports = [stats.STATS_FILE, provenance.RUN_CONFIG_FILE, funnel.FUNNEL_FILE,
+               dataset_card.CARD_FILE]
+    reports += [f"{language}/{stats.STATS_FILE}" for language in languages]
+    return [FileSystems.join(job.output_dir, path) for path in shards + reports
+            if FileSystems.exists(FileSystems.join(job.output_dir, path))]
 
 
 def start_afresh(job: Job) -> None:

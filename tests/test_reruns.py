@@ -12,12 +12,13 @@ import os
 import pathlib
 import shutil
 import sys
+import types
 
 import pytest
 
 from deploy.rehearse import file_digests
 from model.data import inputs
-from pipelines import c4
+from pipelines import c4, job
 from pipelines.config import variant
 from tests.support import killing
 from tfds_c4 import published
@@ -106,6 +107,24 @@ def test_restart_removes_the_earlier_runs_shards(copied, tmp_path):
     assert shard_names(output, "train") == STRAYS
     assert json.loads((output / "stats.json").read_text())["shards"] == {"train": 2,
                                                                         "validation": 1}
+
+
+def test_a_fresh_start_removes_the_earlier_runs_dataset_and_nothing_else(tmp_path):
+    """Its shards of any format, in the folder and its language folders, its reports and the
+    language folders' stats.json; not a run's parts, nor a folder's files that are no shard."""
+    earlier = ["train-00000-of-00008.jsonl.gz", "validation-00000-of-00001.parquet",
+               "de/train-00000-of-00001.jsonl.gz", "de/stats.json", "stats.json",
+               "run_config.json", "README.md", "funnel.svg"]
+    kept = ["notes/stats.json", "parts/write/train-00000-of-00001.jsonl.gz", "de/notes.txt"]
+    for name in earlier + kept:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("earlier\n")
+    run = types.SimpleNamespace(output_dir=str(tmp_path), config=variant("multilingual"),
+                                max_shards={"train": 8, "validation": 1})
+    job.start_afresh(run)
+    assert sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
+                  if path.is_file()) == sorted(kept + ["stats.json"])
+    assert json.loads((tmp_path / "stats.json").read_text())["progress"] == {"phase": "started"}
 
 
 def test_the_same_configuration_rerun_writes_the_same_bytes(copied):
