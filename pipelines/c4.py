@@ -495,8 +495,9 @@ def file_problems_report(counters: stats.Stats) -> str:
 
 def _write_reports(job: Job, counters: stats.Stats) -> None:
     """run_config.json, the funnel, the dataset card and stats.json (of each language written
-    apart, and of the whole run, each with its number of files per split). The shards are those in the
-    folder: a run found none of another run there when it started (job.prepare_output)."""
+    apart, and of the whole run, each with its number of files per split). The shards are those
+    in the folder: a run found none of another run there when it started
+    (job.prepare_output)."""
     config = job.config
     shards = dataset_card.shard_listing(job.output_dir, tuple(job.max_shards), job.shard_format)
     counts = dataset_card.shard_counts(shards, job.shard_format)
