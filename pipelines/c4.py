@@ -262,6 +262,7 @@ def absolute_if_local(path: Optional[str]) -> Optional[str]:
 
 
 def with_absolute_paths(args: argparse.Namespace) -> argparse.Namespace:
+    """The options, those of PATH_OPTIONS made absolute where local."""
     changed = {}
     for name in PATH_OPTIONS:
         value = getattr(args, name)
