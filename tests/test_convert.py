@@ -425,7 +425,8 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
     assert fresh and all(name.startswith(("cls/classifier/", "cls/squad/")) for name in fresh)
     values = {name: reader.get_tensor(name) if reader.has_tensor(name)
               else rng.normal(0.0, 0.5, shape).astype(np.float32) for name, shape in shapes.items()}
-    checkpoints.write_checkpoint(conv, config, 60, values, str(tuned))
+    # At a step after 0: a fine-tuned run's checkpoint (its step 0 is refused for export).
+    checkpoints.write_checkpoint(conv, config, 60, values, str(tuned), step=2)
     tokens, types = BERT_TOKENS, BERT_TYPES
     if head == "multiple_choice":  # choice c: segment B's ids moved by 5c
         tokens = np.stack([np.where(BERT_TYPES == 1, BERT_TOKENS + 5 * c, BERT_TOKENS)
@@ -436,7 +437,7 @@ def test_a_fine_tuned_bert_exports_to_its_heads_transformers_model(tmp_path, hea
         {"tokens": tokens.reshape(len(tokens), -1), "token_types": types.reshape(len(types), -1)})
 
     assert run_convert("export", "--family", "bert", "--format", "hf", "--model_dir", tuned,
-                       "--checkpoint", "model.ckpt-0", "--export_dir", tmp_path / "exported") == 0
+                       "--checkpoint", "model.ckpt-2", "--export_dir", tmp_path / "exported") == 0
     model = getattr(transformers, model_class).from_pretrained(str(tmp_path / "exported")).eval()
     with torch.no_grad():
         out = model(input_ids=torch.tensor(tokens),

@@ -30,6 +30,16 @@ def checkpoint_steps(model_dir: str) -> Dict[int, str]:
     return dict(sorted(found.items()))
 
 
+def step_of(checkpoint: str) -> Optional[int]:
+    """The global step `checkpoint` holds; for one without (BERT's and GPT-1's written by a
+    conversion hold weights alone), the step its name gives (model.ckpt-N); else None."""
+    reader = tf.train.load_checkpoint(checkpoint)
+    if reader.has_tensor(tf.GraphKeys.GLOBAL_STEP):
+        return int(reader.get_tensor(tf.GraphKeys.GLOBAL_STEP))
+    match = _CHECKPOINT_STEP.search(checkpoint)
+    return int(match.group(1)) if match else None
+
+
 def write_state(model_dir: str, paths: Sequence[str]) -> None:
     """Lists `paths` (checkpoints of `model_dir` as `checkpoint_steps` gives them, oldest
     first) in the directory's checkpoint state, the last as the newest."""

@@ -400,7 +400,7 @@ def require_trained(model_dir: str, checkpoint: str, allowed: bool) -> None:
     if allowed or not tf.io.gfile.exists(posixpath.join(model_dir, RUN_SETTINGS_NAME)):
         return
     with checkpoint_state.naming_damage(checkpoint):
-        step = int(tf.train.load_variable(checkpoint, tf.GraphKeys.GLOBAL_STEP))
+        step = checkpoint_state.step_of(checkpoint)
     if step == 0:
         raise ValueError(
             f"{checkpoint} is step 0 of the run in {model_dir}: its weights before any training "
