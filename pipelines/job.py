@@ -71,7 +71,7 @@ def other_configuration(job: Job) -> Optional[str]:
     if earlier is None:
         return None
     current = json.loads(json.dumps(job.run_config(), default=provenance.json_default))
-    differing = parts._differing_fields(earlier, current)  # pylint: disable=protected-access
+    differing = parts.differing_fields(earlier, current)
     if not differing:
         return None
     return (f"{job.output_dir} holds a finished run of another configuration (differing: "

@@ -296,7 +296,7 @@ def check_parts_config(output_dir: str, config_sha: str, record: dict, restart: 
     if previous is not None and previous.get("config_sha256") == config_sha:
         return
     if previous is not None and not restart:
-        differing = _differing_fields(previous, current)
+        differing = differing_fields(previous, current)
         raise PartsError(
             f"{parts_dir(output_dir)} holds the parts of a run of another configuration "
             f"(differing: {', '.join(differing) or 'versions'}): rerun that run's command "
@@ -311,14 +311,14 @@ def check_parts_config(output_dir: str, config_sha: str, record: dict, restart: 
                                        default=json_default).encode())
 
 
-def _differing_fields(previous, current, prefix: str = "") -> List[str]:
+def differing_fields(previous, current, prefix: str = "") -> List[str]:
     """The dotted names of the fields two records differ in, the deepest that differ."""
     def encoded(value):
         return json.dumps(value, sort_keys=True, default=json_default)
     if not (isinstance(previous, dict) and isinstance(current, dict)):
         return [prefix.rstrip(".")] if encoded(previous) != encoded(current) else []
     return [name for key in sorted(set(previous) | set(current)) if key != "config_sha256"
-            for name in _differing_fields(previous.get(key), current.get(key),
+            for name in differing_fields(previous.get(key), current.get(key),
                                           f"{prefix}{key}.")]
 
 

@@ -185,9 +185,9 @@ def test_the_card_is_made_of_the_listing_and_counters_alone():
                                              list(reversed(shards)), counters)
     meta = yaml.safe_load(card.split("---\n")[1])
     assert meta["configs"] == [{"config_name": "no", "data_files": [
-        {"split": "train", "path": "no/train-*-of-*.parquet"}]}]
+        {"split": "train", "path": "no/train-*-of-00002.parquet"}]}]
     assert meta["license"] == "odc-by"
-    assert "| no | train | `no/train-*-of-*.parquet`: 2 | 3 |" in card
+    assert "| no | train | `no/train-*-of-00002.parquet`: 2 | 3 |" in card
     assert "de train, de validation, no validation" in card
     with pytest.raises(ValueError, match="not the name of a parquet shard"):
         dataset_card.dataset_card(variant("en"), output.PARQUET, ["train.jsonl.gz"], counters)

@@ -18,6 +18,7 @@ def test_jsonl_and_conllu_sources(tmp_path, shared_data):
     with gzip.open(path, "wt") as out:
         out.write(json.dumps({"text": "Erste Seite.\nZweite Zeile.", "url": "u"}) + "\n\n")
         out.write(json.dumps({"text": "Page two."}) + "\n")
+    (tmp_path / "stats.json").write_text('{"variant": "en", "stages": {}}')  # A finished run.
     texts = [t.decode() for t in inputs.text_dataset_from_source(str(tmp_path)).as_numpy_iterator()]
     assert texts == ["Erste Seite.\nZweite Zeile.", "Page two."]
     conllu = inputs.text_dataset_from_source(str(shared_data / "text/ro/ro_rrt-ud-dev.conllu"))
