@@ -46,8 +46,11 @@ def test_a_staged_log_or_an_unfinished_folder_is_no_reference(tmp_path):
     references.check_one_job(tmp_path, "c4 building en from 5 WET files")
     with pytest.raises(AssertionError, match="says it ran in stages"):
         references.check_one_job(tmp_path, "building en from 5 WET files in stages, on 1 worker")
+    (tmp_path / "stats.json").write_text('{"progress": {"phase": "started"}}')
+    with pytest.raises(AssertionError, match="no finished stats.json"):
+        references.check_one_job(tmp_path, "c4 building en from 5 WET files")
     (tmp_path / "stats.json").unlink()
-    with pytest.raises(AssertionError, match="no stats.json"):
+    with pytest.raises(AssertionError, match="no finished stats.json"):
         references.check_one_job(tmp_path, "c4 building en from 5 WET files")
 
 

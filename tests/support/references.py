@@ -66,8 +66,10 @@ def check_one_job(folder: pathlib.Path, log: str) -> None:
                              "or in parts, not as one job")
     if STAGED_LOG_WORDS in log:
         raise AssertionError(f"the reference {folder} says it ran in stages:\n{log[-1000:]}")
-    if not (folder / "stats.json").is_file():
-        raise AssertionError(f"the reference {folder} has no stats.json: it did not finish")
+    stats = folder / "stats.json"
+    if not stats.is_file() or {"progress", "error"} & set(json.loads(stats.read_text())):
+        raise AssertionError(f"the reference {folder} has no finished stats.json: it did not "
+                             "finish")
 
 
 def reference_command(args: Sequence[str], folder: pathlib.Path) -> list:
