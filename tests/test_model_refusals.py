@@ -161,6 +161,17 @@ def test_a_run_that_writes_text_is_not_refused(tmp_path, input_file, capsys, bin
     assert "writes no text" not in err and "holds no checkpoint" in err
 
 
+def test_a_runs_export_without_format_names_the_familys_formats(fine_tuned_bert, tmp_path,
+                                                                capsys):
+    """Before: `the bert family has no --mode export` (a flag python -m model does not have).
+    The format it names exports: test_the_export_the_decode_refusal_names_writes_a_card..."""
+    status, _, err = command(["export", "--model_dir", fine_tuned_bert, "--export_dir",
+                              tmp_path / "out"], capsys)
+    assert status != 0
+    assert ("the bert family has no export without --format: python -m model export --family "
+            "bert --format FORMAT writes its formats (hf)") in err
+
+
 # --- export of an untrained checkpoint ----------------------------------------------------------
 
 def stopped_after_first_checkpoint(run_dir: pathlib.Path, folder: pathlib.Path,

@@ -53,7 +53,8 @@ def test_sizes_are_the_released_mt5_and_count_as_transformers(size):
 
 
 def test_the_sizes_are_the_five_released():
-    assert sorted(path.stem for path in (gin_files.GIN_DIR / "sizes/mt5").glob("*.gin")) == sorted(SIZES)
+    gins = (gin_files.GIN_DIR / "sizes/mt5").glob("*.gin")
+    assert sorted(path.stem for path in gins) == sorted(SIZES)
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +91,7 @@ def test_every_sizes_gin_exports_an_mt5_model(t5_1_1_run, tmp_path, size):
     gin.clear_config()
     assert model_command.main(argv) == 0
     config = json.loads((tmp_path / "hf" / "config.json").read_text())
-    assert (config["model_type"], config["architectures"]) == ("mt5", ["MT5ForConditionalGeneration"])
+    assert config["model_type"] == "mt5"
+    assert config["architectures"] == ["MT5ForConditionalGeneration"]
     model = transformers.AutoModelForSeq2SeqLM.from_pretrained(str(tmp_path / "hf"))
     assert type(model).__name__ == "MT5ForConditionalGeneration"
