@@ -91,8 +91,8 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir:
     """Writes `checkpoint` (as a run's `--checkpoint`: "" the newest in `model_dir`,
     "best", a path or a name in `model_dir`), sized by the parsed gin configuration, in the
     format to `export_dir`. `recorded_paths` (runs.recorded_paths) lets a recorded path that
-    is not there be named with the operative config it came from. A training run's step-0
-    checkpoint is refused unless `allow_untrained` (runs.require_trained)."""
+    is not there be named with the operative config it came from. A training run's checkpoint
+    of the step it started from is refused unless `allow_untrained` (runs.require_trained)."""
     chosen = resolve(family, format_name, "export")
     expected = convertible_families()[family]
     with gin.config_scope("export"):
@@ -102,7 +102,7 @@ def export_checkpoint(family: str, format_name: str, model_dir: str, export_dir:
         raise ConversionError(f"--family {family} exports architectures {expected.architectures}; "
                               f"the gin configuration says {run.model_config.architecture!r}")
     path = task_runs.resolve_checkpoint(model_dir, checkpoint)
-    runs.require_trained(model_dir, path, allow_untrained)
+    runs.require_trained(run, path, allow_untrained)
     runs.progress(f"exporting {path}")
     with checkpoint_state.naming_damage(path):
         return chosen.export_checkpoint(run, export_dir, path)
@@ -146,9 +146,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--checkpoint", default="",
                         help="export: the checkpoint (default the newest of --model_dir; "
                              "'best', a path, or a name in --model_dir, as a run's export)")
-    parser.add_argument(runs.ALLOW_UNTRAINED, action="store_true",
-                        help="export: write a training run's step-0 checkpoint (its weights "
-                             "before any training step), which is refused otherwise")
+    parser.add_argument(runs.ALLOW_UNTRAINED, action="store_true", help=runs.ALLOW_UNTRAINED_HELP)
     parser.add_argument("--gin_file", action="append", default=[])
     parser.add_argument("--gin_param", action="append", default=[])
     add_verbosity_flag(parser)

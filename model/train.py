@@ -47,9 +47,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
                         help="export, and eval and decode without --task: the checkpoint, a "
                              "path or a name in --model_dir (model.ckpt-360), or 'best' "
                              "(eval/best.json's; with --task for one task's); default the newest")
-    parser.add_argument(runs.ALLOW_UNTRAINED, action="store_true",
-                        help="export: write a training run's step-0 checkpoint (its weights "
-                             "before any training step), which is refused otherwise")
+    parser.add_argument(runs.ALLOW_UNTRAINED, action="store_true", help=runs.ALLOW_UNTRAINED_HELP)
     selection.add_arguments(parser)
     add_verbosity_flag(parser)
     args = parser.parse_args(argv)
@@ -77,7 +75,7 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
             if not args.export_dir:
                 raise ValueError("export needs --export_dir")
             checkpoint = task_runs.resolve_checkpoint(args.model_dir, args.checkpoint, args.task)
-            runs.require_trained(args.model_dir, checkpoint, args.allow_untrained)
+            runs.require_trained(run, checkpoint, args.allow_untrained)
             runs.progress(f"exporting {checkpoint}")
             with checkpoint_state.naming_damage(checkpoint):
                 exported = run.family.export(run, args.export_dir, checkpoint, args.task)

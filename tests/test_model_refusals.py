@@ -227,6 +227,34 @@ def test_a_step_0_checkpoint_without_the_trainers_settings_exports(fine_tuned_be
     assert status == 0, err
 
 
+@pytest.fixture(scope="module")
+def t5_fine_tuned(t5_run, shared_data, tmp_path_factory) -> pathlib.Path:
+    """A tiny T5 fine-tuned 1 step from t5_run's step 2: T5's step continues, so the run's
+    first checkpoint, model.ckpt-2, holds the pre-trained weights."""
+    model_dir = tmp_path_factory.mktemp("t5_tuned")
+    data = [f"DataConfig.vocabulary = '{trained_vocabulary(shared_data).path}'",
+            f"DataConfig.source = '{shared_data}/c4_samples/olmo/c4-sample.*.json.gz'"]
+    run = configure(model_dir, data, f"TrainConfig.init_checkpoint = '{t5_run}'",
+                    "TrainConfig.save_checkpoints_steps = 1", gin_files=("finetune.gin",))
+    assert runs.train(run, run.training_examples(), run.vocabulary.vocab_size, 1) == 3
+    gin.clear_config()
+    assert {path.name for path in model_dir.glob("model.ckpt-*.index")} == {
+        "model.ckpt-2.index", "model.ckpt-3.index"}
+    return model_dir
+
+
+def test_a_warm_started_runs_first_checkpoint_is_refused_for_export(t5_fine_tuned, tmp_path,
+                                                                    capsys):
+    """The pre-trained weights a fine-tuning run starts from are not its result."""
+    export = ["export", "--model_dir", t5_fine_tuned]
+    status, _, err = command([*export, "--export_dir", tmp_path / "first", "--checkpoint",
+                              "model.ckpt-2"], capsys)
+    assert status != 0
+    assert "model.ckpt-2 is step 2 of the run" in err and "--allow_untrained" in err
+    status, _, err = command([*export, "--export_dir", tmp_path / "trained"], capsys)
+    assert status == 0, err
+
+
 # --- damaged checkpoints -----------------------------------------------------------------------
 
 @pytest.fixture(scope="module")

@@ -390,23 +390,36 @@ def decode(run: Run, texts: Sequence[str], inputs_length: int, checkpoint: Optio
 
 # The flag of the exports that writes a run's untrained checkpoint all the same.
 ALLOW_UNTRAINED = "--allow_untrained"
+ALLOW_UNTRAINED_HELP = ("export: write a training run's checkpoint of the step it started from "
+                        "(its weights before any training step), refused otherwise")
 
 
-def require_trained(model_dir: str, checkpoint: str, allowed: bool) -> None:
-    """Refuses (unless `allowed`) a checkpoint at step 0 of a training run (one whose folder
-    holds the trainer's RUN_SETTINGS_NAME): the weights as initialised or warm started, before
-    any step trained, as a run stopped right after it started leaves it. An import's step-0
-    checkpoint (a released model) has no such file and passes."""
+def starting_step(run: "Run") -> int:
+    """The step of the checkpoint holding the weights `run` started from, which the trainer
+    saves before its first step: `first_step`, or 0 where the warm-start checkpoint it names is
+    no longer there to tell its step."""
+    try:
+        return first_step(run)
+    except (FileNotFoundError, warm_start.WarmStartError):
+        return 0
+
+
+def require_trained(run: "Run", checkpoint: str, allowed: bool) -> None:
+    """Refuses (unless `allowed`) a training run's checkpoint at the step it started from (a
+    run whose folder holds the trainer's RUN_SETTINGS_NAME): the weights as initialised or
+    warm started, before any step trained, as a run stopped right after it started leaves them.
+    An import's step-0 checkpoint (a released model) has no such file and passes."""
+    model_dir = run.model_dir
     if allowed or not tf.io.gfile.exists(posixpath.join(model_dir, RUN_SETTINGS_NAME)):
         return
     with checkpoint_state.naming_damage(checkpoint):
         step = checkpoint_state.step_of(checkpoint)
-    if step == 0:
+    if step == starting_step(run):
         raise ValueError(
-            f"{checkpoint} is step 0 of the run in {model_dir}: its weights before any training "
-            f"step (a run stopped right after it started leaves only this one). Train the run "
-            f"further, export a trained checkpoint with --checkpoint, or give "
-            f"{ALLOW_UNTRAINED} to export this one as it is")
+            f"{checkpoint} is step {step} of the run in {model_dir}, the step it started from: "
+            f"its weights before any training step (a run stopped right after it started "
+            f"leaves only this one). Train the run further, export a trained checkpoint with "
+            f"--checkpoint, or give {ALLOW_UNTRAINED} to export this one as it is")
 
 
 def gin_value(name: str):
