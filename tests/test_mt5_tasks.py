@@ -9,7 +9,7 @@ import json
 import pytest
 
 from model import tasks, train
-from model.tasks import mt5, multilingual_qa, paws_x, wikiann, xnli
+from model.tasks import mt5, multilingual_qa, xnli
 from model.tasks.selection import TaskData, select
 from model.tasks.sources import find_release_file
 from tests.support.trained_vocab import trained_vocabulary
@@ -138,8 +138,8 @@ def tsv_rows(path):
 @pytest.mark.parametrize("split,file", [("validation", "xnli.dev.tsv"), ("test", "xnli.test.tsv")])
 def test_xnli_pairs_are_the_release_rows_in_every_language(task_dir, split, file):
     rows = {row["language"]: row for row in tsv_rows(task_dir / "xnli/XNLI-1.0" / file)}
-    assert sorted(rows) == sorted(xnli.LANGUAGES)
-    for language in xnli.LANGUAGES:
+    assert sorted(rows) == sorted(XNLI_LANGS)
+    for language in XNLI_LANGS:
         task = tasks.get(f"mt5_xnli_dev_test.{language}")
         (pair,) = [task.preprocess(e) for e in local(task_dir).examples(task, split)]
         row = rows[language]
@@ -161,10 +161,10 @@ def test_xnli_zero_shot_trains_on_the_english_rows_and_translate_train_on_the_tr
 
 def test_pawsx_pairs_are_the_release_rows(task_dir):
     data = local(task_dir)
-    labels = {r["label"] for language in paws_x.LANGUAGES
+    labels = {r["label"] for language in PAWSX_LANGS
               for r in tsv_rows(task_dir / f"paws_x/x-final/{language}/test_2k.tsv")}
     assert labels == set(PAWS_X_TARGETS)  # both labels are held to their words
-    for language in paws_x.LANGUAGES:
+    for language in PAWSX_LANGS:
         task = tasks.get(f"mt5_pawsx_dev_test.{language}")
         rows = tsv_rows(task_dir / f"paws_x/x-final/{language}/test_2k.tsv")
         assert [task.preprocess(e) for e in data.examples(task, "test")] == [
@@ -188,7 +188,7 @@ def test_answers_become_class_ids_as_the_t5_librarys_string_label_to_class_id(ta
 def test_wikiann_pairs_are_the_release_sentences_with_tfds_spans(task_dir):
     from tensorflow_datasets.text.wikiann.wikiann import get_spans
     data = local(task_dir)
-    for language in wikiann.LANGUAGES:
+    for language in NER_LANGS:
         task = tasks.get(f"mt5_ner_eval.{language}")
         lines = [line.split("\t") for line in
                  (task_dir / f"wikiann/{language}/test").read_text(encoding="utf-8").splitlines() if line]
@@ -376,10 +376,10 @@ def test_tiny_mt5_fine_tunes_zero_shot_on_xnli_and_scores_15_languages(tmp_path,
     assert train.main(argv) == 0
     out = capsys.readouterr()
     best = json.loads(out.out)
-    assert set(best) == {f"mt5_xnli_dev_test.{lang}/{split}" for lang in xnli.LANGUAGES
+    assert set(best) == {f"mt5_xnli_dev_test.{lang}/{split}" for lang in XNLI_LANGS
                          for split in ("validation", "test")}
     row = json.loads((tmp_path / "eval" / mt5.TABLE_NAME).read_text())
-    assert row["step"] == 2 and sorted(row["languages"]) == sorted(xnli.LANGUAGES)
+    assert row["step"] == 2 and sorted(row["languages"]) == sorted(XNLI_LANGS)
     assert row["languages_missing"] == [] and 0 <= row["average"]["accuracy"] <= 100
     assert "| mT5-XXL (paper) | 85.0 |" in out.err and "| this run (step 2) |" in out.err
     scores = (tmp_path / "eval" / "mt5_xnli_dev_test.sw" / "test" / "scores.jsonl").read_text()
