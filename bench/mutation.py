@@ -58,7 +58,7 @@ PRELOAD = ("numpy", "tensorflow", "tensorflow_datasets", "apache_beam", "sklearn
 # Each module of issue 48 with the tests that cover it.
 TARGETS: Dict[str, Target] = {
     "pipelines/staged.py": Target(["tests/test_staged.py"] + _FAST),
-    "pipelines/executors.py": Target(["tests/test_staged.py"] + _FAST),
+    "pipelines/executors.py": Target(["tests/test_staged.py", "tests/test_parts.py"] + _FAST),
     "pipelines/exclusions.py": Target(["tests/test_exclusions.py"] + _FAST),
     "pipelines/report.py": Target(["tests/test_datasheet.py"] + _FAST),
     "pipelines/blocklist.py": Target(["tests/test_blocklist.py"] + _FAST),
@@ -73,8 +73,9 @@ TARGETS: Dict[str, Target] = {
     "model/tasks/multilingual_qa.py": Target(["tests/test_mt5_tasks.py"] + _FAST,
                                              fresh_imports=True),
     "model/tasks/mt5.py": Target(["tests/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
-    "model/tasks/mixtures.py": Target(["tests/test_mt5_tasks.py", "tests/test_paper_numbers.py"]
-                                      + _FAST, fresh_imports=True),
+    "model/tasks/mixtures.py": Target(["tests/test_tasks.py", "tests/test_mt5_tasks.py",
+                                       "tests/test_paper_numbers.py"] + _FAST,
+                                      fresh_imports=True),
     "model/tasks/multilingual_metrics.py": Target(["tests/test_multilingual_metrics.py"] + _FAST),
 }
 
@@ -126,15 +127,23 @@ def toml_list(values: Sequence[str]) -> str:
     return "[" + ", ".join(json.dumps(v) for v in values) + "]"
 
 
+def top_level_extras(source: pathlib.Path) -> List[str]:
+    """The repository's other top-level files and folders the tests may read (requirements.txt,
+    README.md, bench/, ...): everything but the packages, the tests, hidden and built ones."""
+    skipped = set(PACKAGES) | {"tests", "build", "dist", "out"}
+    return sorted(p.name for p in source.iterdir() if not p.name.startswith(".")
+                  and p.name not in skipped and not p.name.endswith(".egg-info"))
+
+
 def mutmut_config(module: str, target: Target, tests: Sequence[str], workdir: pathlib.Path,
-                  args) -> str:
+                  extras: Sequence[str], args) -> str:
     fresh = ["process_isolation = \"forkserver\"", "forkserver_warmup = \"import\"",
              f"preload_modules_file = {json.dumps(str(workdir / 'preload.txt'))}"]
     return "\n".join([
         "[tool.mutmut]",
         f"source_paths = {toml_list(PACKAGES)}",
         f"only_mutate = {toml_list([module])}",
-        f"also_copy = {toml_list(['pytest.ini', 'conftest.py'])}",
+        f"also_copy = {toml_list(extras)}",
         f"pytest_add_cli_args = {toml_list(['-p', 'no:xdist', '-x', '-q'])}",
         f"pytest_add_cli_args_test_selection = {toml_list(tests)}",
         f"timeout_multiplier = {args.timeout_multiplier}",
@@ -146,13 +155,13 @@ def mutmut_config(module: str, target: Target, tests: Sequence[str], workdir: pa
     ])
 
 
-def prepare(workdir: pathlib.Path, source: pathlib.Path, config: str):
-    """A fresh scratch folder whose packages and tests link to `source` (mutmut copies them into
-    `mutants/`); the tests find the sample data at <their repository>/../shared."""
+def prepare(workdir: pathlib.Path, source: pathlib.Path, extras: Sequence[str], config: str):
+    """A fresh scratch folder whose packages, tests and `extras` link to `source` (mutmut copies
+    them into `mutants/`); the tests find the sample data at <their repository>/../shared."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
-    for name in PACKAGES + ("tests", "pytest.ini"):
+    for name in (*PACKAGES, "tests", *extras):
         (workdir / name).symlink_to(source / name)
     (workdir / "shared").symlink_to((source.parent / "shared").resolve())
     (workdir / "pyproject.toml").write_text(config)
@@ -255,16 +264,45 @@ def summary(module: str, counts: Tally) -> str:
     return "\n".join(lines)
 
 
+def every_test_reaches(stats_file: pathlib.Path, module: str):
+    """mutmut runs a mutant with the tests it saw call the function. A call made while the
+    tests import the module belongs to no test, so for a module that calls its functions at
+    import, every selected test runs every mutant."""
+    stats = json.loads(stats_file.read_text())
+    tests = sorted(stats["duration_by_test"])
+    reached = stats["tests_by_mangled_function_name"]
+    for function in [f for f in reached if f.startswith(module + ".")] + [
+            f"{module}.{name}" for name in mangled_functions(stats_file.parent, module)]:
+        reached[function] = tests
+    stats_file.write_text(json.dumps(stats))
+
+
+def mangled_functions(mutants: pathlib.Path, module: str) -> List[str]:
+    """The module's functions as mutmut names them ('x_name', 'xǁClassǁmethod')."""
+    meta = json.loads((mutants / (module.replace(".", "/") + ".py.meta")).read_text())
+    return sorted({key.split("__mutmut_")[0].rpartition(".")[2]
+                   for key in meta["exit_code_by_key"]})
+
+
 def measure(args, target: Target, tests: Sequence[str], workdir: pathlib.Path) -> List[str]:
     """Runs mutmut over the module; returns the globs of the mutants it checks."""
-    prepare(workdir, args.source.resolve(),
-            mutmut_config(args.module, target, tests, workdir, args))
+    source = args.source.resolve()
+    extras = top_level_extras(source)
+    prepare(workdir, source, extras,
+            mutmut_config(args.module, target, tests, workdir, extras, args))
     globs = target.functions
     deadline = time.monotonic() + args.time_limit if args.time_limit else None
-    if args.sample:
+    if args.sample or target.fresh_imports:
         # A first run generates the mutants and finds which tests reach them; a name that
         # matches no mutant stops it there.
         run_mutmut(workdir, ["not-a-mutant"], deadline)
+    stats = workdir / "mutants" / "mutmut-stats.json"
+    if (args.sample or target.fresh_imports) and not stats.exists():
+        sys.exit("mutmut could not run the selected tests unmutated (see its output above): "
+                 "fix the failing test, or pass --tests without it")
+    if target.fresh_imports:
+        every_test_reaches(stats, slug(args.module))
+    if args.sample:
         names = matching(exit_codes(workdir, args.module), globs)
         globs = sorted(random.Random(0).sample(names, min(args.sample, len(names))))
     run_mutmut(workdir, globs or [], deadline)
@@ -273,8 +311,9 @@ def measure(args, target: Target, tests: Sequence[str], workdir: pathlib.Path) -
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--module", required=True, choices=sorted(TARGETS),
-                        help="the module to mutate, relative to the repository")
+    parser.add_argument("--module", required=True,
+                        help="the module to mutate, relative to the repository: one of "
+                        "TARGETS, or any with --tests")
     parser.add_argument("--tests", help="the pytest selection, one shell-quoted string "
                         "(default: the module's own, in TARGETS)")
     parser.add_argument("--source", type=pathlib.Path, default=REPO,
@@ -299,7 +338,12 @@ def parse_args(argv=None):
 def main(argv=None):
     args = parse_args(argv)
     source = args.source.resolve()
-    target = TARGETS[args.module]
+    if not (source / args.module).is_file():
+        sys.exit(f"--module {args.module}: no such file in {source}")
+    if args.module not in TARGETS and not args.tests:
+        sys.exit(f"--module {args.module} has no default test selection: pass --tests, or use "
+                 f"one of {', '.join(sorted(TARGETS))}")
+    target = TARGETS.get(args.module, Target([]))
     tests = shlex.split(args.tests) if args.tests else target.tests
     workdir = (args.workdir or source / "build" / "mutation" / slug(args.module)).resolve()
     # Again (--report-only), a sample's mutants not drawn count as not checked.
