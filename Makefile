@@ -7,6 +7,8 @@
 # `make rehearse` runs the C4 job and the TFDS build with Beam's portable runner, their workers in
 # lean environments (.venv-worker/) holding only a worker's install, against the DirectRunner.
 # `make bench-extras` measures each setup.py extra's installed size and install time.
+# `make mutation MODULE=pipelines/exclusions.py [TESTS="tests/test_x.py -k y"]` measures how many
+# of a module's mutants its tests kill (mutmut, requirements-mutation.txt; bench/MUTATION.md).
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
@@ -33,7 +35,7 @@ $(VENV)/.installed: requirements.txt setup.py
 	$(VENV)/bin/pip install -q --no-deps --no-build-isolation -e .
 	touch $@
 
-.PHONY: install browser run test test-all bench bench-extras rehearse
+.PHONY: install browser run test test-all bench bench-extras rehearse mutation
 install: $(VENV)/.installed
 
 # The datasheet's test renders it in a real browser: Chromium from Debian's packages, installed
@@ -53,10 +55,14 @@ test-all: install browser
 	$(VENV)/bin/python -m pytest -q -n 2 --dist loadfile tests
 
 bench: install
-	for script in bench/*.py; do $(VENV)/bin/python $$script || exit 1; done
+	for script in $(filter-out bench/mutation.py,$(wildcard bench/*.py)); do $(VENV)/bin/python $$script || exit 1; done
 
 rehearse: install
 	$(VENV)/bin/python -m deploy.rehearse
 
 bench-extras: install
 	$(VENV)/bin/python bench/bench_extras.py
+
+mutation: install
+	$(VENV)/bin/pip install -q -r requirements-mutation.txt
+	$(VENV)/bin/python bench/mutation.py --module $(MODULE) $(if $(TESTS),--tests "$(TESTS)")
