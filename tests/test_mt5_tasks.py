@@ -400,3 +400,122 @@ def test_no_target_of_the_samples_is_cut_at_the_tasks_lengths(shared_data, task_
                     assert len(vocabulary.encode(targets)) + 1 <= task.lengths.targets, task.name
                     checked += 1
     assert checked > 200
+
+
+# --- each task as multilingual-t5 registers it: TFDS splits, evaluation splits, training, lengths ---
+# Sources: multilingual-t5's tasks.py (tfds_name and splits of each task), its
+# gin/sequence_lengths/*.gin (lengths), the TFDS catalog (train split sizes).
+
+def tfds_splits(task) -> dict:
+    return {ours: (split.dataset, split.split) for ours, split in task.splits.items()}
+
+
+def lengths(task) -> tuple:
+    return task.lengths.inputs, task.lengths.targets
+
+
+def untrained(mixture: str) -> str:
+    return f"it has no training split: a mixture such as {mixture} trains for it"
+
+
+def assert_refused_with_a_mixture_that_trains_it(name: str, mixture: str):
+    """The refusal's promise: the mixture it names holds the task and trains on something."""
+    with pytest.raises(ValueError, match=f"no training split: a mixture such as {mixture} "):
+        select(task=name)
+    assert name in {t.name for t in tasks.get_mixture(mixture).tasks}
+    assert select(mixture=mixture).rates
+
+
+def test_pawsx_tasks_read_paws_x_wiki_as_multilingual_t5s_tasks_py():
+    """tasks.py: `paws` is paws_x_wiki/en's train split, `pawsx_dev_test.<lang>` its validation
+    and test splits, `pawsx_translate_train_original.<lang>` (ours) a language's train split;
+    label_names ["different_meaning", "paraphrase"]; xnli.gin's lengths (no PAWS-X gin)."""
+    english = tasks.get("mt5_paws")
+    assert tfds_splits(english) == {"train": ("paws_x_wiki/en", "train")}
+    assert english.num_train_examples == 49_401  # TFDS paws_x_wiki/en: train 49,401
+    assert english.trained_on and english.eval_splits == () and english.language == "en"
+    for language in PAWSX_LANGS:
+        dev_test = tasks.get(f"mt5_pawsx_dev_test.{language}")
+        assert tfds_splits(dev_test) == {"validation": (f"paws_x_wiki/{language}", "validation"),
+                                         "test": (f"paws_x_wiki/{language}", "test")}
+        assert dev_test.eval_splits == ("validation", "test")
+        assert not dev_test.trained_on
+        assert dev_test.untrained_reason == untrained("mt5_pawsx_zeroshot")
+        assert dev_test.language == language
+    for language in set(PAWSX_LANGS) - {"en"}:
+        translated = tasks.get(f"mt5_pawsx_translate_train.{language}")
+        assert tfds_splits(translated) == {"train": (f"paws_x_wiki/{language}", "train")}
+        assert translated.trained_on and translated.eval_splits == ()
+        assert translated.language == language
+    for name in ["mt5_paws"] + PAWSX_EVAL + named("mt5_pawsx_translate_train",
+                                                  set(PAWSX_LANGS) - {"en"}):
+        task = tasks.get(name)
+        assert task.label_names == ("different_meaning", "paraphrase"), name
+        assert lengths(task) == (1024, 128), name
+        assert task.metric_names == ("accuracy",), name
+    assert_refused_with_a_mixture_that_trains_it("mt5_pawsx_dev_test.ko", "mt5_pawsx_zeroshot")
+
+
+def test_wikiann_tasks_read_tfds_wikiann_as_multilingual_t5s_tasks_py():
+    """tasks.py: `mt5_ner_train.<lang>` is wikiann/<lang>'s train split, `mt5_ner_eval.<lang>`
+    its validation and test splits; ner.gin: inputs 1024, targets 1024."""
+    for language in NER_LANGS:
+        train_task = tasks.get(f"mt5_ner_train.{language}")
+        assert tfds_splits(train_task) == {"train": (f"wikiann/{language}", "train")}
+        assert train_task.trained_on and train_task.eval_splits == ()
+        evaluated = tasks.get(f"mt5_ner_eval.{language}")
+        assert tfds_splits(evaluated) == {"validation": (f"wikiann/{language}", "validation"),
+                                          "test": (f"wikiann/{language}", "test")}
+        assert evaluated.eval_splits == ("validation", "test")
+        assert not evaluated.trained_on
+        assert evaluated.untrained_reason == untrained("mt5_ner_zeroshot")
+        for task in (train_task, evaluated):
+            assert task.language == language, task.name
+            assert lengths(task) == (1024, 1024), task.name
+            assert task.metric_names == ("span_f1",), task.name
+    assert_refused_with_a_mixture_that_trains_it("mt5_ner_eval.yo", "mt5_ner_zeroshot")
+
+
+def test_a_wikiann_prediction_is_scored_by_span_f1_through_the_task():
+    """Predictions go through the task's postprocess, then span F1 (multilingual-t5's
+    evaluation/metrics.py span_f1). Gold spans: 3; predicted: 3, of which 2 right (morty's type
+    is wrong; "None" is no span): precision = recall = 2/3, F1 = 200/3 %."""
+    task = tasks.get("mt5_ner_eval.de")
+    targets = ["PER: rick $$ PER: morty", "LOC: paris", "None"]
+    predictions = ["PER: rick $$ LOC: morty", "LOC: paris", "None"]
+    assert task.score(targets, predictions) == pytest.approx({"span_f1": 200 / 3})
+    assert task.score(targets, targets) == pytest.approx({"span_f1": 100.0})
+
+
+QA_TASKS = (["mt5_squad_train_dev", "mt5_tydiqa_train_dev", "mt5_tydiqa_train.en"] + XQUAD_TEST
+            + named("mt5_xquad_translate_train_dev", XQUAD_LANGS_TRAIN_DEV) + MLQA_DEV_TEST
+            + TYDIQA_DEV + named("mt5_tydiqa_translate_train", set(TYDIQA_LANGS) - {"en"}))
+
+
+@pytest.mark.parametrize("name", QA_TASKS)
+def test_qa_tasks_lengths_languages_and_metrics_are_multilingual_t5s(name):
+    """xquad.gin: inputs 1024, targets 512 (the QA tasks' gin); metrics.squad's em and f1; each
+    task's language from its name (SQuAD's English; TyDi QA's train-dev task mixes nine
+    languages, so it has none: its per-language tasks score them)."""
+    task = tasks.get(name)
+    assert lengths(task) == (1024, 512)
+    assert task.metric_names == ("em", "f1")
+    expected = {"mt5_squad_train_dev": "en", "mt5_tydiqa_train_dev": ""}.get(
+        name, name.rpartition(".")[2])
+    assert task.language == expected
+
+
+def test_qa_training_sets_have_their_tfds_sizes():
+    """The TFDS catalog: squad/v1.1 train 87,599; tydi_qa/goldp train 49,881, of which 3,696
+    English questions (XTREME's TyDi QA English training set)."""
+    sizes = {name: tasks.get(name).num_train_examples for name in
+             ("mt5_squad_train_dev", "mt5_tydiqa_train_dev", "mt5_tydiqa_train.en")}
+    assert sizes == {"mt5_squad_train_dev": 87_599, "mt5_tydiqa_train_dev": 49_881,
+                     "mt5_tydiqa_train.en": 3_696}
+
+
+def test_xnli_tasks_lengths_are_multilingual_t5s_xnli_gin():
+    """xnli.gin and xnli_zeroshot.gin: inputs 1024, targets 128."""
+    names = (XNLI_ZEROSHOT + named("mt5_xnli_translate_train", set(XNLI_LANGS) - {"en"}))
+    assert {name: lengths(tasks.get(name)) for name in names} == {
+        name: (1024, 128) for name in names}
