@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from pipelines import blocklist, c4
+from pipelines import badwords, blocklist, c4
 from tests.support.variant_runs import variant_args
 
 
@@ -104,3 +104,19 @@ def test_a_run_without_exclusions_is_refused_with_what_to_do(shared_data, one_jo
         blocklist.main([str(one_job("en")), "--badwords", str(shared_data / "badwords/en")])
     with pytest.raises(SystemExit, match=f"no run_config.json in {tmp_path}"):
         blocklist.main([str(tmp_path), "--badwords", str(shared_data / "badwords/en")])
+
+
+def test_the_study_counts_terms_alone_ranks_ties_by_name_and_names_hosts_without_a_suffix():
+    """Four dropped pages of a 1-in-4 sample, counted by hand: a term is counted `alone` on a page
+    where it is the only term; equal counts are ranked by name (qux is met first); a host without
+    a public suffix (localhost, an IP address) is its own domain."""
+    records = [{"url": "http://localhost:8080/x", "text": "just qux here"},
+               {"url": "https://www.example.co.uk/a", "text": "foo and bar baz"},
+               {"url": "http://192.168.0.1/y", "text": "Foo again"},
+               {"url": "https://news.example.co.uk/z", "text": "qux, qux"}]
+    matcher = badwords.compile_badwords(["bar baz", "foo", "qux"])
+    assert blocklist.study(records, matcher, 0.25) == {
+        "pages": 4, "fraction": 0.25, "estimated_pages": 16,
+        "terms": [["foo", 2], ["qux", 2], ["bar baz", 1]],
+        "terms_alone": [["qux", 2], ["foo", 1]],
+        "domains": [["example.co.uk", 2], ["192.168.0.1", 1], ["localhost", 1]]}

@@ -402,7 +402,7 @@ def test_no_target_of_the_samples_is_cut_at_the_tasks_lengths(shared_data, task_
     assert checked > 200
 
 
-# --- each task as multilingual-t5 registers it: TFDS splits, evaluation splits, training, lengths ---
+# --- each task as multilingual-t5 registers it: TFDS splits, evaluation, training, lengths ---
 # Sources: multilingual-t5's tasks.py (tfds_name and splits of each task), its
 # gin/sequence_lengths/*.gin (lengths), the TFDS catalog (train split sizes).
 
