@@ -231,7 +231,7 @@ def test_an_index_of_no_example_finds_nothing():
 
 
 def test_keys_and_texts_of_different_lengths_are_refused():
-    with pytest.raises(ValueError, match="2 example keys but 1 texts"):
+    with pytest.raises(ValueError, match="^2 example keys but 1 texts$"):
         ContaminationIndex([ExampleKey("t", "f", "1"), ExampleKey("t", "f", "2")], ["one text"])
 
 
@@ -264,6 +264,20 @@ def test_loading_a_file_that_is_no_index_of_this_method_is_refused(tmp_path, con
     path.write_bytes(content)
     with pytest.raises(ValueError, match=message):
         ContaminationIndex.load(str(path))
+
+
+
+def test_an_index_of_another_version_with_the_same_method_is_refused(tmp_path):
+    """The version alone decides too: a file `save` wrote, its method unchanged, its version
+    rewritten to 1, is refused, the message naming the file's version."""
+    path = tmp_path / "index.json.gz"
+    _index(("a", "f", "1", "Alpha beta gamma.")).save(str(path))
+    document = json.loads(gzip.decompress(path.read_bytes()))
+    path.write_bytes(gzip.compress(json.dumps(dict(document, version=1)).encode(), mtime=0))
+    with pytest.raises(ValueError) as refused:
+        ContaminationIndex.load(str(path))
+    assert str(refused.value) == (f"{path} was written by another version of the method "
+                                  "(version 1); rebuild it")
 
 
 # --- the command on planted data ---------------------------------------------------------------
