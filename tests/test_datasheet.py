@@ -482,3 +482,26 @@ def test_a_real_runs_page_renders_in_chromium_without_console_messages(real_run,
         assert image.size == (1280, 2400)
         spread = ImageStat.Stat(image.convert("L")).stddev[0]
     assert spread > 20, f"the screenshot looks blank (grey-level spread {spread:.1f})"
+
+
+def test_a_reason_with_colons_loses_only_its_last_part_and_only_when_it_is_a_language():
+    counters = {"write": {"pages.written:train:de": 4, "pages.written:train:fr": 1},
+                "decontamination": {"pages.dropped:example_of:xnli:de": 2,
+                                    "pages.dropped:example_of:xnli:fr": 1,
+                                    "pages.dropped:example_of:glue_rte": 5},
+                "badwords": {"pages.dropped:badword:de": 3}}
+    assert [(drop.stage, drop.reason, drop.count) for drop in report.drop_reasons(counters)] == [
+        ("decontamination", "example_of:glue_rte", 5), ("decontamination", "example_of:xnli", 3),
+        ("badwords", "badword", 3)]
+
+
+def test_the_input_files_with_a_problem_are_a_table_of_every_field_they_have():
+    html = report.file_problems_html([
+        {"file": "a.warc.wet.gz", "problem": "not gzip"},
+        {"file": "b.warc.wet.gz", "problem": "truncated", "pages_read": 72}])
+    assert "Input files with a problem" in html
+    headers = re.findall(r"<th(?: [^>]*)?>(.*?)</th>", html)
+    assert headers == ["file", "problem", "pages_read"]
+    cells = re.findall(r"<td(?: [^>]*)?>(.*?)</td>", html)
+    assert cells == ["a.warc.wet.gz", "not gzip", "", "b.warc.wet.gz", "truncated", "72"]
+    assert report.file_problems_html([]) == ""
