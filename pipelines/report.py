@@ -925,7 +925,7 @@ def datasheet_html(stats_record: dict, run_config: Optional[dict], sample: Optio
     nav = "".join(f'<a href="#{anchor}">{escaped(name)}</a>' for anchor, name in SECTIONS
                   if anchor in shown)
     return ("<!doctype html>\n"
-            f'<html lang="en"><head><meta charset="utf-8">'
+            '<html lang="en"><head><meta charset="utf-8">'
             '<meta name="viewport" content="width=device-width, initial-scale=1">'
             + (f'<meta name="{SAMPLE_META}" content="{escaped(sample_dir)}">'
                if sample is not None else "") +
