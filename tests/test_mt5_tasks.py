@@ -426,6 +426,16 @@ def assert_refused_with_a_mixture_that_trains_it(name: str, mixture: str):
     assert select(mixture=mixture).rates
 
 
+def assert_evaluated_only(task, tfds_name: str, mixture: str) -> None:
+    """A dev/test task: TFDS's validation and test splits, both evaluated, never trained (its
+    refusal names the mixture that trains for it)."""
+    assert tfds_splits(task) == {"validation": (tfds_name, "validation"),
+                                 "test": (tfds_name, "test")}
+    assert task.eval_splits == ("validation", "test")
+    assert not task.trained_on
+    assert task.untrained_reason == untrained(mixture)
+
+
 def test_pawsx_tasks_read_paws_x_wiki_as_multilingual_t5s_tasks_py():
     """tasks.py: `paws` is paws_x_wiki/en's train split, `pawsx_dev_test.<lang>` its validation
     and test splits, `pawsx_translate_train_original.<lang>` (ours) a language's train split;
@@ -436,11 +446,7 @@ def test_pawsx_tasks_read_paws_x_wiki_as_multilingual_t5s_tasks_py():
     assert english.trained_on and english.eval_splits == () and english.language == "en"
     for language in PAWSX_LANGS:
         dev_test = tasks.get(f"mt5_pawsx_dev_test.{language}")
-        assert tfds_splits(dev_test) == {"validation": (f"paws_x_wiki/{language}", "validation"),
-                                         "test": (f"paws_x_wiki/{language}", "test")}
-        assert dev_test.eval_splits == ("validation", "test")
-        assert not dev_test.trained_on
-        assert dev_test.untrained_reason == untrained("mt5_pawsx_zeroshot")
+        assert_evaluated_only(dev_test, f"paws_x_wiki/{language}", "mt5_pawsx_zeroshot")
         assert dev_test.language == language
     for language in set(PAWSX_LANGS) - {"en"}:
         translated = tasks.get(f"mt5_pawsx_translate_train.{language}")
@@ -464,11 +470,7 @@ def test_wikiann_tasks_read_tfds_wikiann_as_multilingual_t5s_tasks_py():
         assert tfds_splits(train_task) == {"train": (f"wikiann/{language}", "train")}
         assert train_task.trained_on and train_task.eval_splits == ()
         evaluated = tasks.get(f"mt5_ner_eval.{language}")
-        assert tfds_splits(evaluated) == {"validation": (f"wikiann/{language}", "validation"),
-                                          "test": (f"wikiann/{language}", "test")}
-        assert evaluated.eval_splits == ("validation", "test")
-        assert not evaluated.trained_on
-        assert evaluated.untrained_reason == untrained("mt5_ner_zeroshot")
+        assert_evaluated_only(evaluated, f"wikiann/{language}", "mt5_ner_zeroshot")
         for task in (train_task, evaluated):
             assert task.language == language, task.name
             assert lengths(task) == (1024, 1024), task.name
