@@ -505,3 +505,138 @@ def test_the_input_files_with_a_problem_are_a_table_of_every_field_they_have():
     cells = re.findall(r"<td(?: [^>]*)?>(.*?)</td>", html)
     assert cells == ["a.warc.wet.gz", "not gzip", "", "b.warc.wet.gz", "truncated", "72"]
     assert report.file_problems_html([]) == ""
+
+
+def section_texts(page: str) -> dict:
+    """Each section's words as a reader sees them (tags as "|", plots as "[plot]"), by anchor."""
+    import html
+    visible = re.sub(r"<svg.*?</svg>", "[plot]", page, flags=re.S)
+    texts = {}
+    for anchor, body in re.findall(r'<section id="([^"]+)">(.*?)</section>', visible, re.S):
+        words = re.sub(r"\s*\|[\s|]*", "|", re.sub(r"<[^>]+>", "|", body)).strip("|")
+        texts[anchor] = html.unescape(re.sub(r"\s+", " ", words)).strip()
+    return texts
+
+
+def plot_texts(page: str, anchor: str) -> list:
+    """The texts inside each plot of a section (ticks, labels, titles, legends)."""
+    import html
+    body = page[page.index(f'<section id="{anchor}">'):]
+    body = body[:body.index("</section>")]
+    return [[html.unescape(text) for text in re.findall(r"<text[^>]*>([^<]*)</text>", svg)]
+            for svg in re.findall(r"<svg.*?</svg>", body, re.S)]
+
+
+def test_every_section_says_in_words_what_the_run_and_its_sample_hold(tmp_path):
+    """The hand-made run above, read as a user reads its page: each figure checked by hand
+    (12 read, clean's 4 and badwords' 2 pages dropped: 6 written; a 50% sample: ≈ twice what
+    was read)."""
+    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    assert "<title>C4 en (paper rules): 1 WET file: datasheet</title>" in page
+    assert "<h1>C4 en (paper rules): 1 WET file: datasheet</h1>" in page
+    texts = section_texts(page)
+    assert list(texts) == ["summary", "funnel", "reasons", "domains", "months", "lengths",
+                           "examples", "studies", "config"]
+    assert texts["summary"] == (
+        "Summary|12|pages read|6|pages written (50.0%)|6|pages dropped (50.0%)|"
+        "The biggest drop reasons|too_few_sentences|(clean): 4 pages, 33.3% of those read|"
+        "badword|(badwords): 2 pages, 16.7% of those read|Inside kept pages, clean removed 40 "
+        "lines (no_terminal_punctuation), clean removed 3 lines (ellipsis), dedup removed 2 "
+        "spans (duplicate).|Exclusions sample: 50% of URLs; read 2 of its 2 files of dropped "
+        "records (6 of 6 records) and 3 of its 3 kept pages: whole files, each a bucket of URLs "
+        "by hash, until 20,000 records. Figures from it are estimates (≈), scaled to the whole "
+        "run.")
+    assert texts["funnel"] == ("Funnel: pages per stage|Pages each stage kept (green) and "
+                               "dropped (red), in pipeline order, from stats.json.|[plot]")
+    assert texts["reasons"] == (
+        "Drop reasons per stage|From the counters: pages a stage dropped, and lines or spans it "
+        "removed from pages it kept.|■|pages|■|lines|■|spans|[plot]|[plot]|[plot]|"
+        "stage|counts|reason|counted|in the sample (50% of URLs)|"
+        "estimate for the run (sample ÷ fraction)|"
+        "clean|lines|no_terminal_punctuation|40|3|≈6|clean|pages|too_few_sentences|4|1|≈2|"
+        "clean|lines|ellipsis|3|0|0|dedup|spans|duplicate|2|1|≈2|"
+        "badwords|pages|badword|2|1|≈2")
+    each_record = "each record read stands for 2.0 dropped, each kept page for 2.0"
+    assert texts["domains"] == (
+        "Domains most kept and most dropped, per filter|Estimates (≈) from the exclusions "
+        f"sample: {each_record}. A domain is the URL's host without|www.|.|"
+        "Most kept|domain|pages kept|d.com|≈4|a.com|≈2|"
+        "Most dropped by clean|domain|pages dropped|lines or spans removed|pages kept|"
+        "a.com|≈2|≈4|≈2|b.org|0|≈2|0|"
+        "Most dropped by dedup|domain|lines or spans removed|pages kept|b.org|≈2|0|"
+        "Most dropped by badwords|domain|pages dropped|pages kept|c.net|≈2|0")
+    assert texts["months"] == ("Crawl months|Pages kept and dropped by the month of their crawl. "
+                               f"Estimates (≈) from the exclusions sample: {each_record}.|[plot]")
+    assert texts["lengths"] == (
+        "Page lengths|Characters per page, log bins: the pages kept (green) against the pages "
+        "each stage dropped (red, their text as it was when dropped), as shares of each group; "
+        "their sizes in the legends.|[plot]")
+    assert texts["examples"] == (
+        "Examples of each drop reason|For each reason, the pages of the sample read whose URLs "
+        "hash lowest (a fair choice); open a reason to see them. A dropped page shows its text "
+        "as the stage saw it; a removed line or span is|marked|. Texts are cut.|"
+        "clean: no_terminal_punctuation|(40 lines; 2 examples)|no_terminal_punctuation|"
+        "http://b.org/x · 2019-04-25T16:14:41Z|lines removed from this page:|Login|"
+        "no_terminal_punctuation|http://a.com/2 · 2019-04-25T16:14:41Z|"
+        "lines removed from this page:|Menu|Home|"
+        "clean: too_few_sentences|(4 pages; 1 example)|too_few_sentences|"
+        "http://www.a.com/1 · 2019-04-25T16:14:41Z|Short.|"
+        "dedup: duplicate|(2 spans; 1 example)|duplicate|http://b.org/y · "
+        "2019-04-25T16:14:41Z|spans removed from this page:|A repeated sentence.|"
+        "badwords: badword|(2 pages; 1 example)|badword|https://c.net/evil · "
+        '2019-07-01T00:00:00Z|<script>alert("x")</script> & more')
+    assert texts["studies"] == (
+        "Studies|None yet: a study writes its JSON (contamination.json, blocklist.json) into "
+        "OUT/report/, and the next report shows it.")
+    assert texts["config"] == (
+        "The run's configuration|Lists used|None.|Settings|run_config.json: what the run was "
+        "built from.|variant|en|config.name|en|config.rules|paper|"
+        "config.cleaning.min_words_per_line|5|config.language.languages|en|inputs.files|1|"
+        "inputs.first|a.wet.gz|exclusions|exclusions|exclusion_fraction|0.5")
+
+
+def test_every_plot_labels_its_axes_bars_and_groups(tmp_path):
+    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    assert plot_texts(page, "funnel") == [[
+        "C4 en (paper rules): 1 WET file", "pages kept (green) and dropped (red) per stage",
+        "read", "12 kept", "records.skipped:empty_page 2",
+        "clean", "8 kept, 4 dropped", "too_few_sentences 4",
+        "dedup", "8 kept", "kept 8 = pages.passed 7 + pages.passed:shortened 1",
+        "badwords", "6 kept, 2 dropped", "badword 2",
+        "write", "6 kept", "kept 6 = pages.written:train 5 + pages.written:validation 1"]]
+    assert plot_texts(page, "reasons") == [
+        ["0", "10", "20", "30", "40", "no_terminal_punctuation (lines)",
+         "too_few_sentences (pages)", "ellipsis (lines)", "40", "4", "3", "clean"],
+        ["0.0", "0.5", "1.0", "1.5", "2.0", "duplicate (spans)", "2", "dedup"],
+        ["0.0", "0.5", "1.0", "1.5", "2.0", "badword (pages)", "2", "badwords"]]
+    # Kept pages are all of 2019-07 (3 read: ≈6); dropped pages one in 2019-04 and one in
+    # 2019-07 (≈2 each); lines and spans removed are no pages.
+    assert plot_texts(page, "months") == [[
+        "2019-04", "2019-07", "0", "1", "2", "3", "4", "5", "6", "pages (estimated)",
+        "≈6", "≈2", "≈2", "pages by crawl month", "kept", "dropped (any stage)"]]
+    shares = ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"]
+    assert plot_texts(page, "lengths") == [[
+        "characters", *shares, "clean", "kept (≈6)", "dropped (≈2)",
+        "characters", *shares, "badwords", "kept (≈6)", "dropped (≈2)"]]
+
+
+def test_a_failed_unfinished_run_with_file_problems_says_so_first(tmp_path):
+    run = make_run(tmp_path / "run", with_sample=False)
+    problems = [{"file": "a.wet.gz", "problem": "truncated gzip"},
+                {"file": "b.wet.gz", "problem": "unreadable"}]
+    (run / "stats.json").write_text(json.dumps(dict(
+        STATS, stages={"read": {"pages.passed": 3}, "write": {"pages.written:train": 3}},
+        error="MemoryError: out of memory", progress={"done": 1}, file_problems=problems,
+        language="de")))
+    (run / "run_config.json").unlink()
+    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    assert "<h1>C4 en de: datasheet</h1>" in page  # No run_config.json: no rules, no files.
+    assert section_texts(page)["summary"] == (
+        "Summary|3|pages read|3|pages written (100.0%)|0|pages dropped (0.0%)|"
+        "The run failed: MemoryError: out of memory|The run was still going when stats.json "
+        "was written: these are its counters so far.|2 input files had a problem (|below|).|"
+        "This run wrote no exclusions sample. The domains, crawl months, page lengths and "
+        "examples need it. To see it, run the pipeline with an exclusions sample,|"
+        "python -m pipelines.c4 … --exclusions OUT/exclusions --exclusion_fraction 0.01|, then|"
+        "python -m pipelines.report OUT|(or pass|--exclusions DIR|here).")
+    assert section_texts(page)["reasons"] == "Drop reasons|No stage dropped anything."
