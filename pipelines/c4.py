@@ -3,8 +3,8 @@
     python -m pipelines.c4 --variant en --input PATH_OR_GLOB_OR_MANIFEST... --output DIR
 
 Any option not listed in --help is passed to Beam (--runner, --direct_num_workers, ...). This
-module is the command line only: the graph is pipelines/graph.py, the runs in one job or in parts
-pipelines/executors.py, the local runner pipelines/embedded.py.
+module is the command line only: the graph is pipelines/graph.py, the runs in one job or in stages
+pipelines/executors/, the local runner pipelines/embedded.py.
 """
 import argparse
 import dataclasses
@@ -12,19 +12,19 @@ import logging
 import os
 import sys
 import tempfile
-from typing import Collection, Optional, Sequence
+from typing import Collection, List, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import (common_crawl, dataset_card, exclusions, files, funnel, inputs, layout,
-                       lists, output, parts, provenance, staged, stages, stats)
+                       lists, output, provenance, staged, stages, stats)
 from pipelines.cleaning import CLEANING_SETTINGS
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
 from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
-from pipelines.job import Job, has_parts, prepare_output
-from pipelines.executors import (NAMED_FILES, BeamStages, LocalWorkers, NothingRead,
-                                 check_staged_config, describe_staged, plan_parts, run_in_parts,
-                                 run_one_job, run_staged, staged_run)
+from pipelines.executors import base
+from pipelines.executors.in_stages import describe_staged, run_staged, staged_run
+from pipelines.executors.one_job import NAMED_FILES, NothingRead, run_one_job
+from pipelines.job import Job
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from pipelines.wording import counted
 from text.punkt import PunktDataMissing
@@ -191,26 +191,19 @@ def parser() -> argparse.ArgumentParser:
                          default=exclusions.DEFAULT_FRACTION,
                          help="the share of URLs whose pages --exclusions records "
                               "(default: %(default)s; 1 records every page)")
-    options.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=None,
-                         help="run in parts that a rerun of the same command resumes: the "
-                              "reading of the WET files per group of --group_files files, each "
-                              f"group's pages kept under OUTPUT/{parts.PARTS_FOLDER}/ with a "
-                              "marker, then the global stages over them (pipelines/parts.py). "
-                              "Default: in parts when the inputs are several Common Crawl "
-                              "manifests (several dumps)")
-    options.add_argument("--group_files", type=int, default=None,
-                         help="WET files per group of a run in parts (default 1000), or per read "
-                              "task of a staged run (default: one, or as many as keep the read "
-                              f"tasks at {layout.MAX_READ_TASKS:,})")
+    options.add_argument("--read_files", type=int, default=None,
+                         help="WET files per read task of a staged run (default: one, or as "
+                              f"many as keep the read tasks at {layout.MAX_READ_TASKS:,})")
     options.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
                          help="run in stages of tasks that a rerun of the same command resumes: "
                               "every shuffle kept as files of key buckets under "
-                              f"OUTPUT/{parts.PARTS_FOLDER}/, so that memory is bounded by a "
+                              f"OUTPUT/{base.PARTS_FOLDER}/, so that memory is bounded by a "
                               "bucket, not by the input (pipelines/staged.py); on the local "
                               "runner the tasks run on --workers processes, on another runner "
-                              "each stage is a Beam job over its unfinished tasks. Default: "
-                              "staged when the input is more than a one-job run on the local "
-                              "runner holds in this machine's memory")
+                              "each stage is a Beam job over its unfinished tasks (--executor). "
+                              "Default: staged when the input is more than a one-job run on the "
+                              "local runner holds in this machine's memory, or several Common "
+                              "Crawl manifests (several dumps)")
     options.add_argument("--workers", type=int, default=os.cpu_count(),
                          help="processes that run a staged run's tasks side by side on this "
                               "machine (default: its cores)")
@@ -225,26 +218,60 @@ def parser() -> argparse.ArgumentParser:
                               "follows this, not the bucket (default "
                               f"{layout.BUCKET_INPUT_BYTES / 1e6:,.0f} MB; a span-key task holds "
                               "its bucket's keys whole)")
-    options.add_argument("--stages_as_beam_jobs", action="store_true",
-                         help="run a staged run's stages as Beam jobs on the local runner too "
-                              "(as on Dataflow), not on --workers processes")
-    options.add_argument("--groups_per_job", type=int, default=1,
-                         help="groups per Beam job of a run in parts (on Dataflow, a job's "
-                              "start costs minutes: deploy.dataflow sets more)")
+    options.add_argument("--executor", default=None, choices=sorted(base.EXECUTORS),
+                         help="what runs a staged run's tasks: local (--workers processes on this "
+                              "machine) or beam (each stage a Beam job on the runner's workers). "
+                              "Default: local on the local runner, beam on another (Dataflow)")
+    # Retired, parsed for one release: RETIRED_OPTIONS says what replaced each.
+    options.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=None,
+                         help="retired: runs in parts are gone; a run in pieces runs in stages "
+                              "(--staged)")
+    options.add_argument("--group_files", type=int, default=None,
+                         help="retired: now --read_files")
+    options.add_argument("--groups_per_job", type=int, default=None,
+                         help="retired with runs in parts: a stage is one Beam job")
+    options.add_argument("--stages_as_beam_jobs", action="store_true", default=None,
+                         help="retired: now --executor beam")
     options.add_argument("--restart", action="store_true",
                          help="delete the dataset and the parts of a run of another "
-                              "configuration in OUTPUT and start afresh (without it, they are "
-                              "refused)")
+                              "configuration (or of a former run in parts) in OUTPUT and start "
+                              "afresh (without it, they are refused)")
     options.add_argument("--break_lock", action="store_true",
                          help="remove the lock a dead run left in an object store's OUTPUT (a "
                               "local folder's lock goes with its process)")
     options.add_argument("--dry_run", "--dry-run", action="store_true",
-                         help="print what the run would do (for a run in parts: the groups "
-                              "done, redone and left, and its jobs) and stop")
+                         help="print what the run would do (for a staged run: each stage's "
+                              "tasks, those done, and what a failure costs) and stop")
     options.add_argument("--cc_base_url", default=common_crawl.BASE_URL,
                          help="prefix of the relative paths in a manifest (e.g. s3://commoncrawl/ "
                               "or a gs:// mirror)")
     return options
+
+
+# The options of runs in parts (retired: a run in pieces runs in stages) and a former spelling,
+# parsed for one release: as written -> (what replaced it, whether it asks for a staged run).
+RETIRED_OPTIONS = {
+    "--in_parts": ("--staged", True),
+    "--no-in_parts": ("nothing: runs in parts are gone", False),
+    "--group_files": ("--read_files", True),
+    "--groups_per_job": ("nothing: a stage is one Beam job", True),
+    "--stages_as_beam_jobs": ("--executor beam", True),
+}
+
+
+def retired_options(args: argparse.Namespace) -> List[str]:
+    """The retired options given, as written (RETIRED_OPTIONS)."""
+    given = [] if args.in_parts is None else ["--in_parts" if args.in_parts else "--no-in_parts"]
+    return given + [f"--{name}" for name in ("group_files", "groups_per_job",
+                                               "stages_as_beam_jobs")
+                    if getattr(args, name) is not None]
+
+
+def retired_notice(given: Sequence[str], in_stages: bool) -> str:
+    """One line naming the retired options given, what replaced each, and how the run goes."""
+    named = ", ".join(f"{flag} (now {RETIRED_OPTIONS[flag][0]})" for flag in given)
+    return (f"note: retired with runs in parts: {named}; running "
+            + ("in stages" if in_stages else "in one job"))
 
 
 # The options naming local files or folders a run reads or writes beside its output, which
@@ -332,8 +359,8 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
             raise ValueError("--train_shards and --validation_shards must be >= 1")
         if args.pages_per_shard is not None and args.pages_per_shard < 1:
             raise ValueError("--pages_per_shard must be >= 1")
-        if min(args.group_files or 1, args.groups_per_job, args.workers) < 1:
-            raise ValueError("--group_files, --groups_per_job and --workers must be >= 1")
+        if min(args.read_files or 1, args.group_files or 1, args.workers) < 1:
+            raise ValueError("--read_files and --workers must be >= 1")
         if not args.exclusions and (args.exclusion_fraction
                                     != command_line.get_default("exclusion_fraction")):
             raise ValueError("--exclusion_fraction says how much --exclusions DIR records: give "
@@ -346,8 +373,6 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                                                                     args.exclusions)))
             if unwritable:
                 raise ValueError(unwritable)
-        if args.staged and args.in_parts:
-            raise ValueError("--staged and --in_parts are two ways to run in parts: choose one")
         sources = args.input or [common_crawl.manifest_url(dump, args.cc_base_url)
                                  for dump in config.default_dumps]
         plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
@@ -369,37 +394,36 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
     job = Job(config, resources, plan, args.output, max_shards, args.validation_fraction,
               args.pages_per_shard, tuple(beam_args), shard_format=args.format,
               excluded=excluded)
-    in_stages = args.staged if args.staged is not None else bool(warning) and not args.in_parts
-    in_parts = not in_stages and (
-        args.in_parts if args.in_parts is not None
-        else sum(source.manifest is not None for source in plan.sources) > 1)
-    group_files = args.group_files or 1000
+    given = retired_options(args)
+    several_dumps = sum(source.manifest is not None for source in plan.sources) > 1
+    in_stages = (args.staged if args.staged is not None else
+                 bool(warning) or several_dumps or any(RETIRED_OPTIONS[flag][1] for flag in given))
+    if given:
+        logging.getLogger("c4").warning(retired_notice(given, in_stages))
+    if in_stages:
+        executor = args.executor or ("beam" if args.stages_as_beam_jobs or running_mode is None
+                                     else "local")
+        return _run_staged(job, args, executor, bool(warning))
+    if args.dry_run:
+        print(f"{config.name}: {counted(plan.files, 'WET file')} into {args.output}")
+        print("one job")
+        return {}
     try:
-        if in_stages:
-            return _run_staged(job, args, running_mode, bool(warning))
-        if args.dry_run:
-            print(f"{config.name}: {counted(plan.files, 'WET file')} into {args.output}")
-            print(plan_parts(job, group_files, args.groups_per_job, args.restart,
-                             dry_run=True).describe() if in_parts else "one job")
-            return {}
-        with parts.OutputLock(args.output, args.break_lock):
-            prepare_output(job, args.restart, resumes=in_parts and has_parts(args.output))
-            parts_plan = (plan_parts(job, group_files, args.groups_per_job, args.restart)
-                          if in_parts else None)
+        with base.OutputLock(args.output, args.break_lock):
+            base.prepare_output(job, args.restart)
             if warning:
                 logging.getLogger("c4").warning("warning: %s", warning)
             logging.getLogger("c4").info("building %s from %s", config.name,
                                          counted(plan.files, "WET file"))
-            counters = run_in_parts(job, parts_plan) if parts_plan else run_one_job(job)
+            counters = run_one_job(job)
             _write_reports(job, counters)
-    except parts.PartsError as error:
+    except base.OutputError as error:
         sys.exit(f"error: {error}")
     except NothingRead as error:
         stats.write_stats(error.counters, config.name, args.output, error=str(error))
         sys.exit(f"error: {error}")
     except KeyboardInterrupt:
-        sys.exit("interrupted: rerun the same command to resume, the groups done are kept"
-                 if in_parts else "interrupted")
+        sys.exit("interrupted")
     _print_report(counters, job)
     return counters
 
@@ -419,17 +443,16 @@ def _print_report(counters: stats.Stats, job: Job) -> None:
               f"python -m pipelines.report {job.output_dir}")
 
 
-def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
+def _run_staged(job: Job, args: argparse.Namespace, executor_name: str,
                 too_big_for_one_job: bool) -> stats.Stats:
-    """A staged run: its plan (--dry_run), or its stages to the end and its reports."""
+    """A staged run: its plan (--dry_run), or its stages to the end (by the executor registered
+    as `executor_name`) and its reports."""
     log = logging.getLogger("c4")
-    local = running_mode is not None and not args.stages_as_beam_jobs
     try:
         run = staged_run(job, layout.default_layout(job.plan.files, job.plan.estimated_bytes(),
-                                                    args.group_files, args.buckets,
-                                                    args.task_bytes))
-        if local and not args.dry_run:
-            layout.allow_open_files(run.layout)
+                                                    args.read_files or args.group_files,
+                                                    args.buckets, args.task_bytes))
+        executor = None if args.dry_run else base.executor(executor_name, run, args.workers)
     except ValueError as error:
         sys.exit(f"error: {error}")
     if args.dry_run:
@@ -437,20 +460,19 @@ def _run_staged(job: Job, args: argparse.Namespace, running_mode: Optional[str],
         print(describe_staged(run))
         return {}
     try:
-        with parts.OutputLock(args.output, args.break_lock):
-            prepare_output(job, args.restart, resumes=has_parts(args.output))
-            check_staged_config(run, args.restart)
+        with base.OutputLock(args.output, args.break_lock):
+            base.prepare_output(job, args.restart,
+                                base.staged_record(job, run.config_sha256, run.layout))
             if too_big_for_one_job and args.staged is None:
                 log.warning("the input is more than a one-job run on the local runner holds in "
                             "this machine's memory: running in stages (--staged)")
             log.info("building %s from %s in stages, %s", job.config.name,
                      counted(job.plan.files, "WET file"),
-                     f"on {counted(args.workers, 'worker process', 'worker processes')}"
-                     if local else "a Beam job per stage")
-            counters = run_staged(job, run, LocalWorkers(args.workers) if local
-                                  else BeamStages(job))
+                     f"on {counted(executor.workers, 'worker process', 'worker processes')}"
+                     if executor.workers else "a job per stage on the runner's workers")
+            counters = run_staged(job, run, executor)
             _write_reports(job, counters)
-    except (parts.PartsError, staged.StagedError) as error:
+    except (base.OutputError, staged.StagedError) as error:
         sys.exit(f"error: {error}")
     except NothingRead as error:
         stats.write_stats(error.counters, job.config.name, args.output, error=str(error))
@@ -482,7 +504,7 @@ def split_report(counters: stats.Stats, validation_fraction: float) -> str:
 def file_problems_report(counters: stats.Stats) -> str:
     """The input files with a problem, a line each (the first NAMED_FILES), for the end of a
     run ("" if none): the warnings that named them may be far above, or in an earlier run's log
-    (a group of a job in parts, or a task of a staged run, that was reused)."""
+    (a task of a staged run that was reused)."""
     problems = stats.file_problems(counters)
     if not problems:
         return ""
@@ -498,7 +520,7 @@ def _write_reports(job: Job, counters: stats.Stats) -> None:
     """run_config.json, the funnel, the dataset card and stats.json (of each language written
     apart, and of the whole run, each with its number of files per split). The shards are those
     in the folder: a run found none of another run there when it started
-    (job.prepare_output)."""
+    (executors.base.prepare_output)."""
     config = job.config
     shards = dataset_card.shard_listing(job.output_dir, tuple(job.max_shards), job.shard_format)
     counts = dataset_card.shard_counts(shards, job.shard_format)
