@@ -31,9 +31,10 @@ DUMP_PRESETS = {
 }
 # WET files in a dump, for the dry run's plan (CC-MAIN-2019-18 lists 56,000).
 FILES_PER_DUMP = 56_000
-# A run in parts: groups of this many WET files, a dump's worth of groups a Dataflow job.
-GROUP_FILES = 1000
-GROUPS_PER_JOB = 56
+# The launcher's options of runs in parts (retired: a run in pieces runs in stages), parsed for
+# one release, each given named in a notice.
+RETIRED_OPTIONS = ("--no-staged", "--in_parts", "--no-in_parts", "--group_files",
+                   "--groups_per_job")
 DUMP_NAME = re.compile(r"^CC-MAIN-(20[1-9][0-9])-(0[1-9]|[1-4][0-9]|5[0-3])$")
 
 # Where Common Crawl manifests and WET files are read from. HTTPS needs no credentials;
@@ -77,13 +78,9 @@ class DataflowJob:
     webtext_urls: tuple[str, ...] = ()
     # A staged run (pipelines/staged.py): a Dataflow job per stage over its unfinished tasks; a
     # rerun of the same command resumes. `buckets`: its URL buckets (None: from the input).
-    staged: bool = True
+    # `one_job`: one Dataflow job over the whole input instead, which no rerun resumes.
+    one_job: bool = False
     buckets: Optional[int] = None
-    # Without `staged`, a run in parts (pipelines/parts.py): one Dataflow job per
-    # `groups_per_job` groups of `group_files` WET files, then the global job.
-    in_parts: bool = True
-    group_files: int = GROUP_FILES
-    groups_per_job: int = GROUPS_PER_JOB
     extra_beam_args: tuple[str, ...] = ()
 
 
@@ -129,15 +126,12 @@ def pipeline_argv(job: DataflowJob) -> list[str]:
         argv += ["--realnews_domains", job.realnews_domains]
     if job.webtext_urls:
         argv += ["--webtext_urls", *job.webtext_urls]
-    if job.staged:
-        argv += ["--staged", "--no-in_parts"]
+    if job.one_job:
+        argv += ["--no-staged"]
+    else:
+        argv += ["--staged"]
         if job.buckets is not None:
             argv += ["--buckets", str(job.buckets)]
-    elif job.in_parts:
-        argv += ["--no-staged", "--in_parts", "--group_files", str(job.group_files),
-                 "--groups_per_job", str(job.groups_per_job)]
-    else:
-        argv += ["--no-staged", "--no-in_parts"]
 
     argv += [
         "--runner", "DataflowRunner",
@@ -176,28 +170,12 @@ def write_worker_requirements() -> None:
 def plan_lines(job: DataflowJob) -> list[str]:
     """What the run does, job by job, and what a failure costs, for the dry run: the files of
     a dump are counted at about FILES_PER_DUMP (the pipeline counts them exactly at launch, and
-    `python -m pipelines.c4 ... --dry_run` prints its exact plan, with the groups done)."""
+    `python -m pipelines.c4 ... --dry_run` prints its exact plan, with the tasks done)."""
     files = job.max_files or FILES_PER_DUMP * len(job.dumps)
-    if job.staged:
-        return _staged_plan_lines(job, files)
-    if not job.in_parts:
+    if job.one_job:
         return [f"plan: one job over about {counted(files, 'WET file')}; a failure costs the "
                 "whole run"]
-    groups = -(-files // job.group_files)
-    jobs = -(-groups // job.groups_per_job)
-    batch_files = min(files, job.group_files * job.groups_per_job)
-    return [
-        f"plan: about {counted(files, 'WET file')} ({counted(len(job.dumps), 'dump')}) in "
-        f"{counted(groups, 'group')} of {job.group_files:,}, kept under {job.output}/parts/;",
-        f"  {counted(jobs, 'Dataflow job')} of up to {counted(job.groups_per_job, 'group')} "
-        f"(named {job_name(job.variant, job.dumps, job.max_files)}-group-NNNNN-to-NNNNN), one "
-        "after "
-        "another, each group's marker written when its job ends;",
-        "  then the global job (-global): URL dedup to the shards, over every group's pages;",
-        f"  a failure costs at most one job of groups ({counted(batch_files, 'WET file')} of "
-        "reading) or the global job; rerun the same command to resume (done groups are "
-        "skipped)",
-    ]
+    return _staged_plan_lines(job, files)
 
 
 def _staged_plan_lines(job: DataflowJob, files: int) -> list[str]:
@@ -260,19 +238,20 @@ def _parser() -> argparse.ArgumentParser:
                              "(default: the pinned URLs)")
     parser.add_argument("--realnews_domains", type=arguments.launcher_readable_path)
     parser.add_argument("--webtext_urls", nargs="+", type=arguments.remote_path, default=[])
-    parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=True,
-                        help="run in stages that a rerun of the same command resumes: a job per "
-                             "stage over its unfinished tasks (pipelines/staged.py)")
     parser.add_argument("--buckets", type=arguments.positive_int,
-                        help="URL buckets of a staged run (default: from the input's size)")
-    parser.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=True,
-                        help="with --no-staged: run in parts that a rerun of the same command "
-                             "resumes: a job per --groups_per_job groups of --group_files WET "
-                             "files, then the global job (pipelines/parts.py)")
-    parser.add_argument("--group_files", default=GROUP_FILES, type=arguments.positive_int)
-    parser.add_argument("--groups_per_job", default=GROUPS_PER_JOB, type=arguments.positive_int,
-                        help="groups per Dataflow job of a run in parts (default: a dump's "
-                             "worth; a job's start costs minutes, its failure its groups)")
+                        help="URL buckets of the staged run (default: from the input's size)")
+    parser.add_argument("--one_job", action="store_true",
+                        help="one Dataflow job over the whole input instead of a job per stage: "
+                             "no rerun resumes it, a failure costs the whole run (trial runs)")
+    # Retired with runs in parts (RETIRED_OPTIONS): the run is staged unless --one_job.
+    parser.add_argument("--staged", action=argparse.BooleanOptionalAction, default=None,
+                        help="the default; --no-staged (which ran in parts) is retired")
+    parser.add_argument("--in_parts", action=argparse.BooleanOptionalAction, default=None,
+                        help="retired with runs in parts")
+    parser.add_argument("--group_files", type=arguments.positive_int,
+                        help="retired with runs in parts")
+    parser.add_argument("--groups_per_job", type=arguments.positive_int,
+                        help="retired with runs in parts")
     parser.add_argument("--dry-run", "--dry_run", dest="dry_run", action="store_true",
                         help="print the command and the plan instead of submitting the job")
     return parser
@@ -327,6 +306,22 @@ def _cc_base_url(parser: argparse.ArgumentParser, value: str) -> str:
     parser.error(f"--cc_base_url {value!r}: expected https://, s3:// or gs://")
 
 
+def retired_given(args: argparse.Namespace) -> list[str]:
+    """The retired options given, as written (RETIRED_OPTIONS' order)."""
+    written = {"--no-staged": args.staged is False, "--in_parts": args.in_parts is True,
+               "--no-in_parts": args.in_parts is False,
+               "--group_files": args.group_files is not None,
+               "--groups_per_job": args.groups_per_job is not None}
+    return [flag for flag in RETIRED_OPTIONS if written[flag]]
+
+
+def retired_notice(given: Sequence[str], one_job: bool) -> str:
+    """One line naming the retired options given and how the run goes."""
+    return (f"note: retired with runs in parts: {', '.join(given)} (a run in pieces runs in "
+            "stages; one Dataflow job is --one_job); running "
+            + ("one job" if one_job else "in stages"))
+
+
 def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
     """The job an argv describes, and whether it is a dry run. Bad input exits with a message."""
     argv = list(argv)
@@ -337,6 +332,11 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
     dumps = _dumps(parser, args)
     _check_variant_resources(parser, args)
     temp, staging, output = _locations(parser, args, job_name(args.variant, dumps, args.max_files))
+    # `--no-staged --no-in_parts` was the launcher's one job: it still is.
+    one_job = args.one_job or (args.staged is False and args.in_parts is False)
+    given = retired_given(args)
+    if given:
+        print(retired_notice(given, one_job), file=sys.stderr)
     job = DataflowJob(
         variant=args.variant, dumps=dumps, project=args.project, region=args.region,
         temp_location=temp, staging_location=staging, output=output,
@@ -347,9 +347,7 @@ def parse_job(argv: Sequence[str]) -> tuple[DataflowJob, bool]:
         cc_base_url=_cc_base_url(parser, args.cc_base_url),
         badwords=args.badwords, badwords_dir=args.badwords_dir,
         realnews_domains=args.realnews_domains,
-        webtext_urls=tuple(args.webtext_urls), staged=args.staged, buckets=args.buckets,
-        in_parts=args.in_parts,
-        group_files=args.group_files, groups_per_job=args.groups_per_job,
+        webtext_urls=tuple(args.webtext_urls), one_job=one_job, buckets=args.buckets,
         extra_beam_args=tuple(extra_beam_args))
     return job, args.dry_run
 

@@ -5,7 +5,7 @@ the same bytes.
 
     python -m deploy.rehearse            # or: make rehearse
 
-rehearses the C4 job (in one, and in parts), the mC4 job (workers: the `pipeline` extra) and the
+rehearses the C4 job (in one, and in stages), the mC4 job (workers: the `pipeline` extra) and the
 TFDS build of t5_c4/en
 (workers: the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/. A
 remote worker imports the project and its packages afresh and receives every function of the
@@ -33,7 +33,7 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from deploy import REPO_ROOT, worker_env
 from deploy.dataflow import PICKLING_OPTIONS
-from pipelines.parts import PARTS_FOLDER
+from pipelines.executors.base import PARTS_FOLDER
 
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 WORKER_POOL_SCRIPT = pathlib.Path(__file__).resolve().parent / "worker_pool.py"
@@ -42,8 +42,6 @@ JOB_TIMEOUT_S = 600
 # How much of a failed run's standard error a verdict keeps.
 ERROR_TAIL_CHARS = 3000
 
-# A run in parts, a group per WET file (pipelines/parts.py).
-IN_PARTS = ("--in_parts", "--group_files", "1")
 # A staged run (pipelines/staged.py) in two URL buckets: on the DirectRunner its tasks run on
 # local worker processes, on the portable runner each stage is a Beam job on the lean workers.
 STAGED = ("--staged", "--buckets", "2")
@@ -164,8 +162,8 @@ def worker_pool(env: worker_env.WorkerEnv, extra_paths: Sequence[pathlib.Path] =
 
 
 def file_digests(folder: pathlib.Path) -> dict[str, str]:
-    """sha256 of each output file, but those of the parts a run in parts keeps (their markers
-    hold the groups' times)."""
+    """sha256 of each output file, but those of the tasks a staged run keeps (their markers
+    hold the tasks' times)."""
     return {str(path.relative_to(folder)): hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(folder.rglob("*"))
             if path.is_file() and PARTS_FOLDER not in path.relative_to(folder).parts}
@@ -224,7 +222,7 @@ def rehearse(job: Job, port: int, workdir: pathlib.Path,
 
 def c4_job(inputs: Sequence[str], badwords: pathlib.Path, name: str = "c4-en",
            arguments: Sequence[str] = (), killed_once: bool = False) -> Job:
-    """C4 `en`; `arguments`: more of the pipeline's (`--in_parts ...`)."""
+    """C4 `en`; `arguments`: more of the pipeline's (STAGED)."""
     def command(options: Sequence[str], output: pathlib.Path) -> list[str]:
         return [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", *inputs,
                 "--badwords", str(badwords), "--output", str(output), *arguments, *options]
@@ -281,8 +279,8 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--badwords_dir", type=pathlib.Path, default=SHARED_DATA / "badwords",
                         help="mC4's lists per language")
     parser.add_argument("--jobs", nargs="+",
-                        choices=("c4", "c4-in-parts", "c4-staged", "mc4", "tfds"),
-                        default=["c4", "c4-in-parts", "c4-staged", "mc4", "tfds"])
+                        choices=("c4", "c4-staged", "mc4", "tfds"),
+                        default=["c4", "c4-staged", "mc4", "tfds"])
     parser.add_argument("--envs", type=pathlib.Path, default=REPO_ROOT / ".venv-worker",
                         help="where the worker environments are made (one folder per extra)")
     parser.add_argument("--timeout", type=float, default=JOB_TIMEOUT_S,
@@ -294,8 +292,6 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     with tempfile.TemporaryDirectory(prefix="rehearsal-") as workdir:
         workdir = pathlib.Path(workdir)
         jobs = {"c4": lambda: c4_job(args.input, args.badwords),
-                "c4-in-parts": lambda: c4_job(args.input, args.badwords, "c4-en-in-parts",
-                                              IN_PARTS),
                 "c4-staged": lambda: c4_job(args.input, args.badwords, "c4-en-staged", STAGED,
                                             killed_once=True),
                 "mc4": lambda: mc4_job(args.input, args.badwords_dir),

@@ -149,7 +149,7 @@ def test_the_dataflow_run_is_staged_and_the_dry_run_prints_each_stage_and_what_i
     from pipelines import c4, layout
     args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "en", "--dump",
                                                          "CC-MAIN-2019-18"))
-    assert args.staged and not args.in_parts
+    assert args.staged and args.in_parts is None
     dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
                    "--dry-run"])
     plan = capsys.readouterr().out.splitlines()[1:]
@@ -164,30 +164,45 @@ def test_the_dataflow_run_is_staged_and_the_dry_run_prints_each_stage_and_what_i
     assert f"url {shares['url']:.0%}" in plan[2] and "rerun the same command" in plan[2]
 
 
-def test_without_stages_the_dataflow_run_is_in_parts_a_dump_a_job(capsys):
-    """mC4 on Dataflow with --no-staged: in parts (a job per 56 groups of 1,000 files, then the
-    global job); the dry run says how many groups and jobs, and what a failure costs."""
+def test_one_job_is_one_dataflow_job_and_its_dry_run_says_a_failure_costs_the_whole_run(
+        capsys):
     from pipelines import c4
-    args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "multilingual",
-                                                         "--dump_preset", "mc4", "--no-staged"))
-    assert (args.staged, args.in_parts, args.group_files, args.groups_per_job) == (
-        False, True, 1000, 56)
-    dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "multilingual", "--dump_preset", "mc4",
-                   "--no-staged", "--dry-run"])
-    plan = capsys.readouterr().out.splitlines()[1:]
-    assert plan[0].startswith("plan: about 4,816,000 WET files (86 dumps) in 4,816 groups of "
-                              "1,000, kept under gs://my-bucket/c4/c4-multilingual-")
-    assert plan[1].startswith("  86 Dataflow jobs of up to 56 groups")
-    assert "at most one job of groups (56,000 WET files of reading) or the global job" in plan[3]
     args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "en", "--dump",
-                                                         "CC-MAIN-2019-18", "--no-staged",
-                                                         "--no-in_parts"))
-    assert args.in_parts is False and args.staged is False
-    one_job = dataflow.plan_lines(dataflow.parse_job(
-        [*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18", "--no-staged",
-         "--no-in_parts"])[0])
-    assert one_job == ["plan: one job over about 56,000 WET files; a failure costs the whole "
-                       "run"]
+                                                         "CC-MAIN-2019-18", "--one_job"))
+    assert args.staged is False and args.in_parts is None
+    dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "en", "--dump", "CC-MAIN-2019-18",
+                   "--one_job", "--dry-run"])
+    captured = capsys.readouterr()
+    assert captured.out.splitlines()[1:] == [
+        "plan: one job over about 56,000 WET files; a failure costs the whole run"]
+    assert captured.err == ""
+
+
+@pytest.mark.parametrize("given, notice, plan", [
+    # The launcher's --no-staged ran in parts: it runs in stages now.
+    (["--no-staged"], "--no-staged", "in stages"),
+    (["--no-staged", "--group_files", "10", "--groups_per_job", "2"],
+     "--no-staged, --group_files, --groups_per_job", "in stages"),
+    (["--in_parts"], "--in_parts", "in stages"),
+    # --no-staged --no-in_parts was its one job: it still is.
+    (["--no-staged", "--no-in_parts"], "--no-staged, --no-in_parts", "one job"),
+])
+def test_the_retired_options_of_runs_in_parts_give_one_notice_and_run_in_stages_or_one_job(
+        capsys, given, notice, plan):
+    dataflow.main([*BASE_DATAFLOW_ARGS, "--variant", "multilingual", "--dump_preset", "mc4",
+                   *given, "--dry-run"])
+    captured = capsys.readouterr()
+    assert captured.err == (f"note: retired with runs in parts: {notice} (a run in pieces runs "
+                            "in stages; one Dataflow job is --one_job); running "
+                            f"{plan}\n")
+    command, first_line = captured.out.splitlines()[:2]
+    if plan == "one job":
+        assert first_line.startswith("plan: one job over about 4,816,000 WET files")
+        assert " --no-staged " in command and "--staged" not in command.replace("--no-staged", "")
+    else:
+        assert first_line.startswith("plan: about 4,816,000 WET files (86 dumps) in stages")
+        assert " --staged " in command
+    assert "parts" not in command.replace("/parts/", "") and "group" not in command
 
 
 def test_job_name_is_a_valid_dataflow_name_fixed_by_the_dump_set():

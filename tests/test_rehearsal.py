@@ -8,8 +8,6 @@ from typing import Iterator
 import pytest
 
 from deploy import rehearse, worker_env
-from pipelines import parts
-from tests.support import killing
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 TOYS_SHIPPED = REPO_ROOT / "tests" / "rehearsal_toys" / "shipped"
@@ -143,25 +141,24 @@ def test_tfds_build_on_lean_workers_writes_the_direct_runners_bytes(shared_data,
 
 
 @pytest.mark.slow  # Three runs of the C4 job, one of them killed: about a minute here.
-def test_c4_job_in_parts_killed_and_resumed_on_lean_workers_writes_the_one_jobs_bytes(
+def test_staged_beam_jobs_killed_and_resumed_on_lean_workers_write_the_one_jobs_bytes(
         pipeline_env, shared_data, tmp_path):
-    """A run in parts on the portable runner's workers, SIGKILLed after its first group and
-    resumed there, writes what one job on the DirectRunner writes."""
+    """A staged run, a Beam job per stage on the portable runner's workers, SIGKILLed once a
+    URL task is done and resumed there, writes what one job on the DirectRunner writes."""
     inputs = [str(shared_data / path) for path in SAMPLE_WET]
     badwords = shared_data / "badwords" / "en"
     one_job = rehearse.run(rehearse.c4_job(inputs, badwords), rehearse.direct_options(),
                            tmp_path / "one-job", TIMEOUT_S)
     assert one_job.error is None, one_job.error
-    in_parts = rehearse.c4_job(inputs, badwords, "c4-en-in-parts", rehearse.IN_PARTS)
-    output = tmp_path / "in-parts"
+    in_stages = rehearse.c4_job(inputs, badwords, "c4-en-staged", rehearse.STAGED)
+    output = tmp_path / "staged"
     with rehearse.worker_pool(pipeline_env) as port:
         options = rehearse.worker_options(port)
-        assert killing.run_killed(
-            in_parts.command(options, output), REPO_ROOT,
-            lambda: any((output / parts.PARTS_FOLDER).glob(f"*/{parts.MARKER_FILE}")))
-        resumed = rehearse.run(in_parts, options, output, TIMEOUT_S)
+        assert rehearse.run_killed(in_stages, options, output, TIMEOUT_S) is None
+        resumed = rehearse.run(in_stages, options, output, TIMEOUT_S)
     assert resumed.error is None, resumed.error
     assert resumed.files == one_job.files
-    progress = json.loads((output / parts.PARTS_FOLDER / parts.PROGRESS_FILE).read_text())
-    assert progress["groups"]["reused"] >= 1
-    assert progress["groups"]["reused"] + progress["groups"]["computed"] == len(SAMPLE_WET)
+    stages = json.loads((output / "parts" / "progress.json").read_text())["stages"]
+    assert stages["read"]["reused"] == len(SAMPLE_WET)
+    assert stages["url"]["reused"] >= 1
+    assert stages["write"]["reused"] == 0
