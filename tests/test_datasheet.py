@@ -333,7 +333,7 @@ def test_the_studies_are_shown_as_tables_when_present(tmp_path):
             "<th class=n>share by n-grams</th><th class=n>too short for n-grams</th>") in page
     assert "ngram13_share" not in page and "too_short_for_ngrams" not in page
     # The fields with a match lead, largest share first; those without are folded below.
-    assert "2 task fields of 4 with an example found in the corpus" in page
+    assert "2 task fields of 4 with an example found in the corpus: largest share first." in page
     order = [page.index(needle) for needle in (
         "<td>glue_cola</td>", "<td>wsc</td>",
         "<details><summary>2 task fields with no example found</summary>",
@@ -640,3 +640,7 @@ def test_a_failed_unfinished_run_with_file_problems_says_so_first(tmp_path):
         "python -m pipelines.c4 … --exclusions OUT/exclusions --exclusion_fraction 0.01|, then|"
         "python -m pipelines.report OUT|(or pass|--exclusions DIR|here).")
     assert section_texts(page)["reasons"] == "Drop reasons|No stage dropped anything."
+    assert list(section_texts(page)) == ["summary", "funnel", "reasons", "domains", "months",
+                                         "lengths", "examples", "studies", "config"]
+    assert [report.month_of(stamp) for stamp in ("2019-04-25T16:14:41Z", "2019")] == [
+        "2019-04", "(no date)"]
