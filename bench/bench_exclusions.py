@@ -40,7 +40,7 @@ def run(inputs: list, fraction, work: pathlib.Path) -> float:
     output, excluded = work / "out", work / "excluded"
     command = [sys.executable, "-m", "pipelines.c4", "--variant", "en", "--input", *inputs,
                "--badwords", str(SHARED / "badwords/en"), "--output", str(output),
-               "--no-staged", "--no-in_parts", "--direct_running_mode", "in_memory"]
+               "--no-staged", "--direct_running_mode", "in_memory"]
     if fraction is not None:
         command += ["--exclusions", str(excluded), "--exclusion_fraction", str(fraction)]
     before = child_cpu_seconds()

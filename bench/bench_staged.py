@@ -35,7 +35,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from deploy.rehearse import file_digests  # noqa: E402
-from pipelines import layout, parts, staged  # noqa: E402
+from pipelines import layout, staged  # noqa: E402
+from pipelines.executors import base as executors  # noqa: E402
 import synthetic_wet  # noqa: E402  (a script beside this one)
 from tests.support import killing  # noqa: E402
 from tests.support.variant_runs import variant_args  # noqa: E402
@@ -77,7 +78,7 @@ def run_sampled(command: list, interval: float = 0.2) -> dict:
 
 def stage_seconds(output: pathlib.Path) -> dict:
     seconds = {}
-    for marker in (output / parts.PARTS_FOLDER).glob(f"*/*/{staged.MARKER_FILE}"):
+    for marker in (output / executors.PARTS_FOLDER).glob(f"*/*/{staged.MARKER_FILE}"):
         record = json.loads(marker.read_text())
         seconds[record["stage"]] = seconds.get(record["stage"], 0.0) + record["seconds"]
     return seconds
@@ -99,8 +100,8 @@ def memory(counts: list, variants: list, folder: pathlib.Path) -> None:
                                              "--workers", "1"))
                 stats = json.loads((pathlib.Path(output) / "stats.json").read_text())["stages"]
                 seconds = stage_seconds(pathlib.Path(output))
-                config = json.loads((pathlib.Path(output) / parts.PARTS_FOLDER /
-                                     parts.PARTS_CONFIG_FILE).read_text())
+                config = json.loads((pathlib.Path(output) / executors.PARTS_FOLDER /
+                                     executors.PARTS_CONFIG_FILE).read_text())
             shares = ", ".join(f"{stage} {value / seconds['read']:.2f}"
                                for stage, value in seconds.items())
             print(f"{variant:<14}{files:>6}{config['staged']['url_buckets']:>8}"
@@ -124,8 +125,8 @@ def workers(files: int, one_job: bool, folder: pathlib.Path) -> None:
             output = pathlib.Path(output)
             results[name]["pages"] = json.loads(
                 (output / "stats.json").read_text())["stages"]["read"]["pages.passed"]
-            kept = sum(path.stat().st_size for path in (output / parts.PARTS_FOLDER).rglob("*")
-                       if path.is_file()) if (output / parts.PARTS_FOLDER).exists() else 0
+            kept = sum(path.stat().st_size for path in (output / executors.PARTS_FOLDER).rglob("*")
+                       if path.is_file()) if (output / executors.PARTS_FOLDER).exists() else 0
             seconds = stage_seconds(output) if kept else {}
         if seconds:
             print(f"{name}: stage CPU / read: " + ", ".join(
@@ -150,7 +151,7 @@ KILL_OPTIONS = ["--workers", "1", "--buckets", "4"]
 
 
 def markers_by_stage(output: pathlib.Path) -> dict:
-    return {stage: len(list((output / parts.PARTS_FOLDER / stage).glob(
+    return {stage: len(list((output / executors.PARTS_FOLDER / stage).glob(
         f"*/{staged.MARKER_FILE}"))) for stage in layout.STAGE_NAMES}
 
 
@@ -175,11 +176,11 @@ def kills() -> None:
                     print(f"{variant:<14}{rules or 'default':<10}{stage} {count}: ended first")
                     continue
                 done = markers_by_stage(output)
-                killed_in = json.loads((output / parts.PARTS_FOLDER /
-                                        parts.PROGRESS_FILE).read_text())["stage"]
+                killed_in = json.loads((output / executors.PARTS_FOLDER /
+                                        executors.PROGRESS_FILE).read_text())["stage"]
                 subprocess.run(command, cwd=REPO_ROOT, check=True, capture_output=True)
-                resumed = json.loads((output / parts.PARTS_FOLDER /
-                                      parts.PROGRESS_FILE).read_text())["stages"]
+                resumed = json.loads((output / executors.PARTS_FOLDER /
+                                      executors.PROGRESS_FILE).read_text())["stages"]
                 reused = sum((counts or {}).get("reused", 0) for counts in resumed.values())
                 same = file_digests(output) == expected
                 points += 1

@@ -58,7 +58,8 @@ PRELOAD = ("numpy", "tensorflow", "tensorflow_datasets", "apache_beam", "sklearn
 # Each module of issue 48 with the tests that cover it.
 TARGETS: Dict[str, Target] = {
     "pipelines/staged.py": Target(["tests/test_staged.py"] + _FAST),
-    "pipelines/executors.py": Target(["tests/test_staged.py", "tests/test_parts.py"] + _FAST),
+    "pipelines/executors/in_stages.py": Target(["tests/test_staged.py",
+                                                 "tests/test_executors.py"] + _FAST),
     "pipelines/exclusions.py": Target(["tests/test_exclusions.py"] + _FAST),
     "pipelines/report.py": Target(["tests/test_datasheet.py"] + _FAST),
     "pipelines/blocklist.py": Target(["tests/test_blocklist.py"] + _FAST),
