@@ -21,8 +21,8 @@ from apache_beam.io.filesystems import FileSystems
 from pipelines import badwords, domains, exclusions, provenance
 from pipelines.records import write_json
 from pipelines.wording import counted
+from text.report_files import BLOCKLIST_FILE, REPORT_DIR, report_file
 
-REPORT_FILE = "report/blocklist.json"
 SHOWN = 20
 
 
@@ -82,7 +82,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
     options.add_argument("--exclusions", default=None,
                          help="the run's exclusions (default: as its run_config.json names)")
     options.add_argument("--json", default=None,
-                         help=f"where to write the study (default: OUT/{REPORT_FILE})")
+                         help="where to write the study (default: "
+                              f"OUT/{REPORT_DIR}/{BLOCKLIST_FILE})")
     args = options.parse_args(argv)
     try:
         directory, fraction = exclusions_of(args.output, args.exclusions)
@@ -92,7 +93,7 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
         sys.exit(f"error: {error}")
     found = study(dropped_for_badwords(exclusions.lines(directory, exclusions.EXCLUSIONS_SPLIT)),
                   badwords.compile_badwords(terms), fraction)
-    path = args.json or FileSystems.join(args.output, REPORT_FILE)
+    path = args.json or report_file(args.output, BLOCKLIST_FILE)
     if "://" not in path:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     write_json(path, found)

@@ -497,14 +497,18 @@ def test_an_unreadable_task_file_is_an_error_naming_it(planted, tmp_path):
         command.main([str(planted["out"]), "--tasks", str(tmp_path / "tasks"), "--task", "xsum"])
 
 
-def test_a_corrupt_shard_and_bad_lines_are_counted_and_named(planted, tmp_path):
+def test_a_corrupt_shard_and_bad_records_are_counted_and_named(planted, tmp_path):
+    """A record without a text is skipped and counted; a shard cut short, or with a line that
+    is not JSON, keeps the pages before the damage and is named."""
     out = tmp_path / "out"
     page = f"{FILLER[0]} {LONG}"
-    _write_shard(out / "train-00000-of-00002.jsonl.gz", [page, page])
+    _write_shard(out / "train-00000-of-00003.jsonl.gz", [page, page])
     whole = gzip.compress(("".join(json.dumps({"text": page}) + "\n" for _ in range(2000))).encode())
-    (out / "train-00001-of-00002.jsonl.gz").write_bytes(whole[:len(whole) // 2])  # cut short
+    (out / "train-00001-of-00003.jsonl.gz").write_bytes(whole[:len(whole) // 2])  # cut short
+    with gzip.open(out / "train-00002-of-00003.jsonl.gz", "wt") as f:
+        f.write(json.dumps({"text": page}) + "\nnot json\n" + json.dumps({"text": page}) + "\n")
     with gzip.open(out / "validation-00000-of-00001.jsonl.gz", "wt") as f:
-        f.write(json.dumps({"text": page}) + "\nnot json\n" + json.dumps({"url": "no text"}) + "\n")
+        f.write(json.dumps({"text": page}) + "\n" + json.dumps({"url": "no text"}) + "\n[1, 2]\n")
     tasks = tmp_path / "tasks" / "xsum"
     tasks.mkdir(parents=True)
     (tasks / "sample.json").write_text(json.dumps({"document": LONG, "summary": "unseen words"}) + "\n")
@@ -512,9 +516,10 @@ def test_a_corrupt_shard_and_bad_lines_are_counted_and_named(planted, tmp_path):
     command.main([str(out), "--tasks", str(tmp_path / "tasks"), "--json", str(json_path), "--task", "xsum"])
     result = json.loads(json_path.read_text())
     corpus = result["corpus"]
-    assert list(corpus["damaged_shards"]) == [str(out / "train-00001-of-00002.jsonl.gz")]
-    assert corpus["lines_skipped"] == 2 and corpus["shards"] == 3
-    assert 3 < corpus["pages"] < 2003  # the pages before the damage count
+    assert sorted(corpus["damaged_shards"]) == [str(out / "train-00001-of-00003.jsonl.gz"),
+                                                str(out / "train-00002-of-00003.jsonl.gz")]
+    assert corpus["lines_skipped"] == 2 and corpus["shards"] == 4
+    assert 4 < corpus["pages"] < 2004  # the pages before the damage count
     assert result["tasks"]["xsum"]["document"]["exact"] == 1
     assert result["tasks"]["xsum"]["summary"]["exact"] == 0
 
@@ -529,5 +534,108 @@ def test_a_runs_exclusions_beside_its_shards_are_no_part_of_the_corpus(planted, 
                  "exclusions/kept-00000-of-00001.jsonl.gz"):
         (out / name).parent.mkdir(exist_ok=True)
         (out / name).write_bytes(gzip.compress(lines.encode()))
-    assert [path.relative_to(out).as_posix() for path in command.shards(str(out))] == sorted(
+    read = [pathlib.Path(path).relative_to(out).as_posix() for path in command.shards(str(out))]
+    assert read == sorted(
         path.relative_to(planted["out"]).as_posix() for path in planted["out"].rglob("*.jsonl.gz"))
+
+
+# --- the tasks come from the registry ----------------------------------------------------------
+
+def _squad_questions(path: pathlib.Path) -> int:
+    data = json.loads(path.read_text(encoding="utf-8"))["data"]
+    return sum(len(paragraph["qas"]) for article in data for paragraph in article["paragraphs"])
+
+
+def test_squad_is_its_v1_1_file_and_never_a_v2_file(shared_data, tmp_path):
+    """The shared SQuAD folder holds a v1.1 sample and a 2.0 one beside it: the study reads
+    the v1.1 file's 5 questions only (read here with json), and a 2.0 file named as v1.1's is
+    refused, the error naming it."""
+    squad = shared_data / "tasks" / "squad"
+    assert _squad_questions(squad / "squad_v1_sample.json") == 5
+    assert _squad_questions(squad / "squad_v2_sample.json") == 6
+    rows, _ = command.task_examples(str(shared_data / "tasks"), [command.source_of("squad")], True)
+    assert sorted({row[1] for row in rows}) == ["context", "question"]
+    assert len([row for row in rows if row[1] == "question"]) == 5
+    assert {row[2].partition(":")[0] for row in rows} == {"squad_v1_sample.json"}
+    disguised = tmp_path / "squad" / "dev-v1.1.json"
+    disguised.parent.mkdir()
+    shutil.copy(squad / "squad_v2_sample.json", disguised)
+    with pytest.raises(SystemExit, match=f"cannot read {disguised}: .*SQuAD 2.0"):
+        command.main(["--tasks", str(tmp_path), "--task", "squad", "--index",
+                      str(tmp_path / "index.json.gz")])
+
+
+def test_every_registered_task_with_text_is_measured_by_its_declared_fields():
+    """The study's tasks are the registry's that declare their text, with those fields, and
+    the benchmarks outside it; none twice."""
+    from model import tasks
+    declared = {name: tasks.get(name).text.fields for name in tasks.names() if tasks.get(name).text}
+    assert {"glue_rte", "super_glue_multirc", "squad", "cnn_dailymail", "wmt_en_de",
+            "mt5_xquad_test.zh"} <= set(declared)
+    assert declared["glue_rte"] == ("sentence1", "sentence2")
+    assert declared["super_glue_copa"] == ("premise", "choice1", "choice2")
+    names = [source.name for source in command.SOURCES]
+    assert len(names) == len(set(names))
+    assert {name: command.source_of(name).text.fields for name in declared} == declared
+    assert {"xsum", "snli", "race", "story_cloze"} <= set(names) - set(tasks.names())
+
+
+# --- corpora as the pipeline writes them -------------------------------------------------------
+
+def _records(path: pathlib.Path) -> list:
+    """A shard's records, read without the project's code."""
+    import pyarrow.parquet as pq
+    if path.name.endswith(".parquet"):
+        return pq.read_table(path).to_pylist()
+    with gzip.open(path, "rt", encoding="utf-8") as lines:
+        return [json.loads(line) for line in lines]
+
+
+@pytest.fixture(scope="module")
+def pipeline_corpora(one_job):
+    """mC4 runs of the pipeline on the shared samples (language folders), as JSON lines and as
+    Parquet (`--format parquet`): the session's references (tests/conftest.py)."""
+    return {name: one_job("multilingual", extra=("--format", name))
+            for name in ("jsonl", "parquet")}
+
+
+@pytest.mark.parametrize("shard_format, suffix", [("jsonl", ".jsonl.gz"), ("parquet", ".parquet")])
+def test_a_pipeline_corpus_is_read_in_the_format_it_was_written(
+        pipeline_corpora, shared_data, tmp_path, shard_format, suffix):
+    """Every shard of the run (its language folders' splits) is read, each page once: the pages
+    counted are the records of its shard files, read here without the project's code."""
+    out = pipeline_corpora[shard_format]
+    files = sorted(path for path in out.rglob(f"*{suffix}")
+                   if path.name.startswith(("train-", "validation-")))
+    assert files and all(path.parent != out for path in files)  # in language folders
+    json_path = tmp_path / "report.json"
+    command.main([str(out), "--tasks", str(shared_data / "tasks"), "--task", "xsum",
+                  "--json", str(json_path)])
+    corpus = json.loads(json_path.read_text())["corpus"]
+    assert corpus["shards"] == len(files)
+    assert corpus["pages"] == sum(len(_records(path)) for path in files) > 0
+    assert corpus["lines_skipped"] == 0 and corpus["damaged_shards"] == {}
+
+
+def test_a_json_lines_and_a_parquet_corpus_of_one_run_report_the_same(
+        pipeline_corpora, shared_data, tmp_path):
+    reports = {}
+    for name, out in pipeline_corpora.items():
+        json_path = tmp_path / f"{name}.json"
+        command.main([str(out), "--tasks", str(shared_data / "tasks"), "--task", "xsum",
+                      "--task", "glue_rte", "--json", str(json_path)])
+        reports[name] = json.loads(json_path.read_text())
+        reports[name]["corpus"].pop("folder")
+    assert reports["jsonl"] == reports["parquet"]
+
+
+def test_only_the_shards_the_runs_stats_list_are_read(pipeline_corpora, shared_data, tmp_path):
+    """Another run's shards beside the run's (another number of files) are no part of it."""
+    out = tmp_path / "out"
+    shutil.copytree(pipeline_corpora["jsonl"], out)
+    listed = json.loads((out / "stats.json").read_text())["shards"]
+    language, _, split = sorted(listed)[0].rpartition("/")
+    stray = out / language / f"{split}-00000-of-00099.jsonl.gz"
+    _write_shard(stray, [f"{FILLER[0]} {LONG}"])
+    assert str(stray) not in command.shards(str(out))
+    assert len(command.shards(str(out))) == sum(listed.values())

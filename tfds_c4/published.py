@@ -111,6 +111,23 @@ def split_shards(folder: str, config: VariantConfig, counters: stats.Stats,
     return found
 
 
+def corpus_shards(folder: str) -> List[str]:
+    """Every shard of the run in `folder`, whatever its variant, sorted: each split's at the
+    top and in each language's folder (mC4's), in the format its run_config.json names (JSON
+    lines without one), as many as its stats.json lists, or, for a run without that record,
+    every one there. What a study of the whole corpus reads, each with records_of."""
+    chosen = shard_format(_json_file(folder, provenance.RUN_CONFIG_FILE) or {})
+    listed = listed_shards(folder)
+    if listed is None:
+        patterns = [FileSystems.join(folder, *place, output.shard_glob(split, chosen))
+                    for place in ((), ("*",)) for split in SPLITS]
+        return sorted(metadata.path for match in FileSystems.match(patterns)
+                      for metadata in match.metadata_list)
+    places = sorted({name.rpartition("/")[::2] for name in listed})  # (language or "", split)
+    return sorted(path for language, split in places
+                  for path in shard_files(folder, split, language or None, chosen, listed))
+
+
 def records_of(path: str):
     """The records of one shard (gzipped JSON lines or Parquet, by its name), in its order."""
     if path.endswith(output.SHARD_SUFFIXES[output.PARQUET]):

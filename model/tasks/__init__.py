@@ -17,7 +17,7 @@ from typing import Mapping
 from model.tasks import (cnn_dailymail, glue, metrics, mt5, multilingual_qa, paws_x, squad,
                          super_glue, wikiann, wmt, xnli)
 from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, GREEDY, Decoding, LocalFormat,
-                              ReleaseLayout, SequenceLengths, Task, TfdsSplit)
+                              ReleaseLayout, ReleaseText, SequenceLengths, Task, TfdsSplit)
 from model.tasks.mixtures import Mixing, Mixture
 
 _T5_PAPER_TASKS = tuple(task for family in (glue, super_glue, squad, cnn_dailymail, wmt)
@@ -89,5 +89,6 @@ def benchmark_average(benchmark: str, scores: Mapping[str, Mapping[str, float]])
 
 
 __all__ = ["BEAM_SEARCH", "BENCHMARKS", "DEFAULT_LENGTHS", "Decoding", "GREEDY",
-           "LocalFormat", "Mixing", "Mixture", "ReleaseLayout", "SequenceLengths", "Task", "TfdsSplit",
+           "LocalFormat", "Mixing", "Mixture", "ReleaseLayout", "ReleaseText", "SequenceLengths",
+           "Task", "TfdsSplit",
            "benchmark_average", "benchmark_tasks", "get", "get_mixture", "mixture_names", "names"]

@@ -81,6 +81,23 @@ class ReleaseLayout:
     files: Mapping[str, str]
 
 
+@dataclasses.dataclass(frozen=True)
+class ReleaseText:
+    """The text of a task's release files that a web page could hold, for the contamination
+    study (model/tasks/contamination.py) over a folder of releases laid out as
+    ../shared/data/tasks: the task's folder there, the patterns of its files in it (at any
+    depth, each match read by the task's local format; with `aligned`, a match is the source
+    side, read with the file of that suffix beside it, as WMT's line-aligned files), and the
+    fields of its examples that hold text. `identity`: the parts of an example's `idx` that name
+    one text, where its examples share it (MultiRC's answer options share their question);
+    empty, the example's own `idx` or `id`."""
+    folder: str
+    files: tuple[str, ...]
+    fields: tuple[str, ...]
+    aligned: str = ""
+    identity: tuple[str, ...] = ()
+
+
 def training_of(splits: Mapping[str, Any], trained_by: str) -> dict:
     """`trained_on` and `untrained_reason` of a task of mT5's benchmarks: trained where it has a
     training split, else evaluated only, `trained_by` (a mixture) training for it."""
@@ -131,6 +148,7 @@ class Task:
     eval_splits: tuple[str, ...] | None = None
     release: ReleaseLayout | None = None  # where `--task_dir` finds the release files
     language: str = ""  # ISO 639-1 code of a task of one language of a multilingual benchmark
+    text: ReleaseText | None = None  # what of its release files a web page could hold
 
     def decoding(self, beam_search: bool) -> Decoding:
         """Greedy, as the paper's Section 3 experiments decode; with `beam_search`, the final

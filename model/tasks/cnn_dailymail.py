@@ -4,7 +4,8 @@ metrics.sentence_per_line)."""
 from __future__ import annotations
 
 from model.tasks import metrics, sources
-from model.tasks.base import BEAM_SEARCH, DEFAULT_LENGTHS, Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, Example, LocalFormat, ReleaseText, Task,
+                              TfdsSplit)
 
 
 def _preprocess(example: Example) -> dict[str, str]:
@@ -19,6 +20,7 @@ CNN_DAILYMAIL = Task(
                              "read as cnn_dailymail 3.4.0", sources.read_stories),
     preprocess=_preprocess, postprocess=lambda text: text,
     metric_names=metrics.ROUGE_KEYS, score_postprocessed=metrics.rouge, num_train_examples=287_113,
-    final_decoding=BEAM_SEARCH, lengths=DEFAULT_LENGTHS)
+    final_decoding=BEAM_SEARCH, lengths=DEFAULT_LENGTHS,
+    text=ReleaseText("cnn_dailymail", ("**/*_stories",), ("article", "highlights")))
 
 TASKS: tuple[Task, ...] = (CNN_DAILYMAIL,)

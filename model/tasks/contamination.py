@@ -4,16 +4,19 @@
     python -m model.tasks.contamination OUT [--tasks ../shared/data/tasks] [--task glue_rte ...]
         [--json FILE] [--index FILE]
 
-OUT is a folder `python -m pipelines.c4 ... --output OUT` wrote: its shards, every
-`*-of-*.jsonl.gz` at any depth (every split; mC4's language folders), are read once, page by
-page ("text"). The tasks' examples are read from their release files under --tasks, one folder
-per task as ../shared/data/tasks lays them out (`SOURCES`: the folder, the files, the text
-fields), with model/tasks' readers where they exist (glue_*, super_glue_*, squad, cnn_dailymail,
-wmt_*: sources.py, the same dicts TFDS gives) and small readers here for the rest (XSum, SNLI,
-SciTail, the WMT19 sample). Each field of each example is matched on its own (RTE's premise and
-hypothesis are sentence1 and sentence2, as GLUE names them); the methods, the normalisation, the
-least lengths (8 words for the exact method, GPT-3's least n-gram) and the measure in characters
-of the scripts written without spaces (31 and 50 characters) are text/contamination.py's.
+OUT is a folder `python -m pipelines.c4 ... --output OUT` wrote: its shards (every split's, and
+mC4's language folders'; the run's own, as many as its stats.json lists; gzipped JSON lines or
+Parquet, as its run_config.json says: tfds_c4/published.py reads them as the TFDS builder does)
+are read once, page by page ("text"). The tasks and their text come from the task registry
+(model/tasks): each task declares its release files' folder under --tasks (as
+../shared/data/tasks lays them out), their patterns and the fields of its examples that hold
+text (`Task.text`), read with the task's own reader (so a SQuAD 2.0 file is never read as
+v1.1); the benchmarks that are no task of the registry (XSum, SNLI, SciTail, the diagnostic
+sets, RACE, Story Cloze) are declared here the same way (`UNREGISTERED`). Each field of each
+example is matched on its own (RTE's premise and hypothesis are sentence1 and sentence2, as
+GLUE names them); the methods, the normalisation, the least lengths (8 words for the exact
+method, GPT-3's least n-gram) and the measure in characters of the scripts written without
+spaces (31 and 50 characters) are text/contamination.py's.
 
 Printed: a table per task and field; written (--json, default OUT/report/contamination.json):
 
@@ -33,11 +36,12 @@ Printed: a table per task and field; written (--json, default OUT/report/contami
 
 A task whose folder or files are missing is left out with a notice (and named under
 "skipped_tasks"), unless --task asked for it: then, as for a missing --tasks folder or a task
-file that cannot be read, the command stops with an error naming the file. A shard line that is
-not JSON with a "text" is skipped and counted; a shard that cannot be read to its end (corrupt
-gzip) keeps the pages read before the damage and is named under "damaged_shards", with a
-warning, as the pipeline names the input files it could not read. --index FILE writes the index
-of the examples read (text/contamination.py's `save`), for a decontamination stage to load.
+file that cannot be read, the command stops with an error naming the file. A shard record
+without a "text" is skipped and counted ("lines_skipped"); a shard that cannot be read to its
+end (corrupt gzip or Parquet, a line that is not JSON) keeps the pages read before the damage
+and is named under "damaged_shards", with a warning, as the pipeline names the input files it
+could not read. --index FILE writes the index of the examples read (text/contamination.py's
+`save`), for a decontamination stage to load.
 """
 from __future__ import annotations
 
@@ -45,7 +49,6 @@ import argparse
 import csv
 import dataclasses
 import functools
-import gzip
 import json
 import logging
 import pathlib
@@ -55,16 +58,14 @@ from typing import Callable, Iterator, Mapping, Optional, Sequence
 
 from model import tasks
 from model.tasks import discriminative, sources
+from model.tasks.base import ReleaseText
+from tfds_c4 import published
 from text.contamination import (METHOD, MIN_EXACT_CHARACTERS, MIN_EXACT_WORDS, NGRAM_CHARACTERS,
                                 NGRAM_WORDS, ContaminationIndex)
+from text.report_files import CONTAMINATION_FILE, REPORT_DIR, report_file
 
 _LOG = logging.getLogger(__name__)
 DEFAULT_TASKS = "../shared/data/tasks"
-REPORT = pathlib.Path("report") / "contamination.json"
-# The corpus's shards: its splits' files, not the exclusions a run may keep beside them
-# (`exclusions-*`, `kept-*`: pages the filters dropped are no part of the corpus).
-SPLITS = ("train", "validation")
-SHARD_PATTERN = "*-of-*.jsonl.gz"
 METHOD_SOURCES = (
     "Dodge et al. 2021, Documenting Large Webtext Corpora, Section 4.2: exact matches "
     "normalized for capitalization and punctuation",
@@ -82,90 +83,45 @@ class TaskDataError(Exception):
 
 @dataclasses.dataclass(frozen=True)
 class TaskSource:
-    """Where a task's examples lie under --tasks, and which of their fields are text."""
+    """A task the study measures: its name, what of its release files is text (its folder,
+    files and text fields) and the reader of one file (or aligned pair) of them."""
     name: str
-    folder: str
-    fields: tuple[str, ...]
-    examples: Callable[[pathlib.Path], ExampleStream]  # the folder -> (id, example) ...
+    text: ReleaseText
+    read: Callable[..., Iterator[Mapping]]
 
 
 # --- readers: the examples of a folder, each with an id unique in its task ---------------------
 
-def _identity(example: Mapping, position: int) -> str:
-    """An example's own id where its format has one (`idx`, several parts joined by "/"; `id`),
-    else its position in the file."""
+def _identity(example: Mapping, position: int, parts: Sequence[str] = ()) -> str:
+    """An example's own id where its format has one (`idx`, several parts joined by "/", or
+    those of `parts` only; `id`), else its position in the file."""
     idx = example.get("idx", example.get("id"))
     if isinstance(idx, Mapping):
-        return "/".join(str(part) for part in idx.values())
+        return "/".join(str(idx[part]) for part in parts or idx)
     return str(position) if idx is None else str(idx)
 
 
-def _question_identity(example: Mapping, position: int) -> str:
-    """A MultiRC question (its examples are its answer options, which share its text)."""
-    return f"{example['idx']['paragraph']}/{example['idx']['question']}"
+def _groups(folder: pathlib.Path, text: ReleaseText) -> list[tuple[pathlib.Path, ...]]:
+    """The task's files in its folder, each with its aligned file beside it where it has one;
+    a FileNotFoundError naming the patterns when there are none."""
+    found = sorted({path for pattern in text.files for path in folder.glob(pattern)})
+    groups = [(path, path.with_suffix(text.aligned)) if text.aligned else (path,) for path in found]
+    groups = [group for group in groups if all(path.exists() for path in group)]
+    if not groups:
+        beside = f" with its *{text.aligned} beside it" if text.aligned else ""
+        raise FileNotFoundError(f"no {' or '.join(text.files)}{beside} under {folder}")
+    return groups
 
 
-def per_file(patterns: Sequence[str], read: Callable[[str], Iterator[Mapping]],
-             identity: Callable[[Mapping, int], str] = _identity) -> Callable[[pathlib.Path], ExampleStream]:
-    """The examples of every file matching one of `patterns` under the folder (at any depth,
-    in sorted order), each id prefixed with the file's path in the folder."""
-    def examples(folder: pathlib.Path) -> ExampleStream:
-        paths = sorted({path for pattern in patterns for path in folder.glob(pattern) if path.is_file()})
-        if not paths:
-            raise FileNotFoundError(f"no {' or '.join(patterns)} under {folder}")
-        for path in paths:
-            name = path.relative_to(folder).as_posix()
-            for position, example in enumerate(_reading(path, functools.partial(read, str(path)))):
-                yield f"{name}:{identity(example, position)}", example
-    return examples
-
-
-def parallel_text(source: str, target: str, source_suffix: str, target_suffix: str,
-                  ) -> Callable[[pathlib.Path], ExampleStream]:
-    """WMT's line-aligned files, NAME.<source_suffix> beside NAME.<target_suffix>, read as
-    sources.parallel_reader reads them."""
-    read_pair = sources.parallel_reader(source, target)
-
-    def examples(folder: pathlib.Path) -> ExampleStream:
-        pairs = [(path, path.with_suffix(f".{target_suffix}"))
-                 for path in sorted(folder.rglob(f"*.{source_suffix}"))]
-        pairs = [(source_path, target_path) for source_path, target_path in pairs if target_path.is_file()]
-        if not pairs:
-            raise FileNotFoundError(f"no *.{source_suffix} with its *.{target_suffix} under {folder}")
-        for source_path, target_path in pairs:
-            name = source_path.relative_to(folder).with_suffix("").as_posix()
-            read = functools.partial(read_pair, str(source_path), str(target_path))
-            for position, example in enumerate(_reading(source_path, read)):
-                yield f"{name}:{position}", example
-    return examples
-
-
-def stories(folder: pathlib.Path) -> ExampleStream:
-    """CNN/Daily Mail's .story files, in every `*_stories` folder under the task's folder."""
-    found = sorted(path for path in folder.rglob("*_stories") if path.is_dir())
-    if not found:
-        raise FileNotFoundError(f"no *_stories folder under {folder}")
-    for stories_dir in found:
-        name = stories_dir.relative_to(folder).as_posix()
-        for example in _reading(stories_dir, functools.partial(sources.read_stories, str(stories_dir))):
-            yield f"{name}:{example['id']}", example
-
-
-def every_format(*streams: Callable[[pathlib.Path], ExampleStream]) -> Callable[[pathlib.Path], ExampleStream]:
-    """The examples of each of `streams` that finds files in the folder (a task whose samples
-    come in two formats); a FileNotFoundError only when none does."""
-    def examples(folder: pathlib.Path) -> ExampleStream:
-        missing = []
-        for stream in streams:
-            try:
-                found = list(stream(folder))
-            except FileNotFoundError as error:
-                missing.append(str(error))
-                continue
-            yield from found
-        if len(missing) == len(streams):
-            raise FileNotFoundError("; ".join(missing))
-    return examples
+def examples(source: TaskSource, folder: pathlib.Path) -> ExampleStream:
+    """The examples of the task's files in `folder` (at any depth, in sorted order), each id
+    prefixed with its file's path in the folder (without the suffix, for an aligned pair)."""
+    for group in _groups(folder, source.text):
+        name = group[0].relative_to(folder)
+        name = (name.with_suffix("") if source.text.aligned else name).as_posix()
+        read = functools.partial(source.read, *map(str, group))
+        for position, example in enumerate(_reading(group[0], read)):
+            yield f"{name}:{_identity(example, position, source.text.identity)}", example
 
 
 def _reading(path: pathlib.Path, read: Callable[[], Iterator[Mapping]]) -> Iterator[Mapping]:
@@ -178,7 +134,7 @@ def _reading(path: pathlib.Path, read: Callable[[], Iterator[Mapping]]) -> Itera
 
 
 def read_json_lines(path: str) -> Iterator[dict]:
-    """One JSON object per non-empty line (XSum's sample, SNLI's .jsonl)."""
+    """One JSON object per non-empty line (XSum's sample)."""
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():
@@ -195,81 +151,46 @@ def read_tsv(path: str, columns: Optional[Sequence[str]] = None) -> Iterator[dic
             yield dict(zip(header, row))
 
 
-def read_fsmt_sample(path: str, source: str, target: str) -> Iterator[dict]:
-    """The pairs of one direction of transformers' fsmt_val_data.json ({"en-de": {"src": [...],
-    "tgt": [...]}, ...})."""
-    with open(path, encoding="utf-8") as f:
-        direction = json.load(f)[f"{source}-{target}"]
-    for source_text, target_text in zip(direction["src"], direction["tgt"], strict=True):
-        yield {source: source_text, target: target_text}
-
-
-def _registry_reader(task: str) -> Callable[[str], Iterator[Mapping]]:
-    """The local reader of a registered task (model/tasks/sources.py), for one file."""
-    return tasks.get(task).local_format.read
-
-
-def _glue(name: str, fields: tuple[str, ...], reader_of: str = "") -> TaskSource:
-    return TaskSource(f"glue_{name}", f"glue_{name}", fields,
-                      per_file(("**/*.tsv",), _registry_reader(reader_of or f"glue_{name}")))
-
-
-def _super_glue(name: str, fields: tuple[str, ...], read=None, identity=_identity) -> TaskSource:
-    return TaskSource(f"super_glue_{name}", f"superglue_{name}", fields,
-                      per_file(("**/*.jsonl", "**/*.json"), read or _registry_reader(f"super_glue_{name}"),
-                               identity))
-
-
-def _squad_format(name: str, folder: str) -> TaskSource:
-    return TaskSource(name, folder, ("context", "question"),
-                      per_file(("**/*.json",), sources.read_squad_json))
-
-
 _SENTENCE_PAIR = ("sentence1", "sentence2")
 _PREMISE_HYPOTHESIS = ("premise", "hypothesis")
 
-SOURCES: tuple[TaskSource, ...] = (
-    _glue("cola", ("sentence",)),
-    _glue("sst2", ("sentence",)),
-    _glue("mrpc", _SENTENCE_PAIR),
-    _glue("stsb", _SENTENCE_PAIR),
-    _glue("qqp", ("question1", "question2")),
-    _glue("mnli", _PREMISE_HYPOTHESIS),
-    _glue("qnli", ("question", "sentence")),
-    _glue("rte", _SENTENCE_PAIR),
-    _glue("wnli", _SENTENCE_PAIR),
-    _glue("ax", _SENTENCE_PAIR, reader_of="glue_rte"),  # RTE's columns, no label
-    _super_glue("boolq", ("question", "passage")),
-    _super_glue("cb", _PREMISE_HYPOTHESIS),
-    _super_glue("copa", ("premise", "choice1", "choice2")),
-    _super_glue("multirc", ("paragraph", "question"), identity=_question_identity),
-    _super_glue("record", ("passage", "query")),
-    _super_glue("rte", _PREMISE_HYPOTHESIS),
-    _super_glue("wic", _SENTENCE_PAIR),
-    _super_glue("wsc", ("text",)),
-    _super_glue("axb", _SENTENCE_PAIR, read=functools.partial(
-        sources.read_superglue_jsonl, features=_SENTENCE_PAIR, label_names=("entailment", "not_entailment"))),
-    _super_glue("axg", _PREMISE_HYPOTHESIS, read=functools.partial(
-        sources.read_superglue_jsonl, features=_PREMISE_HYPOTHESIS, label_names=("entailment", "not_entailment"))),
-    _squad_format("squad", "squad"),
-    TaskSource("cnn_dailymail", "cnn_dailymail", ("article", "highlights"), stories),
-    TaskSource("xsum", "xsum", ("document", "summary"), per_file(("**/*.json",), read_json_lines)),
-    TaskSource("wmt_en_de", "wmt_en_de", ("en", "de"), every_format(
-        parallel_text("en", "de", "eng", "deu"),
-        per_file(("**/fsmt_val_data.json",), functools.partial(read_fsmt_sample, source="en", target="de")))),
-    TaskSource("wmt_en_fr", "wmt_en_fr", ("en", "fr"), parallel_text("en", "fr", "eng", "fra")),
-    TaskSource("wmt_en_ro", "wmt_en_ro", ("en", "ro"),
-               per_file(("**/*.json",), sources.parallel_reader("en", "ro"))),
-    TaskSource("snli", "snli", _SENTENCE_PAIR, every_format(per_file(("**/*.txt",), read_tsv),
-                                                            per_file(("**/*.jsonl",), read_json_lines))),
-    TaskSource("scitail", "scitail", _PREMISE_HYPOTHESIS, per_file(("**/*.tsv",), functools.partial(
-        read_tsv, columns=("premise", "hypothesis", "label")))),
-    TaskSource("race", "race", ("article", "question"), per_file(("**/*.txt",), discriminative.read_race)),
-    TaskSource("story_cloze", "story_cloze", ("story",),
-               per_file(("**/*.csv",), discriminative.read_story_cloze)),
-    _squad_format("xquad", "xquad"),
-    _squad_format("mlqa", "mlqa"),
+
+def _diagnostic(name: str, fields: tuple[str, ...]) -> TaskSource:
+    """SuperGLUE's diagnostic sets (AX-b, AX-g): RTE's form, scored with it, never trained on."""
+    text = ReleaseText(f"superglue_{name}", ("**/*.jsonl",), fields)
+    return TaskSource(f"super_glue_{name}", text,
+                      functools.partial(sources.read_superglue_jsonl, features=fields,
+                                        label_names=("entailment", "not_entailment")))
+
+
+# The benchmarks of the study that are no task of the registry (model/tasks): GLUE's and
+# SuperGLUE's diagnostic sets, the datasets GPT-1 and BERT fine-tune on outside it (RACE, Story
+# Cloze: model/tasks/discriminative.py), and XSum, SNLI and SciTail, which no model here trains
+# on. Every registered task declares its own (Task.text).
+UNREGISTERED: tuple[TaskSource, ...] = (
+    TaskSource("glue_ax", ReleaseText("glue_ax", ("**/*.tsv",), _SENTENCE_PAIR),
+               tasks.get("glue_rte").local_format.read),  # RTE's columns, no label
+    _diagnostic("axb", _SENTENCE_PAIR),
+    _diagnostic("axg", _PREMISE_HYPOTHESIS),
+    TaskSource("xsum", ReleaseText("xsum", ("**/*.json",), ("document", "summary")),
+               read_json_lines),
+    TaskSource("snli", ReleaseText("snli", ("**/snli_1.0_*.txt",), _SENTENCE_PAIR), read_tsv),
+    TaskSource("scitail", ReleaseText("scitail", ("**/*.tsv",), _PREMISE_HYPOTHESIS),
+               functools.partial(read_tsv, columns=("premise", "hypothesis", "label"))),
+    TaskSource("race", ReleaseText("race", ("**/*.txt",), ("article", "question")),
+               discriminative.read_race),
+    TaskSource("story_cloze", ReleaseText("story_cloze", ("**/*.csv",), ("story",)),
+               discriminative.read_story_cloze),
 )
+
+
+def registered_sources() -> tuple[TaskSource, ...]:
+    """The registry's tasks that declare their release text, in its order."""
+    return tuple(TaskSource(name, task.text, task.local_format.read)
+                 for name in tasks.names() for task in [tasks.get(name)] if task.text)
+
+
+SOURCES: tuple[TaskSource, ...] = registered_sources() + UNREGISTERED
 _BY_NAME = {source.name: source for source in SOURCES}
 
 
@@ -291,20 +212,20 @@ def task_examples(task_dir: str, wanted: Sequence[TaskSource], required: bool) -
                             f"as {DEFAULT_TASKS})")
     rows, skipped = [], {}
     for source in wanted:
-        folder = root / source.folder
+        folder = root / source.text.folder
         try:
             if not folder.is_dir():
                 raise FileNotFoundError(f"no folder {folder}")
-            examples = list(source.examples(folder))
+            found = list(examples(source, folder))
         except FileNotFoundError as error:
             if required:
                 raise TaskDataError(f"{source.name}: {error}") from None
             _LOG.warning("leaving out %s: %s", source.name, error)
             skipped[source.name] = str(error)
             continue
-        for example_id, example in examples:
+        for example_id, example in found:
             rows.extend((source.name, field, example_id, example[field])
-                        for field in source.fields if isinstance(example.get(field), str))
+                        for field in source.text.fields if isinstance(example.get(field), str))
     return rows, skipped
 
 
@@ -321,43 +242,40 @@ class CorpusScan:
     ngram13: set = dataclasses.field(default_factory=set)
 
 
-def shards(folder: str) -> list[pathlib.Path]:
-    """Every shard of a pipeline output folder, at any depth (splits, language folders)."""
-    root = pathlib.Path(folder)
-    if not root.is_dir():
-        raise TaskDataError(f"no corpus folder {root} (the --output folder of python -m pipelines.c4)")
-    found = sorted(path for path in root.rglob(SHARD_PATTERN)
-                   if path.name.startswith(tuple(f"{split}-" for split in SPLITS)))
+def shards(folder: str) -> list[str]:
+    """Every shard of a pipeline output folder (tfds_c4/published.py's `corpus_shards`: its
+    splits', at the top and in language folders, JSON lines or Parquet as the run wrote them)."""
+    if not pathlib.Path(folder).is_dir():
+        raise TaskDataError(f"no corpus folder {folder} (the --output folder of python -m "
+                            "pipelines.c4)")
+    found = published.corpus_shards(folder)
     if not found:
-        raise TaskDataError(f"no shards ({SHARD_PATTERN}) under {root}")
+        raise TaskDataError(f"no shards under {folder} (the train-* and validation-* files of a "
+                            "run of python -m pipelines.c4, in it or in its language folders)")
     return found
 
 
-def page_texts(path: pathlib.Path, scan: CorpusScan) -> Iterator[str]:
-    """The "text" of each line of a shard; a line that is not a JSON object with a text is
-    counted in `scan.lines_skipped`, and damage that stops the reading is recorded."""
+def page_texts(path: str, scan: CorpusScan) -> Iterator[str]:
+    """The "text" of each record of a shard; a record without a text is counted in
+    `scan.lines_skipped`, and damage that stops the reading (a line that is not JSON, a
+    corrupt gzip or Parquet file) is recorded."""
     try:
-        with gzip.open(path, "rt", encoding="utf-8") as lines:
-            for number, line in enumerate(lines, 1):
-                if not line.strip():
-                    continue
-                try:
-                    text = json.loads(line)["text"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    text = None
-                if not isinstance(text, str):
-                    if not scan.lines_skipped:
-                        _LOG.warning("%s:%d: not a JSON object with a \"text\": skipped (and counted)",
-                                     path, number)
-                    scan.lines_skipped += 1
-                    continue
-                yield text
-    except (OSError, EOFError, zlib.error, UnicodeDecodeError) as error:
+        for number, record in enumerate(published.records_of(path), 1):
+            text = record.get("text") if isinstance(record, Mapping) else None
+            if not isinstance(text, str):
+                if not scan.lines_skipped:
+                    _LOG.warning("%s: record %d has no \"text\": skipped (and counted)", path,
+                                 number)
+                scan.lines_skipped += 1
+                continue
+            yield text
+    except (OSError, EOFError, zlib.error, ValueError) as error:
+        # ValueError: a line that is not JSON, or pyarrow's ArrowInvalid for a damaged Parquet file.
         _LOG.warning("shard %s is damaged, the pages before the damage are counted: %s", path, error)
         scan.damaged_shards[str(path)] = f"{type(error).__name__}: {error}"
 
 
-def scan_corpus(paths: Sequence[pathlib.Path], index: ContaminationIndex) -> CorpusScan:
+def scan_corpus(paths: Sequence[str], index: ContaminationIndex) -> CorpusScan:
     """One pass over the shards (`shards(folder)`): the examples each page contains, by both
     methods."""
     scan = CorpusScan()
@@ -452,13 +370,14 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
     parser.add_argument("--tasks", default=DEFAULT_TASKS, help="the folder of the tasks' release files")
     parser.add_argument("--task", action="append", default=[],
                         help=f"a task to measure (repeatable; default: all). Tasks: {', '.join(_BY_NAME)}")
-    parser.add_argument("--json", help=f"where to write the report (default OUT/{REPORT.as_posix()})")
+    parser.add_argument("--json", help="where to write the report (default "
+                                       f"OUT/{REPORT_DIR}/{CONTAMINATION_FILE})")
     parser.add_argument("--index", help="also write the examples' index there (gzipped JSON)")
     args = parser.parse_args(argv)
     if args.corpus is None and not args.index:
         parser.error("give a corpus folder OUT to measure, or --index FILE to write the index")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s: %(message)s")
-    json_path = pathlib.Path(args.json) if args.json else pathlib.Path(args.corpus or ".") / REPORT
+    json_path = pathlib.Path(args.json or report_file(args.corpus or ".", CONTAMINATION_FILE))
     try:
         # The corpus before the tasks are read: a wrong folder fails at once.
         corpus = shards(args.corpus) if args.corpus else None

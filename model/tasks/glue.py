@@ -13,7 +13,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from model.tasks import metrics, sources
-from model.tasks.base import Example, LocalFormat, SequenceLengths, Task, TfdsSplit
+from model.tasks.base import Example, LocalFormat, ReleaseText, SequenceLengths, Task, TfdsSplit
 from model.tasks.text_format import as_float, benchmark_inputs, class_id, label_name
 
 
@@ -112,6 +112,7 @@ def _task(config: GlueConfig) -> Task:
         benchmark="glue" if config.config != "wnli" else "",
         lengths=GLUE_LENGTHS,
         label_names=config.label_names,
+        text=ReleaseText(f"glue_{config.config}", ("**/*.tsv",), tuple(config.text_columns)),
     )
 
 

@@ -25,8 +25,8 @@ import unicodedata
 from typing import Callable, Iterator
 
 from model.tasks import multilingual_metrics, sources
-from model.tasks.base import (Example, LocalFormat, ReleaseLayout, SequenceLengths, Task,
-                              TfdsSplit, training_of)
+from model.tasks.base import (Example, LocalFormat, ReleaseLayout, ReleaseText, SequenceLengths,
+                              Task, TfdsSplit, training_of)
 
 XQUAD_LANGUAGES = ("ar", "de", "el", "en", "es", "hi", "ru", "th", "tr", "vi", "zh")
 MLQA_LANGUAGES = ("ar", "de", "en", "es", "hi", "vi", "zh")
@@ -83,7 +83,9 @@ def _read_all(*paths: str) -> Iterator[dict]:
 
 def _task(name: str, language: str, splits: dict[str, TfdsSplit], files: dict[str, str], folder: str,
           read: Callable[..., Iterator[dict]] = _read_all, eval_splits: tuple[str, ...] | None = None,
-          num_train_examples: int | None = None) -> Task:
+          num_train_examples: int | None = None, measured: bool = False) -> Task:
+    """`measured`: the contamination study reads its files' contexts and questions (the
+    benchmarks' evaluation sets: XQuAD's, MLQA's)."""
     return Task(
         name=name, splits=splits,
         local_format=LocalFormat(f"SQuAD v1.1 JSON ({', '.join(files.values())})", read),
@@ -94,7 +96,9 @@ def _task(name: str, language: str, splits: dict[str, TfdsSplit], files: dict[st
         **training_of(splits, "each mixture of its benchmark"),
         lengths=LENGTHS,
         eval_splits=tuple(s for s in splits if s != "train") if eval_splits is None else eval_splits,
-        release=ReleaseLayout(folder, files), language=language)
+        release=ReleaseLayout(folder, files), language=language,
+        text=ReleaseText(folder, tuple(f"**/{path.rpartition('/')[2]}" for path in files.values()),
+                         ("context", "question")) if measured else None)
 
 
 SQUAD_TRAIN_DEV = _task(
@@ -105,7 +109,7 @@ SQUAD_TRAIN_DEV = _task(
 
 XQUAD_TEST = {language: _task(
     f"mt5_xquad_test.{language}", language, {"test": TfdsSplit(f"xquad/{language}", "test")},
-    {"test": f"xquad.{language}.json"}, "xquad") for language in XQUAD_LANGUAGES}
+    {"test": f"xquad.{language}.json"}, "xquad", measured=True) for language in XQUAD_LANGUAGES}
 
 XQUAD_TRANSLATE_TRAIN_DEV = {language: _task(
     f"mt5_xquad_translate_train_dev.{language}", language,
@@ -120,8 +124,8 @@ MLQA_DEV_TEST = {language: _task(
     {"validation": TfdsSplit(f"mlqa/{language}", "validation"),
      "test": TfdsSplit(f"mlqa/{language}", "test")},
     {"validation": f"MLQA_V1/dev/dev-context-{language}-question-{language}.json",
-     "test": f"MLQA_V1/test/test-context-{language}-question-{language}.json"}, "mlqa")
-    for language in MLQA_LANGUAGES}
+     "test": f"MLQA_V1/test/test-context-{language}-question-{language}.json"}, "mlqa",
+    measured=True) for language in MLQA_LANGUAGES}
 
 _TYDIQA_FILES = {"train": "tydiqa-goldp-v1.1-train.json", "validation": "tydiqa-goldp-v1.1-dev.json"}
 # Its validation split mixes nine languages, each normalised its own way: the per-language

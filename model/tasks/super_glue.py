@@ -15,7 +15,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from model.tasks import metrics, sources
-from model.tasks.base import Example, LocalFormat, SequenceLengths, Task, TfdsSplit
+from model.tasks.base import Example, LocalFormat, ReleaseText, SequenceLengths, Task, TfdsSplit
 from model.tasks.text_format import UNKNOWN_LABEL, benchmark_inputs, class_id, label_name
 
 # t5/models/gin/sequence_lengths/super_glue_v102_proportional.gin (DPR trains in the same mixture).
@@ -23,6 +23,12 @@ SUPER_GLUE_LENGTHS = SequenceLengths(inputs=512, targets=62)
 
 BOOLEAN_LABELS = ("False", "True")
 _JSONL = "SuperGLUE JSONL (train.jsonl, val.jsonl, test.jsonl)"
+_JSON_FILES = ("**/*.jsonl", "**/*.json")
+
+
+def _text(config: str, fields: tuple[str, ...], identity: tuple[str, ...] = ()) -> ReleaseText:
+    """The text fields of a task's files in its folder, superglue_<config>."""
+    return ReleaseText(f"superglue_{config}", _JSON_FILES, fields, identity=identity)
 
 
 def _splits(config: str) -> dict[str, TfdsSplit]:
@@ -31,8 +37,10 @@ def _splits(config: str) -> dict[str, TfdsSplit]:
 
 def _classification_task(config: str, fields: Sequence[str], label_names: Sequence[str],
                          score: Callable, metric_names: tuple[str, ...], num_train_examples: int,
-                         other_features: Sequence[str] = ()) -> Task:
-    """fields: those the inputs show, in order; other_features: further TFDS features."""
+                         text_fields: tuple[str, ...], other_features: Sequence[str] = ()) -> Task:
+    """fields: those the inputs show, in order; text_fields: those of them that hold text a
+    page could hold (not COPA's "cause"/"effect", nor WiC's word); other_features: further TFDS
+    features."""
     def preprocess(example: Example) -> dict[str, str]:
         return {"inputs": benchmark_inputs(config, example, fields),
                 "targets": label_name(example["label"], label_names)}
@@ -44,7 +52,7 @@ def _classification_task(config: str, fields: Sequence[str], label_names: Sequen
         postprocess=functools.partial(class_id, label_names=label_names),
         metric_names=metric_names, score_postprocessed=score,
         num_train_examples=num_train_examples, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS,
-        label_names=tuple(label_names))
+        label_names=tuple(label_names), text=_text(config, text_fields))
 
 
 def _cb_score(targets, predictions) -> dict[str, float]:
@@ -54,15 +62,16 @@ def _cb_score(targets, predictions) -> dict[str, float]:
 _ACCURACY = ("accuracy",)
 
 BOOLQ = _classification_task("boolq", ("passage", "question"), BOOLEAN_LABELS, metrics.accuracy,
-                             _ACCURACY, 9_427)
+                             _ACCURACY, 9_427, ("question", "passage"))
 CB = _classification_task("cb", ("hypothesis", "premise"), ("entailment", "contradiction", "neutral"),
-                          _cb_score, ("mean_3class_f1", "accuracy"), 250)
+                          _cb_score, ("mean_3class_f1", "accuracy"), 250, ("premise", "hypothesis"))
 COPA = _classification_task("copa", ("choice1", "choice2", "premise", "question"), ("choice1", "choice2"),
-                            metrics.accuracy, _ACCURACY, 400)
+                            metrics.accuracy, _ACCURACY, 400, ("premise", "choice1", "choice2"))
 RTE = _classification_task("rte", ("hypothesis", "premise"), ("entailment", "not_entailment"),
-                           metrics.accuracy, _ACCURACY, 2_490)
+                           metrics.accuracy, _ACCURACY, 2_490, ("premise", "hypothesis"))
 WIC = _classification_task("wic", ("sentence1", "sentence2", "word"), BOOLEAN_LABELS, metrics.accuracy,
-                           _ACCURACY, 5_428, other_features=("start1", "start2", "end1", "end2"))
+                           _ACCURACY, 5_428, ("sentence1", "sentence2"),
+                           other_features=("start1", "start2", "end1", "end2"))
 
 
 # --- MultiRC ----------------------------------------------------------------------------
@@ -99,7 +108,9 @@ MULTIRC = Task(
     postprocess=functools.partial(class_id, label_names=BOOLEAN_LABELS),
     metric_names=("exact_match", "f1"), score_postprocessed=_multirc_score,
     num_train_examples=27_243, reference_of=_multirc_reference, target_to_reference=_multirc_target,
-    benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS)
+    benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS,
+    # An example is an answer option: its question's text is one, named by paragraph and question.
+    text=_text("multirc", ("paragraph", "question"), identity=("paragraph", "question")))
 
 
 # --- ReCoRD -------------------------------------------------------------------------------
@@ -140,7 +151,8 @@ RECORD = Task(
     metric_names=("em", "f1"), score_postprocessed=metrics.squad,
     num_train_examples=138_854,  # one example per answer, as trained
     training_pairs_of=_record_training_pairs, reference_of=lambda example: list(example["answers"]),
-    target_to_reference=_single_answer, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS)
+    target_to_reference=_single_answer, benchmark="super_glue", lengths=SUPER_GLUE_LENGTHS,
+    text=_text("record", ("passage", "query")))
 
 
 # --- WSC and DPR in the referent-noun form -------------------------------------------------
@@ -208,7 +220,7 @@ WSC = Task(
     training_pairs_of=_wsc_training_pairs,
     reference_of=lambda example: (example["span1_text"], example["label"] == 1),
     target_to_reference=lambda target: (target, True), benchmark="super_glue",
-    lengths=SUPER_GLUE_LENGTHS)
+    lengths=SUPER_GLUE_LENGTHS, text=_text("wsc", ("text",)))
 
 
 def _dpr_preprocess(example: Example) -> dict[str, str]:

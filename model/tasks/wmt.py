@@ -10,7 +10,8 @@ from __future__ import annotations
 import dataclasses
 
 from model.tasks import metrics, sources
-from model.tasks.base import BEAM_SEARCH, DEFAULT_LENGTHS, Example, LocalFormat, Task, TfdsSplit
+from model.tasks.base import (BEAM_SEARCH, DEFAULT_LENGTHS, Example, LocalFormat, ReleaseText, Task,
+                              TfdsSplit)
 
 LANGUAGE_NAMES = {"en": "English", "de": "German", "fr": "French", "ro": "Romanian"}
 
@@ -21,6 +22,10 @@ class Translation:
     train: TfdsSplit
     validation: TfdsSplit
     num_train_examples: int  # the TFDS train split's size
+    # The release files' patterns in the task's folder, and the suffix of the target side's file
+    # beside each (newstest's line-aligned NAME.eng and NAME.deu); none: translation JSON lines.
+    release_files: tuple[str, ...]
+    target_suffix: str = ""
 
     def preprocess(self, example: Example) -> dict[str, str]:
         prefix = f"translate English to {LANGUAGE_NAMES[self.target_language]}:"
@@ -37,16 +42,19 @@ def _task(translation: Translation) -> Task:
         preprocess=translation.preprocess, postprocess=lambda text: text,
         metric_names=("bleu",), score_postprocessed=metrics.bleu,
         num_train_examples=translation.num_train_examples, final_decoding=BEAM_SEARCH,
-        lengths=DEFAULT_LENGTHS)
+        lengths=DEFAULT_LENGTHS,
+        text=ReleaseText(f"wmt_en_{translation.target_language}", translation.release_files,
+                         ("en", translation.target_language), aligned=translation.target_suffix))
 
 
 TRANSLATIONS = (
     Translation("de", TfdsSplit("wmt_t2t_translate/de-en", "train"),
-                TfdsSplit("wmt_t2t_translate/de-en", "validation"), 4_592_289),
+                TfdsSplit("wmt_t2t_translate/de-en", "validation"), 4_592_289, ("**/*.eng",),
+                ".deu"),
     Translation("fr", TfdsSplit("wmt15_translate/fr-en", "train"),
-                TfdsSplit("wmt14_translate/fr-en", "test"), 40_853_298),
+                TfdsSplit("wmt14_translate/fr-en", "test"), 40_853_298, ("**/*.eng",), ".fra"),
     Translation("ro", TfdsSplit("wmt16_translate/ro-en", "train"),
-                TfdsSplit("wmt16_translate/ro-en", "validation"), 610_320),
+                TfdsSplit("wmt16_translate/ro-en", "validation"), 610_320, ("**/*.json",)),
 )
 
 TASKS: tuple[Task, ...] = tuple(_task(t) for t in TRANSLATIONS)
