@@ -7,12 +7,12 @@
       them (model/convert_command.py): python -m model export --family t5 --format hf ...
     import      a released or transformers checkpoint into a run (--family --format --source)
     vocab       a SentencePiece vocabulary (model/train_vocab.py)
-    wordpiece   BERT's WordPiece vocabulary (model/families/bert/wordpiece.py)
+    wordpiece   BERT's WordPiece vocabulary (model/wordpiece.py)
     tasks       the downstream tasks and mixtures, with their sources and metrics
 
 `python -m model COMMAND --help` gives a command's flags. The former command lines
 (`python -m model.train --mode M`, `model.convert`, `model.train_vocab`, `model.wordpiece`,
-`model.tasks`) still work, with a one-line notice, until the next release.
+`model.tasks`) still work, with a one-line notice, until the next release (model/renamed.py).
 """
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def _vocab(argv: List[str]) -> int:
 
 
 def _wordpiece(argv: List[str]) -> int:
-    from model.families.bert import wordpiece
+    from model import wordpiece
     return wordpiece.main(argv)
 
 

@@ -9,19 +9,22 @@ the run with its family (model/families/'s registry) and calls the library: the 
 (model/trainer/) for pre-training, validation and decoding, the one task loop
 (model/tasks/task_runs.py `run_tasks`, which asks the family for its `task_plan`) for task runs,
 and the family for exports (`ModelFamily.export`). `python -m model`
-(model/__main__.py) runs it for its commands pretrain, finetune, eval, decode and export;
-`python -m model.train --mode M` is its former name.
+(model/__main__.py) runs it for its commands pretrain, finetune, eval, decode and export.
+
+`python -m model.train --mode M` is its former name, until the next release: run so, this
+module runs `python -m model.renamed model.train ...` (model/renamed.py: the notice, then the
+new name) in a new process before it imports anything.
 """
 from __future__ import annotations
 
 import sys
 
-from model.trainer.verbosity import add_verbosity_flag, quiet_libraries, verbosity_in
-
 if __name__ == "__main__":
-    quiet_libraries(verbosity_in(sys.argv[1:]))
+    import subprocess
+    sys.exit(subprocess.call([sys.executable, "-m", "model.renamed", "model.train",
+                              *sys.argv[1:]]))
 
-import argparse  # noqa: E402  (after the log levels above)
+import argparse  # noqa: E402  (a former name's run above imports nothing)
 import dataclasses  # noqa: E402
 import json  # noqa: E402
 import pathlib  # noqa: E402
@@ -32,6 +35,7 @@ import gin  # noqa: E402
 from model import families  # noqa: E402
 from model.tasks import selection, task_runs  # noqa: E402
 from model.trainer import checkpoint_state, run_paths, runs  # noqa: E402
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries  # noqa: E402
 
 
 def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.train") -> int:
@@ -113,10 +117,3 @@ def main(argv: Optional[Sequence[str]] = None, prog: str = "python -m model.trai
         return 2
     return 0
 
-
-if __name__ == "__main__":
-    from model.renamed import renamed
-    given = sys.argv[1:]
-    mode = next((given[i + 1] for i, arg in enumerate(given[:-1]) if arg == "--mode"), "MODE")
-    renamed(f"model.train --mode {mode}", mode)
-    sys.exit(main())

@@ -32,14 +32,14 @@ from __future__ import annotations
 
 import sys
 
-from model.trainer.verbosity import add_verbosity_flag, quiet_libraries, verbosity_in
-
 if __name__ == "__main__":
-    # TensorFlow (imported by tensorflow_text below) reads its C++ log level when it is
-    # imported, as model/train.py's command line says.
-    quiet_libraries(verbosity_in(sys.argv[1:]))
+    # `python -m model.train_vocab`, the former name, until the next release (model/renamed.py:
+    # the notice, then the new name), run in a new process before anything is imported.
+    import subprocess
+    sys.exit(subprocess.call([sys.executable, "-m", "model.renamed", "model.train_vocab",
+                              *sys.argv[1:]]))
 
-import argparse  # noqa: E402  (after the log levels above)
+import argparse  # noqa: E402  (a former name's run above imports nothing)
 import itertools  # noqa: E402
 import warnings  # noqa: E402
 from typing import Iterable, Sequence  # noqa: E402
@@ -48,6 +48,7 @@ from model.data.inputs import source_texts  # noqa: E402
 from model.data.languages import MT5_EXPONENT, language_rates, languages_of  # noqa: E402
 from model.data.vocabulary import (  # noqa: E402
     MixtureShortfallWarning, VocabularySettings, train_vocabulary)
+from model.trainer.verbosity import add_verbosity_flag, quiet_libraries  # noqa: E402
 
 # The settings a recipe presets; each flag given overrides its recipe's value.
 RECIPES: dict[str, dict[str, object]] = {
@@ -202,8 +203,3 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"{vocabulary.vocab_size} ids), {args.output}.vocab, {args.output}.json")
     return 0
 
-
-if __name__ == "__main__":
-    from model.renamed import renamed
-    renamed("model.train_vocab", "vocab")
-    sys.exit(main())

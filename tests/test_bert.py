@@ -126,11 +126,13 @@ def test_tokenisation_equals_transformers_bert_tokenizer(vocabulary, c4_texts):
 
 
 def test_wordpiece_command_line_writes_a_vocabulary(tmp_path, shared_data):
+    """`python -m model wordpiece` (model/wordpiece.py), beside model's other commands."""
+    from model.__main__ import main
     output = tmp_path / "vocab.txt"
-    assert wordpiece.main(["--output", str(output), "--size", "300", "--sample_size", "5",
-                           "--source", str(shared_data / C4_SAMPLES)]) == 0
+    assert main(["wordpiece", "--output", str(output), "--size", "300", "--sample_size", "5",
+                 "--source", str(shared_data / C4_SAMPLES)]) == 0
     assert json.loads((tmp_path / "vocab.txt.json").read_text())["texts"] == 5
-    assert output.read_text().splitlines()[:5] == list(wordpiece.RESERVED_TOKENS)
+    assert output.read_text().splitlines()[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 
 
 # ------------------------------------------------------------------------------------------------

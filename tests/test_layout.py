@@ -5,8 +5,9 @@ dependency of the module's meaning). The rules: no cycle anywhere; bench -> depl
 tfds_c4 -> pipelines -> text, and model/ never imports pipelines/ itself (what both need lives
 in text/; model reads C4 through tfds_c4); nothing imports a command line (but a benchmark,
 which runs it in process); inside model/, the command lines -> families -> tasks -> trainer ->
-data; no family imported by name below the families; families independent of each other but
-for SegaBERT on BERT."""
+data, and no module of model/'s packages imports one of model/'s own folder (a command line);
+no family imported by name below the families; families independent of each other but for
+SegaBERT on BERT."""
 import ast
 import pathlib
 from typing import Dict, Set
@@ -22,14 +23,15 @@ SHIPPED_PACKAGES = ("text", "pipelines", "tfds_c4", "model", "deploy")
 NEVER_IMPORTS = {"model": {"pipelines"}}
 # The command lines (python -m ...): nothing imports them but the benchmarks, which run them in
 # process as a user runs them (as the tests do), a package's __main__ its own, and
-# `python -m model` (model/__main__.py) the commands it gathers, and a former command line the one
-# that took its place (until the next release).
-FORMER_COMMAND_LINES = {"model.convert.__main__": "model.convert_command"}
+# `python -m model` (model/__main__.py) the commands it gathers, and the runner of the former
+# command lines (model/renamed.py, until the next release) the one that took their place. The
+# former names' own modules import nothing to run it: they start it in a new process.
+FORMER_COMMAND_LINES = {"model.renamed": "model.__main__"}
 # A launcher that submits a job by running its command line in process, with the flags it built.
 LAUNCHERS = {"deploy.dataflow": "pipelines.c4"}
 RUNS_COMMAND_LINES = {"bench"}
 COMMAND_LINES = {"model.__main__", "model.train", "model.convert.__main__", "model.convert_command",
-                 "model.train_vocab", "model.wordpiece",
+                 "model.train_vocab", "model.wordpiece", "model.renamed",
                  "model.tasks.__main__", "model.tasks.contamination", "pipelines.c4",
                  "pipelines.report", "pipelines.blocklist"}
 # Inside model/, a layer may import the layers after it, never those before. The conversion
@@ -113,6 +115,13 @@ def _family(module: str):
     return parts[2] if len(parts) > 2 and parts[:2] == ["model", "families"] else None
 
 
+def _top_of_model(module: str) -> bool:
+    """A module of model/'s own folder (the command lines and the former names' runner), not a
+    package's: nothing inside model/'s packages looks up to one."""
+    parts = module.split(".")
+    return len(parts) == 2 and parts[0] == "model" and (ROOT / "model" / f"{parts[1]}.py").is_file()
+
+
 def _within(module: str, prefix: str) -> bool:
     return module == prefix or module.startswith(prefix + ".")
 
@@ -143,6 +152,8 @@ def layering_violations(graph: Dict[str, Set[str]]) -> list:
                 if (imported not in (None, "base") and family not in (None, imported)
                         and imported not in FAMILY_DEPENDENCIES.get(family, ())):
                     found.append(f"family {family} ({source}) imports family {imported} ({target})")
+                if source.count(".") >= 2 and _top_of_model(target):
+                    found.append(f"{source} imports {target}, a module above its package")
                 if source == "model.families.base" and imported not in (None, "base"):
                     found.append(f"the family interface imports family {imported} ({target})")
     return sorted(found)
@@ -199,6 +210,9 @@ def test_cycle_finder_on_small_graphs(tmp_path, source, expected):
     (("pipelines.c4", "model.train"), "a layer above it"),
     (("deploy.tpu", "bench.bench_train"), "a layer above it"),
     (("model.data.inputs", "pipelines.files"), "model never imports pipelines"),
+    # A former name inside a package gives its notice without looking up (model/renamed.py).
+    (("model.tasks.__main__", "model.renamed"), "a module above its package"),
+    (("model.convert.__main__", "model.convert_command"), "a module above its package"),
     (("text.sentences", "pipelines.files"), "a layer above it"),
 ])
 def test_each_rule_catches_its_violation(edge, message):

@@ -1,18 +1,10 @@
-"""`python -m model.convert import|export ...`: the former name of `python -m model import`
-and `python -m model export --format ...` (model/convert_command.py), with a notice."""
+"""`python -m model.convert import|export ...`: the former name of `python -m model import` and
+`python -m model export --format ...` (model/convert_command.py), until the next release. It runs
+`python -m model.renamed model.convert ...` (model/renamed.py: the notice, then the new name) in
+a new process, and imports nothing: a package below never imports the command line above it."""
+import subprocess
 import sys
 
-from model.trainer.verbosity import quiet_libraries, verbosity_in
-
 if __name__ == "__main__":
-    # TensorFlow reads its C++ log level when it is imported: set before the imports below, as
-    # model/train.py's command line does.
-    quiet_libraries(verbosity_in(sys.argv[1:]))
-
-from model.convert_command import main  # noqa: E402  (after the log level above)
-
-if __name__ == "__main__":
-    from model.renamed import renamed
-    direction = sys.argv[1] if len(sys.argv) > 1 else "import|export"
-    renamed(f"model.convert {direction}", f"{direction}{' --format ...' if direction == 'export' else ''}")
-    sys.exit(main())
+    sys.exit(subprocess.call([sys.executable, "-m", "model.renamed", "model.convert",
+                              *sys.argv[1:]]))

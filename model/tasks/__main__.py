@@ -1,12 +1,22 @@
-"""`python -m model tasks` (formerly `python -m model.tasks`): the tasks and mixtures, with their
-sources and metrics."""
+"""`python -m model tasks`: the tasks and mixtures, with their sources and metrics.
+
+`python -m model.tasks` is its former name, until the next release: run so, this module runs
+`python -m model.renamed model.tasks ...` (model/renamed.py: the notice, then the new name) in a
+new process, and imports nothing above it."""
 from __future__ import annotations
 
-import argparse
-from typing import Optional, Sequence
+import sys
 
-from model import tasks
-from model.tasks import discriminative
+if __name__ == "__main__":
+    import subprocess
+    sys.exit(subprocess.call([sys.executable, "-m", "model.renamed", "model.tasks",
+                              *sys.argv[1:]]))
+
+import argparse  # noqa: E402  (a former name's run above imports nothing)
+from typing import Optional, Sequence  # noqa: E402
+
+from model import tasks  # noqa: E402
+from model.tasks import discriminative  # noqa: E402
 
 
 def task_table() -> list[str]:
@@ -60,8 +70,3 @@ def main(argv: Optional[Sequence[str]] = None) -> None:
                      "gives one; `all` halves both RTE tasks, as the t5 library's `all` "
                      "mixtures; mT5's mix every member at one rate, as multilingual-t5's."]))
 
-
-if __name__ == "__main__":
-    from model.renamed import renamed
-    renamed("model.tasks", "tasks")
-    main()

@@ -1,42 +1,34 @@
 """BERT's WordPiece vocabulary: trained on our C4 with tensorflow-text's learner, used with
 tensorflow-text's FastBertTokenizer (uncased, as BERT-Base-Uncased: lower case, accents
 stripped, split on white space and punctuation, then WordPiece; tests/test_bert.py checks it
-against transformers' BertTokenizer on real pages).
+against transformers' BertTokenizer on real pages). Its command line is `python -m model
+wordpiece` (model/wordpiece.py).
 
-    python -m model wordpiece --output vocab/c4_wordpiece.txt --size 30522 \
-        --sample_size 1000000 --source tfds:t5_c4/en@DATA_DIR
-
-Writes PATH (one piece per line, BERT's vocab.txt format: the id of a piece is its line number)
-and PATH.json (the settings and how many texts were read). The learner puts the reserved tokens
-first: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4 (`LEARNED_IDS`). Every BERT vocabulary is
-read by its own reserved tokens' ids (`WordPieceVocabulary.special`): Google's vocab.txt files
-have [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103. [PAD] must be 0 (rows are zero
-padded). A vocabulary is read uncased (lower case, accents stripped: BertTokenizer's
-do_lower_case) unless one of its pieces has an upper-case letter (Google's cased vocabularies,
-ours learned with --cased): an uncased vocabulary has no piece that a cased text could match.
-Sources are those of `model.data.inputs.text_dataset_from_source` (the first `--sample_size` texts of
-each, in order). Learning: `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`
+`train_vocabulary` writes PATH (one piece per line, BERT's vocab.txt format: the id of a piece
+is its line number) and PATH.json (the settings and how many texts were read). The learner puts
+the reserved tokens first: [PAD] 0, [UNK] 1, [CLS] 2, [SEP] 3, [MASK] 4 (`LEARNED_IDS`). Every
+BERT vocabulary is read by its own reserved tokens' ids (`WordPieceVocabulary.special`):
+Google's vocab.txt files have [PAD] 0, [UNK] 100, [CLS] 101, [SEP] 102, [MASK] 103. [PAD] must
+be 0 (rows are zero padded). A vocabulary is read uncased (lower case, accents stripped:
+BertTokenizer's do_lower_case) unless one of its pieces has an upper-case letter (Google's cased
+vocabularies, ours learned with --cased): an uncased vocabulary has no piece that a cased text
+could match. Learning: `tensorflow_text.tools.wordpiece_vocab.bert_vocab_from_dataset`
 (BasicTokenizer splitting on white space and punctuation, lower case, accents stripped, then
 WordPiece learning from word counts); its `vocab_size` is a target: a smaller result is padded
-with BERT's `[unusedN]` pieces up to `--size` (so a model-parallel mesh can split it), a larger one
-is kept.
+with BERT's `[unusedN]` pieces up to the size asked (so a model-parallel mesh can split it), a
+larger one is kept.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import functools
 import hashlib
 import itertools
 import json
 import pathlib
-import sys
 from typing import Iterable, List, Optional, Sequence, Tuple
 
 import tensorflow as tf
-
-from model.data.inputs import source_texts
-from model.trainer.verbosity import add_verbosity_flag, quiet_libraries
 
 RESERVED_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 PAD, UNK, CLS, SEP, MASK = RESERVED_TOKENS
@@ -200,29 +192,3 @@ class WordPieceVocabulary:
 def special_ids(path: str) -> SpecialIds:
     """The reserved tokens' ids of the vocabulary file `path` (read once)."""
     return WordPieceVocabulary(path).special
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    # Run as `python -m model wordpiece` (model/wordpiece.py quiets TensorFlow first).
-    parser = argparse.ArgumentParser(prog="python -m model wordpiece", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--output", required=True, help="the vocab.txt to write (and .json)")
-    parser.add_argument("--size", type=int, default=WordPieceSettings.size,
-                        help="target number of pieces, reserved tokens included")
-    parser.add_argument("--sample_size", type=int, default=WordPieceSettings.sample_size,
-                        help="texts read, over all sources in order")
-    parser.add_argument("--source", action="append", required=True,
-                        help="a text source (model/data/inputs.py forms); repeatable")
-    parser.add_argument("--cased", action="store_true", help="keep case and accents")
-    add_verbosity_flag(parser)
-    args = parser.parse_args(argv)
-    quiet_libraries(args.verbosity)
-    settings = WordPieceSettings(size=args.size, sample_size=args.sample_size,
-                                 lower_case=not args.cased)
-    try:
-        vocabulary = train_vocabulary(source_texts(args.source), args.output, settings)
-    except (ValueError, FileNotFoundError, RuntimeError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(json.dumps({"output": args.output, "pieces": vocabulary.vocab_size}))
-    return 0
