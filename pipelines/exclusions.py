@@ -34,7 +34,6 @@ SUMMARY_FILE = "exclusions.json"
 # Where the files' lines are counted: not a `c4.` stage, so not in stats.json.
 COUNTER_NAMESPACE = "exclusions.write"
 DEFAULT_FRACTION = 0.1
-LEVELS = ("page", "line", "span")
 # A different hash from the shards' and the split's, so the sample is not one shard's pages.
 _SAMPLE_SALT = "exclusions\t"
 _HASH_RANGE = 1 << 64
@@ -77,11 +76,6 @@ def sort_entry(record: Excluded) -> SortEntry:
 
 def in_sample(normalized_url: str, fraction: float) -> bool:
     return fraction >= 1 or hash64(_SAMPLE_SALT + normalized_url) < fraction * _HASH_RANGE
-
-
-def counter_of(level: str, reason: str) -> str:
-    """The stage counter that counts the records of `reason` at `level`."""
-    return f"{level}s.dropped:{reason}"
 
 
 def dropped_line(page: Page, stage: str, reason: str, level: str, text: str) -> bytes:

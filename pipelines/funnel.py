@@ -18,12 +18,11 @@ from xml.sax.saxutils import escape, quoteattr
 
 from apache_beam.io.filesystems import FileSystems
 
+from pipelines import counters
 from pipelines.stats import Stats
 from pipelines.wording import counted
 
 FUNNEL_FILE = "funnel.svg"
-_KEPT_PREFIXES = ("pages.passed", "pages.written")
-_DROPPED_PREFIX = "pages.dropped:"
 _SKIPPED_PREFIXES = ("records.skipped:", "files.skipped:")
 _LABEL_WIDTH = 110
 _BAR_WIDTH = 520
@@ -53,15 +52,14 @@ class FunnelRow:
 def funnel_rows(stats: Stats) -> List[FunnelRow]:
     """The stages that count pages, in the order of `stats`."""
     rows = []
-    for stage, counters in stats.items():
-        kept_counters = {name: value for name, value in counters.items()
-                         if name.startswith(_KEPT_PREFIXES)}
+    for stage, stage_counters in stats.items():
+        kept_counters = {name: value for name, value in stage_counters.items()
+                         if counters.is_kept(name)}
         kept = sum(kept_counters.values())
-        dropped = {name[len(_DROPPED_PREFIX):]: value for name, value in counters.items()
-                   if name.startswith(_DROPPED_PREFIX)}
+        dropped = counters.drops_at("page", stage_counters)
         if not kept and not dropped:
             continue
-        skipped = {name: value for name, value in counters.items()
+        skipped = {name: value for name, value in stage_counters.items()
                    if name.startswith(_SKIPPED_PREFIXES)}
         rows.append(FunnelRow(stage, kept, dropped, skipped, kept_counters))
     return rows

@@ -1,27 +1,63 @@
 """The Beam graph of a C4 variant: WET files read, the variant's stages, the pages written to
-their splits. The command line (pipelines/c4.py), its executors (pipelines/executors.py) and
-the TFDS builder (tfds_c4/) build it.
+their splits. The command line (pipelines/c4.py), its one-job executor (pipelines/executors/)
+and the TFDS builder (tfds_c4/) build it.
 """
 import functools
 from typing import Dict, Optional, Sequence
 
 import apache_beam as beam
 
-from pipelines import exclusions, inputs, stages
+from pipelines import exclusions, inputs, plan
+from pipelines.beam_phases import SampleOutputs, apply_phase
 from pipelines.config import VariantConfig
 from pipelines.output import JSONL, WriteShards, in_output_dir
 from pipelines.page import Page
+from pipelines.resources import Resources
+from pipelines.stages import SpanDedup
+from pipelines.url_dedup import DedupUrls, KeyByUrl
 from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
+from pipelines.webtext_join import JoinWebTextUrls, UnpackJoin
+from pipelines.wet_input import ReadWetFiles, max_record_bytes
 
 
-def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                  plan: inputs.InputPlan, sample: Optional[stages.SampleOutputs] = None
+class C4Pages(beam.PTransform):
+    """Raw WET pages -> the pages of a C4 variant: the plan's phases (pipelines/plan.py), each
+    as one DoFn (beam_phases.PhaseFn), between the shuffles: URL dedup, the OpenWebText join
+    (webtextlike), the span dedup. `sample`: where the exclusion records of the phases go
+    (--exclusions), or None."""
+
+    def __init__(self, config: VariantConfig, resources: Resources, dedup_buckets: int = 1,
+                 sample: Optional[SampleOutputs] = None):
+        super().__init__()
+        self._phases = plan.phases(config, resources, dedup_buckets)
+        self._config = config
+        self._resources = resources
+        self._sample = sample
+
+    def expand(self, pages):
+        phases, sample = self._phases, self._sample
+        newest = pages | "UrlDedup" >> DedupUrls(self._config.rule_set,
+                                                 [*phases.read, KeyByUrl()], sample)
+        steps = list(phases.url_dedup)
+        if phases.joins_url_lists:
+            newest = newest | "WebTextDomains" >> JoinWebTextUrls(self._config, self._resources,
+                                                                  steps, sample)
+            steps = [UnpackJoin()]
+        steps += phases.url
+        if phases.span_dedup:
+            return newest | "Dedup" >> SpanDedup(phases.span_dedup.mode, steps, phases.finish,
+                                                 sample)
+        return apply_phase(newest, "Filter", steps + list(phases.finish), sample).main
+
+
+def variant_pages(pipeline: beam.Pipeline, config: VariantConfig, resources: Resources,
+                  input_plan: inputs.InputPlan, sample: Optional[SampleOutputs] = None
                   ) -> beam.PCollection:
     """The pages a variant keeps, before the split: the graph this CLI and tfds_c4 share."""
     return (pipeline
-            | "ReadWet" >> stages.ReadWetFiles(plan, stages.max_record_bytes(config))
-            | "C4" >> stages.C4Pages(config, resources, dedup_buckets=max(1, plan.files),
-                                     sample=sample))
+            | "ReadWet" >> ReadWetFiles(input_plan, max_record_bytes(config))
+            | "C4" >> C4Pages(config, resources, dedup_buckets=max(1, input_plan.files),
+                              sample=sample))
 
 
 def _page_language(page: Page) -> str:
@@ -32,16 +68,16 @@ def _page_split(page: Page, validation_fraction: float) -> str:
     return split_of(page.url, validation_fraction)
 
 
-def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: stages.Resources,
-                   plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
+def build_pipeline(pipeline: beam.Pipeline, config: VariantConfig, resources: Resources,
+                   input_plan: inputs.InputPlan, output_dir: str, max_shards: Dict[str, int],
                    validation_fraction: float = DEFAULT_VALIDATION_FRACTION,
                    pages_per_shard: Optional[int] = None, shard_format: str = JSONL,
                    excluded: Optional[exclusions.ExclusionConfig] = None) -> None:
     """The job in one: the variant's pages written to their splits (and with `excluded`, the
     exclusions' sample to its folder)."""
-    sample = None if excluded is None else stages.SampleOutputs(excluded.fraction)
-    write_pages(variant_pages(pipeline, config, resources, plan, sample), config, output_dir,
-                max_shards, validation_fraction, pages_per_shard, shard_format)
+    sample = None if excluded is None else SampleOutputs(excluded.fraction)
+    write_pages(variant_pages(pipeline, config, resources, input_plan, sample), config,
+                output_dir, max_shards, validation_fraction, pages_per_shard, shard_format)
     if sample is not None:
         write_exclusions(sample.records, excluded.directory, max_shards)
 

@@ -42,6 +42,7 @@ from apache_beam.transforms.window import GlobalWindows
 from isal import isal_zlib
 import orjson
 
+from pipelines import counters
 from pipelines.page import Page
 from pipelines.parquet_shards import ParquetLinesWriter
 from text.hashing import hash64
@@ -309,10 +310,8 @@ def empty_splits(occupied: Dict[Destination, List[int]], folders: Sequence[str],
                 yield (folder, split, 0), ()
 
 
-def written_counter(folder: str, split: str) -> str:
-    """The `c4.write` counter of a destination's pages: `pages.written:train`, and with the
-    folder (a language) `pages.written:train:de`."""
-    return f"pages.written:{split}:{folder}" if folder else f"pages.written:{split}"
+# The writer's counter of a destination's pages (the name pipelines/dataset_card.py imports).
+written_counter = counters.written
 
 
 class _WriteShardFn(beam.DoFn):
@@ -338,7 +337,8 @@ class _WriteShardFn(beam.DoFn):
             # (Dataflow) keeps the worker's memory within the sort budget.
             written = write_entries(entries, sink, self._sort_budget_bytes,
                                     shard_format=self._shard_format)
-        Metrics.counter(self._counter_namespace, written_counter(folder, split)).inc(written.pages)
+        Metrics.counter(self._counter_namespace,
+                        counters.written(folder, split)).inc(written.pages)
         if written.spilled_runs:
             Metrics.counter(self._counter_namespace,
                             f"runs.spilled:{split}").inc(written.spilled_runs)
@@ -373,7 +373,7 @@ class WriteShards(beam.PTransform):
                  sort_budget_bytes: int = DEFAULT_SORT_BUDGET_BYTES,
                  shard_format: str = JSONL,
                  entry_of: Callable[[Page], SortEntry] = sort_entry,
-                 counter_namespace: str = "c4.write"):
+                 counter_namespace: str = counters.namespace(counters.WRITE_STAGE)):
         super().__init__()
         if not max_shards or min(max_shards.values()) < 1:
             raise ValueError("the number of shards must be >= 1")

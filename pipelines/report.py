@@ -39,6 +39,7 @@ import numpy as np
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import exclusions, funnel, provenance, stats
+from pipelines.counters import parse_dropped
 from pipelines.records import read_all, write_atomically
 from pipelines.wording import counted
 from text.hashing import hash64
@@ -58,8 +59,6 @@ CONTAMINATION_HEADINGS = {
     "exact": "exact matches", "exact_share": "share exact",
     "too_short_for_exact": "too short for exact", "ngram13": "sharing an n-gram",
     "ngram13_share": "share by n-grams", "too_short_for_ngrams": "too short for n-grams"}
-# A drop counter's prefix, and the level the exclusions sample names it by.
-DROP_LEVELS = {"pages.dropped:": "page", "lines.dropped:": "line", "spans.dropped:": "span"}
 LEVEL_COLOURS = {"page": "#d9534f", "line": "#f0ad4e", "span": "#8e6bb8"}
 KEPT_COLOUR = "#4c9a2a"
 # Page lengths are binned on a log scale, 4 bins a decade from 1 to 10 million characters: the
@@ -177,12 +176,12 @@ def drop_reasons(counters: stats.Stats) -> List[DropReason]:
     for stage, stage_counters in counters.items():
         summed: Dict[Tuple[str, str], int] = {}
         for name, value in stage_counters.items():
-            for prefix, level in DROP_LEVELS.items():
-                if name.startswith(prefix) and value:
-                    reason = name[len(prefix):]
-                    head, _, last = reason.rpartition(":")
-                    reason = head if head and last in languages else reason
-                    summed[level, reason] = summed.get((level, reason), 0) + value
+            drop = parse_dropped(name)
+            if drop is not None and value:
+                level, reason = drop
+                head, _, last = reason.rpartition(":")
+                reason = head if head and last in languages else reason
+                summed[level, reason] = summed.get((level, reason), 0) + value
         reasons += sorted((DropReason(stage, level, reason, count)
                            for (level, reason), count in summed.items()),
                           key=lambda drop: (-drop.count, drop.level, drop.reason))

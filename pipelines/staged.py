@@ -3,16 +3,17 @@ files of key buckets, each task's files kept under `OUTPUT/parts/<stage>/<task>/
 written last, so that memory is bounded by a bucket, not by the input, and a rerun of the same
 command computes only the tasks without a valid marker.
 
-    read       per group of WET files: the pages read, the released text, the length limit;
-               each page to the bucket of its URL key (output.url_bucket)
+    read       per group of WET files: the pages read, the plan's read phase (pipelines/
+               plan.py); each page to the bucket of its URL key (output.url_bucket)
     url_lists  webtextlike, per OpenWebText list file: its URLs to the same buckets
-    url        per URL bucket: URL dedup (all pages of a URL are in its bucket), the domain
-               filters, paragraphs, cleaning; the span records, resolved within the bucket,
-               their winners to the buckets of their span keys
+    url        per URL bucket: URL dedup (all pages of a URL are in its bucket), the plan's
+               url_dedup and url phases (the OpenWebText join within the bucket); the span
+               records, resolved within the bucket, their winners to the buckets of their span
+               keys
     spans      per span-key bucket: the winners across every URL bucket, and to each URL bucket
                the keys its pages lose
-    finish     per URL bucket: the spans removed, language, bad words; the pages' output lines
-               by split (and language)
+    finish     per URL bucket: the plan's finish phase (the spans removed, language, bad
+               words, ...); the pages' output lines by split (and language)
     partition  per URL bucket: the lines to the hash bucket of their shard (the number of
                shards follows from every split's pages, for --pages_per_shard)
     write      per shard: its lines, merged in order, gzipped: the file the one-job run writes
@@ -26,7 +27,7 @@ run's: every choice the stages make is by hash or an associative rule (URL dedup
 the span dedup's smallest page key, dedup.losers_of_blocks), never by the order of the input or
 the cut into tasks, and the counters of the tasks sum to the job's.
 
-Tasks are plain functions over files, run by an executor (pipelines/executors.py): local worker
+Tasks are plain functions over files, run by an executor (pipelines/executors/): local worker
 processes, or a Beam job per stage on any runner (Dataflow). A task's marker records its files'
 sizes and sha256, its counters and facts its later stages need (pages per destination, the
 shard buckets written), and the run configuration's sha256.
@@ -46,11 +47,16 @@ import apache_beam as beam
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import dedup, exclusions, output, parts, records, stages, stats
+from pipelines import (counters, dedup, exclusions, output, parts, plan, records, stats,
+                       url_dedup, wet_input)
+from pipelines.beam_phases import PageCoder
 from pipelines.job import Job
 from pipelines.layout import STAGE_CPU_OVER_READ, Layout
 from pipelines.page import Page
 from pipelines.provenance import json_default
+from pipelines.stages import LOST_KEY_MESSAGE, PAGE_MESSAGE
+from pipelines.steps import Counts, Routed, run_steps, setup_all
+from pipelines.webtext_join import URL_LIST_UNREADABLE, KeepListedPages, webtext_urls_of_file
 from pipelines.urls import split_of
 from pipelines.wording import counted
 from text.durations import duration
@@ -62,7 +68,7 @@ MARKER_FILE = "DONE.json"
 EXCLUDED_FOLDER = "+excluded"
 _LOG = logging.getLogger("c4")
 _TUPLES = beam.coders.FastPrimitivesCoder()
-_PAGES = stages.PageCoder()
+_PAGES = PageCoder()
 
 
 class StagedError(Exception):
@@ -244,12 +250,15 @@ def _part_of_page_key(key_of_page: bytes, buckets: int, parts: int) -> int:
 
 # The tasks of each stage.
 
-def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+def _phases(run: StagedRun) -> plan.Phases:
+    return plan.phases(run.job.config, run.job.resources, run.layout.span_buckets)
+
+
+def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
     wanted = range(task.index * run.layout.read_files,
                    min((task.index + 1) * run.layout.read_files, run.job.plan.files))
-    steps = stages.read_steps(run.job.config)
-    for step in steps:
-        step.setup()
+    steps = _phases(run).read
+    setup_all(steps)
     # A file per URL bucket, written as the pages come: the task holds no page.
     writers: Dict[str, records.RecordWriter] = {}
 
@@ -263,10 +272,11 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
     for source in run.job.plan.sources:
         if source.first_index >= wanted.stop or source.first_index + source.count <= wanted.start:
             continue
-        for file_index, path in stages.listed_files(source, wanted, counts):
-            for page in stages.read_wet_pages(file_index, path,
-                                              stages.max_record_bytes(run.job.config), counts):
-                for passed in stages.run_steps(steps, page, counts):
+        for file_index, path in wet_input.listed_files(source, wanted, counts):
+            for page in wet_input.read_wet_pages(file_index, path,
+                                                 wet_input.max_record_bytes(run.job.config),
+                                                 counts):
+                for passed in run_steps(steps, page, counts):
                     add("url", passed.normalized_url, _PAGES.encode(passed))
                     pages += 1
                 for record in _excluded(counts):
@@ -276,10 +286,10 @@ def _read_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Cou
     return {"pages_in": pages}
 
 
-def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
     path = run.job.resources.webtext_url_files[task.index]
     buckets: Dict[int, set] = {}
-    for url, _ in stages.webtext_urls_of_file(path, run.job.config.rule_set, counts):
+    for url, _ in webtext_urls_of_file(path, run.job.config.rule_set, counts):
         buckets.setdefault(output.url_bucket(url, run.layout.url_buckets), set()).add(url)
     for bucket in sorted(buckets):
         files.write(_bucket_name("url", bucket),
@@ -288,15 +298,16 @@ def _url_lists_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stage
 
 
 def _newest_pages(pages: Iterable[Page], keep_of_two, sample_fraction: Optional[float]
-                  ) -> Dict[str, stages.NewestOfUrl]:
-    newest: Dict[str, stages.NewestOfUrl] = {}
+                  ) -> Dict[str, url_dedup.NewestOfUrl]:
+    newest: Dict[str, url_dedup.NewestOfUrl] = {}
     for page in pages:
-        newest[page.normalized_url] = stages.with_page(
-            newest.get(page.normalized_url, stages.NO_PAGE), page, keep_of_two, sample_fraction)
+        newest[page.normalized_url] = url_dedup.with_page(
+            newest.get(page.normalized_url, url_dedup.NO_PAGE), page, keep_of_two,
+            sample_fraction)
     return newest
 
 
-def _excluded(counts: stages.Counts) -> List[exclusions.Excluded]:
+def _excluded(counts: Counts) -> List[exclusions.Excluded]:
     """The exclusion records of the pages the steps have seen since the last call."""
     return [] if counts.sample is None else counts.sample.take()
 
@@ -323,15 +334,13 @@ def _url_parts(run: StagedRun, task: Task) -> Iterator[Iterator[Page]]:
         yield map(_PAGES.decode, spread.part(part))
 
 
-def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    config, resources = run.job.config, run.job.resources
+def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
+    """URL dedup of a URL bucket, then the plan's url_dedup and url phases (with the OpenWebText
+    join, the bucket's listed URLs are its URL lists'); the span records resolved within the
+    task."""
+    phases = _phases(run)
     listed = {encoded.decode() for encoded in _read(task, "listed")}
-    steps = stages.filter_steps(config, resources)
-    span_records = (stages.SpanRecords(config.dedup, resources.splitter, run.layout.span_buckets)
-                    if config.dedup else None)
-    for step in steps + ([span_records] if span_records else []):
-        step.setup()
-        step.start()
+    setup_all(phases.url_dedup + phases.url)
     # Everything goes out as it comes: the pages, their lost keys, the winners per span bucket,
     # the exclusion records (the read tasks' of the bucket's pages, then its own).
     pages, lost, winners = files.writer("pages"), files.writer("lost"), {}
@@ -341,7 +350,7 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
 
     def route(outputs):
         for each in outputs:
-            if isinstance(each, beam.pvalue.TaggedOutput):
+            if isinstance(each, Routed):  # To stages.WINNERS: a span-key bucket's block.
                 bucket, block = each.value
                 if bucket not in winners:
                     winners[bucket] = files.writer(_bucket_name("spans", bucket))
@@ -350,24 +359,14 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
                 pages.add(_TUPLES.encode((b"", _PAGES.encode(each))))
             else:
                 key_of_page, (kind, payload) = each
-                (pages if kind == stages.PAGE_MESSAGE else lost).add(
+                (pages if kind == PAGE_MESSAGE else lost).add(
                     _TUPLES.encode((key_of_page, payload)))
 
-    count_duplicates, keep_listed = stages.CountUrlDuplicates(), stages.KeepListedPages()
-
-    def newest_of_url(url: str, newest: stages.NewestOfUrl) -> None:
-        for page in count_duplicates((url, newest), counts):
-            if config.domain_filter == "webtext":
-                grouped = {"pages": [_PAGES.encode(page)],
-                           "listed": [None] if url in listed else []}
-                kept = keep_listed((url, grouped), counts)
-            else:
-                kept = (page,)
-            for each in kept:
-                passed = stages.run_steps(steps, each, counts)
-                if span_records:
-                    passed = [out for one in passed for out in span_records(one, counts)]
-                route(passed)
+    def newest_of_url(url: str, newest: url_dedup.NewestOfUrl) -> None:
+        for page in run_steps(phases.url_dedup, (url, newest), counts):
+            # The join's element: this task's URL bucket holds every page and listed URL of it.
+            route(run_steps(phases.url, (url, [_PAGES.encode(page)], url in listed)
+                            if phases.joins_url_lists else page, counts))
         for record in _excluded(counts):
             excluded.add(_encode_excluded(record))
 
@@ -375,12 +374,12 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
     sample_fraction = run.job.excluded and run.job.excluded.fraction
     for part in _url_parts(run, task):
         parts += 1
-        newest = _newest_pages(part, config.rule_set.keep_of_two, sample_fraction)
+        newest = _newest_pages(part, run.job.config.rule_set.keep_of_two, sample_fraction)
         pages_in += sum(count for _, count, _ in newest.values())
         for url in sorted(newest):
             newest_of_url(url, newest.pop(url))
-    if span_records:
-        route(span_records.finish(counts))
+    if phases.url:  # What the phase's last step holds (SpanRecords: its unresolved records).
+        route(phases.url[-1].finish(counts))
     files.closed(pages)
     files.closed(lost)
     files.closed(excluded)
@@ -389,7 +388,7 @@ def _url_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Coun
     return {"pages_in": pages_in, "parts": parts}
 
 
-def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+def _spans_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
     senders = _inputs(task, "winners")
     blocks = [b"".join(_read_input(each)) for each in senders]
     for each, losers in zip(senders, dedup.losers_of_blocks(blocks, run.job.config.dedup.mode)):
@@ -417,19 +416,16 @@ def _lost_keys(encoded_losses: Iterable[bytes]) -> Dict[bytes, list]:
     lost_of: Dict[bytes, list] = {}
     for encoded in encoded_losses:
         key_of_page, key = _TUPLES.decode(encoded)
-        lost_of.setdefault(key_of_page, []).append((stages.LOST_KEY_MESSAGE, key))
+        lost_of.setdefault(key_of_page, []).append((LOST_KEY_MESSAGE, key))
     return lost_of
 
 
-def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
-    config, resources = run.job.config, run.job.resources
-    steps = stages.last_steps(config, resources)
-    if config.dedup:
-        steps.insert(0, stages.ApplyRemovals(config.dedup, config.min_sentences_after_dedup,
-                                             resources.splitter))
-    for step in steps:
-        step.setup()
-        step.start()
+def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
+    """The plan's finish phase over a URL bucket's pages (with the span dedup, each page with
+    the keys it lost); its pages' output lines by destination."""
+    phases = _phases(run)
+    setup_all(phases.finish)
+    language_folders = run.job.config.language_folders is not None
     # A file per destination, written as the pages come.
     writers: Dict[Tuple[str, str], records.RecordWriter] = {}
 
@@ -437,6 +433,11 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
         if destination not in writers:
             writers[destination] = files.writer(_destination_name(*destination))
         writers[destination].add(_TUPLES.encode(entry))
+
+    def add_pages(kept: Iterable[Page]) -> None:
+        for page in kept:
+            add((page.language if language_folders else "",
+                 split_of(page.url, run.job.validation_fraction)), output.sort_entry(page))
 
     def add_excluded(excluded: Iterable[exclusions.Excluded]) -> None:
         for record in excluded:
@@ -451,14 +452,12 @@ def _finish_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.C
             key_of_page, page_bytes = _TUPLES.decode(encoded)
             # get, not pop: pages whose page keys collide each get the key's losses, as the
             # one-job run's join by page key gives them.
-            element = ((key_of_page, [(stages.PAGE_MESSAGE, page_bytes),
-                                      *lost_of.get(key_of_page, ())])
-                       if config.dedup else _PAGES.decode(page_bytes))
-            for page in stages.run_steps(steps, element, counts):
-                folder = page.language if config.language_folders is not None else ""
-                add((folder, split_of(page.url, run.job.validation_fraction)),
-                    output.sort_entry(page))
+            element = ((key_of_page, [(PAGE_MESSAGE, page_bytes), *lost_of.get(key_of_page, ())])
+                       if phases.span_dedup else _PAGES.decode(page_bytes))
+            add_pages(run_steps(phases.finish, element, counts))
             add_excluded(_excluded(counts))
+    add_pages(phases.finish[-1].finish(counts))
+    add_excluded(_excluded(counts))
     pages = {}
     for destination in sorted(writers):
         files.closed(writers.pop(destination))
@@ -488,7 +487,7 @@ def _destination_of(name: str) -> Tuple[str, str]:
     return folder, split
 
 
-def _partition_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+def _partition_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
     """A finish task's lines to the file of their shard's hash bucket, as they come (the write
     task sorts a shard's lines)."""
     shards = {(folder, split): buckets for folder, split, buckets in task.params}
@@ -528,7 +527,7 @@ def _shard_path(run: StagedRun, relative: str) -> str:
     return FileSystems.join(run.job.output_dir, relative)
 
 
-def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Counts) -> dict:
+def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: Counts) -> dict:
     folder, split, _, index, num_shards = task.params
     # The exclusions are JSON lines whatever the output's format.
     shard_format = output.JSONL if folder == EXCLUDED_FOLDER else run.job.shard_format
@@ -552,9 +551,9 @@ def _write_task(run: StagedRun, task: Task, files: _TaskFiles, counts: stages.Co
         os.replace(temporary, path)
     written = shard.pages
     if folder != EXCLUDED_FOLDER:  # The exclusions are not the output's: not in stats.json.
-        counts.add("write", output.written_counter(folder, split), written)
+        counts.add(counters.WRITE_STAGE, counters.written(folder, split), written)
         if shard.spilled_runs:
-            counts.add("write", f"runs.spilled:{split}", shard.spilled_runs)
+            counts.add(counters.WRITE_STAGE, f"runs.spilled:{split}", shard.spilled_runs)
     # The shard is in the output folder, not the task's: its record names it from there.
     files.written.append(records.RecordFile(relative, hashed.bytes, hashed.digest.hexdigest(),
                                             written))
@@ -571,30 +570,31 @@ def run_task(run: StagedRun, task: Task) -> TaskMarker:
     started = time.monotonic()
     records.clear_folder(run.task_dir(task), MARKER_FILE)
     files = _TaskFiles(run.task_dir(task))
-    counts = stages.Counts(run.job.excluded and exclusions.Sample(run.job.excluded.fraction))
+    counts = Counts(run.job.excluded and exclusions.Sample(run.job.excluded.fraction))
     facts = _TASKS[task.stage](run, task, files, counts)
-    _check_read(task, counts.as_stats())
+    task_counters = stats.merged(counts.as_stats())
+    _check_read(task, task_counters)
     marker = TaskMarker(task.stage, task.index, run.config_sha256, tuple(files.written),
-                        counts.as_stats(), round(time.monotonic() - started, 3), facts)
+                        task_counters, round(time.monotonic() - started, 3), facts)
     records.write_atomically(run.marker_path(task), marker.to_json())
     return marker
 
 
 # A passing failure to read what the launcher read, which a marker would make permanent.
-_NOT_READ = {("read", "manifests.skipped:unreadable"): "a manifest",
-             ("domains", "url_lists.skipped:unreadable"): "an OpenWebText URL list"}
+_NOT_READ = {(wet_input.READ, wet_input.MANIFEST_UNREADABLE): "a manifest",
+             (KeepListedPages.stage, URL_LIST_UNREADABLE): "an OpenWebText URL list"}
 
 
-def _check_read(task: Task, counters: stats.Stats) -> None:
+def _check_read(task: Task, task_counters: stats.Stats) -> None:
     """A task that could not read a manifest or a URL list gets no marker (a rerun reads it
     again: most likely a passing failure); one that skipped unreadable WET files (most likely
     corrupt: a rerun would skip them again) gets its marker, with a warning saying how to redo
     it."""
     for (stage, name), what in _NOT_READ.items():
-        if counters.get(stage, {}).get(name):
+        if task_counters.get(stage, {}).get(name):
             raise StagedError(f"{task.name} could not read {what} (see the log): rerun the same "
                               "command to redo the task")
-    read = counters.get("read", {})
+    read = task_counters.get(wet_input.READ, {})
     skipped = read.get("files.skipped:unreadable", 0) + read.get("files.skipped:not_wet", 0)
     if skipped:
         _LOG.warning("%s skipped %s (counted in stats.json); if they can be read now, delete "

@@ -5,16 +5,14 @@ from typing import Dict, List, Mapping, Optional
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
+from pipelines import counters, plan
 from pipelines.mc4 import UNKNOWN_LANGUAGE
 from pipelines.records import write_atomically
 from pipelines.wording import counted
 
-STAGE_ORDER = ("read", "released_text", "length", "url_dedup", "domains", "paragraphs", "clean",
-               "dedup", "language", "badwords", "decontamination", "write")
-# The counter of a destination's pages written (output.written_counter), by split and language.
+# The stages in pipeline order, as the plan's steps declare them (plan.stage_order).
+STAGE_ORDER = plan.stage_order()
 STATS_FILE = "stats.json"
-_WRITTEN_PREFIX = "pages.written:"
-_NAMESPACE_PREFIX = "c4."
 
 # The stage of the counters that name the input files with a problem (skipped whole, corrupt
 # records, an unreadable tail), one counter a file: its name is the file's record as JSON
@@ -37,18 +35,19 @@ def collect_counters(result, step: Optional[str] = None) -> Stats:
     stats: Stats = {}
     selected = MetricsFilter() if step is None else MetricsFilter().with_step(step)
     for counter in result.metrics().query(selected)["counters"]:
-        namespace = counter.key.metric.namespace
-        if not namespace.startswith(_NAMESPACE_PREFIX):
+        stage_name = counters.stage_of_namespace(counter.key.metric.namespace)
+        if stage_name is None:
             continue
         value = counter.committed if counter.committed is not None else counter.attempted
-        stage = stats.setdefault(namespace[len(_NAMESPACE_PREFIX):], {})
+        stage = stats.setdefault(stage_name, {})
         name = counter.key.metric.name
         stage[name] = stage.get(name, 0) + value
     return _ordered(stats)
 
 
 def _ordered(stats: Stats) -> Stats:
-    ordered = sorted(stats, key=lambda s: (STAGE_ORDER.index(s) if s in STAGE_ORDER else 99, s))
+    order = plan.stage_order()
+    ordered = sorted(stats, key=lambda s: (order.index(s) if s in order else len(order), s))
     return {stage: dict(sorted(stats[stage].items())) for stage in ordered}
 
 
@@ -57,9 +56,9 @@ def merged(*parts: Stats) -> Stats:
     job's: each counter summed, stages in pipeline order."""
     total: Stats = {}
     for part in parts:
-        for stage, counters in part.items():
+        for stage, stage_counters in part.items():
             into = total.setdefault(stage, {})
-            for name, value in counters.items():
+            for name, value in stage_counters.items():
                 into[name] = into.get(name, 0) + value
     return _ordered(total)
 
@@ -102,8 +101,8 @@ def format_table(stats: Stats) -> str:
 def languages_of(stats: Stats) -> List[str]:
     """The languages a run wrote apart (those with a `pages.written:<split>:<language>`
     counter), sorted; none for a run that wrote one language in its output folder."""
-    return sorted({name.split(":", 2)[2] for name in stats.get("write", {})
-                   if name.startswith(_WRITTEN_PREFIX) and name.count(":") == 2})
+    written = filter(None, map(counters.parse_written, stats.get(counters.WRITE_STAGE, {})))
+    return sorted({folder for _, folder in written if folder})
 
 
 def of_language(stats: Stats, language: str) -> Stats:
@@ -112,8 +111,8 @@ def of_language(stats: Stats, language: str) -> Stats:
     and `und` has the language stage's reasons for it (`und.not_reliable`)."""
     suffix = ":" + language
     selected: Stats = {}
-    for stage, counters in stats.items():
-        for name, value in counters.items():
+    for stage, stage_counters in stats.items():
+        for name, value in stage_counters.items():
             if name.endswith(suffix):
                 selected.setdefault(stage, {})[name[:-len(suffix)]] = value
             elif language == UNKNOWN_LANGUAGE and name.startswith(UNKNOWN_LANGUAGE + "."):

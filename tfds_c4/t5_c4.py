@@ -16,10 +16,10 @@ from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import common_crawl, embedded, files, graph, lists, mc4, stages, stats
-from pipelines.output import written_counter
+from pipelines import common_crawl, counters, embedded, files, graph, lists, mc4, stats
 from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.page import Page
+from pipelines.resources import load_resources
 from pipelines.urls import SPLIT_PLACES, split_at, split_of, split_place
 from pipelines.wording import counted
 from tfds_c4 import inputs as inputs_lib, published
@@ -229,7 +229,8 @@ def _description(config: VariantConfig) -> str:
 
 def _example_of(page: Page, split: str, language: Optional[str]):
     """(key, features) of a kept page; the normalized URL is unique after URL dedup."""
-    Metrics.counter("c4.write", written_counter(language or "", split)).inc()
+    Metrics.counter(counters.namespace(counters.WRITE_STAGE),
+                    counters.written(language or "", split)).inc()
     return page.normalized_url, page.to_json_record()
 
 
@@ -374,9 +375,9 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
         resolved = inputs_lib.resolve(config, self._options, _existing_manual_dir(dl_manager),
                                       dl_manager.download)
         try:
-            resources = stages.load_resources(config, resolved.badwords,
-                                              resolved.realnews_domains, resolved.webtext_urls,
-                                              self._options.punkt_data, resolved.badwords_dir)
+            resources = load_resources(config, resolved.badwords, resolved.realnews_domains,
+                                       resolved.webtext_urls, self._options.punkt_data,
+                                       resolved.badwords_dir)
         except (ValueError, files.InputError, PunktDataMissing) as error:
             raise MissingInputError(str(error)) from None
         pages = graph.variant_pages(pipeline, config, resources, resolved.wet_input)

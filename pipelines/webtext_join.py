@@ -1,0 +1,104 @@
+"""The OpenWebText join (webtextlike): the pages of a URL kept where the URL is in the
+OpenWebText URL lists, which are read (and counted) under the same stage as the join's step.
+"""
+import logging
+from typing import Optional, Sequence
+
+import apache_beam as beam
+
+from pipelines import domains, files
+from pipelines.beam_phases import (PAGE_CODER, SampleOutputs, apply_phase,
+                                   counted_per_element)
+from pipelines.config import VariantConfig
+from pipelines.resources import Resources
+from pipelines.rules import RuleSet
+from pipelines.steps import Counts, Drop, Step
+from pipelines.url_dedup import KeyByUrl
+
+_LOG = logging.getLogger("c4")
+# The counter of an OpenWebText list that could not be read (a staged task that counts one gets
+# no marker: most likely a passing failure).
+URL_LIST_UNREADABLE = "url_lists.skipped:unreadable"
+
+
+def webtext_urls_of_file(path: str, rules: RuleSet, counts: Counts):
+    """(normalized URL, None) of each URL of an OpenWebText list file."""
+    stage = KeepListedPages.stage
+    try:
+        text = files.read_all(path).decode("utf-8", errors="replace")
+    except files.InputError as error:
+        _LOG.error("skipping URL list: %s", error)
+        counts.add(stage, URL_LIST_UNREADABLE)
+        return
+    counts.add(stage, "url_lists.read")
+    skipped = 0
+    for line in text.splitlines():
+        url = domains.webtext_url_of_line(line, rules.normalize_url)
+        if url is None:
+            skipped += bool(line.strip())
+            continue
+        yield url, None
+    if skipped:
+        counts.add(stage, "url_lines.skipped", skipped)
+
+
+class KeepListedPages(Step):
+    """(URL, its pages as PageCoder bytes, whether the lists have the URL) -> the pages, where
+    the lists have it."""
+    stage = "domains"
+    drops = (Drop("not_in_webtext_urls"),)
+
+    def __call__(self, joined, counts: Counts):
+        url, pages, listed = joined
+        if not pages:
+            return ()
+        if not listed:
+            if counts.records_drops_of(url):  # Decoded only to be recorded.
+                for page in pages:
+                    self.drop(counts, "not_in_webtext_urls", PAGE_CODER.decode(page))
+            else:
+                self.drop_unrecorded(counts, "not_in_webtext_urls", len(pages))
+            return ()
+        self.count(counts, value=len(pages))
+        return [PAGE_CODER.decode(page) for page in pages]
+
+
+class _EncodedPage(Step):
+    """(key, page as PageCoder bytes): a page sent to a join with messages of another type
+    (Beam's coder for the union of two types would pickle it)."""
+
+    def __call__(self, keyed, counts: Counts):
+        key, page = keyed
+        return ((key, PAGE_CODER.encode(page)),)
+
+
+class UnpackJoin(Step):
+    """JoinWebTextUrls's groups, (URL, {"pages": [...], "listed": [...]}), as KeepListedPages
+    takes them: (URL, pages, whether listed)."""
+
+    def __call__(self, joined, counts: Counts):
+        url, grouped = joined
+        return ((url, grouped["pages"], bool(grouped["listed"])),)
+
+
+class JoinWebTextUrls(beam.PTransform):
+    """Keyed pages (URL, page) -> (URL, {"pages": [encoded page], "listed": [...]}), joined with
+    the OpenWebText URL lists (UnpackJoin reads the groups). The `before` steps (which take
+    DedupUrls's output and give pages) run in the DoFn that keys the pages."""
+
+    def __init__(self, config: VariantConfig, resources: Resources, before: Sequence[Step],
+                 sample: Optional[SampleOutputs] = None):
+        super().__init__()
+        self._config = config
+        self._resources = resources
+        self._before = tuple(before)
+        self._sample = sample
+
+    def expand(self, newest):
+        listed = (newest.pipeline
+                  | "ListUrlFiles" >> beam.Create(list(self._resources.webtext_url_files))
+                  | "ReadUrlLists" >> beam.FlatMap(counted_per_element(webtext_urls_of_file),
+                                                  self._config.rule_set))
+        keyed = apply_phase(newest, "KeyPagesByUrl", [*self._before, KeyByUrl(), _EncodedPage()],
+                            self._sample).main
+        return {"pages": keyed, "listed": listed} | "JoinUrlLists" >> beam.CoGroupByKey()
