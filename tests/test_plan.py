@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from pipelines import c4, dedup, plan, report, stats
+from pipelines import c4, counters, dedup, plan, report, stats
 from pipelines.filter_steps import Clean, WithinLength
 from pipelines.page import Page
 from pipelines.stages import SpanRecords
@@ -141,3 +141,23 @@ def test_the_span_dedup_step_routes_its_winners_as_plain_data():
     routed = list(step.finish(Counts()))
     assert routed and {type(each).__module__ for each in routed} == {"pipelines.steps"}
     assert {each.to for each in routed} == {"winners"}
+
+
+def test_the_counter_names_are_built_and_parsed_by_one_module():
+    assert counters.dropped("line", "policy") == "lines.dropped:policy"
+    assert counters.parse_dropped("pages.dropped:badword:de") == ("page", "badword:de")
+    assert counters.parse_dropped("spans.dropped:duplicate") == ("span", "duplicate")
+    for other in ("pages.passed", "records.skipped:empty_page", "words.dropped:x"):
+        assert counters.parse_dropped(other) is None
+    assert counters.written("", "train") == "pages.written:train"
+    assert counters.written("de", "validation") == "pages.written:validation:de"
+    assert counters.parse_written("pages.written:validation:de") == ("validation", "de")
+    assert counters.parse_written("pages.written:train") == ("train", "")
+    assert counters.parse_written("runs.spilled:train") is None
+    assert counters.drops_at("line", {"lines.dropped:policy": 2, "pages.dropped:too_long": 1,
+                                      "lines.passed": 9}) == {"policy": 2}
+    assert [name for name in ("pages.passed", "pages.passed:de", "pages.written:train",
+                              "pages.dropped:x", "lines.passed") if counters.is_kept(name)] == [
+        "pages.passed", "pages.passed:de", "pages.written:train"]
+    assert counters.stage_of_namespace(counters.namespace("clean")) == "clean"
+    assert counters.stage_of_namespace("exclusions.write") is None
