@@ -19,7 +19,7 @@ import pytest
 from deploy.rehearse import file_digests
 from model.data import inputs
 from pipelines import c4
-from pipelines.executors import base
+from pipelines.executors.base import start_afresh
 from pipelines.config import variant
 from tests.support import killing
 from tfds_c4 import published
@@ -122,7 +122,7 @@ def test_a_fresh_start_removes_the_earlier_runs_dataset_and_nothing_else(tmp_pat
         (tmp_path / name).write_text("earlier\n")
     run = types.SimpleNamespace(output_dir=str(tmp_path), config=variant("multilingual"),
                                 max_shards={"train": 8, "validation": 1})
-    base.start_afresh(run)
+    start_afresh(run)
     assert sorted(str(path.relative_to(tmp_path)) for path in tmp_path.rglob("*")
                   if path.is_file()) == sorted(kept + ["stats.json"])
     assert json.loads((tmp_path / "stats.json").read_text())["progress"] == {"phase": "started"}
