@@ -1,11 +1,7 @@
 """What a run prints for a person: counts in the right number, the table without its zeros, the
-split's counts with why validation can outnumber train, and a dry run that says which groups are
-redone and why."""
-import dataclasses
-import shutil
-
-from deploy import dataflow
-from pipelines import c4, parts, stats
+split's counts with why validation can outnumber train (a staged run's dry run:
+tests/test_staged.py)."""
+from pipelines import c4, stats
 from pipelines.wording import counted
 
 
@@ -37,37 +33,3 @@ def test_the_split_report_says_why_validation_outnumbers_train():
                               "pages.written:train:en": 999, "pages.written:validation:en": 1}}
     assert c4.split_report(per_language, 0.001) == (
         "split: 1,000 pages in train, 1 in validation (by URL hash, validation_fraction 0.001)")
-
-
-def test_the_dataflow_plan_of_one_dump_and_one_group_a_job(capsys):
-    job = dataflow.parse_job([*["--project", "my-project", "--region", "us-central1", "--bucket", "gs://my-bucket"],
-                              "--variant", "en", "--dump", "CC-MAIN-2019-18"])[0]
-    job = dataclasses.replace(job, max_files=1, staged=False, group_files=1, groups_per_job=1)
-    plan = dataflow.plan_lines(job)
-    assert plan[0].startswith("plan: about 1 WET file (1 dump) in 1 group of 1, kept under ")
-    assert plan[1].startswith("  1 Dataflow job of up to 1 group (named ")
-    assert "(1 WET file of reading)" in plan[3]
-
-
-def test_the_dry_run_names_a_group_a_killed_run_left_half_written(shared_data, tmp_path,
-                                                                    capsys):
-    """A run killed while it wrote a group leaves its part files and no marker: the dry run
-    counts it among the groups to compute and says it is redone, and why."""
-    sample = tmp_path / "in"
-    sample.mkdir()
-    for name in ("a", "b"):
-        shutil.copy(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz",
-                    sample / f"{name}.warc.wet.gz")
-    argv = ["--variant", "en.noclean", "--input", str(sample / "*"),
-            "--output", str(tmp_path / "out"), "--in_parts", "--group_files", "1"]
-    c4.main(argv)
-    group = parts.Group(1, range(1, 2))
-    (tmp_path / "out/parts" / group.name / parts.MARKER_FILE).unlink()  # What SIGKILL leaves.
-    capsys.readouterr()
-    c4.main(argv + ["--dry_run"])
-    printed = capsys.readouterr().out.splitlines()
-    assert printed[0] == f"en.noclean: 2 WET files into {tmp_path / 'out'}"
-    assert printed[1] == ("in parts: 2 groups of up to 1 WET file; 1 done (reused), 1 to compute, "
-                          "1 of them redone (1 file) in 1 job of up to 1 group, then one global "
-                          "job (URL dedup to the shards)")
-    assert printed[2] == f"  redo group-00001: {parts.STOPPED_WHILE_WRITTEN}"
