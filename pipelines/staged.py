@@ -56,8 +56,8 @@ from pipelines.page import Page
 from pipelines.provenance import json_default
 from pipelines.stages import LOST_KEY_MESSAGE, PAGE_MESSAGE
 from pipelines.steps import Counts, Routed, run_steps, setup_all
-from pipelines.webtext_join import URL_LIST_UNREADABLE, KeepListedPages, webtext_urls_of_file
 from pipelines.urls import split_of
+from pipelines.webtext_join import URL_LIST_UNREADABLE, KeepListedPages, webtext_urls_of_file
 from pipelines.wording import counted
 from text.durations import duration
 from text.hashing import hash64
