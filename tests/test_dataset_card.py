@@ -133,10 +133,10 @@ def test_a_staged_parquet_run_writes_the_one_job_runs_bytes(runs, shared_data, t
     assert_same_output(tmp_path, runs("multilingual", output.PARQUET))
 
 
-def test_a_parquet_run_in_parts_writes_the_one_job_runs_bytes_and_refuses_another_format(
+def test_a_parquet_run_in_stages_writes_the_one_job_runs_bytes_and_refuses_another_format(
         runs, shared_data, tmp_path):
-    args = variant_args(shared_data, "en") + ["--output", str(tmp_path), "--in_parts",
-                                              "--group_files", "2"]
+    args = variant_args(shared_data, "en") + ["--output", str(tmp_path), "--staged",
+                                              "--read_files", "2"]
     c4.main(args + ["--format", "parquet"])
     assert_same_output(tmp_path, runs("en", output.PARQUET))
     with pytest.raises(SystemExit, match="another configuration.*format"):

@@ -91,9 +91,8 @@ def one_job_exclusions(shared_data, references_root):
 
 
 EXECUTORS = {"staged": ["--staged", "--workers", "2", "--buckets", "3"],
-             "staged-beam-jobs": ["--staged", "--stages_as_beam_jobs", "--buckets", "2"],
-             "in-parts": ["--in_parts", "--group_files", "2"]}
-QUICK = {("en", None, "staged"), ("webtextlike", "released", "in-parts"),
+             "staged-beam-jobs": ["--staged", "--executor", "beam", "--buckets", "2"]}
+QUICK = {("en", None, "staged"), ("webtextlike", "released", "staged"),
          ("multilingual", None, "staged")}
 
 
@@ -107,7 +106,7 @@ def _executor_cases():
 
 
 @pytest.mark.parametrize("variant_name,rules,executor", list(_executor_cases()))
-def test_a_run_in_stages_or_in_parts_writes_the_one_jobs_exclusions(
+def test_a_run_in_stages_writes_the_one_jobs_exclusions(
         shared_data, one_job, one_job_exclusions, tmp_path, variant_name, rules, executor):
     output, excluded = tmp_path / "out", tmp_path / "excluded"
     args = variant_args(shared_data, variant_name, rules) + [

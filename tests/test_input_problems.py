@@ -83,19 +83,19 @@ def test_a_truncated_or_corrupt_file_is_named_with_what_it_lost(damaged_inputs, 
     assert f"  {truncated}: unreadable from byte {start:,} to its end" in printed
 
 
-def test_the_file_problems_of_a_run_in_parts_are_those_of_one_job(damaged_inputs, shared_data,
-                                                                  tmp_path):
+def test_the_file_problems_of_a_run_in_stages_are_those_of_one_job(damaged_inputs, shared_data,
+                                                                   tmp_path):
     directory, _ = damaged_inputs
     inputs = sorted(directory.iterdir())
     _run(shared_data, inputs, tmp_path / "one")
-    _run(shared_data, inputs, tmp_path / "parts", "--in_parts", "--group_files", "2")
-    # A rerun reuses both groups: their problems come from the markers.
-    _run(shared_data, inputs, tmp_path / "parts", "--in_parts", "--group_files", "2")
-    one, in_parts = (json.loads((tmp_path / name / "stats.json").read_text())
-                     for name in ("one", "parts"))
+    _run(shared_data, inputs, tmp_path / "staged", "--staged", "--read_files", "2")
+    # A rerun reuses both read tasks: their problems come from the markers.
+    _run(shared_data, inputs, tmp_path / "staged", "--staged", "--read_files", "2")
+    one, in_stages = (json.loads((tmp_path / name / "stats.json").read_text())
+                      for name in ("one", "staged"))
     assert len(one["file_problems"]) == 2
-    assert in_parts["file_problems"] == one["file_problems"]
-    assert in_parts["stages"] == one["stages"]
+    assert in_stages["file_problems"] == one["file_problems"]
+    assert in_stages["stages"] == one["stages"]
 
 
 def test_a_run_that_reads_no_input_fails_naming_the_files(tmp_path):
@@ -119,7 +119,7 @@ def test_a_run_that_reads_no_input_fails_naming_the_files(tmp_path):
         str(inputs / "x.warc.wet.gz")]
 
 
-def test_a_run_in_parts_that_reads_no_input_fails_and_keeps_no_group(tmp_path):
+def test_a_run_in_stages_that_reads_no_input_fails_and_keeps_no_task(tmp_path):
     """A gzip header then random bytes (a file of which no byte can be read) and a file of
     random bytes; the rerun reads both again, nothing of the failed run is reused."""
     inputs = tmp_path / "in"
@@ -127,7 +127,7 @@ def test_a_run_in_parts_that_reads_no_input_fails_and_keeps_no_group(tmp_path):
     (inputs / "a.warc.wet.gz").write_bytes(b"\x1f\x8b\x08" + bytes(range(256)) * 20)
     (inputs / "b.warc.wet.gz").write_bytes(bytes(range(255, -1, -1)) * 20)
     argv = ["--variant", "en.noclean", "--input", str(inputs / "*.gz"),
-            "--output", str(tmp_path / "out"), "--in_parts", "--group_files", "1"]
+            "--output", str(tmp_path / "out"), "--staged", "--read_files", "1"]
     for _ in range(2):
         with pytest.raises(SystemExit) as exit_info:
             c4.main(argv)
