@@ -330,7 +330,7 @@ def test_a_language_without_release_files_is_left_out_with_a_notice(task_dir, ca
 
 # --- the Table 2 record ------------------------------------------------------------------------------
 
-def test_one_step_for_the_setting_chosen_on_validation_and_reported_on_test():
+def test_one_step_for_the_setting_chosen_on_validation_and_reported_on_test(tmp_path):
     mixture = tasks.get_mixture("mt5_xnli_zeroshot")
     scored = {}
     for language in ("de", "en"):
@@ -343,9 +343,20 @@ def test_one_step_for_the_setting_chosen_on_validation_and_reported_on_test():
     assert row["languages"] == {"de": {"accuracy": 60.0}, "en": {"accuracy": 80.0}}
     assert row["average"] == {"accuracy": 70.0}
     assert len(row["languages_missing"]) == 13
-    lines = mt5.table_lines(row)
-    assert "| mT5-Small (paper) | 67.5 |" in lines
-    assert "| this run (step 20; 2 of 15 languages) | 70.0 |" in lines
+    # mT5's Table 2, XNLI zero-shot (Xue et al. 2021), then this run's row and its languages.
+    assert mt5.table_lines(row) == [
+        "Table 2, zero-shot: XNLI (accuracy)", "", "| model | XNLI (accuracy) |", "|---|---|",
+        "| mT5-Small (paper) | 67.5 |", "| mT5-Base (paper) | 75.4 |",
+        "| mT5-Large (paper) | 81.1 |", "| mT5-XL (paper) | 82.9 |", "| mT5-XXL (paper) | 85.0 |",
+        "| this run (step 20; 2 of 15 languages) | 70.0 |", "",
+        "| de | en | avg |", "|---|---|---|", "| 60.0 | 80.0 | 70.0 |"]
+    (tmp_path / "eval").mkdir()  # A run's evaluation folder.
+    written = mt5.write_table(str(tmp_path), row)
+    assert written == tmp_path / "eval/table2.json"
+    assert written.read_text().startswith(
+        '{\n "mixture": "mt5_xnli_zeroshot",\n "benchmark": "xnli",\n "setting": "zero-shot",'
+        '\n "step": 20,\n "checkpoint": "model.ckpt-20",\n "chosen_by": [\n'
+        '  "mt5_xnli_dev_test.de/validation",\n  "mt5_xnli_dev_test.en/validation"\n ],')
 
 
 def test_xquads_step_is_chosen_on_squads_validation():
