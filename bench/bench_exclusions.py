@@ -21,11 +21,13 @@ import tempfile
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
-from pipelines import exclusions  # noqa: E402
+from pipelines import exclusion_sample
+from pipelines.writers import exclusions  # noqa: E402
 import synthetic_wet  # noqa: E402  (a script beside this one)
 
 SHARED = REPO_ROOT.parent / "shared" / "data"
-SETTINGS = {"none": None, f"default ({exclusions.DEFAULT_FRACTION:g})": exclusions.DEFAULT_FRACTION,
+SETTINGS = {"none": None,
+            f"default ({exclusion_sample.DEFAULT_FRACTION:g})": exclusion_sample.DEFAULT_FRACTION,
             "all (1)": 1.0}
 # One thread everywhere: these machines are shared, and 1-thread timings are the steady ones.
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}

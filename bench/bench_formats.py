@@ -24,7 +24,8 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import pyarrow as pa  # noqa: E402
 
-from pipelines import c4, output  # noqa: E402
+from pipelines import c4  # noqa: E402
+from pipelines.writers import output  # noqa: E402
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -10,8 +10,9 @@ languages, longer texts). Timed, one thread, rounds interleaved, median of the r
   the same pages again, "warm" (the numpy detector before it cached tokens' n-grams);
 - the start-up of the first LanguageDetector() in a fresh process (later ones share its tables);
 - with `--before FILE`, the same for another version of the detector in one file (the module
-  pipelines/language.py was before it became a package: `git show 7f6814f:pipelines/language.py
-  > /tmp/language_before.py`), for before/after figures from one run.
+  pipelines/language.py was before it became a package, now pipelines/filters/language/:
+  `git show 7f6814f:pipelines/language.py > /tmp/language_before.py`), for before/after
+  figures from one run.
 Every result is checked to equal the library's.
 """
 import os
@@ -32,8 +33,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 from langdetect import detector_factory  # noqa: E402
 
-from pipelines import cleaning, language, wet  # noqa: E402
-from pipelines.files import open_raw  # noqa: E402
+from pipelines.filters import cleaning, language  # noqa: E402
+from pipelines.readers import wet  # noqa: E402
+from pipelines.readers.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"

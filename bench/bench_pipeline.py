@@ -26,8 +26,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 import apache_beam as beam  # noqa: E402
 from langdetect import detector_factory as langdetect_factory  # noqa: E402
 
-from pipelines import badwords, cleaning, dedup, language, urls, wet  # noqa: E402
-from pipelines.files import open_raw  # noqa: E402
+from pipelines.filters import badwords, cleaning, dedup, language, urls  # noqa: E402
+from pipelines.readers import wet  # noqa: E402
+from pipelines.readers.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
 from text.sentences import split_sentences  # noqa: E402
 from bench_vs_tfds import dedup_shuffle_bytes  # noqa: E402  (a script beside this one)
@@ -59,7 +60,7 @@ def report(name, seconds, pages, megabytes):
 def hot_span_child(count):
     """Span dedup alone on the DirectRunner over `count` pages that share one span (or, for a
     negative count, as many pages with a span each of their own)."""
-    from pipelines.stages import DedupText
+    from pipelines.beam.span_dedup import DedupText
     from tests.support.pages import hot_span_pages
     pages = hot_span_pages(abs(count), shared=count > 0)
     options = beam.options.pipeline_options.PipelineOptions(
@@ -104,10 +105,10 @@ def synthetic_shard(megabytes):
 
 def shard_write_child(mode, megabytes):
     """Writes one synthetic shard to a local file the way `mode` says, and prints its size and
-    sha256: "streamed" (pipelines.output.write_shard), "listed" (the writer before it: the
+    sha256: "streamed" (pipelines.writers.output.write_shard), "listed" (the writer before it: the
     shard's pages listed, sorted, its whole gzip file built in memory), or "read" (the pages
     only, none written: the process's floor)."""
-    from pipelines import output
+    from pipelines.writers import output
     pages = synthetic_shard(megabytes)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "shard.jsonl.gz")

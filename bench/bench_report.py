@@ -1,4 +1,4 @@
-"""The datasheet's cost (pipelines/report.py) does not grow with the corpus.
+"""The datasheet's cost (pipelines/audit/datasheet.py) does not grow with the corpus.
 
     .venv/bin/python bench/bench_report.py [--files 4 16] [--fraction 0.1] [--repeats 3]
 

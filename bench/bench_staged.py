@@ -1,4 +1,5 @@
-"""The staged run (pipelines/staged.py): memory flat in the input, the cores it uses, the CPU of
+"""The staged run (pipelines/executors/staged.py): memory flat in the input, the cores it uses, the
+CPU of
 each stage, and the kill matrix.
 
     .venv/bin/python bench/bench_staged.py --memory 4 16 32 [--variants en multilingual]
@@ -35,7 +36,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from deploy.rehearse import file_digests  # noqa: E402
-from pipelines import layout, staged  # noqa: E402
+from pipelines.executors import layout, staged  # noqa: E402
 from pipelines.executors import base as executors  # noqa: E402
 import synthetic_wet  # noqa: E402  (a script beside this one)
 from tests.support import killing  # noqa: E402

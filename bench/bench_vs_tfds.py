@@ -10,7 +10,8 @@ busy machine slows all sides alike. The sides:
 - ours: `python -m pipelines.c4 --variant en --rules paper|released` (DirectRunner, one
   in-memory worker), writing its shards;
 - TFDS: the public `c4_utils` functions chained as TFDS's c4.py wires them for `en`
-  (tests/support/tfds_reference.py), offline, with our sentence splitter patched in and langdetect (the
+  (tests/support/tfds_reference.py), offline, with our sentence splitter patched in and langdetect
+  (the
   library, seeded) doing language detection.
 
 Two figures per side: the whole process on the three realistic WET samples, start-up included
@@ -95,8 +96,8 @@ def measure(side, paths):
 
 def input_pages(paths):
     """Conversion records of the WET files and their text in MB (our reader)."""
-    from pipelines import wet
-    from pipelines.files import open_raw
+    from pipelines.readers import wet
+    from pipelines.readers.files import open_raw
     from pipelines.page import Page
     pages = [item for path in paths for item in wet.read_wet(lambda: open_raw(path), 760_000)
              if isinstance(item, Page)]
@@ -111,8 +112,11 @@ def dedup_shuffle_bytes(paths):
     read (every page of the input, as a dump's page count counts them)."""
     import apache_beam as beam
 
-    from pipelines import config, dedup, released, stages, wet
-    from pipelines.files import open_raw
+    from pipelines import config
+    from pipelines.filters import dedup, released
+    from pipelines.readers import wet
+    from pipelines.steps import span_dedup
+    from pipelines.readers.files import open_raw
     from pipelines.page import Page
     from text.sentences import split_sentences
     block_coder = beam.coders.registry.get_coder(beam.typehints.Tuple[int, bytes]).get_impl()
@@ -133,7 +137,7 @@ def dedup_shuffle_bytes(paths):
                 continue
             units = dedup.units_of(text, mode, split_sentences)
             keys, _ = dedup.distinct_span_keys(units, variant.dedup)
-            key_of_page = stages._page_key(page, variant.dedup)
+            key_of_page = span_dedup._page_key(page, variant.dedup)
             records += dedup.page_records(keys, key_of_page)
             windows += max(len(units) - variant.dedup.span_units + 1, 0)
         winners, losers = dedup.resolve_records(bytes(records), mode)
@@ -160,8 +164,10 @@ def stage_costs(paths):
     import langdetect
     from tensorflow_datasets.text import c4_utils
 
-    from pipelines import badwords, cleaning, dedup, language, output, wet
-    from pipelines.files import open_raw
+    from pipelines.filters import badwords, cleaning, dedup, language
+    from pipelines.readers import wet
+    from pipelines.writers import output
+    from pipelines.readers.files import open_raw
     from pipelines.page import Page
     from tests.support.tfds_reference import _tfds_dedup
     from text.sentences import split_sentences

@@ -1,8 +1,8 @@
 """Mutation testing of one module with the tests that cover it (mutmut 3; not part of `make test`).
 
-    python bench/mutation.py --module pipelines/exclusions.py
+    python bench/mutation.py --module pipelines/writers/exclusions.py
     python bench/mutation.py --module text/contamination.py --tests "tests/test_contamination.py"
-    python bench/mutation.py --module pipelines/staged.py --sample 60 --time-limit 1800
+    python bench/mutation.py --module pipelines/executors/staged.py --sample 60 --time-limit 1800
 
 mutmut copies the packages into a scratch folder (`build/mutation/<module>/mutants`), puts one
 small change ("mutant") at a time into the module, and runs the tests that reach the changed
@@ -57,15 +57,16 @@ PRELOAD = ("numpy", "tensorflow", "tensorflow_datasets", "apache_beam", "sklearn
 
 # Each module of issue 48 with the tests that cover it.
 TARGETS: Dict[str, Target] = {
-    "pipelines/staged.py": Target(["tests/test_staged.py"] + _FAST),
+    "pipelines/executors/staged.py": Target(["tests/test_staged.py"] + _FAST),
     "pipelines/executors/in_stages.py": Target(["tests/test_staged.py",
                                                  "tests/test_executors.py"] + _FAST),
-    "pipelines/exclusions.py": Target(["tests/test_exclusions.py"] + _FAST),
-    "pipelines/report.py": Target(["tests/test_datasheet.py"] + _FAST),
-    "pipelines/blocklist.py": Target(["tests/test_blocklist.py"] + _FAST),
-    # The decontamination stage: its setting, its step (and the rest of stages.py is not mutated).
-    "pipelines/stages.py": Target(["tests/test_decontamination.py"] + _FAST,
-                                  ["pipelines.stages.xǁDecontamina*"]),
+    "pipelines/writers/exclusions.py": Target(["tests/test_exclusions.py"] + _FAST),
+    "pipelines/audit/datasheet.py": Target(["tests/test_datasheet.py"] + _FAST),
+    "pipelines/audit/blocklist.py": Target(["tests/test_blocklist.py"] + _FAST),
+    # The decontamination stage's step (the rest of filter_steps.py is not mutated; its setting,
+    # Decontamination, is steps/resources.py's).
+    "pipelines/steps/filter_steps.py": Target(["tests/test_decontamination.py"] + _FAST,
+                                              ["pipelines.steps.filter_steps.xǁDecontamina*"]),
     "text/contamination.py": Target(["tests/test_contamination.py",
                                      "tests/test_decontamination.py"] + _FAST),
     "model/tasks/xnli.py": Target(["tests/test_mt5_tasks.py"] + _FAST, fresh_imports=True),

@@ -29,20 +29,21 @@ SHARED = REPO.parent / "shared" / "data"
 # Stage -> (file name ending, function name) of the function whose cumulative time is the
 # stage's work; a stage may be spread over several.
 STAGES = {
-    "read WET": [("pipelines/stages.py", "process", "_ReadWetFileFn")],
-    "released text": [("pipelines/stages.py", "__call__", "ReleasedText")],
-    "URL dedup (choose newest)": [("pipelines/urls.py", "newest_page", None),
-                                  ("pipelines/urls.py", "first_seen_newest_page", None)],
-    "clean": [("pipelines/stages.py", "__call__", "Clean")],
-    "dedup: keys out, resolved per worker": [("pipelines/stages.py", "__call__", "SpanRecords"),
-                                              ("pipelines/stages.py", "_flush", "SpanRecords")],
-    "dedup: losers of a bucket": [("pipelines/stages.py", "_losers_of_bucket", None)],
-    "dedup: cut pages": [("pipelines/stages.py", "__call__", "ApplyRemovals")],
-    "language": [("pipelines/stages.py", "__call__", "DetectLanguage"),
-                 ("pipelines/stages.py", "setup", "DetectLanguage")],
-    "bad words": [("pipelines/stages.py", "__call__", "Badwords")],
-    "write shards (lines, gzip)": [("pipelines/output.py", "process", "_BucketFn"),
-                                   ("pipelines/output.py", "process", "_WriteShardFn")],
+    "read WET": [("pipelines/beam/wet_input.py", "process", "_ReadWetFileFn")],
+    "released text": [("pipelines/steps/filter_steps.py", "__call__", "ReleasedText")],
+    "URL dedup (choose newest)": [("pipelines/filters/urls.py", "newest_page", None),
+                                  ("pipelines/filters/urls.py", "first_seen_newest_page", None)],
+    "clean": [("pipelines/steps/filter_steps.py", "__call__", "Clean")],
+    "dedup: keys out, resolved per worker": [
+        ("pipelines/steps/span_dedup.py", "__call__", "SpanRecords"),
+        ("pipelines/steps/span_dedup.py", "_flush", "SpanRecords")],
+    "dedup: losers of a bucket": [("pipelines/beam/span_dedup.py", "losers_of_bucket", None)],
+    "dedup: cut pages": [("pipelines/steps/span_dedup.py", "__call__", "ApplyRemovals")],
+    "language": [("pipelines/steps/filter_steps.py", "__call__", "DetectLanguage"),
+                 ("pipelines/steps/filter_steps.py", "setup", "DetectLanguage")],
+    "bad words": [("pipelines/steps/filter_steps.py", "__call__", "Badwords")],
+    "write shards (lines, gzip)": [("pipelines/writers/output.py", "process", "_BucketFn"),
+                                   ("pipelines/writers/output.py", "process", "_WriteShardFn")],
 }
 
 

@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
-from pipelines import wet  # noqa: E402
-from pipelines.files import open_raw  # noqa: E402
+from pipelines.readers import wet  # noqa: E402
+from pipelines.readers.files import open_raw  # noqa: E402
 from pipelines.page import Page  # noqa: E402
 
 SAMPLES = str(REPO_ROOT.parent / "shared" / "data" / "wet" / "*" / "*")

@@ -16,7 +16,8 @@ import sys
 from typing import Optional, Sequence
 
 from deploy import REPO_ROOT, arguments, requirements
-from pipelines import common_crawl, layout
+from pipelines.executors import layout
+from pipelines.readers import common_crawl
 from pipelines.config import VARIANTS as VARIANT_CONFIGS
 from pipelines.wording import counted
 
@@ -76,7 +77,8 @@ class DataflowJob:
     badwords_dir: Optional[str] = None
     realnews_domains: Optional[str] = None
     webtext_urls: tuple[str, ...] = ()
-    # A staged run (pipelines/staged.py): a Dataflow job per stage over its unfinished tasks; a
+    # A staged run (pipelines/executors/staged.py): a Dataflow job per stage over its unfinished
+    # tasks; a
     # rerun of the same command resumes. `buckets`: its URL buckets (None: from the input).
     # `one_job`: one Dataflow job over the whole input instead, which no rerun resumes.
     one_job: bool = False
@@ -180,7 +182,7 @@ def plan_lines(job: DataflowJob) -> list[str]:
 
 def _staged_plan_lines(job: DataflowJob, files: int) -> list[str]:
     config = VARIANT_CONFIGS[job.variant]
-    cut = layout.default_layout(files, files * layout.REMOTE_WET_FILE_BYTES, None, job.buckets)
+    cut = layout.default_layout(files, files * common_crawl.REMOTE_WET_FILE_BYTES, None, job.buckets)
     counts = layout.task_counts(config, cut, files, len(job.webtext_urls))
     shares = layout.cpu_shares(config)
     name = job_name(job.variant, job.dumps, job.max_files)

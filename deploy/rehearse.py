@@ -7,7 +7,8 @@ the same bytes.
 
 rehearses the C4 job (in one, and in stages), the mC4 job (workers: the `pipeline` extra) and the
 TFDS build of t5_c4/en
-(workers: the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/. A
+(workers: the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/.
+A
 remote worker imports the project and its packages afresh and receives every function of the
 job pickled, so the rehearsal fails, as Dataflow would, where the DirectRunner (one process with
 the launcher's whole environment) does not: a package the workers lack, state a module held in
@@ -42,7 +43,8 @@ JOB_TIMEOUT_S = 600
 # How much of a failed run's standard error a verdict keeps.
 ERROR_TAIL_CHARS = 3000
 
-# A staged run (pipelines/staged.py) in two URL buckets: on the DirectRunner its tasks run on
+# A staged run (pipelines/executors/staged.py) in two URL buckets: on the DirectRunner its tasks run
+# on
 # local worker processes, on the portable runner each stage is a Beam job on the lean workers.
 STAGED = ("--staged", "--buckets", "2")
 # A staged run on the workers is killed once this stage has a task done, then rerun.

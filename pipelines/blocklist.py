@@ -9,69 +9,17 @@ writes OUT/report/blocklist.json (what pipelines.report shows) and prints the mo
 terms and domains.
 """
 import argparse
-import collections
-import json
 import os
 import sys
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
-import orjson
-from apache_beam.io.filesystems import FileSystems
-
-from pipelines import badwords, domains, exclusions, provenance
+from pipelines import exclusion_sample
+from pipelines.audit.blocklist import SHOWN, dropped_for_badwords, exclusions_of, study
+from pipelines.filters import badwords
 from pipelines.records import write_json
 from pipelines.wording import counted
+from pipelines.writers import exclusions
 from text.report_files import BLOCKLIST_FILE, REPORT_DIR, report_file
-
-SHOWN = 20
-
-
-def dropped_for_badwords(lines: Iterable[bytes]) -> Iterable[dict]:
-    """The page records the bad-words stage dropped, of an exclusions file's lines."""
-    for line in lines:
-        record = orjson.loads(line)
-        if record["stage"] == "badwords" and record["level"] == "page":
-            yield record
-
-
-def study(records: Iterable[dict], matcher: badwords.BadwordsMatcher, fraction: float) -> dict:
-    """Pages, term counts (each term once a page: how many pages it took out, alone or with
-    others), pages taken out by one term alone, and domains."""
-    extractor = domains.offline_domain_extractor()
-    terms, alone, hosts = collections.Counter(), collections.Counter(), collections.Counter()
-    pages = 0
-    for record in records:
-        pages += 1
-        found = set(badwords.found_badwords(record["text"], matcher))
-        terms.update(found)
-        if len(found) == 1:
-            alone.update(found)
-        parts = extractor(record["url"])
-        hosts[f"{parts.domain}.{parts.suffix}" if parts.suffix else parts.domain] += 1
-
-    def ranked(counter):
-        return [[name, count] for name, count in
-                sorted(counter.items(), key=lambda item: (-item[1], item[0]))]
-    return {"pages": pages, "fraction": fraction,
-            "estimated_pages": round(pages / fraction),
-            "terms": ranked(terms), "terms_alone": ranked(alone), "domains": ranked(hosts)}
-
-
-def exclusions_of(output_dir: str, given: Optional[str]) -> tuple:
-    """(the exclusions' folder, their fraction): given, or as the run's run_config.json names
-    (exclusions.locate: from any working folder)."""
-    config_path = FileSystems.join(output_dir, provenance.RUN_CONFIG_FILE)
-    if not FileSystems.exists(config_path):
-        raise ValueError(f"no {provenance.RUN_CONFIG_FILE} in {output_dir}: is it a C4 run's "
-                         "output folder?")
-    directory = exclusions.locate(output_dir, json.loads(FileSystems.open(config_path).read()),
-                                  given)
-    if directory is None:
-        raise ValueError(f"the run in {output_dir} wrote no exclusions: rerun it with "
-                         "--exclusions DIR, or name them with --exclusions")
-    summary = json.loads(FileSystems.open(
-        FileSystems.join(directory, exclusions.SUMMARY_FILE)).read())
-    return directory, summary["fraction"]
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:
@@ -91,7 +39,8 @@ def main(argv: Optional[Sequence[str]] = None) -> dict:
             terms = badwords.parse_badwords(source.read(), args.badwords)
     except (OSError, ValueError, KeyError) as error:
         sys.exit(f"error: {error}")
-    found = study(dropped_for_badwords(exclusions.lines(directory, exclusions.EXCLUSIONS_SPLIT)),
+    dropped = exclusions.lines(directory, exclusion_sample.EXCLUSIONS_SPLIT)
+    found = study(dropped_for_badwords(dropped),
                   badwords.compile_badwords(terms), fraction)
     path = args.json or report_file(args.output, BLOCKLIST_FILE)
     if "://" not in path:

@@ -3,8 +3,9 @@
     python -m pipelines.c4 --variant en --input PATH_OR_GLOB_OR_MANIFEST... --output DIR
 
 Any option not listed in --help is passed to Beam (--runner, --direct_num_workers, ...). This
-module is the command line only: the graph is pipelines/graph.py, the runs in one job or in stages
-pipelines/executors/, the local runner pipelines/embedded.py.
+module is the command line only: the graph is pipelines/beam/graph.py, the runs in one job or in
+stages
+pipelines/executors/, the local runner pipelines/beam/embedded.py.
 """
 import argparse
 import dataclasses
@@ -16,16 +17,21 @@ from typing import Collection, List, Optional, Sequence
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import (common_crawl, dataset_card, exclusions, files, funnel, inputs, layout,
-                       lists, output, provenance, staged, stages, stats)
-from pipelines.cleaning import CLEANING_SETTINGS
+from pipelines import exclusion_sample
+from pipelines.executors import layout, staged
+from pipelines.readers import common_crawl, files, inputs, lists
+from pipelines.stats import funnel, provenance, stats
+from pipelines.steps.resources import DECONTAMINATION_METHODS, Decontamination, load_resources
+from pipelines.writers import dataset_card, exclusions, output
+from pipelines.filters.cleaning import CLEANING_SETTINGS
+from pipelines.counters import WRITE_STAGE, parse_written
 from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
-from pipelines.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
+from pipelines.beam.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
 from pipelines.executors import base
 from pipelines.executors.in_stages import describe_staged, run_staged, staged_run
 from pipelines.executors.one_job import NAMED_FILES, NothingRead, run_one_job
-from pipelines.job import Job
-from pipelines.urls import DEFAULT_VALIDATION_FRACTION, split_of
+from pipelines.executors.job import Job
+from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from pipelines.wording import counted
 from text.punkt import PunktDataMissing
 from text.splitters import SPLITTER_NAMES
@@ -169,13 +175,13 @@ def parser() -> argparse.ArgumentParser:
                               "SPLIT-NNNNN-of-NNNNN.jsonl.gz) or parquet (the same records in "
                               "the same shards and order, SPLIT-NNNNN-of-NNNNN.parquet); either "
                               f"way the output folder's {dataset_card.CARD_FILE} makes it a "
-                              "Hugging Face dataset (pipelines/dataset_card.py)")
+                              "Hugging Face dataset (pipelines/writers/dataset_card.py)")
     options.add_argument("--decontaminate", default=None, metavar="INDEX",
                          help="drop the pages that hold an example of the tasks of INDEX (a "
                               "file `python -m model.tasks.contamination ... --index INDEX` "
                               "writes): a stage after the bad words, with its counters")
     options.add_argument("--decontamination_method", default="ngram13",
-                         choices=stages.DECONTAMINATION_METHODS,
+                         choices=DECONTAMINATION_METHODS,
                          help="how --decontaminate finds an example in a page: a shared 13-gram "
                               "of normalised words (GPT-3's), or the whole normalised example "
                               "(Dodge et al.'s exact match), in characters for scripts without "
@@ -186,9 +192,9 @@ def parser() -> argparse.ArgumentParser:
                          help="write what the filters dropped to DIR, with each stage and reason "
                               "(the pages dropped, the lines and spans removed), and the pages "
                               "kept without their text, for the pages of a sample by URL hash "
-                              "(pipelines/exclusions.py); the output does not change")
+                              "(pipelines/writers/exclusions.py); the output does not change")
     options.add_argument("--exclusion_fraction", type=float,
-                         default=exclusions.DEFAULT_FRACTION,
+                         default=exclusion_sample.DEFAULT_FRACTION,
                          help="the share of URLs whose pages --exclusions records "
                               "(default: %(default)s; 1 records every page)")
     options.add_argument("--read_files", type=int, default=None,
@@ -198,9 +204,9 @@ def parser() -> argparse.ArgumentParser:
                          help="run in stages of tasks that a rerun of the same command resumes: "
                               "every shuffle kept as files of key buckets under "
                               f"OUTPUT/{base.PARTS_FOLDER}/, so that memory is bounded by a "
-                              "bucket, not by the input (pipelines/staged.py); on the local "
-                              "runner the tasks run on --workers processes, on another runner "
-                              "each stage is a Beam job over its unfinished tasks (--executor). "
+                              "bucket, not by the input (pipelines/executors/staged.py); on the "
+                              "local runner the tasks run on --workers processes, on another "
+                              "runner each stage is a Beam job over its unfinished tasks (--executor). "
                               "Default: staged when the input is more than a one-job run on the "
                               "local runner holds in this machine's memory, or several Common "
                               "Crawl manifests (several dumps)")
@@ -365,7 +371,7 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
                                     != command_line.get_default("exclusion_fraction")):
             raise ValueError("--exclusion_fraction says how much --exclusions DIR records: give "
                              "both")
-        excluded = (exclusions.ExclusionConfig(args.exclusions, args.exclusion_fraction)
+        excluded = (exclusion_sample.ExclusionConfig(args.exclusions, args.exclusion_fraction)
                     if args.exclusions else None)
         if not args.dry_run:
             unwritable = (unwritable_folder("--output", args.output)
@@ -378,12 +384,11 @@ def main(argv: Optional[Sequence[str]] = None) -> stats.Stats:
         plan = inputs.plan_inputs(sources, args.max_files, args.cc_base_url)
         if not plan.files:
             raise files.InputError(f"the inputs {sources} name no WET file")
-        decontamination = (stages.Decontamination(args.decontaminate,
-                                                  args.decontamination_method)
+        decontamination = (Decontamination(args.decontaminate, args.decontamination_method)
                            if args.decontaminate else None)
-        resources = stages.load_resources(config, args.badwords, args.realnews_domains,
-                                          args.webtext_urls, args.punkt_data, args.badwords_dir,
-                                          decontamination)
+        resources = load_resources(config, args.badwords, args.realnews_domains,
+                                   args.webtext_urls, args.punkt_data, args.badwords_dir,
+                                   decontamination)
     except files.FetchError as error:
         sys.exit(f"error: {error}. {offline_hint(config)}")
     except (ValueError, files.InputError, PunktDataMissing) as error:
@@ -486,11 +491,12 @@ def _run_staged(job: Job, args: argparse.Namespace, executor_name: str,
 def split_report(counters: stats.Stats, validation_fraction: float) -> str:
     """The pages written to each split, and, where validation holds far more than the fraction
     (more than twice its share, and more than a few pages), the reason it can."""
-    written = counters.get("write", {})
-    train, validation = (sum(value for name, value in written.items()
-                             if name == f"pages.written:{split}"
-                             or name.startswith(f"pages.written:{split}:"))
-                         for split in ("train", "validation"))
+    per_split = {}
+    for name, value in counters.get(WRITE_STAGE, {}).items():
+        written = parse_written(name)
+        if written:
+            per_split[written[0]] = per_split.get(written[0], 0) + value
+    train, validation = per_split.get("train", 0), per_split.get("validation", 0)
     line = (f"split: {counted(train, 'page')} in train, {validation:,} in validation (by URL "
             f"hash, validation_fraction {validation_fraction:g})")
     if validation > max(3, 2 * validation_fraction * (train + validation)):

@@ -1,23 +1,25 @@
 """The named variants of C4 (the paper's Section 3.4) under two rule sets, as typed configurations.
 
-Rule sets (pipelines/rules.py, each an object that carries its functions; a config names one
+Rule sets (pipelines/filters/rules.py, each an object that carries its functions; a config names one
 and `VariantConfig.rule_set` gives it):
 - `paper` (the default): this project's reading of the paper (span dedup, whole-page `{` and
   "lorem ipsum", `”` as an end mark, our URL normalization, ...).
 - `released`: what the public code that made the released C4 does (tensorflow_datasets/text/c4.py
   and c4_utils.py), page for page, for en, en.noclean, en.noblocklist, realnewslike and
-  webtextlike: its WET text, URL normalization, cleaning and line dedup (pipelines/released.py,
+  webtextlike: its WET text, URL normalization, cleaning and line dedup
+  (pipelines/filters/released.py,
   dedup.py `lines` mode).
-`multilingual` (mC4, pipelines/mc4.py) and `en.linededup` have the released rules only.
-The split is the released C4's under both (pipelines/urls.py `split_of`).
+`multilingual` (mC4, pipelines/filters/mc4.py) and `en.linededup` have the released rules only.
+The split is the released C4's under both (pipelines/filters/urls.py `split_of`).
 """
 import dataclasses
 from typing import Dict, Optional, Tuple
 
-from pipelines import common_crawl, mc4, rules as rule_sets
-from pipelines.cleaning import PUBLIC_C4_CLEANING, CleaningConfig
-from pipelines.dedup import PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig
-from pipelines.language import LanguageConfig
+from pipelines.filters import mc4, rules as rule_sets
+from pipelines.readers import common_crawl
+from pipelines.filters.cleaning import PUBLIC_C4_CLEANING, CleaningConfig
+from pipelines.filters.dedup import PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig
+from pipelines.filters.language import LanguageConfig
 from text.splitters import SPLITTER_NAMES
 
 RULE_SETS = tuple(rule_sets.RULE_SETS)

@@ -1,6 +1,8 @@
-"""The page record passed between the pipeline's stages."""
+"""The page record passed between the pipeline's stages, and the JSON line of a flat record."""
 import dataclasses
 from typing import List, Tuple
+
+import orjson
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,3 +45,20 @@ def record_fields() -> List[Tuple[str, type]]:
     blank = Page(url="", normalized_url="", timestamp="", content_type="", content_length=0,
                  text="")
     return [(name, type(value)) for name, value in blank.to_json_record().items()]
+
+
+def _json_value(value) -> bytes:
+    if isinstance(value, str):
+        return orjson.dumps(value)
+    if isinstance(value, float):
+        return float.__repr__(value).encode("ascii")  # json's float format; orjson's differs.
+    if isinstance(value, int):
+        return int.__repr__(value).encode("ascii")
+    raise TypeError(f"no JSON encoding here for {type(value).__name__}")
+
+
+def json_line(record: dict) -> bytes:
+    """`json.dumps(record, ensure_ascii=False)` of a flat record of strings, ints and finite
+    floats, UTF-8, and a newline."""
+    return b"{" + b", ".join(orjson.dumps(key) + b": " + _json_value(value)
+                             for key, value in record.items()) + b"}\n"

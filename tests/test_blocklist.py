@@ -1,4 +1,4 @@
-"""The blocklist study (pipelines/blocklist.py) of one run's exclusions: every page the filter
+"""The blocklist study (pipelines/audit/blocklist.py) of one run's exclusions: every page the filter
 dropped, each with the terms that triggered it (checked with the public C4 code's regular
 expression), their domains; with a sample of the URLs, the pages of the whole run estimated;
 the exclusions found from any folder; a run without exclusions is refused with what to do."""
@@ -9,7 +9,9 @@ import re
 
 import pytest
 
-from pipelines import badwords, blocklist, c4
+from pipelines import blocklist, c4
+from pipelines.audit.blocklist import study
+from pipelines.filters import badwords
 from tests.support.variant_runs import variant_args
 
 
@@ -115,7 +117,7 @@ def test_the_study_counts_terms_alone_ranks_ties_by_name_and_names_hosts_without
                {"url": "http://192.168.0.1/y", "text": "Foo again"},
                {"url": "https://news.example.co.uk/z", "text": "qux, qux"}]
     matcher = badwords.compile_badwords(["bar baz", "foo", "qux"])
-    assert blocklist.study(records, matcher, 0.25) == {
+    assert study(records, matcher, 0.25) == {
         "pages": 4, "fraction": 0.25, "estimated_pages": 16,
         "terms": [["foo", 2], ["qux", 2], ["bar baz", 1]],
         "terms_alone": [["qux", 2], ["foo", 1]],

@@ -1,8 +1,8 @@
 """The paper's cleaning heuristics, line by line and page by page."""
 import pytest
 
-from pipelines.cleaning import (PAPER_TEXT_CLEANING, PUBLIC_C4_CLEANING, CleaningConfig,
-                                clean_page, has_sentences, line_drop_reason)
+from pipelines.filters.cleaning import (PAPER_TEXT_CLEANING, PUBLIC_C4_CLEANING, CleaningConfig,
+                                        clean_page, has_sentences, line_drop_reason)
 from text.sentences import split_sentences
 
 GOOD = "This line is a perfectly fine sentence."

@@ -1,5 +1,7 @@
-"""A run's output folder is a Hugging Face dataset (pipelines/dataset_card.py): `datasets` loads
-it offline, as JSON lines and as Parquet (`--format parquet`, pipelines/parquet_shards.py), with
+"""A run's output folder is a Hugging Face dataset (pipelines/writers/dataset_card.py): `datasets`
+loads
+it offline, as JSON lines and as Parquet (`--format parquet`, pipelines/writers/parquet_shards.py),
+with
 the shards' records; a Parquet run is its JSON-lines run record for record, and writes the same
 bytes again, staged or in parts; the card names exactly the files present."""
 import datetime
@@ -13,7 +15,8 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from pipelines import c4, dataset_card, output, parquet_shards
+from pipelines import c4, counters
+from pipelines.writers import dataset_card, output, parquet_shards
 from pipelines.config import variant
 from pipelines.page import Page
 from tests.support.outputs import assert_same_output
@@ -158,7 +161,7 @@ def test_the_card_names_exactly_the_files_present(runs, name):
             named += matched
     assert len(named) == len(set(named))
     stats = json.loads((folder / "stats.json").read_text())["stages"]["write"]
-    empty = {path for path in shards if not stats[output.written_counter(
+    empty = {path for path in shards if not stats[counters.written(
         path.rpartition("/")[0], path.rpartition("/")[2].split("-")[0])]}
     assert sorted(named) == sorted(set(shards) - empty)
     assert all(section["config_name"] == config["config_name"]

@@ -1,4 +1,4 @@
-"""The datasheet of a run (pipelines/report.py): counters become the right rows, the exclusions
+"""The datasheet of a run (pipelines/audit/datasheet.py): counters become the right rows, the exclusions
 sample is read up to its cap and scaled, page text is escaped, the same inputs give the same
 bytes, and the page of a real run renders in headless Chromium without a console message."""
 import collections
@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 from pipelines import report
+from pipelines.audit import datasheet, datasheet_html, datasheet_sample
 from text.hashing import hash64
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -91,20 +92,20 @@ def make_run(folder: pathlib.Path, with_sample: bool = True) -> pathlib.Path:
 
 
 def test_the_counters_become_drop_reasons_in_stage_order_largest_first():
-    counters = report.ordered_stages(STATS)
+    counters = datasheet_sample.ordered_stages(STATS)
     assert list(counters) == ["read", "clean", "dedup", "badwords", "write"]
-    assert [(d.stage, d.level, d.reason, d.count) for d in report.drop_reasons(counters)] == [
+    assert [(d.stage, d.level, d.reason, d.count) for d in datasheet_sample.drop_reasons(counters)] == [
         ("clean", "line", "no_terminal_punctuation", 40),
         ("clean", "page", "too_few_sentences", 4),
         ("clean", "line", "ellipsis", 3),
         ("dedup", "span", "duplicate", 2),
         ("badwords", "page", "badword", 2),
     ]
-    assert report.pages_in_and_out(counters) == (12, 6)
+    assert datasheet_sample.pages_in_and_out(counters) == (12, 6)
 
 
 def test_a_stage_counted_per_language_gives_one_reason_and_a_row_per_language():
-    counters = report.ordered_stages({"stages": {
+    counters = datasheet_sample.ordered_stages({"stages": {
         "language": {"pages.passed:de": 5, "pages.passed:en": 9, "pages.passed:fr": 0,
                      "pages.passed:und": 2, "und.not_reliable": 2},
         "badwords": {"pages.dropped:badword:de": 1, "pages.dropped:badword:en": 3,
@@ -113,22 +114,22 @@ def test_a_stage_counted_per_language_gives_one_reason_and_a_row_per_language():
                   "pages.written:train:en": 5, "pages.written:validation:en": 1,
                   "pages.written:train:fr": 0, "pages.written:validation:fr": 0,
                   "pages.written:train:und": 2, "pages.written:validation:und": 0}}})
-    assert [(d.stage, d.reason, d.count) for d in report.drop_reasons(counters)] == [
+    assert [(d.stage, d.reason, d.count) for d in datasheet_sample.drop_reasons(counters)] == [
         ("badwords", "badword", 4)]
-    rows = report.language_rows(counters)
+    rows = datasheet_sample.language_rows(counters)
     assert [(row.language, row.kept, row.dropped) for row in rows] == [
         ("en", 6, 3), ("de", 4, 1), ("und", 2, 0)]  # fr: nothing counted, left out.
     assert rows[0].counters == {"language pages.passed": 9, "badwords pages.dropped:badword": 3,
                                 "badwords pages.passed": 6, "write pages.written:train": 5,
                                 "write pages.written:validation": 1}
     assert rows[2].counters["language und.not_reliable"] == 2
-    html = report.languages_section(counters)
+    html = datasheet_html.languages_section(counters)
     assert "1 language with no page left out" in html
     assert "und, language stage: und.not_reliable 2" in html
 
 
 def test_the_configuration_is_flattened_to_dotted_rows():
-    assert report.flattened(RUN_CONFIG) == [
+    assert datasheet_sample.flattened(RUN_CONFIG) == [
         ("variant", "en"), ("config.name", "en"), ("config.rules", "paper"),
         ("config.cleaning.min_words_per_line", 5), ("config.language.languages", ["en"]),
         ("inputs.files", 1), ("inputs.first", "a.wet.gz")]
@@ -136,7 +137,7 @@ def test_the_configuration_is_flattened_to_dotted_rows():
 
 def test_the_sample_is_read_and_scaled_by_the_fraction_and_the_share_read(tmp_path):
     directory = write_exclusions(tmp_path / "x", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
-    sample = report.read_sample(str(directory), report.ReportConfig(examples_per_reason=1))
+    sample = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(examples_per_reason=1))
     assert (sample.records_read, sample.records_total, sample.kept_read) == (6, 6, 3)
     assert sample.dropped_scale == sample.kept_scale == 2.0  # 1 / 0.5, all read.
     assert sample.dropped_by_domain == {"clean": {"a.com": 1}, "badwords": {"c.net": 1}}
@@ -157,46 +158,47 @@ def test_the_sample_is_read_in_whole_files_up_to_its_cap(tmp_path):
     """Each file is a bucket of URLs: whole files are a fair sample, and the scale follows the
     share read. A file larger than the hard cap is cut, and the sample says so."""
     directory = write_exclusions(tmp_path / "x", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5, shards=3)
-    enough = report.read_sample(str(directory), report.ReportConfig(sample_records=1))
+    enough = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(sample_records=1))
     assert (enough.files_read, enough.records_read, enough.cut_inside_a_file) == (1, 2, False)
     assert enough.kept_read == 1  # The same share of the kept files: one of three.
     # 2 of 6 records read from a 0.5 sample: each stands for 6 pages of the run.
     assert enough.dropped_scale == pytest.approx(6.0)
     assert enough.kept_scale == pytest.approx(6.0)
-    cut = report.read_sample(str(directory), report.ReportConfig(sample_records=1,
+    cut = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(sample_records=1,
                                                                  max_sample_records=1))
     assert (cut.records_read, cut.cut_inside_a_file) == (1, True)
-    assert report.estimate_scale(0.01, 0, 0) == 0.0
+    assert datasheet_sample.estimate_scale(0.01, 0, 0) == 0.0
 
 
 def test_a_reason_counted_per_language_shows_examples_of_its_languages(tmp_path):
     records = [dropped(f"http://{language}.example/{number}", "badwords", f"badword:{language}")
                for language in ("de", "en") for number in range(3)]
-    sample = report.read_sample(str(write_exclusions(tmp_path / "x", records, [], 0.1)),
-                                report.ReportConfig(examples_per_reason=2))
-    examples = report.examples_of(sample, report.DropReason("badwords", "page", "badword", 6), 2)
+    sample = datasheet_sample.read_sample(str(write_exclusions(tmp_path / "x", records, [], 0.1)),
+                                datasheet_sample.ReportConfig(examples_per_reason=2))
+    examples = datasheet_html.examples_of(sample, datasheet_sample.DropReason("badwords", "page", "badword", 6),
+                                     2)
     everyone = [record["url"] for record in records]
     assert [example.url for example in examples] == sorted(everyone, key=hash64)[:2]
 
 
 def test_urls_months_and_texts_as_the_tables_show_them():
-    assert report.domain_of("https://www.Example.COM:8080/a?b") == "example.com"
-    assert report.domain_of("not a url") == "(no host)"
-    assert report.month_of("2019-07-17T12:15:59Z") == "2019-07"
-    assert report.capped("abcdef", 4) == "abcd … (2 more characters)"
-    assert report.capped("abc", 4) == "abc"
+    assert datasheet_sample.domain_of("https://www.Example.COM:8080/a?b") == "example.com"
+    assert datasheet_sample.domain_of("not a url") == "(no host)"
+    assert datasheet_sample.month_of("2019-07-17T12:15:59Z") == "2019-07"
+    assert datasheet_sample.capped("abcdef", 4) == "abcd … (2 more characters)"
+    assert datasheet_sample.capped("abc", 4) == "abc"
 
 
 def test_page_text_and_urls_are_escaped_and_the_page_has_no_script(tmp_path):
     run = make_run(tmp_path / "run")
-    page = pathlib.Path(report.build_datasheet(str(run))).read_text(encoding="utf-8")
+    page = pathlib.Path(datasheet.build_datasheet(str(run))).read_text(encoding="utf-8")
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; more" in page
     assert "<script" not in page.lower()
     assert '<mark class="removed">Menu</mark>' in page
 
 
 def test_the_page_loads_nothing_and_its_ids_are_unique(tmp_path):
-    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
     assert not re.search(r"""\b(src|srcset)\s*=|<link\b|@import|url\((?!#)""", page)
     assert set(re.findall(r"""href="([^"]*)\"""", page)) <= {
         f"#{name}" for name in re.findall(r"""\bid="([^"]*)\"""", page)}
@@ -206,16 +208,16 @@ def test_the_page_loads_nothing_and_its_ids_are_unique(tmp_path):
 
 def test_the_same_inputs_give_the_same_bytes(tmp_path):
     first, second = make_run(tmp_path / "a"), make_run(tmp_path / "b")
-    pages = [pathlib.Path(report.build_datasheet(str(run))).read_bytes().replace(
+    pages = [pathlib.Path(datasheet.build_datasheet(str(run))).read_bytes().replace(
         str(run).encode(), b"OUT") for run in (first, second)]
     assert pages[0] == pages[1]
-    assert pathlib.Path(report.build_datasheet(str(first))).read_bytes().replace(
+    assert pathlib.Path(datasheet.build_datasheet(str(first))).read_bytes().replace(
         str(first).encode(), b"OUT") == pages[0]
 
 
 def test_a_run_without_a_sample_says_what_it_lacks_and_how_to_get_it(tmp_path):
     run = make_run(tmp_path / "run", with_sample=False)
-    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(run))).read_text()
     assert "This run wrote no exclusions sample." in page
     assert "--exclusions OUT/exclusions --exclusion_fraction 0.01" in page
     assert "12</b>pages read" in page
@@ -321,7 +323,7 @@ def test_the_studies_are_shown_as_tables_when_present(tmp_path):
     (run / "report/blocklist.json").write_text(json.dumps({
         "terms": [["badterm", 17]], "domains": [["spam.example", 3]], "pages": 20,
         "fraction": 0.1, "estimated_pages": 200, "terms_alone": [["badterm", 9]]}))
-    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(run))).read_text()
     assert ("<td>glue_cola</td><td>sentence</td><td class=n>1,043</td><td class=n>13</td>"
             "<td class=n>1.25%</td><td class=n>2</td><td class=n>25.00%</td>"
             "<td class=n>1,035</td>") in page
@@ -346,14 +348,14 @@ def test_the_studies_are_shown_as_tables_when_present(tmp_path):
     (run / "report/blocklist.json").write_text(json.dumps({
         "terms": [], "domains": [], "pages": 20, "fraction": 1.0, "estimated_pages": 20,
         "terms_alone": []}))
-    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(run))).read_text()
     assert "dropped: 20. The terms" in page
 
 
 def test_the_sample_is_said_as_a_share_of_urls_and_its_figures_as_estimates(tmp_path):
-    assert [report.share_of_urls(fraction) for fraction in (1.0, 0.5, 0.1, 0.01, 0.001)] == [
+    assert [datasheet_html.share_of_urls(fraction) for fraction in (1.0, 0.5, 0.1, 0.01, 0.001)] == [
         "every URL", "50% of URLs", "10% of URLs", "1% of URLs", "0.1% of URLs"]
-    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
     assert "Exclusions sample: 50% of URLs;" in page
     assert "Figures from it are estimates (≈), scaled to the whole run." in page
     # Kept pages of the 0.5 sample, all read: d.com's 2 and a.com's 1 stand for 4 and 2.
@@ -490,13 +492,13 @@ def test_a_reason_with_colons_loses_only_its_last_part_and_only_when_it_is_a_lan
                                     "pages.dropped:example_of:xnli:fr": 1,
                                     "pages.dropped:example_of:glue_rte": 5},
                 "badwords": {"pages.dropped:badword:de": 3}}
-    assert [(drop.stage, drop.reason, drop.count) for drop in report.drop_reasons(counters)] == [
+    assert [(drop.stage, drop.reason, drop.count) for drop in datasheet_sample.drop_reasons(counters)] == [
         ("decontamination", "example_of:glue_rte", 5), ("decontamination", "example_of:xnli", 3),
         ("badwords", "badword", 3)]
 
 
 def test_the_input_files_with_a_problem_are_a_table_of_every_field_they_have():
-    html = report.file_problems_html([
+    html = datasheet_html.file_problems_html([
         {"file": "a.warc.wet.gz", "problem": "not gzip"},
         {"file": "b.warc.wet.gz", "problem": "truncated", "pages_read": 72}])
     assert "Input files with a problem" in html
@@ -504,7 +506,7 @@ def test_the_input_files_with_a_problem_are_a_table_of_every_field_they_have():
     assert headers == ["file", "problem", "pages_read"]
     cells = re.findall(r"<td(?: [^>]*)?>(.*?)</td>", html)
     assert cells == ["a.warc.wet.gz", "not gzip", "", "b.warc.wet.gz", "truncated", "72"]
-    assert report.file_problems_html([]) == ""
+    assert datasheet_html.file_problems_html([]) == ""
 
 
 def section_texts(page: str) -> dict:
@@ -531,7 +533,7 @@ def test_every_section_says_in_words_what_the_run_and_its_sample_hold(tmp_path):
     """The hand-made run above, read as a user reads its page: each figure checked by hand
     (12 read, clean's 4 and badwords' 2 pages dropped: 6 written; a 50% sample: ≈ twice what
     was read)."""
-    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
     assert "<title>C4 en (paper rules): 1 WET file: datasheet</title>" in page
     assert "<h1>C4 en (paper rules): 1 WET file: datasheet</h1>" in page
     texts = section_texts(page)
@@ -596,7 +598,7 @@ def test_every_section_says_in_words_what_the_run_and_its_sample_hold(tmp_path):
 
 
 def test_every_plot_labels_its_axes_bars_and_groups(tmp_path):
-    page = pathlib.Path(report.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
     assert plot_texts(page, "funnel") == [[
         "C4 en (paper rules): 1 WET file", "pages kept (green) and dropped (red) per stage",
         "read", "12 kept", "records.skipped:empty_page 2",
@@ -629,7 +631,7 @@ def test_a_failed_unfinished_run_with_file_problems_says_so_first(tmp_path):
         error="MemoryError: out of memory", progress={"done": 1}, file_problems=problems,
         language="de")))
     (run / "run_config.json").unlink()
-    page = pathlib.Path(report.build_datasheet(str(run))).read_text()
+    page = pathlib.Path(datasheet.build_datasheet(str(run))).read_text()
     assert "<h1>C4 en de: datasheet</h1>" in page  # No run_config.json: no rules, no files.
     assert section_texts(page)["summary"] == (
         "Summary|3|pages read|3|pages written (100.0%)|0|pages dropped (0.0%)|"
@@ -642,5 +644,5 @@ def test_a_failed_unfinished_run_with_file_problems_says_so_first(tmp_path):
     assert section_texts(page)["reasons"] == "Drop reasons|No stage dropped anything."
     assert list(section_texts(page)) == ["summary", "funnel", "reasons", "domains", "months",
                                          "lengths", "examples", "studies", "config"]
-    assert [report.month_of(stamp) for stamp in ("2019-04-25T16:14:41Z", "2019")] == [
+    assert [datasheet_sample.month_of(stamp) for stamp in ("2019-04-25T16:14:41Z", "2019")] == [
         "2019-04", "(no date)"]

@@ -1,4 +1,5 @@
-"""--decontaminate (pipelines/stages.py Decontaminate): the pages that hold an example of the
+"""--decontaminate (pipelines/steps/span_dedup.py Decontaminate): the pages that hold an example of
+the
 index's tasks leave the corpus, counted per task and recorded in the exclusions; the rest of the
 corpus is the run without it, line for line; the method decides which; the examples too short
 for it are said before any work; a staged run writes the same bytes; a file that is no index is
@@ -13,7 +14,9 @@ import sys
 import pytest
 
 from model.tasks import contamination as contamination_command
-from pipelines import c4, stats
+from pipelines import c4
+from pipelines.stats import stats
+from pipelines.steps import plan
 from tests.support.contamination_reference import ngram_set, reference_words
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
@@ -118,7 +121,8 @@ def test_the_method_decides_which_pages_leave_and_nothing_else_changes(
     assert config["decontamination"] == {"index_path": str(tmp_path / "index.json.gz"),
                                          "method": method}
     assert str(tmp_path / "index.json.gz") in config["lists_sha256"]
-    assert stats.STAGE_ORDER.index("decontamination") > stats.STAGE_ORDER.index("badwords")
+    order = plan.stage_order()
+    assert order.index("decontamination") > order.index("badwords")
     assert notice(examples, method) in printed
 
 

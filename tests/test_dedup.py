@@ -3,9 +3,10 @@ import collections
 
 import pytest
 
-from pipelines.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig, bucket_blocks,
-                             distinct_span_keys, drop_reason_after_dedup, page_key, page_records,
-                             remove_units, removed_starts, resolve_records, span_keys, units_of)
+from pipelines.filters.dedup import (PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig,
+                                     bucket_blocks, distinct_span_keys, drop_reason_after_dedup,
+                                     page_key, page_records, remove_units, removed_starts,
+                                     resolve_records, span_keys, units_of)
 from tests.support.pages import HOT, hot_span_pages
 from text.sentences import split_sentences
 
@@ -196,9 +197,10 @@ def test_a_hot_span_keeps_one_copy_on_the_direct_runner(monkeypatch, records_per
     import apache_beam as beam
     from apache_beam.testing.util import assert_that
 
-    from pipelines import stages
+    from pipelines.beam.span_dedup import DedupText
+    from pipelines.steps import span_dedup
     from text.hashing import digest64
-    monkeypatch.setattr(stages, "_RECORDS_PER_FLUSH", records_per_flush)
+    monkeypatch.setattr(span_dedup, "_RECORDS_PER_FLUSH", records_per_flush)
     pages = hot_span_pages(3000)
     survivor = min(pages, key=lambda page: digest64(page.normalized_url)).url
 
@@ -214,6 +216,6 @@ def test_a_hot_span_keeps_one_copy_on_the_direct_runner(monkeypatch, records_per
     with beam.Pipeline(options=beam.options.pipeline_options.PipelineOptions(
             ["--direct_running_mode=in_memory", "--direct_num_workers=1"])) as pipeline:
         kept = (pipeline | beam.Create(pages)
-                | stages.DedupText(PAPER_SPAN_DEDUP, min_sentences=1, split=split_sentences,
+                | DedupText(PAPER_SPAN_DEDUP, min_sentences=1, split=split_sentences,
                                    buckets=buckets))
         assert_that(kept, check)

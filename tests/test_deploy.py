@@ -131,9 +131,10 @@ def test_webtextlike_preset_reads_the_papers_twelve_dumps():
 
 def test_the_mc4_preset_reads_its_86_dumps_and_the_lists_per_language(shared_data):
     """`--variant multilingual --dump_preset mc4`: the job reads the 86 manifests (listed on
-    the workers: pipelines/inputs.py) and the folder of lists per language, and its argv is
+    the workers: pipelines/readers/inputs.py) and the folder of lists per language, and its argv is
     what the pipeline understands."""
-    from pipelines import c4, common_crawl
+    from pipelines import c4
+    from pipelines.readers import common_crawl
     argv = dataflow_argv("--variant", "multilingual", "--dump_preset", "mc4",
                          "--badwords_dir", str(shared_data / "badwords"))
     args, _ = c4.parser().parse_known_args(argv)
@@ -146,7 +147,9 @@ def test_the_mc4_preset_reads_its_86_dumps_and_the_lists_per_language(shared_dat
 def test_the_dataflow_run_is_staged_and_the_dry_run_prints_each_stage_and_what_it_costs(capsys):
     """On Dataflow the pipeline runs in stages, a job per stage over its unfinished tasks; the
     dry run says each stage's tasks and what a failed job costs at most."""
-    from pipelines import c4, layout
+    from pipelines import c4
+    from pipelines.executors import layout
+    from pipelines.readers import common_crawl
     args, _ = c4.parser().parse_known_args(dataflow_argv("--variant", "en", "--dump",
                                                          "CC-MAIN-2019-18"))
     assert args.staged and args.in_parts is None
@@ -155,7 +158,7 @@ def test_the_dataflow_run_is_staged_and_the_dry_run_prints_each_stage_and_what_i
     plan = capsys.readouterr().out.splitlines()[1:]
     # A dump makes the buckets bigger, not more.
     buckets = layout.MAX_BUCKETS
-    assert 56_000 * layout.REMOTE_WET_FILE_BYTES > buckets * layout.BUCKET_INPUT_BYTES
+    assert 56_000 * common_crawl.REMOTE_WET_FILE_BYTES > buckets * layout.BUCKET_INPUT_BYTES
     assert plan[0].startswith("plan: about 56,000 WET files (1 dump) in stages, kept under "
                               "gs://my-bucket/c4/c4-en-2019-18/parts/: read (1,000 tasks), "
                               f"url ({buckets:,} tasks), spans ({buckets:,} tasks)")
@@ -789,7 +792,8 @@ def test_training_command_configures_the_real_trainer():
         precision = PrecisionConfig()
     finally:
         gin.clear_config()
-    # The layout is the trainer's one default (model/trainer/mesh.py): the launcher keeps no copy of it.
+    # The layout is the trainer's one default (model/trainer/mesh.py): the launcher keeps no copy of
+    # it.
     assert mesh.mesh_shape == "model:2,batch:16" and mesh.layout == DEFAULT_LAYOUT
     assert not [p for p in option_values(words, "--gin_param") if p.startswith("MeshConfig.layout")]
     # T5's precision on TPUs, from model/gin/tpu.gin.

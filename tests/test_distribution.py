@@ -15,8 +15,11 @@ from apache_beam.internal import pickler
 from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 
-from pipelines import c4, common_crawl, config, graph, inputs, stages
-from pipelines.provenance import RUN_CONFIG_FILE
+from pipelines import c4, config
+from pipelines.beam import graph
+from pipelines.readers import common_crawl, inputs
+from pipelines.stats.provenance import RUN_CONFIG_FILE
+from pipelines.steps.resources import load_resources
 
 # Dataflow refuses job requests over 10 MB; the graph carries the pickled word and domain lists.
 DATAFLOW_REQUEST_LIMIT_BYTES = 10 * 2**20
@@ -56,10 +59,11 @@ def test_multi_process_run_writes_the_same_bytes_as_one_process(tmp_path, shared
 
 def variant_graph(variant: str, shared_data: pathlib.Path, output: pathlib.Path,
                   wet_input: list[str] = ()) -> beam.Pipeline:
-    """The full graph of a variant, built as `pipelines.c4.main` builds it (pipelines/graph.py), without running
+    """The full graph of a variant, built as `pipelines.c4.main` builds it
+    (pipelines/beam/graph.py), without running
     (by default on the realistic WET samples)."""
     variant_config = config.variant(variant)
-    resources = stages.load_resources(
+    resources = load_resources(
         variant_config,
         badwords_path=str(shared_data / "badwords" / "en"),
         realnews_domains_path=str(shared_data / "realnews" / "domain_to_allowed_subdomains.json"),

@@ -1,4 +1,4 @@
-"""--exclusions (pipelines/exclusions.py): the records of what each stage dropped number its
+"""--exclusions (pipelines/writers/exclusions.py): the records of what each stage dropped number its
 counters, reason by reason; the sample is a deterministic choice of URLs; the kept output does
 not change; the records say what they claim (a bad word in each page the bad-words filter
 dropped, a page over the limit in each too-long one)."""
@@ -11,16 +11,21 @@ import sys
 
 import pytest
 
-from pipelines import badwords, c4, exclusions, stages, stats, urls
+from pipelines import c4, exclusion_sample
+from pipelines.filters import badwords, urls
+from pipelines.stats import stats
 from pipelines.config import variant
 from pipelines.page import Page
-from pipelines.stages import load_resources
+from pipelines.beam.url_dedup import NewestPageFn
+from pipelines.steps.base import Counts
+from pipelines.steps.resources import load_resources
+from pipelines.steps.url_dedup import CountUrlDuplicates
 from tests.support.references import build_reference
 from tests.support.variant_runs import variant_args
 from text.hashing import hash64
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
-# The counters a record's level stands for, as the stages name them (pipelines/stages.py).
+# The counters a record's level stands for, as the stages name them (pipelines/steps/span_dedup.py).
 LEVELS_OF_COUNTERS = {"pages.dropped:": "page", "lines.dropped:": "line", "spans.dropped:": "span"}
 
 
@@ -202,7 +207,7 @@ def _pages_of_one_url(count: int) -> list:
 @pytest.mark.parametrize("fraction", [1.0, None])
 def test_url_dedup_records_the_pages_it_drops_in_whatever_order_they_meet(fraction):
     pages = _pages_of_one_url(4)
-    newest = stages._NewestPageFn(urls.newest_page, fraction)
+    newest = NewestPageFn(urls.newest_page, fraction)
     one_by_one = functools.reduce(newest.add_input, pages, newest.create_accumulator())
     in_halves = newest.merge_accumulators(
         [functools.reduce(newest.add_input, half, newest.create_accumulator())
@@ -210,8 +215,8 @@ def test_url_dedup_records_the_pages_it_drops_in_whatever_order_they_meet(fracti
     for best, count, losers in (one_by_one, in_halves):
         assert (best, count) == (pages[-1], 4)
         assert sorted(losers, key=lambda page: page.timestamp) == (pages[:3] if fraction else [])
-    counts = stages.Counts(exclusions.Sample(1.0) if fraction else None)
-    assert stages.CountUrlDuplicates()(("a.example/x", in_halves), counts) == (pages[-1],)
+    counts = Counts(exclusion_sample.Sample(1.0) if fraction else None)
+    assert CountUrlDuplicates()(("a.example/x", in_halves), counts) == (pages[-1],)
     assert counts.as_stats()["url_dedup"]["pages.dropped:older_duplicate"] == 3
     if fraction:
         assert sorted(json.loads(record.line)["text"] for record in counts.sample.take()) == [

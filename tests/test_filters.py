@@ -7,8 +7,9 @@ import sys
 
 import pytest
 
-from pipelines import badwords, domains, urls, wet
-from pipelines.files import InputError, expand, open_raw, read_all
+from pipelines.filters import badwords, domains, urls
+from pipelines.readers import wet
+from pipelines.readers.files import InputError, expand, open_raw, read_all
 from pipelines.page import Page
 
 

@@ -3,7 +3,7 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from pipelines import funnel
+from pipelines.stats import funnel
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -59,7 +59,7 @@ def _lines(group):
 
 def test_kept_pages_are_drawn_as_the_sum_of_the_counters_stats_json_names():
     """dedup counts the pages it passes whole (`pages.passed`) and those it shortened
-    (`pages.passed:shortened`) apart (pipelines/stages.py, ApplyRemovals): the funnel's
+    (`pages.passed:shortened`) apart (pipelines/steps/span_dedup.py, ApplyRemovals): the funnel's
     1,067 is their sum, said as such, on a line of its own, not among the drop reasons."""
     stats = {"dedup": {"pages.passed": 1050, "pages.passed:shortened": 17,
                        "pages.dropped:too_few_sentences_after_dedup": 3},

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from pipelines import c4, wet
+from pipelines import c4
+from pipelines.readers import wet
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 SAMPLE = "wet/realistic/CC-MAIN-2019-30-part-1.warc.wet.gz"

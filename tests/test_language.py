@@ -10,10 +10,10 @@ from unittest import mock
 import pytest
 from langdetect import detector_factory
 
-from pipelines.files import open_raw
-from pipelines.language import LanguageConfig, LanguageDetector, language_drop_reason
+from pipelines.readers.files import open_raw
+from pipelines.filters.language import LanguageConfig, LanguageDetector, language_drop_reason
 from pipelines.page import Page
-from pipelines.wet import read_wet
+from pipelines.readers.wet import read_wet
 
 
 @pytest.fixture(scope="module")

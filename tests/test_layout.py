@@ -7,7 +7,9 @@ in text/; model reads C4 through tfds_c4); nothing imports a command line (but a
 which runs it in process); inside model/, the command lines -> families -> tasks -> trainer ->
 data, and no module of model/'s packages imports one of model/'s own folder (a command line);
 no family imported by name below the families; families independent of each other but for
-SegaBERT on BERT."""
+SegaBERT on BERT; inside pipelines/, each package imports none of the packages above it
+(PIPELINES_NEVER_IMPORTS), and the rules, the readers and the steps use no Beam but its file
+systems (the steps: and the page's coder)."""
 import ast
 import pathlib
 from typing import Dict, Set
@@ -41,6 +43,30 @@ MODEL_LAYERS = ("model.families", "model.convert.checkpoints", "model.tasks", "m
                 "model.data")
 # The one documented direction between families (families/segabert builds on families/bert).
 FAMILY_DEPENDENCIES = {"segabert": {"bert"}}
+# pipelines/'s packages (pipelines/README.md): what none of a package's modules imports. The
+# rules are pure functions (filters/); the steps chain them (steps/); beam/ runs the steps on
+# Beam and executors/ runs a job; writers/ and stats/ record it; audit/ reads a finished run.
+# The root modules (page, config, counters, ...) are not ranked, but for the command lines
+# (COMMAND_LINES), which nothing imports.
+_ABOVE_THE_STEPS = ("pipelines.beam", "pipelines.executors", "pipelines.writers",
+                    "pipelines.stats", "pipelines.audit")
+PIPELINES_NEVER_IMPORTS = {
+    "pipelines.filters": ("pipelines.readers", "pipelines.steps") + _ABOVE_THE_STEPS,
+    "pipelines.readers": ("pipelines.steps",) + _ABOVE_THE_STEPS,
+    "pipelines.steps": _ABOVE_THE_STEPS,
+    "pipelines.writers": ("pipelines.steps", "pipelines.beam", "pipelines.executors",
+                          "pipelines.audit"),
+    "pipelines.stats": ("pipelines.beam", "pipelines.executors", "pipelines.audit"),
+    "pipelines.beam": ("pipelines.executors", "pipelines.audit"),
+    "pipelines.executors": ("pipelines.audit",),
+}
+# The part of Beam any module may use: its file systems (a path on local disk, gs://, s3://).
+BEAM_FILE_SYSTEMS = ("apache_beam.io.filesystem", "apache_beam.io.filesystems")
+# The packages whose modules use no more of Beam, themselves or through what they import, but
+# the modules named: the steps send a page through a shuffle or a file as bytes with the page's
+# coder (Beam's fast tuple coder, pipelines/coders.py), and that is all they reach.
+WITHOUT_BEAM = {"pipelines.filters": (), "pipelines.readers": (),
+                "pipelines.steps": ("pipelines.coders",)}
 
 
 def module_name(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
@@ -159,6 +185,59 @@ def layering_violations(graph: Dict[str, Set[str]]) -> list:
     return sorted(found)
 
 
+def beam_users(root: pathlib.Path = ROOT) -> Set[str]:
+    """The project modules that import more of Beam than its file systems."""
+    def beam_imports(path: pathlib.Path) -> Set[str]:
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        return {name for name in found if name.split(".")[0] == "apache_beam"
+                and not any(_within(name, allowed) for allowed in BEAM_FILE_SYSTEMS)}
+
+    return {name for name, path in project_modules(root).items() if beam_imports(path)}
+
+
+def _path_to_beam(graph: Dict[str, Set[str]], uses_beam: Set[str], source: str,
+                  allowed: tuple):
+    """The imports from `source` to a module that uses Beam (a list, `source` first), not
+    through the `allowed` modules, or None."""
+    came_from = {source: None}
+    queue = [source]
+    while queue:
+        module = queue.pop(0)
+        if module in uses_beam:
+            path = []
+            while module is not None:
+                path.append(module)
+                module = came_from[module]
+            return path[::-1]
+        for target in sorted(graph.get(module, ())):
+            if target not in came_from and target not in allowed:
+                came_from[target] = module
+                queue.append(target)
+    return None
+
+
+def pipelines_violations(graph: Dict[str, Set[str]], uses_beam: Set[str]) -> list:
+    """Every import against pipelines/'s packages (PIPELINES_NEVER_IMPORTS, WITHOUT_BEAM)."""
+    found = []
+    for source, targets in graph.items():
+        for package, never in PIPELINES_NEVER_IMPORTS.items():
+            if _within(source, package):
+                found.extend(f"{source} imports {target}: {package} never imports {forbidden}"
+                             for target in targets for forbidden in never
+                             if _within(target, forbidden))
+        for package, allowed in WITHOUT_BEAM.items():
+            path = _within(source, package) and _path_to_beam(graph, uses_beam, source, allowed)
+            if path:
+                found.append(f"{source} reaches Beam: {' -> '.join(path)} (imports "
+                             f"apache_beam beyond {', '.join(BEAM_FILE_SYSTEMS)})")
+    return sorted(found)
+
+
 def test_the_project_has_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
@@ -166,6 +245,55 @@ def test_the_project_has_no_import_cycle():
 
 def test_imports_run_down_the_layers_and_no_family_is_named_below_the_families():
     assert layering_violations(import_graph()) == []
+
+
+def test_pipelines_packages_import_down_and_the_rules_and_steps_use_no_beam():
+    assert pipelines_violations(import_graph(), beam_users()) == []
+
+
+def test_the_beam_rule_sees_the_modules_that_use_beam():
+    """Not trivially true: the graph's Beam modules are found, and a step reaches the page's
+    coder, the one piece of Beam it may."""
+    uses_beam = beam_users()
+    assert {"pipelines.beam.phases", "pipelines.coders", "pipelines.writers.output"} <= uses_beam
+    assert not uses_beam & {"pipelines.readers.files", "pipelines.records"}  # File systems only.
+    graph = import_graph()
+    assert _path_to_beam(graph, uses_beam, "pipelines.steps.span_dedup", ()) == [
+        "pipelines.steps.span_dedup", "pipelines.coders"]
+
+
+@pytest.mark.parametrize("edge, also_uses_beam, message", [
+    (("pipelines.filters.dedup", "pipelines.steps.base"), (),
+     "pipelines.filters never imports pipelines.steps"),
+    (("pipelines.filters.badwords", "pipelines.readers.files"), (),
+     "pipelines.filters never imports pipelines.readers"),
+    (("pipelines.readers.inputs", "pipelines.executors.layout"), (),
+     "pipelines.readers never imports pipelines.executors"),
+    (("pipelines.steps.plan", "pipelines.beam.phases"), (),
+     "pipelines.steps never imports pipelines.beam"),
+    (("pipelines.steps.filter_steps", "pipelines.writers.exclusions"), (),
+     "pipelines.steps never imports pipelines.writers"),
+    (("pipelines.writers.output", "pipelines.executors.job"), (),
+     "pipelines.writers never imports pipelines.executors"),
+    (("pipelines.stats.stats", "pipelines.beam.graph"), (),
+     "pipelines.stats never imports pipelines.beam"),
+    (("pipelines.beam.graph", "pipelines.executors.layout"), (),
+     "pipelines.beam never imports pipelines.executors"),
+    (("pipelines.executors.base", "pipelines.audit.datasheet"), (),
+     "pipelines.executors never imports pipelines.audit"),
+    # A rule reaching Beam through a root module; a step using Beam itself.
+    (("pipelines.filters.urls", "pipelines.coders"), (), "pipelines.filters.urls reaches Beam"),
+    (("pipelines.steps.plan", "pipelines.page"), ("pipelines.page",),
+     "pipelines.steps.plan reaches Beam: pipelines.steps.plan -> pipelines.page"),
+    (("pipelines.steps.base", "pipelines.page"), ("pipelines.steps.base",),
+     "pipelines.steps.base reaches Beam: pipelines.steps.base ("),
+])
+def test_each_pipelines_rule_catches_its_violation(edge, also_uses_beam, message):
+    graph = import_graph()
+    source, target = edge
+    graph[source] = graph[source] | {target}
+    assert any(message in violation
+               for violation in pipelines_violations(graph, beam_users() | set(also_uses_beam)))
 
 
 def test_the_graph_sees_the_imports_it_checks():
@@ -179,7 +307,9 @@ def test_the_graph_sees_the_imports_it_checks():
     assert "model.families.base" not in graph["model.trainer.model_fn"]
     # An import whose names only annotate counts (BertConfig in the format's signatures).
     assert "model.families.bert.config" in graph["model.families.bert.google"]
-    assert "pipelines.files" in graph["bench.bench_pipeline"]
+    assert "pipelines.readers.files" in graph["bench.bench_pipeline"]
+    assert "pipelines.steps.base" in graph["pipelines.steps.plan"]
+    assert "pipelines.audit.datasheet" in graph["pipelines.report"]
 
 
 @pytest.mark.parametrize("source, expected", [
@@ -209,11 +339,15 @@ def test_cycle_finder_on_small_graphs(tmp_path, source, expected):
     (("model.families.t5.model", "model.train"), "the command line"),
     (("pipelines.c4", "model.train"), "a layer above it"),
     (("deploy.tpu", "bench.bench_train"), "a layer above it"),
-    (("model.data.inputs", "pipelines.files"), "model never imports pipelines"),
+    (("model.data.inputs", "pipelines.readers.files"), "model never imports pipelines"),
     # A former name inside a package gives its notice without looking up (model/renamed.py).
     (("model.tasks.__main__", "model.renamed"), "a module above its package"),
     (("model.convert.__main__", "model.convert_command"), "a module above its package"),
-    (("text.sentences", "pipelines.files"), "a layer above it"),
+    (("text.sentences", "pipelines.readers.files"), "a layer above it"),
+    # pipelines/'s command lines are the command line only: the library is under audit/.
+    (("pipelines.executors.base", "pipelines.c4"), "the command line pipelines.c4"),
+    (("pipelines.audit.datasheet", "pipelines.report"), "the command line pipelines.report"),
+    (("pipelines.writers.dataset_card", "pipelines.blocklist"), "the command line"),
 ])
 def test_each_rule_catches_its_violation(edge, message):
     graph = import_graph()

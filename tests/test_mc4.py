@@ -1,4 +1,5 @@
-"""mC4's rules one by one (pipelines/mc4.py and the stages that apply them), each against the
+"""mC4's rules one by one (pipelines/filters/mc4.py and the stages that apply them), each against
+the
 public code's function where it has one (tensorflow_datasets/text/c4.py, c4_utils.py), on edges
 and on many synthetic inputs. tests/test_mc4_oracle.py runs the whole chain against TFDS's."""
 import functools
@@ -12,7 +13,11 @@ from apache_beam.testing.util import assert_that, equal_to
 from tensorflow_datasets.text import c4 as tfds_c4
 from tensorflow_datasets.text import c4_utils
 
-from pipelines import badwords, c4, config, mc4, stages
+from pipelines import c4, config
+from pipelines.filters import badwords, mc4
+from pipelines.beam.phases import PhaseFn
+from pipelines.steps.filter_steps import Cld3Language
+from pipelines.steps.resources import load_resources
 from pipelines.page import Page
 
 
@@ -93,7 +98,7 @@ def _run_language_stage(texts):
     indexed = [(index, text.encode("utf-8", "surrogatepass")) for index, text in enumerate(texts)]
     with beam.Pipeline(options=PipelineOptions(["--direct_num_workers=1"])) as pipeline:
         detected = (pipeline | beam.Create(indexed) | beam.Map(_page_of)
-                    | beam.ParDo(stages.PhaseFn([stages.Cld3Language(variant.language)]))
+                    | beam.ParDo(PhaseFn([Cld3Language(variant.language)]))
                     | beam.Map(lambda page: (page.url, page.language)))
         assert_that(detected, equal_to([(_page_of(item).url, "und") for item in indexed]))
     counters = pipeline.result.metrics().query(MetricsFilter().with_namespace("c4.language"))
@@ -125,7 +130,7 @@ def test_the_soft_filter_keeps_the_share_and_the_pages_tfds_keeps():
 
 @pytest.fixture(scope="module")
 def mc4_badwords(shared_data):
-    return stages.load_resources(config.variant("multilingual"),
+    return load_resources(config.variant("multilingual"),
                                  badwords_dir=str(shared_data / "badwords")).badwords
 
 
@@ -208,7 +213,7 @@ def test_a_missing_list_stops_the_job_before_it_starts_naming_the_file(shared_da
 
 
 def test_known_corrupt_files_are_skipped_and_counted(shared_data, tmp_path):
-    from pipelines import common_crawl, inputs
+    from pipelines.readers import common_crawl, inputs
     corrupt = tmp_path / common_crawl.KNOWN_CORRUPT_WET_FILES[0]
     corrupt.parent.mkdir(parents=True)
     corrupt.write_bytes((shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz").read_bytes())

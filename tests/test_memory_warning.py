@@ -5,14 +5,16 @@ import logging
 
 import pytest
 
-from pipelines import c4, embedded, inputs, layout
+from pipelines import c4
+from pipelines.beam import embedded
+from pipelines.readers import common_crawl, inputs
 
 GB = 10**9
 
 
 @pytest.mark.parametrize("mode", ["in_memory", "multi_processing"])
 def test_the_estimate_grows_with_the_input_and_the_warning_names_the_way_beyond(mode):
-    file_bytes = layout.REMOTE_WET_FILE_BYTES
+    file_bytes = common_crawl.REMOTE_WET_FILE_BYTES
     one, ten = embedded.embedded_peak_bytes(file_bytes, mode), embedded.embedded_peak_bytes(10 * file_bytes, mode)
     assert one < ten
     assert embedded.memory_warning(file_bytes, 24 * GB, mode) is None
@@ -34,7 +36,7 @@ def test_remote_inputs_count_as_full_size_files_and_local_ones_by_their_size(tmp
     manifest.write_bytes(gzip.compress(b"crawl-data/x/a.warc.wet.gz\ncrawl-data/x/b.warc.wet.gz\n"))
     plan = inputs.plan_inputs([str(local), "https://data.commoncrawl.org/a.warc.wet.gz",
                                str(manifest)], None, "https://data.commoncrawl.org/")
-    assert plan.estimated_bytes() == 1234 + 3 * layout.REMOTE_WET_FILE_BYTES
+    assert plan.estimated_bytes() == 1234 + 3 * common_crawl.REMOTE_WET_FILE_BYTES
 
 
 @pytest.mark.parametrize("beam_args, mode", [

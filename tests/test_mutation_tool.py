@@ -42,12 +42,12 @@ def test_the_summary_says_the_kill_rate_and_what_counts_as_killed(mutation):
 
 
 def test_a_targets_globs_take_only_the_mutants_they_name(mutation):
-    names = ["pipelines.stages.xǁDecontaminate.__call____mutmut_2",
-             "pipelines.stages.x_read_steps__mutmut_1",
-             "pipelines.stages.xǁDecontamination.__init____mutmut_1"]
-    assert mutation.matching(names, ["pipelines.stages.xǁDecontamina*"]) == [
-        "pipelines.stages.xǁDecontaminate.__call____mutmut_2",
-        "pipelines.stages.xǁDecontamination.__init____mutmut_1"]
+    names = ["pipelines.steps.filter_steps.xǁDecontaminate.__call____mutmut_2",
+             "pipelines.steps.filter_steps.x_read_steps__mutmut_1",
+             "pipelines.steps.filter_steps.xǁDecontamination.__init____mutmut_1"]
+    assert mutation.matching(names, ["pipelines.steps.filter_steps.xǁDecontamina*"]) == [
+        "pipelines.steps.filter_steps.xǁDecontaminate.__call____mutmut_2",
+        "pipelines.steps.filter_steps.xǁDecontamination.__init____mutmut_1"]
     assert mutation.matching(names, None) == sorted(names)
 
 

@@ -19,9 +19,9 @@ from isal import isal_zlib
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines.output import (GZIP_BLOCK_BYTES, GzipWriter, ShardWritten, WriteShards,
-                              bucket_of, encode_line, encode_shard, json_line, shards_for,
-                              shard_name, shard_numbering, write_shard)
+from pipelines.writers.output import (GZIP_BLOCK_BYTES, GzipWriter, ShardWritten, WriteShards,
+                                      bucket_of, encode_line, encode_shard, json_line, shards_for,
+                                      shard_name, shard_numbering, write_shard)
 from pipelines.page import Page
 from text.hashing import hash64
 
@@ -102,8 +102,8 @@ def _json_texts():
 
 
 def test_json_lines_are_those_of_json_dumps(shared_data):
-    from pipelines import wet
-    from pipelines.files import open_raw
+    from pipelines.readers import wet
+    from pipelines.readers.files import open_raw
     records = [{"text": text, "n": len(text), "p": index / 7} for index, text in
                enumerate(_json_texts())]
     records += [{"p": value} for value in (0.0, -0.0, 1.0, 1e-05, 0.9999995123162333, 5e-324,
@@ -137,7 +137,7 @@ def test_gzip_bytes_do_not_depend_on_how_the_writes_are_cut():
 _COMPRESS_IN_CHILD = """
 import hashlib, io, sys
 from numpy.core._multiarray_umath import __cpu_features__
-from pipelines.output import GzipWriter
+from pipelines.writers.output import GzipWriter
 sink = io.BytesIO()
 writer = GzipWriter(sink)
 writer.write(sys.stdin.buffer.read())

@@ -235,7 +235,7 @@ def _variant(name: str = "en", rules: str = "paper"):
 
 def _validation_residues() -> Tuple[int, ...]:
     """MD5 of the normalized URL modulo 1000 of the made-up URLs split_of puts in validation."""
-    urls = importlib.import_module("pipelines.urls")
+    urls = importlib.import_module("pipelines.filters.urls")
     md5_int = importlib.import_module("text.hashing").md5_int
     pages = [f"https://example{n % 97}.com/page/{n}?id={n * 7}" for n in range(20_000)]
     residues = {md5_int(urls.released_normalize_url(url)) % 1000
@@ -440,7 +440,7 @@ TABLE = [
         "(TFDS c4_utils.py: detect_english(min_probability=0.99))",
         computed("pipelines.config", "variant('en').language.min_probability",
                  lambda: _variant().language.min_probability),
-        default("pipelines.language:LanguageConfig", "min_probability")),
+        default("pipelines.filters.language:LanguageConfig", "min_probability")),
     row("C4: words per line, sentences per page (at least)", (5, 3),
         "ours by design, as the released C4's code (TFDS c4_utils.py: _MIN_WORDS_PER_LINE = 5, "
         "_MIN_NUM_SENTENCES = 3); the paper's text (Section 2.2) says 3 words and 5 sentences "
@@ -451,20 +451,21 @@ TABLE = [
         computed("pipelines.config", "variant('en', rules='released').cleaning",
                  lambda: (_variant(rules="released").cleaning.min_words_per_line,
                           _variant(rules="released").cleaning.min_sentences_per_page)),
-        default("pipelines.cleaning:CleaningConfig", "min_words_per_line",
+        default("pipelines.filters.cleaning:CleaningConfig", "min_words_per_line",
                 "min_sentences_per_page")),
     row("C4: the paper text's words per line, sentences per page", (3, 5),
         "T5 paper, Section 2.2: discarded any page with fewer than 5 sentences and only "
         "retained lines that contained at least 3 words",
-        computed("pipelines.cleaning", "PAPER_TEXT_CLEANING",
-                 lambda: (_resolve("pipelines.cleaning:PAPER_TEXT_CLEANING").min_words_per_line,
-                          _resolve("pipelines.cleaning:PAPER_TEXT_CLEANING")
+        computed("pipelines.filters.cleaning", "PAPER_TEXT_CLEANING",
+                 lambda: (_resolve("pipelines.filters.cleaning:PAPER_TEXT_CLEANING")
+                          .min_words_per_line,
+                          _resolve("pipelines.filters.cleaning:PAPER_TEXT_CLEANING")
                           .min_sentences_per_page))),
     row("C4: longest word (characters)", 1000,
         "TFDS c4_utils.py: _MAX_WORD_LENGTH = 1000",
         computed("pipelines.config", "variant('en').cleaning.max_word_length",
                  lambda: _variant().cleaning.max_word_length),
-        default("pipelines.cleaning:CleaningConfig", "max_word_length")),
+        default("pipelines.filters.cleaning:CleaningConfig", "max_word_length")),
     row("C4: longest page (characters)", 190_000,
         "TFDS c4_utils.py: is_valid_length(page, max_length=1.9e5)",
         computed("pipelines.config", "variant('en').max_page_chars",
@@ -475,23 +476,24 @@ TABLE = [
         "more than once",
         computed("pipelines.config", "variant('en').dedup (mode, span_units)",
                  lambda: (_variant().dedup.mode, _variant().dedup.span_units)),
-        computed("pipelines.dedup", "PAPER_SPAN_DEDUP (mode, span_units)",
-                 lambda: (_resolve("pipelines.dedup:PAPER_SPAN_DEDUP").mode,
-                          _resolve("pipelines.dedup:PAPER_SPAN_DEDUP").span_units)),
-        default("pipelines.dedup:DedupConfig", "mode", "span_units")),
+        computed("pipelines.filters.dedup", "PAPER_SPAN_DEDUP (mode, span_units)",
+                 lambda: (_resolve("pipelines.filters.dedup:PAPER_SPAN_DEDUP").mode,
+                          _resolve("pipelines.filters.dedup:PAPER_SPAN_DEDUP").span_units)),
+        default("pipelines.filters.dedup:DedupConfig", "mode", "span_units")),
     row("C4 validation split: fraction of pages", 0.001,
         "the released C4 (TFDS c4.py): validation_predicate_fn = lambda x: x % 1000 == 0  "
         "# 00.1%",
-        const("pipelines.urls:DEFAULT_VALIDATION_FRACTION"),
-        param("pipelines.urls:split_of", "validation_fraction"),
+        const("pipelines.filters.urls:DEFAULT_VALIDATION_FRACTION"),
+        param("pipelines.filters.urls:split_of", "validation_fraction"),
         default("tfds_c4.inputs:BuildOptions", "validation_fraction")),
     row("C4 validation split: MD5 of the URL modulo", 1000,
         "the released C4 (TFDS c4.py, c4_utils.get_hashed_url_filter_fn): "
         "int(md5(url).hexdigest(), 16) % 1000 == 0",
-        const("pipelines.urls:_THOUSANDTHS")),
+        const("pipelines.filters.urls:_THOUSANDTHS")),
     row("C4 validation split: residues of the validation URLs", (0,),
         "the released C4 (TFDS c4.py): validation iff MD5 % 1000 == 0",
-        computed("pipelines.urls", "split_of over 20,000 made-up URLs", _validation_residues)),
+        computed("pipelines.filters.urls", "split_of over 20,000 made-up URLs",
+                 _validation_residues)),
     # ---- GPT-1 ----------------------------------------------------------------------------
     row("GPT-1 size", (768, 3072, 12, 64, 12),
         "GPT-1 paper, Section 4.1 (Model specifications): 12-layer decoder, 768 dimensional "

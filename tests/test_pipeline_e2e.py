@@ -16,12 +16,15 @@ import xml.etree.ElementTree as ElementTree
 
 import pytest
 
-from pipelines import c4, inputs, stages
+from pipelines import c4
+from pipelines.readers import inputs
+from pipelines.steps.resources import load_resources
 from pipelines.config import VARIANTS, variant
-from pipelines.domains import offline_domain_extractor, is_realnews_url, parse_realnews_domains
-from pipelines.language import LanguageConfig, LanguageDetector
+from pipelines.filters.domains import (offline_domain_extractor, is_realnews_url,
+                                       parse_realnews_domains)
+from pipelines.filters.language import LanguageConfig, LanguageDetector
 from text.sentences import split_sentences
-from pipelines.urls import normalize_url, split_of
+from pipelines.filters.urls import normalize_url, split_of
 
 ROUNDTRIP = "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz"
 
@@ -350,7 +353,7 @@ def test_a_list_the_variant_does_not_read_is_named_in_a_note_and_ignored(shared_
 def test_the_lists_a_variant_names_are_the_ones_it_loads(shared_data):
     for name in VARIANTS:
         config = variant(name)
-        resources = stages.load_resources(
+        resources = load_resources(
             config, str(shared_data / "badwords/en"),
             str(shared_data / "realnews/domain_to_allowed_subdomains.json"),
             [str(shared_data / "openwebtext_urls/lsb-webtext/*.gz")],
@@ -438,7 +441,7 @@ def test_the_command_line_says_what_it_does_and_nothing_of_beams(shared_data, tm
 
 def test_the_embedded_job_never_tries_the_prism_runner(shared_data, tmp_path, monkeypatch):
     """Beam's DirectRunner first tries its Prism runner, which it downloads from GitHub; a job
-    on the embedded runner goes to Beam's own engine straight away (pipelines/embedded.py)."""
+    on the embedded runner goes to Beam's own engine straight away (pipelines/beam/embedded.py)."""
     from apache_beam.runners.portability import prism_runner
     tried = []
     monkeypatch.setattr(prism_runner.PrismRunner, "run_pipeline",

@@ -1,4 +1,5 @@
-"""The plan (pipelines/plan.py): a filter added as one step and one plan line runs in one job and
+"""The plan (pipelines/steps/plan.py): a filter added as one step and one plan line runs in one job
+and
 in stages, with its counters in stats.json, its drops in the exclusions and its row in the
 datasheet, and both runs write the same bytes; the stage order and the drop reasons follow from
 the steps' declarations."""
@@ -8,11 +9,15 @@ import pathlib
 
 import pytest
 
-from pipelines import c4, counters, dedup, plan, report, stats
-from pipelines.filter_steps import Clean, WithinLength
+from pipelines import c4, counters
+from pipelines.audit import datasheet, datasheet_sample
+from pipelines.filters import dedup
+from pipelines.stats import stats
+from pipelines.steps import plan
+from pipelines.steps.filter_steps import Clean, WithinLength
 from pipelines.page import Page
-from pipelines.stages import SpanRecords
-from pipelines.steps import Counts, Drop, Step
+from pipelines.steps.span_dedup import SpanRecords
+from pipelines.steps.base import Counts, Drop, Step
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
 from text.sentences import split_sentences
@@ -81,7 +86,7 @@ def test_a_filter_added_by_one_plan_line_runs_in_one_job_and_in_stages_alike(
     assert_same_output(excluded, tmp_path / "one_job_excluded")
 
     # Its row in the datasheet's drop reasons: counted, and as many in the sample (fraction 1).
-    html = pathlib.Path(report.build_datasheet(str(in_stages))).read_text()
+    html = pathlib.Path(datasheet.build_datasheet(str(in_stages))).read_text()
     dropped = f"{toy['pages.dropped:has_the_word']:,}"
     assert (f"<tr><td>toy_word</td><td>pages</td><td>has_the_word</td><td class=n>{dropped}</td>"
             f"<td class=n>{dropped}</td></tr>") in html
@@ -99,7 +104,7 @@ def test_the_stage_order_follows_the_plans_declarations(monkeypatch):
     merged = stats.merged({"write": {"pages.written:train": 1}, "toy_word": {"pages.passed": 2},
                            "length": {"pages.dropped:too_long": 3}})
     assert list(merged) == ["length", "toy_word", "write"]
-    assert [drop.stage for drop in report.drop_reasons(
+    assert [drop.stage for drop in datasheet_sample.drop_reasons(
         stats.merged({"toy_word": {"pages.dropped:has_the_word": 1},
                       "clean": {"lines.dropped:policy": 4},
                       "dedup": {"spans.dropped:duplicate": 2}}))] == ["clean", "toy_word", "dedup"]
@@ -139,7 +144,7 @@ def test_the_span_dedup_step_routes_its_winners_as_plain_data():
                 content_length=len(text), text=text)
     step(page, Counts())
     routed = list(step.finish(Counts()))
-    assert routed and {type(each).__module__ for each in routed} == {"pipelines.steps"}
+    assert routed and {type(each).__module__ for each in routed} == {"pipelines.steps.base"}
     assert {each.to for each in routed} == {"winners"}
 
 

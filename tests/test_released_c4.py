@@ -16,8 +16,8 @@ import pytest
 import tldextract
 from tensorflow_datasets.text import c4_utils
 
-from pipelines import domains
-from pipelines.urls import split_of
+from pipelines.filters import domains
+from pipelines.filters.urls import split_of
 from tests.support.released_c4 import BADWORDS, REALNEWS, ours
 from tests.support.tfds_reference import TFDS_CONFIGS, tfds_c4
 from text.sentences import split_sentences

@@ -8,8 +8,8 @@ import pytest
 import tldextract
 from tensorflow_datasets.text import c4_utils
 
-from pipelines import badwords, domains, released, urls
-from pipelines.cleaning import PUBLIC_C4_CLEANING
+from pipelines.filters import badwords, domains, released, urls
+from pipelines.filters.cleaning import PUBLIC_C4_CLEANING
 from pipelines.config import variant
 from pipelines.page import Page
 from text.sentences import split_sentences
@@ -117,7 +117,9 @@ def test_url_dedup_keeps_the_page_its_rule_set_chooses():
     import apache_beam as beam
     from apache_beam.testing.util import assert_that, equal_to
 
-    from pipelines import rules, stages
+    from pipelines.filters import rules
+    from pipelines.beam.url_dedup import DedupUrls
+    from pipelines.steps.url_dedup import KeyByUrl
     pages = [_page("2019-04-20T00:00:00Z", (1, 5), "b"),
              _page("2019-04-20T00:00:00Z", (0, 9), "a"),
              _page("2019-04-20T00:00:00Z", (1, 2), "c")]
@@ -126,7 +128,7 @@ def test_url_dedup_keeps_the_page_its_rule_set_chooses():
     for rule_set, kept in ((rules.RELEASED, "a"), (rules.PAPER, paper_choice)):
         with beam.Pipeline() as pipeline:
             texts = (pipeline | beam.Create(pages)
-                     | stages.DedupUrls(rule_set, before=[stages.KeyByUrl()])
+                     | DedupUrls(rule_set, before=[KeyByUrl()])
                      | beam.Map(lambda keyed: (keyed[1][0].text, keyed[1][1])))
             assert_that(texts, equal_to([(kept, 3)]))
 
@@ -237,7 +239,7 @@ def test_the_rule_set_is_chosen_once_by_name_and_carries_its_functions():
 
     from apache_beam.internal import pickler
 
-    from pipelines import rules
+    from pipelines.filters import rules
     url = "http://www.Example.com/a/?utm_source=x"
     for name, tfds_rules in (("paper", False), ("released", True)):
         rule_set = variant("en", name).rule_set
@@ -246,7 +248,7 @@ def test_the_rule_set_is_chosen_once_by_name_and_carries_its_functions():
         assert pickler.loads(pickler.dumps(rule_set)) == rule_set
     with pytest.raises(ValueError, match="unknown rule set 'tfds'"):
         variant("en", "tfds")
-    from pipelines.dedup import PAPER_SPAN_DEDUP
+    from pipelines.filters.dedup import PAPER_SPAN_DEDUP
     with pytest.raises(ValueError, match="the released rules have one text dedup, 'lines'"):
         dataclasses.replace(variant("en", "released"), dedup=PAPER_SPAN_DEDUP)
     root = pathlib.Path(rules.__file__).parents[1]
@@ -263,8 +265,9 @@ def test_the_realnews_filter_and_the_badwords_list_follow_the_rule_set(tmp_path)
     URL with its host lower-cased and lower-case the bad words; the released rules test the
     released URL key as written (so `www.NYTimes.com` is not `nytimes.com`) and keep the list's
     terms as written."""
-    from pipelines import stages
-    from pipelines.stages import Counts
+    from pipelines.steps.base import Counts
+    from pipelines.steps.filter_steps import RealNewsDomains
+    from pipelines.steps.resources import load_resources
     url = "https://www.NYTimes.com/a"
     page = Page(url, urls.released_normalize_url(url), "2019-04-20T00:00:00Z", "text/plain", 1, "t")
     allowed = domains.parse_realnews_domains(b'{"nytimes.com": true}', "domains.json")
@@ -273,10 +276,10 @@ def test_the_realnews_filter_and_the_badwords_list_follow_the_rule_set(tmp_path)
     domains_file.write_text('{"nytimes.com": true}')
     for name, kept, terms in (("paper", 1, ("foo", "shit")), ("released", 0, ("Shit", "foo"))):
         config = variant("realnewslike", name)
-        step = stages.RealNewsDomains(allowed, config.rule_set)
+        step = RealNewsDomains(allowed, config.rule_set)
         step.setup()
         assert len(step(page, Counts())) == kept
-        resources = stages.load_resources(config, str(listed), str(domains_file))
+        resources = load_resources(config, str(listed), str(domains_file))
         assert resources.badwords == {"en": terms}
 
 
@@ -284,7 +287,7 @@ def test_cleaning_thresholds_are_chosen_under_the_paper_rules_only():
     """--cleaning paper_text (3 words per line, 5 sentences per page) sets the paper rules'
     cleaning; the released rules have the public C4's thresholds and refuse another choice."""
     from pipelines import c4
-    from pipelines.cleaning import CLEANING_SETTINGS
+    from pipelines.filters.cleaning import CLEANING_SETTINGS
 
     def configured(*flags):
         args, _ = c4.parser().parse_known_args(["--variant", "en", "--output", "out", *flags])

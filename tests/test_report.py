@@ -1,7 +1,8 @@
 """What a run prints for a person: counts in the right number, the table without its zeros, the
 split's counts with why validation can outnumber train (a staged run's dry run:
 tests/test_staged.py)."""
-from pipelines import c4, stats
+from pipelines import c4
+from pipelines.stats import stats
 from pipelines.wording import counted
 
 

@@ -1,4 +1,5 @@
-"""A staged run (pipelines/staged.py): every variant, under both rule sets, on local worker
+"""A staged run (pipelines/executors/staged.py): every variant, under both rule sets, on local
+worker
 processes and as Beam jobs per stage, writes the one-job run's bytes; killed (SIGKILL) in any
 stage, a rerun reuses every task done and writes the same bytes; the bad states of its folder are
 redone or refused with a message; its progress, plan and memory are what it says."""
@@ -13,7 +14,9 @@ import pytest
 
 from deploy.rehearse import file_digests
 from tests.support.outputs import assert_same_output
-from pipelines import c4, dedup, layout, parts, staged
+from pipelines import c4
+from pipelines.executors import base, layout, staged
+from pipelines.filters import dedup
 from tests.support import killing
 from tests.support.variant_runs import variant_args
 
@@ -25,7 +28,7 @@ VARIANTS = [("en", None), ("en.noclean", None), ("en.linededup", None), ("realne
             ("en.noblocklist", "released")]
 EXECUTORS = {"two-workers": ["--workers", "2", "--buckets", "3"],
              "one-worker": ["--workers", "1", "--buckets", "2"],
-             "beam-jobs": ["--stages_as_beam_jobs", "--buckets", "2"]}
+             "beam-jobs": ["--executor", "beam", "--buckets", "2"]}
 # What runs in `make test`: each executor, both rule sets, each kind of stage list (webtextlike's
 # URL lists, en.noclean without spans, mC4's language folders); the rest is slow-marked.
 QUICK = {("en", None, "two-workers"), ("multilingual", None, "one-worker"),
@@ -47,7 +50,7 @@ def staged_command(args: list, output: pathlib.Path, *extra) -> list:
 
 def progress(output: pathlib.Path) -> dict:
     try:
-        return json.loads((output / parts.PARTS_FOLDER / parts.PROGRESS_FILE).read_text())
+        return json.loads((output / base.PARTS_FOLDER / base.PROGRESS_FILE).read_text())
     except (OSError, ValueError):
         return {}
 
@@ -91,7 +94,7 @@ def test_a_bucket_bigger_than_a_task_holds_is_taken_in_parts_with_the_same_bytes
     run_to_end(args, tmp_path, "--buckets", "1", "--task_bytes", "50000", "--workers", "1")
     assert_same_output(tmp_path, one_job(variant, rules))
     for stage in stages:
-        marker = tmp_path / parts.PARTS_FOLDER / stage / f"{stage}-00000" / staged.MARKER_FILE
+        marker = tmp_path / base.PARTS_FOLDER / stage / f"{stage}-00000" / staged.MARKER_FILE
         assert json.loads(marker.read_text())["facts"]["parts"] > 10
 
 
@@ -106,7 +109,7 @@ def test_a_rerun_reuses_every_task(shared_data, one_job, tmp_path):
 # Killed anywhere, resumed with the same bytes.
 
 def markers_by_stage(output: pathlib.Path) -> dict:
-    return {stage: len(list((output / parts.PARTS_FOLDER / stage).glob(
+    return {stage: len(list((output / base.PARTS_FOLDER / stage).glob(
         f"*/{staged.MARKER_FILE}"))) for stage in layout.STAGE_NAMES}
 
 
@@ -178,7 +181,7 @@ def rerun(args, output, *extra) -> dict:
 
 
 def task_folder(output, stage, index) -> pathlib.Path:
-    return output / parts.PARTS_FOLDER / stage / f"{stage}-{index:05d}"
+    return output / base.PARTS_FOLDER / stage / f"{stage}-{index:05d}"
 
 
 def test_a_task_without_its_marker_is_redone_alone(done_run, caplog):
@@ -228,7 +231,7 @@ def test_a_file_whose_bytes_are_not_its_markers_is_an_error_naming_the_task(done
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
     for stage in ("finish", "partition", "write"):
-        shutil.rmtree(output / parts.PARTS_FOLDER / stage)
+        shutil.rmtree(output / base.PARTS_FOLDER / stage)
     with pytest.raises(SystemExit) as exit_:
         rerun(args, output)
     assert "does not match its task's marker" in str(exit_.value)
@@ -248,7 +251,7 @@ def test_another_configuration_is_refused_and_restart_starts_afresh(done_run, on
 
 def test_a_second_run_into_the_same_folder_is_refused(done_run):
     args, output = done_run
-    with parts.OutputLock(str(output)):
+    with base.OutputLock(str(output)):
         with pytest.raises(SystemExit) as exit_:
             rerun(args, output)
     assert "another run writes into this output folder" in str(exit_.value)
@@ -256,7 +259,7 @@ def test_a_second_run_into_the_same_folder_is_refused(done_run):
 
 def test_the_dry_run_prints_each_stage_with_its_tasks_done_and_writes_nothing(done_run, capsys):
     args, output = done_run
-    shutil.rmtree(output / parts.PARTS_FOLDER / "finish" / "finish-00001")
+    shutil.rmtree(output / base.PARTS_FOLDER / "finish" / "finish-00001")
     before = file_digests(output)
     c4.main(args + ["--output", str(output), "--staged", "--buckets", "2", "--dry_run"])
     printed = capsys.readouterr().out
@@ -294,7 +297,7 @@ def test_a_run_too_big_for_one_job_runs_in_stages(shared_data, one_job, tmp_path
     monkeypatch.setattr(c4, "machine_memory_bytes", lambda: 1_000_000)
     c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path), "--workers", "1"])
     assert "running in stages" in caplog.text
-    assert (tmp_path / parts.PARTS_FOLDER / "finish").is_dir()
+    assert (tmp_path / base.PARTS_FOLDER / "finish").is_dir()
     assert_same_output(tmp_path, one_job("en"))
 
 
@@ -308,7 +311,7 @@ def test_a_staged_run_that_reads_nothing_writes_no_dataset(tmp_path, shared_data
                  "--workers", "1"])
     assert "no input could be read" in str(exit_.value)
     assert not list(output.glob("*.jsonl.gz"))
-    assert not (output / parts.PARTS_FOLDER).exists()
+    assert not (output / base.PARTS_FOLDER).exists()
     assert "error" in json.loads((output / "stats.json").read_text())
 
 
@@ -318,7 +321,7 @@ def test_a_tasks_memory_is_bounded_by_its_bucket(shared_data, tmp_path):
     run_to_end(variant_args(shared_data, "en"), tmp_path, "--buckets", "8", "--workers", "2")
     held = {}
     for stage in ("url", "finish"):
-        for marker in (tmp_path / parts.PARTS_FOLDER / stage).glob(f"*/{staged.MARKER_FILE}"):
+        for marker in (tmp_path / base.PARTS_FOLDER / stage).glob(f"*/{staged.MARKER_FILE}"):
             held.setdefault(stage, []).append(json.loads(marker.read_text())["facts"]["pages_in"])
     total = sum(held["url"])
     assert total == json.loads((tmp_path / "stats.json").read_text())["stages"]["read"][
@@ -354,7 +357,7 @@ def test_each_blocks_losers_are_those_of_resolving_all_records_at_once():
 def test_the_time_left_counts_the_stage_left_and_the_later_stages_by_their_measured_cpu(
         tmp_path):
     names = ["read", "url", "finish"]
-    (tmp_path / parts.PARTS_FOLDER).mkdir()
+    (tmp_path / base.PARTS_FOLDER).mkdir()
     progress = staged.Progress(str(tmp_path), "en", names, workers=2, stream=io.StringIO())
     progress.start_stage("read", 5, [])
     progress.running(2)
@@ -368,7 +371,7 @@ def test_the_time_left_counts_the_stage_left_and_the_later_stages_by_their_measu
                                         "reused": 0}
     assert record["workers_busy"] == "1 of 2"
     assert "stage read (1 of 3): 1 of 5 tasks done" in progress.line(record)
-    written = json.loads((tmp_path / parts.PARTS_FOLDER / parts.PROGRESS_FILE).read_text())
+    written = json.loads((tmp_path / base.PARTS_FOLDER / base.PROGRESS_FILE).read_text())
     assert written["stages"] == record["stages"] and written["eta_seconds"] == record[
         "eta_seconds"]
     assert json.loads((tmp_path / "stats.json").read_text())["progress"]["stage"] == "read"
@@ -382,7 +385,7 @@ def test_more_buckets_than_the_system_lets_a_task_keep_open_is_refused_before_an
         c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path), "--staged",
                                                    "--buckets", str(allowed)])
     assert "ulimit -Hn" in str(exit_.value) and "fewer --buckets" in str(exit_.value)
-    assert not (tmp_path / parts.PARTS_FOLDER).exists()
+    assert not (tmp_path / base.PARTS_FOLDER).exists()
 
 
 def test_a_failing_task_is_named_the_stage_stops_and_a_rerun_keeps_the_tasks_done(
@@ -439,7 +442,7 @@ def test_a_rerun_with_another_task_bytes_resumes_reusing_every_task_done(done_ru
     args, output = done_run
     expected = file_digests(output)
     for stage in ("finish", "partition", "write"):
-        shutil.rmtree(output / parts.PARTS_FOLDER / stage)
+        shutil.rmtree(output / base.PARTS_FOLDER / stage)
     stages = rerun(args, output, "--task_bytes", "20000")
     for stage in ("read", "url", "spans"):
         assert stages[stage]["reused"] == stages[stage]["tasks"] > 0, stage

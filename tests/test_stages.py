@@ -1,4 +1,4 @@
-"""The Beam wiring of the steps (pipelines/beam_phases.py, pipelines/graph.py): pages through
+"""The Beam wiring of the steps (pipelines/beam/phases.py, pipelines/beam/graph.py): pages through
 shuffles as tuples, the steps between two shuffles as one DoFn, counters reported once a
 bundle, a step's routed outputs as tagged outputs."""
 import glob
@@ -11,17 +11,21 @@ from apache_beam.options.pipeline_options import PipelineOptions
 from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.util import assert_that, equal_to
 
-from pipelines import beam_phases, dedup, inputs, wet
-from pipelines.filter_steps import ReleasedText, WithinLength
-from pipelines.graph import C4Pages
-from pipelines.resources import Resources
-from pipelines.stages import SpanRecords
-from pipelines.url_dedup import NO_PAGE, NewestPageFn
-from pipelines.wet_input import ReadWetFiles
+from pipelines.beam import phases
+from pipelines.coders import PageCoder
+from pipelines.filters import dedup
+from pipelines.readers import inputs, wet
+from pipelines.steps.filter_steps import ReleasedText, WithinLength
+from pipelines.beam.graph import C4Pages
+from pipelines.steps.resources import Resources
+from pipelines.steps.span_dedup import SpanRecords
+from pipelines.beam.url_dedup import NewestPageFn
+from pipelines.steps.url_dedup import NO_PAGE
+from pipelines.beam.wet_input import ReadWetFiles
 from pipelines.config import variant
-from pipelines.files import open_raw
+from pipelines.readers.files import open_raw
 from pipelines.page import Page
-from pipelines.urls import newest_page
+from pipelines.filters.urls import newest_page
 from text.sentences import split_sentences
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
@@ -38,7 +42,7 @@ def test_a_page_through_a_shuffle_is_its_fields_not_a_pickle(real_pages):
     """Every field comes back equal (the tagged ones and a released position too), and the
     bytes are Beam's tuple encoding, without the pickle Beam's fallback would write."""
     coder = beam.coders.registry.get_coder(Page)
-    assert isinstance(coder, beam_phases.PageCoder) and coder.is_deterministic()
+    assert isinstance(coder, PageCoder) and coder.is_deterministic()
     tagged = [page.__class__(**{**page.__dict__, "language": "en",
                                 "language_probability": 0.9999971, "input_position": (2, 7, 1)})
               for page in real_pages[:50]]
@@ -75,7 +79,7 @@ def test_url_dedup_shuffles_typed_pages():
     pipeline.visit(keyed)
     assert len(keyed.found) == 1
     coder = beam.coders.registry.get_coder(keyed.found[0].outputs[None].element_type)
-    assert isinstance(coder.value_coder(), beam_phases.PageCoder)
+    assert isinstance(coder.value_coder(), PageCoder)
 
 
 def _page(number, text):
@@ -88,17 +92,17 @@ def test_a_phase_counts_every_page_and_reports_once_a_bundle(monkeypatch):
     """1,000 pages through two steps: the counters sum every page's passes and drops, and Beam's
     counters are incremented once per name and bundle, not once per page."""
     increments = []
-    real_count = beam_phases._count
+    real_count = phases._count
 
     def counted(stage, name, value=1):
         increments.append((stage, name))
         real_count(stage, name, value)
-    monkeypatch.setattr(beam_phases, "_count", counted)
+    monkeypatch.setattr(phases, "_count", counted)
     pages = [_page(number, "x" * (number % 10)) for number in range(1000)]
     with beam.Pipeline(options=PipelineOptions(["--direct_running_mode=in_memory",
                                                 "--direct_num_workers=1"])) as pipeline:
         kept = (pipeline | beam.Create(pages)
-                | beam.ParDo(beam_phases.PhaseFn([WithinLength(7), ReleasedText(),
+                | beam.ParDo(phases.PhaseFn([WithinLength(7), ReleasedText(),
                                                   WithinLength(4)]))
                 | beam.Map(lambda page: page.url))
         assert_that(kept, equal_to([page.url for page in pages if len(page.text) <= 4
@@ -140,9 +144,9 @@ def _run_bundle(phase, elements, finish=True):
 
 def test_each_bundle_reports_its_own_counts_once(monkeypatch):
     reported = []
-    monkeypatch.setattr(beam_phases, "_count", lambda stage, name, value=1:
+    monkeypatch.setattr(phases, "_count", lambda stage, name, value=1:
                         reported.append((stage, name, value)))
-    phase = beam_phases.PhaseFn([WithinLength(3)])
+    phase = phases.PhaseFn([WithinLength(3)])
     phase.setup()
     _run_bundle(phase, [_page(number, "x" * number) for number in range(6)])
     assert sorted(reported) == [("length", "pages.dropped:too_long", 2),
@@ -156,7 +160,7 @@ def test_a_retried_bundle_sends_no_keys_of_the_failed_one():
     """Span dedup's buffer holds a bundle's records until it finishes: a bundle that fails
     before it finishes leaves its records behind, and the retry (the same DoFn instance, as
     runners reuse them) must not send them."""
-    phase = beam_phases.PhaseFn([SpanRecords(dedup.PAPER_SPAN_DEDUP, split_sentences, 1)])
+    phase = phases.PhaseFn([SpanRecords(dedup.PAPER_SPAN_DEDUP, split_sentences, 1)])
     phase.setup()
     failed = _page(1, "One two three. Four five six. Seven eight nine. Ten eleven twelve.")
     retried = _page(2, "Other one. Other two. Other three.")

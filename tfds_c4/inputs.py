@@ -6,8 +6,9 @@ Each input comes from the first of:
    out as `MANUAL_LAYOUT` says. A manual_dir that exists and holds files means "offline":
    nothing is downloaded, and an input missing there is an error;
 3. online: the pinned URL through the TFDS download manager, checked against its pinned
-   checksum (pipelines/lists.py: bad words, RealNews domains), or the Common Crawl manifest of
-   each dump in `cc_dumps` (by default the variant's dumps, pipelines/common_crawl.py).
+   checksum (pipelines/readers/lists.py: bad words, RealNews domains), or the Common Crawl manifest
+   of
+   each dump in `cc_dumps` (by default the variant's dumps, pipelines/readers/common_crawl.py).
 OpenWebText URL lists have no pinned public copy: webtextlike always needs them locally.
 """
 import dataclasses
@@ -15,10 +16,11 @@ from typing import Callable, List, Optional, Sequence
 
 from etils import epath
 
-from pipelines import common_crawl, files, lists, mc4
-from pipelines import inputs as wet_inputs
+from pipelines.filters import mc4
+from pipelines.readers import common_crawl, files, lists
+from pipelines.readers import inputs as wet_inputs
 from pipelines.config import VariantConfig
-from pipelines.urls import DEFAULT_VALIDATION_FRACTION
+from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION
 
 MANUAL_WET_DIR = "wet"
 MANUAL_BADWORDS_DIR = "badwords"
@@ -29,10 +31,12 @@ MANUAL_LAYOUT = f"""\
   {MANUAL_WET_DIR}/       WET files (*.warc.wet.gz, *.wet) or Common Crawl manifests (wet.paths.gz),
                  searched recursively
   {MANUAL_BADWORDS}   the LDNOOBW English list ({lists.LDNOOBW_EN.url})
-  {MANUAL_BADWORDS_DIR}/      multilingual: every LDNOOBW list mC4 reads, named as there (ar, ..., zh)
+  {MANUAL_BADWORDS_DIR}/      multilingual: every LDNOOBW list mC4 reads, named as there (ar, ...,
+  zh)
   {MANUAL_REALNEWS_DOMAINS}
                  realnewslike only ({lists.REALNEWS_DOMAINS.url})
-  {MANUAL_WEBTEXT_DIR}/   webtextlike only: OpenWebText URL lists (plain, .gz, .xz), searched recursively
+  {MANUAL_WEBTEXT_DIR}/   webtextlike only: OpenWebText URL lists (plain, .gz, .xz), searched
+  recursively
 """
 _WET_SUFFIXES = (".wet", ".wet.gz") + wet_inputs.MANIFEST_SUFFIXES
 

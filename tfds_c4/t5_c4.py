@@ -1,8 +1,11 @@
 """`t5_c4`: the C4 variants of the T5 paper as a TFDS dataset, built by the pipeline in pipelines/.
 
-The Beam graph is `pipelines.graph.variant_pages` (the same stages the standalone job runs), split
-by `pipelines.urls.split_of`; TFDS writes the examples. With the builder keyword `run_output`, a
-finished run's output folder is published as it is instead (tfds_c4/published.py). The pipeline's counters (pages kept and
+The Beam graph is `pipelines.beam.graph.variant_pages` (the same stages the standalone job runs),
+split
+by `pipelines.filters.urls.split_of`; TFDS writes the examples. With the builder keyword
+`run_output`, a
+finished run's output folder is published as it is instead (tfds_c4/published.py). The pipeline's
+counters (pages kept and
 dropped per stage and reason) are stored in `info.metadata["statistics"]`.
 """
 import dataclasses
@@ -16,11 +19,15 @@ from tensorflow_datasets.core import dataset_metadata
 from apache_beam.metrics import Metrics
 from apache_beam.options.pipeline_options import PipelineOptions
 
-from pipelines import common_crawl, counters, embedded, files, graph, lists, mc4, stats
+from pipelines import counters
+from pipelines.beam import embedded, graph
+from pipelines.filters import mc4
+from pipelines.readers import common_crawl, files, lists
+from pipelines.stats import stats
 from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.page import Page
-from pipelines.resources import load_resources
-from pipelines.urls import SPLIT_PLACES, split_at, split_of, split_place
+from pipelines.steps.resources import load_resources
+from pipelines.filters.urls import SPLIT_PLACES, split_at, split_of, split_place
 from pipelines.wording import counted
 from tfds_c4 import inputs as inputs_lib, published
 from tfds_c4.inputs import BuildOptions, MissingInputError
@@ -212,7 +219,8 @@ def empty_split_error(counts: Dict[Optional[str], SplitCounts],
 def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
                        ) -> tfds.download.DownloadConfig:
     """`download_config` with the runner a build takes when none is chosen, or the DirectRunner
-    is: Beam's DirectRunner kept off its first try of the Prism runner (embedded.embedded_runner), and
+    is: Beam's DirectRunner kept off its first try of the Prism runner (embedded.embedded_runner),
+    and
     options parsed from nothing rather than TFDS's default, which parses the `tfds build` command
     line and warns about each of its flags. A runner object, or options naming another runner,
     are kept as given."""
@@ -320,7 +328,8 @@ class T5C4(tfds.core.GeneratorBasedBuilder):
     @tfds.core.utils.classproperty
     @classmethod
     def url_infos(cls) -> Dict[str, tfds.core.download.checksums.UrlInfo]:
-        """The pinned lists' sizes and checksums, from their one owner (pipelines/lists.py)."""
+        """The pinned lists' sizes and checksums, from their one owner
+        (pipelines/readers/lists.py)."""
         return {pinned.url: tfds.core.download.checksums.UrlInfo(
                     size=tfds.core.utils.Size(pinned.size), checksum=pinned.sha256, filename=pinned.url.split("/")[-1])
                 for pinned in lists.PINNED_LISTS.values()}

@@ -13,14 +13,20 @@ from typing import List, Optional
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import dataset_card, funnel, output, provenance, records, stats
-from pipelines.job import Job
-from pipelines.provenance import json_default
+from pipelines import records
+from pipelines.stats import funnel, provenance, stats
+from pipelines.writers import dataset_card, output
+from pipelines.executors.job import Job
+from pipelines.stats.provenance import json_default
 
 PARTS_FOLDER = "parts"
 # The configuration the kept tasks were made under, for the message that refuses another one.
 PARTS_CONFIG_FILE = "parts_config.json"
 PROGRESS_FILE = "progress.json"
+# A task without a valid marker whose folder holds files: a run stopped while it wrote it.
+STOPPED_WHILE_WRITTEN = ("its folder holds files but no marker: a run stopped while it wrote "
+                         "the task (the folder is emptied first)")
+NOT_DONE = "not done"
 LOCK_FILE = ".c4-run.lock"
 # The field of PARTS_CONFIG_FILE that only a run in parts (retired) wrote.
 FORMER_PARTS_FIELD = "group_files"

@@ -8,7 +8,9 @@ from typing import List, Sequence
 import apache_beam as beam
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import layout, records, staged
+from pipelines import records
+from pipelines.executors import layout, staged
+from pipelines.executors.base import NOT_DONE
 from pipelines.executors.in_stages import MARKER_READERS, plan_stage
 from pipelines.wording import counted
 
@@ -52,7 +54,7 @@ class BeamStages:
         pipeline.run().wait_until_finish()
         markers, left, redo = plan_stage(run, tasks)
         if left:
-            why = dict(redo).get(left[0].name, staged.NOT_DONE)
+            why = dict(redo).get(left[0].name, NOT_DONE)
             raise staged.StagedError(f"{counted(len(left), 'task')} of the {stage} job have no "
                                      f"valid marker ({left[0].name}: {why}): rerun the same "
                                      "command to redo them")

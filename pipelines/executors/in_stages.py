@@ -1,4 +1,5 @@
-"""A staged run (pipelines/staged.py) driven to its end: its stages in order, each over its
+"""A staged run (pipelines/executors/staged.py) driven to its end: its stages in order, each over
+its
 tasks without a valid marker, run by an executor (base.EXECUTORS); and its plan in words."""
 import concurrent.futures
 import logging
@@ -6,10 +7,11 @@ from typing import Dict, List, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import layout, staged, stats
-from pipelines.executors.base import parts_dir
+from pipelines.executors import layout, staged
+from pipelines.stats import stats
+from pipelines.executors.base import NOT_DONE, parts_dir
 from pipelines.executors.one_job import NothingRead, nothing_read_error
-from pipelines.job import Job
+from pipelines.executors.job import Job
 from pipelines.wording import counted
 
 # Threads that check the tasks' markers at launch (and write a Beam job's task files): a few
@@ -32,7 +34,7 @@ def plan_stage(run: staged.StagedRun, tasks: Sequence[staged.Task]
             done.append(marker)
             continue
         todo.append(task)
-        if why != staged.NOT_DONE:
+        if why != NOT_DONE:
             redo.append((task.name, why))
     return done, todo, redo
 

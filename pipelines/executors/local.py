@@ -9,7 +9,7 @@ import signal
 from concurrent.futures.process import BrokenProcessPool
 from typing import List, Optional, Sequence
 
-from pipelines import layout, staged
+from pipelines.executors import layout, staged
 
 _WORKER_RUN: Optional[staged.StagedRun] = None
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies.

@@ -4,10 +4,10 @@ from typing import Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines import stats
-from pipelines.graph import build_pipeline
-from pipelines.job import Job
-from pipelines.output import shard_glob
+from pipelines.stats import stats
+from pipelines.beam.graph import build_pipeline
+from pipelines.executors.job import Job
+from pipelines.writers.output import shard_glob
 from pipelines.wording import counted
 
 
