@@ -12,6 +12,7 @@ import pytest
 
 from pipelines import c4
 from pipelines.executors import staged
+from pipelines.executors.tasks import run_task
 from pipelines.executors import base
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
@@ -33,7 +34,7 @@ class InProcess:
         markers = []
         for task in tasks:
             progress.running(1)
-            markers.append(staged.run_task(run, task))
+            markers.append(run_task(run, task))
             progress.task_done(markers[-1])
         return markers
 

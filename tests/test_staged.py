@@ -15,7 +15,8 @@ import pytest
 from deploy.rehearse import file_digests
 from tests.support.outputs import assert_same_output
 from pipelines import c4
-from pipelines.executors import base, layout, staged
+from pipelines.executors import base, layout, staged, task_files, tasks
+from pipelines.executors.progress import Progress
 from pipelines.filters import dedup
 from tests.support import killing
 from tests.support.variant_runs import variant_args
@@ -358,7 +359,7 @@ def test_the_time_left_counts_the_stage_left_and_the_later_stages_by_their_measu
         tmp_path):
     names = ["read", "url", "finish"]
     (tmp_path / base.PARTS_FOLDER).mkdir()
-    progress = staged.Progress(str(tmp_path), "en", names, workers=2, stream=io.StringIO())
+    progress = Progress(str(tmp_path), "en", names, workers=2, stream=io.StringIO())
     progress.start_stage("read", 5, [])
     progress.running(2)
     progress.task_done(staged.TaskMarker("read", 0, "sha", (), {}, 4.0, {"pages_in": 100}))
@@ -396,7 +397,7 @@ def test_a_failing_task_is_named_the_stage_stops_and_a_rerun_keeps_the_tasks_don
     args = variant_args(shared_data, "en") + ["--output", str(tmp_path), "--staged",
                                               "--buckets", "3", "--workers", "2"]
     with monkeypatch.context() as patch:
-        patch.setitem(staged._TASKS, "finish", broken)
+        patch.setitem(tasks._TASKS, "finish", broken)
         with pytest.raises(SystemExit) as exit_:
             c4.main(args)
     assert "finish-0000" in str(exit_.value) and "a bug in this stage" in str(exit_.value)
@@ -412,11 +413,11 @@ def test_a_task_that_could_not_read_a_manifest_gets_no_marker_and_skipped_files_
         caplog):
     task = staged.Task("read", 3)
     with pytest.raises(staged.StagedError, match="read-00003 could not read a manifest"):
-        staged._check_read(task, {"read": {"manifests.skipped:unreadable": 1}})
+        tasks._check_read(task, {"read": {"manifests.skipped:unreadable": 1}})
     with pytest.raises(staged.StagedError, match="could not read an OpenWebText URL list"):
-        staged._check_read(staged.Task("url_lists", 0),
+        tasks._check_read(staged.Task("url_lists", 0),
                            {"domains": {"url_lists.skipped:unreadable": 1}})
-    staged._check_read(task, {"read": {"files.skipped:unreadable": 2, "files.read": 3}})
+    tasks._check_read(task, {"read": {"files.skipped:unreadable": 2, "files.read": 3}})
     assert "read-00003 skipped 2 unreadable WET files" in caplog.text
 
 
@@ -427,10 +428,10 @@ def test_the_parts_of_a_bucket_share_its_pages_whatever_the_number_of_buckets():
     buckets, parts_count = 1024, 8
     keys = [digest64(f"example.com/{index}") for index in range(200_000)]
     in_bucket = [key for key in keys if int.from_bytes(key, "big") % buckets == 5]
-    filled = {staged._part_of_page_key(key, buckets, parts_count) for key in in_bucket}
+    filled = {task_files.part_of_page_key(key, buckets, parts_count) for key in in_bucket}
     assert filled == set(range(parts_count))
     urls = [f"example.com/{index}" for index in range(200_000)]
-    filled = {staged._part_of_url(url, buckets, parts_count) for url in urls
+    filled = {task_files.part_of_url(url, buckets, parts_count) for url in urls
               if int.from_bytes(digest64(url), "big") % buckets == 5}
     assert filled == set(range(parts_count))
 

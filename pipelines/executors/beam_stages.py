@@ -10,6 +10,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
 from pipelines.executors import layout, staged
+from pipelines.executors.progress import Progress
+from pipelines.executors.tasks import run_task
 from pipelines.executors.base import NOT_DONE
 from pipelines.executors.in_stages import MARKER_READERS, plan_stage
 from pipelines.wording import counted
@@ -27,7 +29,7 @@ class _StageTaskFn(beam.DoFn):
 
     def process(self, index: int):
         task = staged.Task.from_json(records.read_all(self._run.task_file(self._stage, index)))
-        yield staged.run_task(self._run, task).index
+        yield run_task(self._run, task).index
 
 
 class BeamStages:
@@ -38,7 +40,7 @@ class BeamStages:
         """Nothing to make: the runner starts its workers per job (--workers is not theirs)."""
 
     def run(self, run: staged.StagedRun, stage: str, tasks: Sequence[staged.Task],
-            progress: staged.Progress) -> List[staged.TaskMarker]:
+            progress: Progress) -> List[staged.TaskMarker]:
         folder = FileSystems.split(run.task_file(stage, 0))[0]
         if "://" not in folder:
             os.makedirs(folder, exist_ok=True)

@@ -7,7 +7,8 @@ from typing import Dict, List, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.executors import layout, staged
+from pipelines.executors import layout, planning, staged
+from pipelines.executors.progress import Progress
 from pipelines.stats import stats
 from pipelines.executors.base import NOT_DONE, parts_dir
 from pipelines.executors.one_job import NothingRead, nothing_read_error
@@ -27,7 +28,7 @@ def plan_stage(run: staged.StagedRun, tasks: Sequence[staged.Task]
                ) -> Tuple[List[staged.TaskMarker], List[staged.Task], List[Tuple[str, str]]]:
     """(the markers of the tasks done, the tasks to compute, (task, why) of those redone)."""
     with concurrent.futures.ThreadPoolExecutor(MARKER_READERS) as readers:
-        states = list(readers.map(lambda task: staged.task_state(run, task), tasks))
+        states = list(readers.map(lambda task: planning.task_state(run, task), tasks))
     done, todo, redo = [], [], []
     for task, (marker, why) in zip(tasks, states):
         if marker is not None:
@@ -44,10 +45,10 @@ def run_staged(job: Job, run: staged.StagedRun, executor) -> stats.Stats:
     read stage and with every task cleared, when the run could read no input."""
     log = logging.getLogger("c4")
     names = layout.stages_of(job.config)
-    progress = staged.Progress(job.output_dir, job.config.name, names, executor.workers)
+    progress = Progress(job.output_dir, job.config.name, names, executor.workers)
     markers: Dict[str, List[staged.TaskMarker]] = {}
     for stage in names:
-        tasks = staged.stage_tasks(run, stage, markers)
+        tasks = planning.stage_tasks(run, stage, markers)
         done, todo, redo = plan_stage(run, tasks)
         for name, why in redo:
             log.warning("redoing %s: %s", name, why)

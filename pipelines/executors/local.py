@@ -10,6 +10,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import List, Optional, Sequence
 
 from pipelines.executors import layout, staged
+from pipelines.executors.progress import Progress
+from pipelines.executors.tasks import run_task
 
 _WORKER_RUN: Optional[staged.StagedRun] = None
 _PR_SET_PDEATHSIG = 1  # prctl(2): the signal a process gets when its parent dies.
@@ -32,7 +34,7 @@ def _start_worker(run: staged.StagedRun, launcher: int) -> None:
 
 
 def _run_in_worker(task: staged.Task) -> staged.TaskMarker:
-    return staged.run_task(_WORKER_RUN, task)
+    return run_task(_WORKER_RUN, task)
 
 
 class LocalWorkers:
@@ -44,12 +46,12 @@ class LocalWorkers:
         self.workers = workers
 
     def run(self, run: staged.StagedRun, stage: str, tasks: Sequence[staged.Task],
-            progress: staged.Progress) -> List[staged.TaskMarker]:
+            progress: Progress) -> List[staged.TaskMarker]:
         if self.workers == 1:
             markers = []
             for task in tasks:
                 progress.running(1)
-                markers.append(staged.run_task(run, task))
+                markers.append(run_task(run, task))
                 progress.task_done(markers[-1])
             return markers
         context = multiprocessing.get_context("fork")
