@@ -34,9 +34,9 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 from langdetect import detector_factory  # noqa: E402
 
 from pipelines.filters import cleaning, language  # noqa: E402
+from pipelines.page import Page  # noqa: E402
 from pipelines.readers import wet  # noqa: E402
 from pipelines.readers.files import open_raw  # noqa: E402
-from pipelines.page import Page  # noqa: E402
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"
 

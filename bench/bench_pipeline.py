@@ -27,9 +27,9 @@ import apache_beam as beam  # noqa: E402
 from langdetect import detector_factory as langdetect_factory  # noqa: E402
 
 from pipelines.filters import badwords, cleaning, dedup, language, urls  # noqa: E402
+from pipelines.page import Page  # noqa: E402
 from pipelines.readers import wet  # noqa: E402
 from pipelines.readers.files import open_raw  # noqa: E402
-from pipelines.page import Page  # noqa: E402
 from text.sentences import split_sentences  # noqa: E402
 from bench_vs_tfds import dedup_shuffle_bytes  # noqa: E402  (a script beside this one)
 

@@ -36,8 +36,8 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO_ROOT))
 
 from deploy.rehearse import file_digests  # noqa: E402
-from pipelines.executors import layout, staged  # noqa: E402
 from pipelines.executors import base as executors  # noqa: E402
+from pipelines.executors import layout, staged  # noqa: E402
 import synthetic_wet  # noqa: E402  (a script beside this one)
 from tests.support import killing  # noqa: E402
 from tests.support.variant_runs import variant_args  # noqa: E402

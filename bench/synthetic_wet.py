@@ -30,9 +30,9 @@ sys.path.insert(0, str(REPO_ROOT))
 
 from warcio.warcwriter import WARCWriter  # noqa: E402
 
+from pipelines.page import Page  # noqa: E402
 from pipelines.readers import wet  # noqa: E402
 from pipelines.readers.files import open_raw  # noqa: E402
-from pipelines.page import Page  # noqa: E402
 
 SAMPLES = str(REPO_ROOT.parent / "shared" / "data" / "wet" / "*" / "*")
 PAGES_PER_WET_FILE = 40_000

@@ -16,9 +16,9 @@ import sys
 from typing import Optional, Sequence
 
 from deploy import REPO_ROOT, arguments, requirements
+from pipelines.config import VARIANTS as VARIANT_CONFIGS
 from pipelines.executors import layout
 from pipelines.readers import common_crawl
-from pipelines.config import VARIANTS as VARIANT_CONFIGS
 from pipelines.wording import counted
 
 VARIANTS = tuple(VARIANT_CONFIGS)

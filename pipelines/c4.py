@@ -18,21 +18,21 @@ from typing import Collection, List, Optional, Sequence
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import exclusion_sample
+from pipelines.beam.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
+from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
+from pipelines.counters import WRITE_STAGE, parse_written
+from pipelines.executors import base
 from pipelines.executors import layout, staged
+from pipelines.executors.in_stages import describe_staged, run_staged, staged_run
+from pipelines.executors.job import Job
+from pipelines.executors.one_job import NAMED_FILES, NothingRead, run_one_job
+from pipelines.filters.cleaning import CLEANING_SETTINGS
+from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from pipelines.readers import common_crawl, files, inputs, lists
 from pipelines.stats import funnel, provenance, stats
 from pipelines.steps.resources import DECONTAMINATION_METHODS, Decontamination, load_resources
-from pipelines.writers import dataset_card, exclusions, output
-from pipelines.filters.cleaning import CLEANING_SETTINGS
-from pipelines.counters import WRITE_STAGE, parse_written
-from pipelines.config import MC4, RULE_SETS, VARIANTS, VOCABULARY_LANGUAGES, VariantConfig, variant
-from pipelines.beam.embedded import embedded_running_mode, machine_memory_bytes, memory_warning
-from pipelines.executors import base
-from pipelines.executors.in_stages import describe_staged, run_staged, staged_run
-from pipelines.executors.one_job import NAMED_FILES, NothingRead, run_one_job
-from pipelines.executors.job import Job
-from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from pipelines.wording import counted
+from pipelines.writers import dataset_card, exclusions, output
 from text.punkt import PunktDataMissing
 from text.splitters import SPLITTER_NAMES
 

@@ -16,10 +16,10 @@ import dataclasses
 from typing import Dict, Optional, Tuple
 
 from pipelines.filters import mc4, rules as rule_sets
-from pipelines.readers import common_crawl
 from pipelines.filters.cleaning import PUBLIC_C4_CLEANING, CleaningConfig
 from pipelines.filters.dedup import PAPER_SPAN_DEDUP, RELEASED_LINE_DEDUP, DedupConfig
 from pipelines.filters.language import LanguageConfig
+from pipelines.readers import common_crawl
 from text.splitters import SPLITTER_NAMES
 
 RULE_SETS = tuple(rule_sets.RULE_SETS)

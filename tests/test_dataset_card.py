@@ -16,9 +16,9 @@ import pytest
 import yaml
 
 from pipelines import c4, counters
-from pipelines.writers import dataset_card, output, parquet_shards
 from pipelines.config import variant
 from pipelines.page import Page
+from pipelines.writers import dataset_card, output, parquet_shards
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
 from tfds_c4 import published

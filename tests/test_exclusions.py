@@ -12,11 +12,11 @@ import sys
 import pytest
 
 from pipelines import c4, exclusion_sample
-from pipelines.filters import badwords, urls
-from pipelines.stats import stats
-from pipelines.config import variant
-from pipelines.page import Page
 from pipelines.beam.url_dedup import NewestPageFn
+from pipelines.config import variant
+from pipelines.filters import badwords, urls
+from pipelines.page import Page
+from pipelines.stats import stats
 from pipelines.steps.base import Counts
 from pipelines.steps.resources import load_resources
 from pipelines.steps.url_dedup import CountUrlDuplicates

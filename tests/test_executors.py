@@ -11,9 +11,9 @@ from typing import List
 import pytest
 
 from pipelines import c4
+from pipelines.executors import base
 from pipelines.executors import staged
 from pipelines.executors.tasks import run_task
-from pipelines.executors import base
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
 

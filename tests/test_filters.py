@@ -8,9 +8,9 @@ import sys
 import pytest
 
 from pipelines.filters import badwords, domains, urls
+from pipelines.page import Page
 from pipelines.readers import wet
 from pipelines.readers.files import InputError, expand, open_raw, read_all
-from pipelines.page import Page
 
 
 @pytest.mark.parametrize("raw, normalized", [

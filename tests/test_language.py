@@ -10,9 +10,9 @@ from unittest import mock
 import pytest
 from langdetect import detector_factory
 
-from pipelines.readers.files import open_raw
 from pipelines.filters.language import LanguageConfig, LanguageDetector, language_drop_reason
 from pipelines.page import Page
+from pipelines.readers.files import open_raw
 from pipelines.readers.wet import read_wet
 
 

@@ -6,8 +6,8 @@ import pytest
 from tensorflow_datasets.text import c4 as tfds_c4_reference
 
 from pipelines import c4
-from pipelines.readers import common_crawl, files, lists
 from pipelines.config import variant
+from pipelines.readers import common_crawl, files, lists
 from tfds_c4 import inputs as tfds_inputs
 
 

@@ -14,11 +14,11 @@ from tensorflow_datasets.text import c4 as tfds_c4
 from tensorflow_datasets.text import c4_utils
 
 from pipelines import c4, config
-from pipelines.filters import badwords, mc4
 from pipelines.beam.phases import PhaseFn
+from pipelines.filters import badwords, mc4
+from pipelines.page import Page
 from pipelines.steps.filter_steps import Cld3Language
 from pipelines.steps.resources import load_resources
-from pipelines.page import Page
 
 
 def test_the_constants_are_the_public_codes():

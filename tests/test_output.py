@@ -19,10 +19,10 @@ from isal import isal_zlib
 from apache_beam.metrics.metric import MetricsFilter
 from apache_beam.options.pipeline_options import PipelineOptions
 
+from pipelines.page import Page
 from pipelines.writers.output import (GZIP_BLOCK_BYTES, GzipWriter, ShardWritten, WriteShards,
                                       bucket_of, encode_line, encode_shard, json_line, shards_for,
                                       shard_name, shard_numbering, write_shard)
-from pipelines.page import Page
 from text.hashing import hash64
 
 WORDS = ["alpha", "Beta", "gamma", "délta", "ε", "ζήτα", "\u2028", "\"quoted\"", "tab\there",

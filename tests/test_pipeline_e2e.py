@@ -17,14 +17,14 @@ import xml.etree.ElementTree as ElementTree
 import pytest
 
 from pipelines import c4
-from pipelines.readers import inputs
-from pipelines.steps.resources import load_resources
 from pipelines.config import VARIANTS, variant
 from pipelines.filters.domains import (offline_domain_extractor, is_realnews_url,
                                        parse_realnews_domains)
 from pipelines.filters.language import LanguageConfig, LanguageDetector
-from text.sentences import split_sentences
 from pipelines.filters.urls import normalize_url, split_of
+from pipelines.readers import inputs
+from pipelines.steps.resources import load_resources
+from text.sentences import split_sentences
 
 ROUNDTRIP = "wet/realistic/c4-en-2019-18-roundtrip.warc.wet.gz"
 

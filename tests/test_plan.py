@@ -12,12 +12,12 @@ import pytest
 from pipelines import c4, counters
 from pipelines.audit import datasheet, datasheet_sample
 from pipelines.filters import dedup
+from pipelines.page import Page
 from pipelines.stats import stats
 from pipelines.steps import plan
-from pipelines.steps.filter_steps import Clean, WithinLength
-from pipelines.page import Page
-from pipelines.steps.span_dedup import SpanRecords
 from pipelines.steps.base import Counts, Drop, Step
+from pipelines.steps.filter_steps import Clean, WithinLength
+from pipelines.steps.span_dedup import SpanRecords
 from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
 from text.sentences import split_sentences

@@ -8,9 +8,9 @@ import pytest
 import tldextract
 from tensorflow_datasets.text import c4_utils
 
+from pipelines.config import variant
 from pipelines.filters import badwords, domains, released, urls
 from pipelines.filters.cleaning import PUBLIC_C4_CLEANING
-from pipelines.config import variant
 from pipelines.page import Page
 from text.sentences import split_sentences
 

@@ -13,12 +13,12 @@ import sys
 import pytest
 
 from deploy.rehearse import file_digests
-from tests.support.outputs import assert_same_output
 from pipelines import c4
 from pipelines.executors import base, layout, staged, task_files, tasks
 from pipelines.executors.progress import Progress
 from pipelines.filters import dedup
 from tests.support import killing
+from tests.support.outputs import assert_same_output
 from tests.support.variant_runs import variant_args
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -12,20 +12,20 @@ from apache_beam.pipeline import PipelineVisitor
 from apache_beam.testing.util import assert_that, equal_to
 
 from pipelines.beam import phases
-from pipelines.coders import PageCoder
-from pipelines.filters import dedup
-from pipelines.readers import inputs, wet
-from pipelines.steps.filter_steps import ReleasedText, WithinLength
 from pipelines.beam.graph import C4Pages
+from pipelines.beam.url_dedup import NewestPageFn
+from pipelines.beam.wet_input import ReadWetFiles
+from pipelines.coders import PageCoder
+from pipelines.config import variant
+from pipelines.filters import dedup
+from pipelines.filters.urls import newest_page
+from pipelines.page import Page
+from pipelines.readers import inputs, wet
+from pipelines.readers.files import open_raw
+from pipelines.steps.filter_steps import ReleasedText, WithinLength
 from pipelines.steps.resources import Resources
 from pipelines.steps.span_dedup import SpanRecords
-from pipelines.beam.url_dedup import NewestPageFn
 from pipelines.steps.url_dedup import NO_PAGE
-from pipelines.beam.wet_input import ReadWetFiles
-from pipelines.config import variant
-from pipelines.readers.files import open_raw
-from pipelines.page import Page
-from pipelines.filters.urls import newest_page
 from text.sentences import split_sentences
 
 SHARED = pathlib.Path(__file__).resolve().parents[2] / "shared" / "data"

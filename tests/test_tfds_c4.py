@@ -17,10 +17,10 @@ from apache_beam.options.pipeline_options import PipelineOptions
 import tfds_c4
 from model.data import inputs, languages
 from pipelines import c4
+from pipelines.config import PRETRAINING_VARIANTS
 from pipelines.filters import mc4
 from pipelines.filters.domains import offline_domain_extractor
 from pipelines.filters.urls import normalize_url
-from pipelines.config import PRETRAINING_VARIANTS
 from tfds_c4.t5_c4 import TFDS_VARIANTS
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

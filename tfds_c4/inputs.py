@@ -16,11 +16,11 @@ from typing import Callable, List, Optional, Sequence
 
 from etils import epath
 
+from pipelines.config import VariantConfig
 from pipelines.filters import mc4
+from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION
 from pipelines.readers import common_crawl, files, lists
 from pipelines.readers import inputs as wet_inputs
-from pipelines.config import VariantConfig
-from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION
 
 MANUAL_WET_DIR = "wet"
 MANUAL_BADWORDS_DIR = "badwords"

@@ -16,11 +16,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 from apache_beam.io.filesystems import FileSystems
 import pyarrow.parquet as pq
 
+from pipelines.config import VariantConfig
 from pipelines.filters import mc4
 from pipelines.readers import files
 from pipelines.stats import provenance, stats
 from pipelines.writers import output
-from pipelines.config import VariantConfig
 
 SPLITS = ("train", "validation")
 

@@ -21,17 +21,17 @@ from apache_beam.options.pipeline_options import PipelineOptions
 
 from pipelines import counters
 from pipelines.beam import embedded, graph
+from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
 from pipelines.filters import mc4
+from pipelines.filters.urls import SPLIT_PLACES, split_at, split_of, split_place
+from pipelines.page import Page
 from pipelines.readers import common_crawl, files, lists
 from pipelines.stats import stats
-from pipelines.config import MC4, TFDS_VARIANTS, VARIANTS, VariantConfig, variant
-from pipelines.page import Page
 from pipelines.steps.resources import load_resources
-from pipelines.filters.urls import SPLIT_PLACES, split_at, split_of, split_place
 from pipelines.wording import counted
+from text.punkt import PunktDataMissing
 from tfds_c4 import inputs as inputs_lib, published
 from tfds_c4.inputs import BuildOptions, MissingInputError
-from text.punkt import PunktDataMissing
 
 SPLITS = ("train", "validation")
 STATISTICS_KEY = "statistics"

@@ -17,8 +17,8 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.filters import badwords, domains
 from pipelines.stats import provenance
-from pipelines.writers import exclusions
 from pipelines.steps.filter_steps import Badwords
+from pipelines.writers import exclusions
 
 SHOWN = 20
 

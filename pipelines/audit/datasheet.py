@@ -30,9 +30,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines.audit.datasheet_html import SAMPLE_META, datasheet_html
 from pipelines.audit.datasheet_sample import ReportConfig, read_sample
+from pipelines.records import read_all, write_atomically
 from pipelines.stats import provenance, stats
 from pipelines.writers import exclusions
-from pipelines.records import read_all, write_atomically
 from text.report_files import BLOCKLIST_FILE, CONTAMINATION_FILE, DATASHEET_FILE, REPORT_DIR
 
 

@@ -6,11 +6,11 @@ import html
 import json
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from pipelines.audit.datasheet_plots import LEVEL_COLOURS, drop_reason_plot, length_plot, month_plot
 from pipelines.audit.datasheet_sample import (TABLE_ROWS, DropReason, Example, ReportConfig, Sample,
                                               drop_reasons, flattened, in_stage_order,
                                               language_rows, ordered_stages, pages_in_and_out,
                                               scaled, top_domains)
-from pipelines.audit.datasheet_plots import LEVEL_COLOURS, drop_reason_plot, length_plot, month_plot
 from pipelines.stats import funnel, provenance, stats
 from pipelines.wording import counted
 from text.report_files import BLOCKLIST_FILE, CONTAMINATION_FILE, REPORT_DIR

@@ -11,11 +11,11 @@ from typing import Callable, Dict, Iterator, List, Sequence, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import exclusion_sample
-from pipelines.stats import funnel, stats
-from pipelines.writers import exclusions
 from pipelines.counters import parse_dropped
 from pipelines.records import read_all
+from pipelines.stats import funnel, stats
 from pipelines.wording import counted
+from pipelines.writers import exclusions
 from text.hashing import hash64
 
 TABLE_ROWS = 10

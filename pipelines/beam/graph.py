@@ -8,26 +8,26 @@ from typing import Dict, Optional, Sequence
 import apache_beam as beam
 
 from pipelines import exclusion_sample
-from pipelines.readers import inputs
-from pipelines.steps import plan
-from pipelines.writers import exclusions
 from pipelines.beam.phases import SampleOutputs, apply_phase
-from pipelines.config import VariantConfig
-from pipelines.writers.output import JSONL, WriteShards, in_output_dir
-from pipelines.page import Page
-from pipelines.steps.resources import Resources
 from pipelines.beam.span_dedup import SpanDedup
 from pipelines.beam.url_dedup import DedupUrls
-from pipelines.steps.url_dedup import KeyByUrl
-from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION, split_of
 from pipelines.beam.webtext_join import JoinWebTextUrls
-from pipelines.steps.webtext_join import UnpackJoin
 from pipelines.beam.wet_input import ReadWetFiles, max_record_bytes
+from pipelines.config import VariantConfig
+from pipelines.filters.urls import DEFAULT_VALIDATION_FRACTION, split_of
+from pipelines.page import Page
+from pipelines.readers import inputs
+from pipelines.steps import plan
+from pipelines.steps.resources import Resources
+from pipelines.steps.url_dedup import KeyByUrl
+from pipelines.steps.webtext_join import UnpackJoin
+from pipelines.writers import exclusions
+from pipelines.writers.output import JSONL, WriteShards, in_output_dir
 
 
 class C4Pages(beam.PTransform):
     """Raw WET pages -> the pages of a C4 variant: the plan's phases (pipelines/steps/plan.py), each
-    as one DoFn (beam_phases.PhaseFn), between the shuffles: URL dedup, the OpenWebText join
+    as one DoFn (phases.PhaseFn), between the shuffles: URL dedup, the OpenWebText join
     (webtextlike), the span dedup. `sample`: where the exclusion records of the phases go
     (--exclusions), or None."""
 

@@ -9,10 +9,10 @@ from typing import Optional
 import apache_beam as beam
 
 from pipelines import counters
-from pipelines.readers import files, inputs, wet
-from pipelines.stats import stats
 from pipelines.beam.phases import counted_per_element, report
 from pipelines.config import VariantConfig
+from pipelines.readers import files, inputs, wet
+from pipelines.stats import stats
 from pipelines.steps.base import Counts
 from pipelines.wording import counted
 

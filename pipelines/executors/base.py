@@ -14,10 +14,10 @@ from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
-from pipelines.stats import funnel, provenance, stats
-from pipelines.writers import dataset_card, output
 from pipelines.executors.job import Job
+from pipelines.stats import funnel, provenance, stats
 from pipelines.stats.provenance import json_default
+from pipelines.writers import dataset_card, output
 
 PARTS_FOLDER = "parts"
 # The configuration the kept tasks were made under, for the message that refuses another one.

@@ -10,10 +10,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
 from pipelines.executors import layout, staged
-from pipelines.executors.progress import Progress
-from pipelines.executors.tasks import run_task
 from pipelines.executors.base import NOT_DONE
 from pipelines.executors.in_stages import MARKER_READERS, plan_stage
+from pipelines.executors.progress import Progress
+from pipelines.executors.tasks import run_task
 from pipelines.wording import counted
 
 

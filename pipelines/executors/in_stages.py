@@ -8,11 +8,11 @@ from typing import Dict, List, Sequence, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.executors import layout, planning, staged
+from pipelines.executors.base import NOT_DONE, parts_dir
+from pipelines.executors.job import Job
+from pipelines.executors.one_job import NothingRead, nothing_read_error
 from pipelines.executors.progress import Progress
 from pipelines.stats import stats
-from pipelines.executors.base import NOT_DONE, parts_dir
-from pipelines.executors.one_job import NothingRead, nothing_read_error
-from pipelines.executors.job import Job
 from pipelines.wording import counted
 
 # Threads that check the tasks' markers at launch (and write a Beam job's task files): a few

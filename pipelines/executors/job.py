@@ -9,12 +9,12 @@ import apache_beam as beam
 from apache_beam.options.pipeline_options import GoogleCloudOptions, PipelineOptions
 
 from pipelines import exclusion_sample
+from pipelines.beam.embedded import embedded_runner, runs_embedded
+from pipelines.config import VariantConfig
 from pipelines.readers import inputs
 from pipelines.stats import provenance
 from pipelines.steps.resources import Resources
 from pipelines.writers import output
-from pipelines.config import VariantConfig
-from pipelines.beam.embedded import embedded_runner, runs_embedded
 
 
 @dataclasses.dataclass(frozen=True)

@@ -4,11 +4,11 @@ from typing import Optional
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.stats import stats
 from pipelines.beam.graph import build_pipeline
 from pipelines.executors.job import Job
-from pipelines.writers.output import shard_glob
+from pipelines.stats import stats
 from pipelines.wording import counted
+from pipelines.writers.output import shard_glob
 
 
 class NothingRead(Exception):

@@ -7,10 +7,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
 from pipelines.executors.base import NOT_DONE, STOPPED_WHILE_WRITTEN
-from pipelines.writers import exclusions, output
 from pipelines.executors.staged import (EXCLUDED_FOLDER, MARKER_FILE, Input, StagedRun, Task,
                                         TaskMarker)
 from pipelines.executors.task_files import bucket_name, destination_name, shard_counts, shard_path
+from pipelines.writers import exclusions, output
 
 
 class _Written:

@@ -8,10 +8,10 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
 from pipelines.executors import base
-from pipelines.stats import stats
 from pipelines.executors.layout import STAGE_CPU_OVER_READ
-from text.durations import duration
 from pipelines.executors.staged import TaskMarker
+from pipelines.stats import stats
+from text.durations import duration
 
 
 class Progress:

@@ -45,9 +45,9 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
 from pipelines.executors import base
-from pipelines.stats import stats
 from pipelines.executors.job import Job
 from pipelines.executors.layout import Layout
+from pipelines.stats import stats
 from pipelines.stats.provenance import json_default
 
 MARKER_FILE = "DONE.json"

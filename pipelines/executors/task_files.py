@@ -7,10 +7,10 @@ from typing import Dict, Iterable, Iterator, List, Sequence, Tuple
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines import records
-from pipelines.writers import exclusions, output
-from text.hashing import hash64
 from pipelines.executors.staged import (EXCLUDED_FOLDER, Input, StagedError, StagedRun, Task,
                                         TaskMarker)
+from pipelines.writers import exclusions, output
+from text.hashing import hash64
 
 
 def bucket_name(kind: str, index: int) -> str:

@@ -11,22 +11,22 @@ from apache_beam.io.filesystems import FileSystems
 
 from pipelines import counters, exclusion_sample, records
 from pipelines.beam import wet_input
-from pipelines.filters import dedup
-from pipelines.stats import stats
-from pipelines.steps import plan, url_dedup
-from pipelines.writers import exclusions, output
 from pipelines.coders import PageCoder
-from pipelines.page import Page
-from pipelines.steps.span_dedup import LOST_KEY_MESSAGE, PAGE_MESSAGE
-from pipelines.steps.base import Counts, Routed, run_steps, setup_all
-from pipelines.filters.urls import split_of
-from pipelines.steps.webtext_join import URL_LIST_UNREADABLE, KeepListedPages, webtext_urls_of_file
-from pipelines.wording import counted
 from pipelines.executors.staged import (EXCLUDED_FOLDER, MARKER_FILE, StagedError, StagedRun, Task,
                                         TaskMarker)
 from pipelines.executors.task_files import (TaskFiles, Spread, bucket_name, destination_name,
                                             destination_of, inputs_of, parts_of, part_of_page_key,
                                             part_of_url, read_input, read_role, shard_path)
+from pipelines.filters import dedup
+from pipelines.filters.urls import split_of
+from pipelines.page import Page
+from pipelines.stats import stats
+from pipelines.steps import plan, url_dedup
+from pipelines.steps.base import Counts, Routed, run_steps, setup_all
+from pipelines.steps.span_dedup import LOST_KEY_MESSAGE, PAGE_MESSAGE
+from pipelines.steps.webtext_join import URL_LIST_UNREADABLE, KeepListedPages, webtext_urls_of_file
+from pipelines.wording import counted
+from pipelines.writers import exclusions, output
 
 _LOG = logging.getLogger("c4")
 _TUPLES = beam.coders.FastPrimitivesCoder()

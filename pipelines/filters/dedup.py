@@ -1,4 +1,5 @@
-"""Dedup across the whole dataset, as pure functions over one page (its steps: stages.py).
+"""Dedup across the whole dataset, as pure functions over one page (its steps:
+pipelines/steps/span_dedup.py).
 
 Two modes, one machinery. A page is cut into units: sentences (the paper's rule, `spans` mode)
 or lines (the released C4's rule, `lines` mode). A key is the hash of a window of `span_units`

@@ -16,8 +16,8 @@ import tldextract
 
 from pipelines.filters.cleaning import CleaningConfig, CleaningResult, DroppedLines, has_sentences
 from pipelines.filters.domains import AllowedSubdomains
-from pipelines.page import Page
 from pipelines.filters.urls import released_normalize_url
+from pipelines.page import Page
 from text.splitters import Splitter
 
 # TFDS reads a WET file line by line in text mode, where `\r\n`, `\r` and `\n` all end a line. It

@@ -13,9 +13,9 @@ from isal import isal_zlib
 from warcio.archiveiterator import ArchiveIterator
 from warcio.exceptions import ArchiveLoadFailed
 
-from pipelines.readers.files import InputError
-from pipelines.page import Page
 from pipelines.filters.urls import normalize_url
+from pipelines.page import Page
+from pipelines.readers.files import InputError
 from pipelines.wording import counted
 
 _GZIP_MAGIC = b"\x1f\x8b\x08"

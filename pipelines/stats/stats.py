@@ -6,9 +6,9 @@ from apache_beam.io.filesystems import FileSystems
 from apache_beam.metrics.metric import MetricsFilter
 
 from pipelines import counters
-from pipelines.steps import plan
 from pipelines.filters.mc4 import UNKNOWN_LANGUAGE
 from pipelines.records import write_atomically
+from pipelines.steps import plan
 from pipelines.wording import counted
 
 STATS_FILE = "stats.json"

@@ -8,10 +8,10 @@ from typing import Dict, Sequence
 from pipelines import counters
 from pipelines.filters import badwords, cleaning, domains, language, mc4, released
 from pipelines.filters.language import cld3
-from pipelines.page import Page
-from pipelines.steps.resources import Decontamination
 from pipelines.filters.rules import RuleSet
+from pipelines.page import Page
 from pipelines.steps.base import Counts, Drop, Step
+from pipelines.steps.resources import Decontamination
 from text import contamination
 from text.splitters import Splitter
 

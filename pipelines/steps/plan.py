@@ -17,12 +17,12 @@ from typing import Callable, Dict, List, NamedTuple, Optional, Tuple, Type
 from pipelines import counters
 from pipelines.config import VariantConfig
 from pipelines.filters.dedup import DedupConfig
+from pipelines.steps.base import Drop, Step
 from pipelines.steps.filter_steps import (Badwords, Clean, Cld3Language, Decontaminate,
                                           DetectLanguage, ParagraphFilter, RealNewsDomains,
                                           RecordKept, ReleasedText, WithinLength)
 from pipelines.steps.resources import Resources
 from pipelines.steps.span_dedup import ApplyRemovals, SpanRecords
-from pipelines.steps.base import Drop, Step
 from pipelines.steps.url_dedup import CountUrlDuplicates
 from pipelines.steps.webtext_join import KeepListedPages
 

@@ -6,9 +6,9 @@ import collections
 import dataclasses
 from typing import Dict, List, Optional, Sequence, Tuple
 
+from pipelines.config import VariantConfig
 from pipelines.filters import badwords, domains, mc4
 from pipelines.readers import files, lists
-from pipelines.config import VariantConfig
 from text import contamination
 from text.sentences import split_sentences
 from text.splitters import Splitter, load_splitter

@@ -3,10 +3,10 @@ OpenWebText URL lists, which are read (and counted) under the same stage as the 
 """
 import logging
 
-from pipelines.filters import domains
-from pipelines.readers import files
 from pipelines.coders import PAGE_CODER
+from pipelines.filters import domains
 from pipelines.filters.rules import RuleSet
+from pipelines.readers import files
 from pipelines.steps.base import Counts, Drop, Step
 
 _LOG = logging.getLogger("c4")

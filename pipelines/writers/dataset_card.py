@@ -22,13 +22,13 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 from apache_beam.io.filesystems import FileSystems
 
-from pipelines.stats import funnel
-from pipelines.writers import output
 from pipelines.config import VariantConfig
 from pipelines.counters import WRITE_STAGE, written
 from pipelines.page import record_fields
+from pipelines.stats import funnel
 from pipelines.stats.provenance import RUN_CONFIG_FILE
 from pipelines.stats.stats import STATS_FILE, Stats
+from pipelines.writers import output
 
 CARD_FILE = "README.md"
 # The config of the shards in the output folder itself: `datasets` loads it when none is named.

@@ -23,8 +23,8 @@ import orjson
 from apache_beam.io.filesystems import FileSystems
 
 from pipelines.exclusion_sample import EXCLUSIONS_SPLIT, KEPT_SPLIT, Excluded
-from pipelines.writers.output import SortEntry, shard_glob
 from pipelines.records import write_json
+from pipelines.writers.output import SortEntry, shard_glob
 
 SUMMARY_FILE = "exclusions.json"
 # Where the files' lines are counted: not a `c4.` stage, so not in stats.json.
