@@ -14,12 +14,15 @@ import sys
 from typing import Optional, Sequence
 
 from pipelines import exclusion_sample
-from pipelines.audit.blocklist import SHOWN, dropped_for_badwords, exclusions_of, study
+from pipelines.audit.blocklist import dropped_for_badwords, exclusions_of, study
 from pipelines.filters import badwords
 from pipelines.records import write_json
 from pipelines.wording import counted
 from pipelines.writers import exclusions
 from text.report_files import BLOCKLIST_FILE, REPORT_DIR, report_file
+
+# The terms and domains printed, the most frequent first.
+SHOWN = 20
 
 
 def main(argv: Optional[Sequence[str]] = None) -> dict:

@@ -1,12 +1,6 @@
-"""The blocklist study of Dodge et al. (2021, Section 5): what the bad-words filter removed, from
-one run's exclusions (`--exclusions`): the pages it dropped, the terms that triggered it with
-their counts, and the pages' domains. The exclusions are a sample by URL hash: each count is of
-the sample, and `estimated_pages` scales the pages by the fraction.
-
-    python -m pipelines.blocklist OUT --badwords ../shared/data/badwords/en
-
-writes OUT/report/blocklist.json (what pipelines.report shows) and prints the most frequent
-terms and domains.
+"""The blocklist study of Dodge et al. (2021, Section 5) over one run's exclusions: the pages the
+bad-words filter dropped, the terms that triggered it with their counts, the pages' domains, the
+pages scaled by the sample's fraction. Its command line is pipelines/blocklist.py.
 """
 import collections
 import json
@@ -19,8 +13,6 @@ from pipelines.filters import badwords, domains
 from pipelines.stats import provenance
 from pipelines.steps.filter_steps import Badwords
 from pipelines.writers import exclusions
-
-SHOWN = 20
 
 
 def dropped_for_badwords(lines: Iterable[bytes]) -> Iterable[dict]:
