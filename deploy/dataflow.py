@@ -182,7 +182,8 @@ def plan_lines(job: DataflowJob) -> list[str]:
 
 def _staged_plan_lines(job: DataflowJob, files: int) -> list[str]:
     config = VARIANT_CONFIGS[job.variant]
-    cut = layout.default_layout(files, files * common_crawl.REMOTE_WET_FILE_BYTES, None, job.buckets)
+    input_bytes = files * common_crawl.REMOTE_WET_FILE_BYTES
+    cut = layout.default_layout(files, input_bytes, None, job.buckets)
     counts = layout.task_counts(config, cut, files, len(job.webtext_urls))
     shares = layout.cpu_shares(config)
     name = job_name(job.variant, job.dumps, job.max_files)

@@ -206,10 +206,10 @@ def parser() -> argparse.ArgumentParser:
                               f"OUTPUT/{base.PARTS_FOLDER}/, so that memory is bounded by a "
                               "bucket, not by the input (pipelines/executors/staged.py); on the "
                               "local runner the tasks run on --workers processes, on another "
-                              "runner each stage is a Beam job over its unfinished tasks (--executor). "
-                              "Default: staged when the input is more than a one-job run on the "
-                              "local runner holds in this machine's memory, or several Common "
-                              "Crawl manifests (several dumps)")
+                              "runner each stage is a Beam job over its unfinished tasks "
+                              "(--executor). Default: staged when the input is more than a "
+                              "one-job run on the local runner holds in this machine's memory, "
+                              "or several Common Crawl manifests (several dumps)")
     options.add_argument("--workers", type=int, default=os.cpu_count(),
                          help="processes that run a staged run's tasks side by side on this "
                               "machine (default: its cores)")

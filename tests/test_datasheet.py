@@ -1,6 +1,6 @@
-"""The datasheet of a run (pipelines/audit/datasheet.py): counters become the right rows, the exclusions
-sample is read up to its cap and scaled, page text is escaped, the same inputs give the same
-bytes, and the page of a real run renders in headless Chromium without a console message."""
+"""The datasheet of a run (pipelines/audit/datasheet.py): counters become the right rows, the
+exclusions sample is read up to its cap and scaled, page text is escaped, the same inputs give the
+same bytes, and the page of a real run renders in headless Chromium without a console message."""
 import collections
 import gzip
 import hashlib
@@ -94,7 +94,8 @@ def make_run(folder: pathlib.Path, with_sample: bool = True) -> pathlib.Path:
 def test_the_counters_become_drop_reasons_in_stage_order_largest_first():
     counters = datasheet_sample.ordered_stages(STATS)
     assert list(counters) == ["read", "clean", "dedup", "badwords", "write"]
-    assert [(d.stage, d.level, d.reason, d.count) for d in datasheet_sample.drop_reasons(counters)] == [
+    reasons = datasheet_sample.drop_reasons(counters)
+    assert [(d.stage, d.level, d.reason, d.count) for d in reasons] == [
         ("clean", "line", "no_terminal_punctuation", 40),
         ("clean", "page", "too_few_sentences", 4),
         ("clean", "line", "ellipsis", 3),
@@ -137,7 +138,8 @@ def test_the_configuration_is_flattened_to_dotted_rows():
 
 def test_the_sample_is_read_and_scaled_by_the_fraction_and_the_share_read(tmp_path):
     directory = write_exclusions(tmp_path / "x", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5)
-    sample = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(examples_per_reason=1))
+    sample = datasheet_sample.read_sample(str(directory),
+                                          datasheet_sample.ReportConfig(examples_per_reason=1))
     assert (sample.records_read, sample.records_total, sample.kept_read) == (6, 6, 3)
     assert sample.dropped_scale == sample.kept_scale == 2.0  # 1 / 0.5, all read.
     assert sample.dropped_by_domain == {"clean": {"a.com": 1}, "badwords": {"c.net": 1}}
@@ -158,14 +160,15 @@ def test_the_sample_is_read_in_whole_files_up_to_its_cap(tmp_path):
     """Each file is a bucket of URLs: whole files are a fair sample, and the scale follows the
     share read. A file larger than the hard cap is cut, and the sample says so."""
     directory = write_exclusions(tmp_path / "x", SAMPLE_EXCLUSIONS, SAMPLE_KEPT, 0.5, shards=3)
-    enough = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(sample_records=1))
+    enough = datasheet_sample.read_sample(str(directory),
+                                          datasheet_sample.ReportConfig(sample_records=1))
     assert (enough.files_read, enough.records_read, enough.cut_inside_a_file) == (1, 2, False)
     assert enough.kept_read == 1  # The same share of the kept files: one of three.
     # 2 of 6 records read from a 0.5 sample: each stands for 6 pages of the run.
     assert enough.dropped_scale == pytest.approx(6.0)
     assert enough.kept_scale == pytest.approx(6.0)
-    cut = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(sample_records=1,
-                                                                 max_sample_records=1))
+    cut = datasheet_sample.read_sample(str(directory), datasheet_sample.ReportConfig(
+        sample_records=1, max_sample_records=1))
     assert (cut.records_read, cut.cut_inside_a_file) == (1, True)
     assert datasheet_sample.estimate_scale(0.01, 0, 0) == 0.0
 
@@ -175,8 +178,8 @@ def test_a_reason_counted_per_language_shows_examples_of_its_languages(tmp_path)
                for language in ("de", "en") for number in range(3)]
     sample = datasheet_sample.read_sample(str(write_exclusions(tmp_path / "x", records, [], 0.1)),
                                 datasheet_sample.ReportConfig(examples_per_reason=2))
-    examples = datasheet_html.examples_of(sample, datasheet_sample.DropReason("badwords", "page", "badword", 6),
-                                     2)
+    badword = datasheet_sample.DropReason("badwords", "page", "badword", 6)
+    examples = datasheet_html.examples_of(sample, badword, 2)
     everyone = [record["url"] for record in records]
     assert [example.url for example in examples] == sorted(everyone, key=hash64)[:2]
 
@@ -353,7 +356,8 @@ def test_the_studies_are_shown_as_tables_when_present(tmp_path):
 
 
 def test_the_sample_is_said_as_a_share_of_urls_and_its_figures_as_estimates(tmp_path):
-    assert [datasheet_html.share_of_urls(fraction) for fraction in (1.0, 0.5, 0.1, 0.01, 0.001)] == [
+    fractions = (1.0, 0.5, 0.1, 0.01, 0.001)
+    assert [datasheet_html.share_of_urls(fraction) for fraction in fractions] == [
         "every URL", "50% of URLs", "10% of URLs", "1% of URLs", "0.1% of URLs"]
     page = pathlib.Path(datasheet.build_datasheet(str(make_run(tmp_path / "run")))).read_text()
     assert "Exclusions sample: 50% of URLs;" in page
@@ -492,7 +496,8 @@ def test_a_reason_with_colons_loses_only_its_last_part_and_only_when_it_is_a_lan
                                     "pages.dropped:example_of:xnli:fr": 1,
                                     "pages.dropped:example_of:glue_rte": 5},
                 "badwords": {"pages.dropped:badword:de": 3}}
-    assert [(drop.stage, drop.reason, drop.count) for drop in datasheet_sample.drop_reasons(counters)] == [
+    reasons = datasheet_sample.drop_reasons(counters)
+    assert [(drop.stage, drop.reason, drop.count) for drop in reasons] == [
         ("decontamination", "example_of:glue_rte", 5), ("decontamination", "example_of:xnli", 3),
         ("badwords", "badword", 3)]
 
