@@ -7,13 +7,14 @@
 # `make rehearse` runs the C4 job and the TFDS build with Beam's portable runner, their workers in
 # lean environments (.venv-worker/) holding only a worker's install, against the DirectRunner.
 # `make bench-extras` measures each setup.py extra's installed size and install time.
-# `make mutation MODULE=pipelines/exclusions.py [TESTS="tests/test_x.py -k y"]` measures how many
-# of a module's mutants its tests kill (mutmut, requirements-mutation.txt; bench/MUTATION.md).
+# `make mutation MODULE=pipelines/writers/exclusions.py [TESTS="tests/test_x.py -k y"]` measures
+# how many of a module's mutants its tests kill (mutmut, requirements-mutation.txt;
+# bench/MUTATION.md).
 PYTHON ?= python3.11
 VENV := .venv
 VARIANT ?= en
 # Unset INPUT, BADWORDS, BADWORDS_DIR and REALNEWS_DOMAINS: the pipeline's defaults (the variant's Common Crawl
-# dumps, the pinned lists; pipelines/common_crawl.py and pipelines/lists.py own them). A list is
+# dumps, the pinned lists; pipelines/readers/common_crawl.py and pipelines/readers/lists.py own them). A list is
 # passed only when set; a variant that does not read it says so and ignores it (en.noclean and
 # de-fr-ro read no bad-words list; multilingual reads BADWORDS_DIR, the folder of its lists per
 # language). WEBTEXT_URLS has no default: webtextlike needs it.

@@ -60,8 +60,16 @@ TARGETS: Dict[str, Target] = {
     "pipelines/executors/staged.py": Target(["tests/test_staged.py"] + _FAST),
     "pipelines/executors/in_stages.py": Target(["tests/test_staged.py",
                                                  "tests/test_executors.py"] + _FAST),
-    "pipelines/writers/exclusions.py": Target(["tests/test_exclusions.py"] + _FAST),
+    # Finding a run's sample from any folder is held by the datasheet's and the blocklist
+    # study's tests.
+    "pipelines/writers/exclusions.py": Target(["tests/test_exclusions.py",
+                                               "tests/test_datasheet.py",
+                                               "tests/test_blocklist.py"] + _FAST),
+    # The datasheet, in its four modules.
     "pipelines/audit/datasheet.py": Target(["tests/test_datasheet.py"] + _FAST),
+    "pipelines/audit/datasheet_sample.py": Target(["tests/test_datasheet.py"] + _FAST),
+    "pipelines/audit/datasheet_plots.py": Target(["tests/test_datasheet.py"] + _FAST),
+    "pipelines/audit/datasheet_html.py": Target(["tests/test_datasheet.py"] + _FAST),
     "pipelines/audit/blocklist.py": Target(["tests/test_blocklist.py"] + _FAST),
     # The decontamination stage's step (the rest of filter_steps.py is not mutated; its setting,
     # Decontamination, is steps/resources.py's).

@@ -37,11 +37,11 @@ from model.data.vocabulary import Vocabulary
 
 TOKENIZE_BATCH = 64  # texts tokenized per op call: amortizes the per-call overhead of tf-text
 JSON_SUFFIXES = (".jsonl.gz", ".json.gz", ".jsonl", ".json")
-# The shards of the C4 pipeline's splits in its output folder (pipelines/output.py).
+# The shards of the C4 pipeline's splits in its output folder (pipelines/writers/output.py).
 FOLDER_SPLITS = {"train": "train-*.jsonl.gz", "validation": "validation-*.jsonl.gz"}
 # Those of a run that wrote `count` files of the split (its own, not another run's beside them).
 RUN_SPLIT_FILES = {split: f"{split}-*-of-{{count:05d}}.jsonl.gz" for split in FOLDER_SPLITS}
-# A pipeline run's report in its output folder (pipelines/stats.py): a finished run's has neither
+# A pipeline run's report in its output folder (pipelines/stats/stats.py): a finished run's has neither
 # "progress" nor "error", and gives under "shards" the number of files N of each split it wrote,
 # named SPLIT-NNNNN-of-N (a run from before that record gives none: its folder's shards are
 # read).
