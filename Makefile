@@ -7,8 +7,8 @@
 # `make rehearse` runs the C4 job and the TFDS build with Beam's portable runner, their workers in
 # lean environments (.venv-worker/) holding only a worker's install, against the DirectRunner.
 # `make bench-extras` measures each setup.py extra's installed size and install time.
-# `make mutation MODULE=pipelines/writers/exclusions.py [TESTS="tests/test_x.py -k y"]` measures
-# how many of a module's mutants its tests kill (mutmut, requirements-mutation.txt;
+# `make mutation MODULE=pipelines/writers/exclusions.py [TESTS="tests/pipelines/test_x.py -k y"]`
+# measures how many of a module's mutants its tests kill (mutmut, requirements-mutation.txt;
 # bench/MUTATION.md).
 PYTHON ?= python3.11
 VENV := .venv

@@ -301,8 +301,8 @@ def main():
               f"{full_mb / whole:>10.2f}{marginal * 1000:>9.2f}{1 / marginal:>18.0f}{peak:>9.0f}"
               f"{out:>11}{tfds_whole / whole:>14.2f}{tfds_marginal / marginal:>17.2f}")
     if len({frozenset(figures[side][4]) for side in sides}) > 1:
-        print("\nnote: the two sides wrote different page counts (tests/test_mc4_oracle.py "
-              "compares them page for page)")
+        print("\nnote: the two sides wrote different page counts "
+              "(tests/pipelines/test_mc4_oracle.py compares them page for page)")
     print("\nall of mC4 at the marginal rate (assumptions in the module's docstring):")
     for side in sides:
         estimate(1 / figures[side][2], side)

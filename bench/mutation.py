@@ -1,7 +1,8 @@
 """Mutation testing of one module with the tests that cover it (mutmut 3; not part of `make test`).
 
     python bench/mutation.py --module pipelines/writers/exclusions.py
-    python bench/mutation.py --module text/contamination.py --tests "tests/test_contamination.py"
+    python bench/mutation.py --module text/contamination.py \
+        --tests "tests/model/test_contamination.py"
     python bench/mutation.py --module pipelines/executors/staged.py --sample 60 --time-limit 1800
 
 mutmut copies the packages into a scratch folder (`build/mutation/<module>/mutants`), puts one
@@ -57,36 +58,37 @@ PRELOAD = ("numpy", "tensorflow", "tensorflow_datasets", "apache_beam", "sklearn
 
 # Each module of issue 48 with the tests that cover it.
 TARGETS: Dict[str, Target] = {
-    "pipelines/executors/staged.py": Target(["tests/test_staged.py"] + _FAST),
-    "pipelines/executors/in_stages.py": Target(["tests/test_staged.py",
-                                                 "tests/test_executors.py"] + _FAST),
+    "pipelines/executors/staged.py": Target(["tests/pipelines/test_staged.py"] + _FAST),
+    "pipelines/executors/in_stages.py": Target(["tests/pipelines/test_staged.py",
+                                                 "tests/pipelines/test_executors.py"] + _FAST),
     # Finding a run's sample from any folder is held by the datasheet's and the blocklist
     # study's tests.
-    "pipelines/writers/exclusions.py": Target(["tests/test_exclusions.py",
-                                               "tests/test_datasheet.py",
-                                               "tests/test_blocklist.py"] + _FAST),
+    "pipelines/writers/exclusions.py": Target(["tests/pipelines/test_exclusions.py",
+                                               "tests/pipelines/test_datasheet.py",
+                                               "tests/pipelines/test_blocklist.py"] + _FAST),
     # The datasheet, in its four modules.
-    "pipelines/audit/datasheet.py": Target(["tests/test_datasheet.py"] + _FAST),
-    "pipelines/audit/datasheet_sample.py": Target(["tests/test_datasheet.py"] + _FAST),
-    "pipelines/audit/datasheet_plots.py": Target(["tests/test_datasheet.py"] + _FAST),
-    "pipelines/audit/datasheet_html.py": Target(["tests/test_datasheet.py"] + _FAST),
-    "pipelines/audit/blocklist.py": Target(["tests/test_blocklist.py"] + _FAST),
+    "pipelines/audit/datasheet.py": Target(["tests/pipelines/test_datasheet.py"] + _FAST),
+    "pipelines/audit/datasheet_sample.py": Target(["tests/pipelines/test_datasheet.py"] + _FAST),
+    "pipelines/audit/datasheet_plots.py": Target(["tests/pipelines/test_datasheet.py"] + _FAST),
+    "pipelines/audit/datasheet_html.py": Target(["tests/pipelines/test_datasheet.py"] + _FAST),
+    "pipelines/audit/blocklist.py": Target(["tests/pipelines/test_blocklist.py"] + _FAST),
     # The decontamination stage's step (the rest of filter_steps.py is not mutated; its setting,
     # Decontamination, is steps/resources.py's).
-    "pipelines/steps/filter_steps.py": Target(["tests/test_decontamination.py"] + _FAST,
+    "pipelines/steps/filter_steps.py": Target(["tests/pipelines/test_decontamination.py"] + _FAST,
                                               ["pipelines.steps.filter_steps.xǁDecontamina*"]),
-    "text/contamination.py": Target(["tests/test_contamination.py",
-                                     "tests/test_decontamination.py"] + _FAST),
-    "model/tasks/xnli.py": Target(["tests/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
-    "model/tasks/paws_x.py": Target(["tests/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
-    "model/tasks/wikiann.py": Target(["tests/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
-    "model/tasks/multilingual_qa.py": Target(["tests/test_mt5_tasks.py"] + _FAST,
+    "text/contamination.py": Target(["tests/model/test_contamination.py",
+                                     "tests/pipelines/test_decontamination.py"] + _FAST),
+    "model/tasks/xnli.py": Target(["tests/model/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
+    "model/tasks/paws_x.py": Target(["tests/model/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
+    "model/tasks/wikiann.py": Target(["tests/model/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
+    "model/tasks/multilingual_qa.py": Target(["tests/model/test_mt5_tasks.py"] + _FAST,
                                              fresh_imports=True),
-    "model/tasks/mt5.py": Target(["tests/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
-    "model/tasks/mixtures.py": Target(["tests/test_tasks.py", "tests/test_mt5_tasks.py",
-                                       "tests/test_paper_numbers.py"] + _FAST,
+    "model/tasks/mt5.py": Target(["tests/model/test_mt5_tasks.py"] + _FAST, fresh_imports=True),
+    "model/tasks/mixtures.py": Target(["tests/model/test_tasks.py", "tests/model/test_mt5_tasks.py",
+                                       "tests/model/test_paper_numbers.py"] + _FAST,
                                       fresh_imports=True),
-    "model/tasks/multilingual_metrics.py": Target(["tests/test_multilingual_metrics.py"] + _FAST),
+    "model/tasks/multilingual_metrics.py": Target(["tests/model/test_multilingual_metrics.py"]
+                                                  + _FAST),
 }
 
 # mutmut's exit codes of a checked mutant, by what they mean here.

@@ -11,7 +11,7 @@ The cross entropy is computed as `log_z - logit of the target`, with one `log_z`
 cross entropy and the z-loss: mtf's `softmax_cross_entropy_with_logits` materialises
 `log_softmax` over the whole [batch, length, vocab] tensor, and a separate z-loss would take a
 second log-sum-exp over it, the two largest element-wise passes of a step. Equal to mtf's
-formula up to float rounding (tests/test_speed_paths.py).
+formula up to float rounding (tests/model/test_speed_paths.py).
 """
 from __future__ import annotations
 

@@ -69,7 +69,8 @@ class PrecisionConfig:
     activation_dtype 'bfloat16'. On CPUs with AVX512-BF16 / AMX, activation_dtype 'bfloat16'
     (gin/bfloat16_activations.gin) trains over twice as fast through oneDNN's bfloat16 matmuls,
     on a loss curve a few percent from float32's (bench/bench_train_vs_mtf.py --curves,
-    tests/test_speed_paths.py); the loss itself is computed in float32 (model/trainer/losses.py)."""
+    tests/model/test_speed_paths.py); the loss itself is computed in float32
+    (model/trainer/losses.py)."""
 
     master_dtype: str = "float32"
     activation_dtype: str = "float32"

@@ -27,7 +27,7 @@ class BadwordsMatcher:
     every occurrence of every term, several times faster than a set of the page's words and an
     alternation of the phrases. With word boundaries, an occurrence counts where neither the
     character before it nor the one after it is a word character, as the regular expression
-    `(?<!\w)(?:term|...)(?!\w)` of the public C4 code decides (tests/test_filters.py)."""
+    `(?<!\w)(?:term|...)(?!\w)` of the public C4 code decides (tests/pipelines/test_filters.py)."""
     automaton: ahocorasick.Automaton  # Each term -> its length.
     word_boundaries: bool
 

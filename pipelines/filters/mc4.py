@@ -4,7 +4,8 @@ that English C4 does not have (the paragraph filter, CLD3's `und`, per-language 
 a soft filter, one split pair per language).
 
 The one owner of these names and rules: pipelines/config.py builds the variant from them, the
-stages apply them, tfds_c4 names its splits with them. tests/test_mc4.py checks the constants
+stages apply them, tfds_c4 names its splits with them. tests/pipelines/test_mc4.py checks the
+constants
 against TFDS's own and each rule on its edges; the oracle test runs TFDS's code itself.
 """
 import heapq

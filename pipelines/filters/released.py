@@ -6,7 +6,7 @@ and webtextlike. This module holds the rules that differ from the paper's
 (pipelines/filters/cleaning.py
 and friends); URL normalization and the split are in urls.py, line dedup is dedup.py's `lines`
 mode, and the language and bad-words stages are the same under both rule sets.
-tests/test_released_c4.py runs the TFDS code itself as the oracle.
+tests/pipelines/test_released_c4.py runs the TFDS code itself as the oracle.
 """
 import dataclasses
 import re

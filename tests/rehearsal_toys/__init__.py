@@ -1,4 +1,5 @@
-"""Toy Beam jobs for tests/test_rehearsal.py, each breaking one rule of remote workers (but one):
+"""Toy Beam jobs for tests/deploy/test_rehearsal.py, each breaking one rule of remote workers (but
+one):
 
     python -c "import sys; from tests import rehearsal_toys; rehearsal_toys.main(sys.argv[1:])" \
         CASE --output DIR [Beam options]

@@ -33,7 +33,8 @@ def checkpoint_logits(run: runs.Run, features: Mapping[str, np.ndarray]) -> np.n
             return session.run(output)
 
 
-# Texts a tiny exported T5 is compared on (tests/test_export_hf.py, tests/test_t5_1_1.py).
+# Texts a tiny exported T5 is compared on (tests/model/test_export_hf.py,
+# tests/model/test_t5_1_1.py).
 TEXTS = ["The quick brown fox <extra_id_0> over the lazy dog.",
          "Thank you for subscribing to our newsletter. We send one email a week."]
 

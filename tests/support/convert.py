@@ -1,4 +1,4 @@
-"""What the checkpoint-conversion tests share (tests/test_convert.py and the families' format
+"""What the checkpoint-conversion tests share (tests/model/test_convert.py and the families' format
 tests): tiny transformers models with every parameter redrawn, the inputs both sides run, our
 logits from an imported checkpoint, the tolerance, `python -m model.convert` in process, and
 the Google-layout BERT vocabulary."""
@@ -22,7 +22,7 @@ RNG = np.random.RandomState(7)
 T5_ENCODER = np.array([[5, 9, 33, 70, 1, 0, 0], [12, 100, 7, 7, 7, 44, 1]])
 T5_TARGETS = RNG.randint(2, 120, size=(2, 5))
 GPT_TOKENS = RNG.randint(0, 90, size=(2, 12))
-# [CLS] A [SEP] B [SEP] with padding (id 0), as tests/test_bert_hf.py.
+# [CLS] A [SEP] B [SEP] with padding (id 0), as tests/model/test_bert_hf.py.
 BERT_TOKENS = np.array([[2, 11, 12, 13, 3, 21, 22, 23, 3, 0, 0],
                         [2, 30, 31, 3, 40, 41, 42, 43, 44, 45, 3]])
 BERT_TYPES = np.array([[0, 0, 0, 0, 0, 1, 1, 1, 1, 0, 0],

@@ -4,7 +4,7 @@ Markdown file, what each says it is, and a fresh copy of the project to run them
 A fenced block's info string says what it is: `sh` (commands a user types) and `python` (code a
 user runs) are run; `text`, `gin`, `json` (output, layouts, formulas, synopses with placeholders)
 are not. A `sh` or `python` block that cannot run here starts with `# not run here: REASON`, one
-of REASONS. tests/test_documented_commands.py runs the blocks; bench/bench_trial_memory.py
+of REASONS. tests/project/test_documented_commands.py runs the blocks; bench/bench_trial_memory.py
 measures the family READMEs' trial blocks."""
 import dataclasses
 import os

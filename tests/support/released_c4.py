@@ -1,5 +1,5 @@
-"""Our side of the comparisons with the released C4's code (tests/test_released_c4.py,
-tests/test_punkt.py): the shared lists' paths and the pages our command line writes."""
+"""Our side of the comparisons with the released C4's code (tests/pipelines/test_released_c4.py,
+tests/text/test_punkt.py): the shared lists' paths and the pages our command line writes."""
 import gzip
 import json
 import pathlib

@@ -1,5 +1,6 @@
 """T5 as mtf's own code builds it, the reference our T5 is tested against
-(tests/test_architectures.py, tests/test_warm_start.py, tests/test_t5_checkpoints.py)."""
+(tests/model/test_architectures.py, tests/model/test_warm_start.py,
+tests/model/test_t5_checkpoints.py)."""
 import functools
 
 import tensorflow.compat.v1 as tf

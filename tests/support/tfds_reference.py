@@ -2,8 +2,10 @@
 
 tensorflow_datasets/text/c4_utils.py (4.9.10) run in plain Python, page by page, for the
 configs en, en.noclean, realnewslike and webtextlike (`tfds_c4`: the oracle of
-tests/test_released_c4.py and the baseline of bench/bench_vs_tfds.py), and for `multilingual`,
-mC4 (`tfds_mc4`: the oracle of tests/test_mc4_oracle.py and the baseline of bench/bench_mc4.py;
+tests/pipelines/test_released_c4.py and the baseline of bench/bench_vs_tfds.py), and for
+`multilingual`,
+mC4 (`tfds_mc4`: the oracle of tests/pipelines/test_mc4_oracle.py and the baseline of
+bench/bench_mc4.py;
 `tfds_mc4_beam` runs c4.py's own Beam graph of that config instead, to check the chain against
 it). Only TFDS and the standard library are imported (and Beam, TFDS's, by `tfds_mc4_beam`), so
 a process that runs it pays TFDS's start-up, not ours. The caller patches what must be patched

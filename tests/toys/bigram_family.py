@@ -3,8 +3,8 @@ body and a head of its own (each token's embedding scores the next token against
 table), reading features of its own converter. It exists to show that a family is a class of
 model/families/base.py's interface plus one registry entry: the trainer and the command line
 pre-train it, evaluate it and export it unchanged, and the one task loop fine-tunes, scores and
-decodes it on a task text to text (tests/test_layout.py); its features need no change in
-model/data/ (tests/test_features.py)."""
+decodes it on a task text to text (tests/project/test_layout.py); its features need no change in
+model/data/ (tests/model/test_features.py)."""
 import json
 import pathlib
 

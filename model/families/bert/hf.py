@@ -1,6 +1,6 @@
 """BERT's variables as transformers' `BertForPreTraining` names them: the one mapping between our
 checkpoints (model/families/bert/model.py) and Hugging Face's BERT, used to check our forward pass
-against theirs (tests/test_bert_hf.py) and to convert checkpoints.
+against theirs (tests/model/test_bert_hf.py) and to convert checkpoints.
 
 Our dense kernels are [inputs..., outputs...] (attention's query/key/value [d_model, heads,
 d_kv], its output [heads, d_kv, d_model]); a torch `Linear` weight is [outputs, inputs] with the

@@ -10,7 +10,7 @@ sub-layer's output; a tanh pooler on the first token; the MLM head (dense + GELU
 output tied to the word embedding, one output bias per piece) and the NSP classifier on the
 pooled output. Where we differ, and why:
 - the vocabulary is not padded to a multiple of 128, and there are 2 token types (mtf: 16), so
-  the parameters are exactly BERT's (and transformers' BertModel's: tests/test_bert.py);
+  the parameters are exactly BERT's (and transformers' BertModel's: tests/model/test_bert.py);
 - layer-norm epsilon 1e-12 (BERT's; mtf: 1e-6), and no z-loss on the MLM and NSP losses
   (mtf adds 1e-4), as BERT;
 - attention dropout runs when training (mtf's `is_training=(prob == 0.0)` drops only when the
@@ -25,7 +25,7 @@ GELU is mtf's (the tanh approximation, as BERT's TensorFlow code; transformers' 
 default; `BertConfig.hidden_act = 'gelu'` computes the exact erf form, transformers' "gelu", which
 the hub's BERT configs name (a model imported from one computes what it computed there).
 The forward pass equals transformers' BertForPreTraining on the same weights (mapped by
-model/families/bert/hf.py; tests/test_bert_hf.py).
+model/families/bert/hf.py; tests/model/test_bert_hf.py).
 `BertConfig` is read from gin when the family is made (each estimator call), as the model
 function's other settings are bound once per process.
 

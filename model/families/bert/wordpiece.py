@@ -1,6 +1,6 @@
 """BERT's WordPiece vocabulary: trained on our C4 with tensorflow-text's learner, used with
 tensorflow-text's FastBertTokenizer (uncased, as BERT-Base-Uncased: lower case, accents
-stripped, split on white space and punctuation, then WordPiece; tests/test_bert.py checks it
+stripped, split on white space and punctuation, then WordPiece; tests/model/test_bert.py checks it
 against transformers' BertTokenizer on real pages). Its command line is `python -m model
 wordpiece` (model/wordpiece.py).
 

@@ -14,7 +14,7 @@ tokenizer that transformers itself falls back to: BERT's basic tokenization (con
 dropped, CJK characters spaced, NFC, split on white space, lower case, accents stripped, split
 on punctuation), then each word's BPE, its last symbol marked `</w>`, by merging the adjacent
 pair of lowest merge rank everywhere until no pair has a rank. OpenAI's own text_utils.py read
-text with spaCy and ftfy instead (tests/test_gpt1_openai.py compares ours with the installed
+text with spaCy and ftfy instead (tests/model/test_gpt1_openai.py compares ours with the installed
 OpenAIGPTTokenizer, which says which of the two it runs). A piece outside the encoder is id 0,
 as OpenAI's text_utils.py encodes it (transformers' tokenizer gives None there). An export to
 transformers carries an OpenAIGPTTokenizerFast of the same ids (gpt1/hf.py `tokenizer`:

@@ -3,7 +3,7 @@ model family: a decoder-only Transformer pre-trained by next-token prediction, f
 linear head on the extract token's final state plus the auxiliary LM loss.
 
 Architecture, as OpenAI's `finetune-transformer-lm` (and transformers' OpenAIGPTModel, whose
-parameter count ours equals at every size, tests/test_gpt1.py):
+parameter count ours equals at every size, tests/model/test_gpt1.py):
 - token embedding plus learned position embedding (`GPT1Config.max_positions`, 512), dropout;
 - `num_layers` POST-layer-norm blocks: x = LN(x + dropout(attention(x))), then
   x = LN(x + dropout(mlp(x))); layer norm with gain and bias (epsilon 1e-5); attention with

@@ -12,7 +12,8 @@ decoder inputs from the targets and segment ids itself (the same shift-right-wit
 `<inputs> EOS <targets> EOS` layout of each packed example (mtf's `delimited_lm`: positions with
 an even count of earlier EOS in the row, plus one), so it ignores `decoder_causal_attention` yet
 equals it while every example's inputs and targets end in EOS, as
-`objectives.append_eos_after_trim` makes them (tests/test_prefix_lm.py checks it on packed rows).
+`objectives.append_eos_after_trim` makes them (tests/model/test_prefix_lm.py checks it on packed
+rows).
 """
 from __future__ import annotations
 

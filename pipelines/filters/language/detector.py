@@ -8,7 +8,7 @@ page against 2.9). Fixed here:
   answer depends on the page alone, on any runner and in any batch.
 Each text is detected on the calling thread: the library's batch call spreads texts over a
 thread pool, and a Beam worker already runs a process (or thread) per core.
-tests/test_language.py checks the results against langdetect itself on real pages and on a
+tests/pipelines/test_language.py checks the results against langdetect itself on real pages and on a
 seeded fuzz of every script and whitespace rule.
 """
 from typing import List, Optional, Tuple

@@ -1,4 +1,5 @@
-"""DoFns of the toy jobs that the workers have too (tests/test_rehearsal.py puts this folder on
+"""DoFns of the toy jobs that the workers have too (tests/deploy/test_rehearsal.py puts this folder
+on
 the worker pool's path, as if installed): one well behaved, two that break on remote workers."""
 import apache_beam as beam
 
