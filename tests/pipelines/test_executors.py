@@ -1,7 +1,7 @@
 """pipelines/executors/: an executor is one class registered by name in base.EXECUTORS, and a
 toy one defined here (the staged tasks run in this process, one after another) writes the
-one-job run's bytes and is handed only the tasks without a valid marker; the lock of the output
-folder keeps a second run out."""
+one-job run's bytes and is handed only the tasks without a valid marker, as it does running each
+stage's tasks last first; the lock of the output folder keeps a second run out."""
 import shutil
 import signal
 import subprocess
@@ -37,6 +37,15 @@ class InProcess:
             markers.append(run_task(run, task))
             progress.task_done(markers[-1])
         return markers
+
+
+class InReverse(InProcess):
+    """Runs a stage's tasks last first: no byte of the output may depend on which task of a
+    stage ends first (how workers finish under load)."""
+
+    def run(self, run: staged.StagedRun, stage: str, tasks, progress) -> List[
+            staged.TaskMarker]:
+        return super().run(run, stage, list(reversed(tasks)), progress)
 
 
 @pytest.fixture
@@ -81,3 +90,13 @@ def test_a_second_run_into_the_same_folder_refuses_to_start(shared_data, tmp_pat
     # The lock of a killed run goes with its process.
     c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path), "--max_files", "1"])
     assert not (tmp_path / ".c4-run.lock").exists()
+
+
+def test_tasks_run_last_first_write_the_one_job_runs_bytes(shared_data, one_job, tmp_path,
+                                                            monkeypatch):
+    monkeypatch.setitem(base.EXECUTORS, "reversed", f"{__name__}:InReverse")
+    c4.main(variant_args(shared_data, "en") + ["--output", str(tmp_path), "--staged",
+                                              "--executor", "reversed", "--buckets", "3"])
+    assert HANDED["read"] == [f"read-{index:05d}" for index in reversed(range(5))]
+    assert HANDED["url"] == ["url-00002", "url-00001", "url-00000"]
+    assert_same_output(tmp_path, one_job("en"))
