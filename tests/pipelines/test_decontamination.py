@@ -15,7 +15,6 @@ import pytest
 
 from model.tasks import contamination as contamination_command
 from pipelines import c4
-from pipelines.stats import stats
 from pipelines.steps import plan
 from tests.support.contamination_reference import ngram_set, reference_words
 from tests.support.outputs import assert_same_output

@@ -208,7 +208,7 @@ def test_a_missing_list_stops_the_job_before_it_starts_naming_the_file(shared_da
         c4.main(["--variant", "multilingual", "--input",
                  str(shared_data / "wet/whirlwind-python/whirlwind.warc.wet.gz"),
                  "--badwords_dir", str(partial), "--output", str(tmp_path / "out")])
-    assert f"bad-words list of tlh" in str(exit_info.value)
+    assert "bad-words list of tlh" in str(exit_info.value)
     assert str(partial / "tlh") in str(exit_info.value)
     assert not (tmp_path / "out").exists()
 
