@@ -1,7 +1,6 @@
 """The plan: which steps run in which phase, between which shuffles, for a variant. The one-job
-Beam graph (pipelines/beam/graph.py) and the staged tasks (pipelines/executors/staged.py) are both
-built from
-it; the stage order of the counters follows from it.
+Beam graph (pipelines/beam/graph.py) and the staged tasks (pipelines/executors/tasks.py) are both
+built from it; the stage order of the counters follows from it.
 
     READ       each page read, before URL dedup's shuffle (by normalized URL)
     URL_DEDUP  the newest page of each URL, (URL, url_dedup.NewestOfUrl), after it
