@@ -1,6 +1,5 @@
 """The staged run (pipelines/executors/staged.py): memory flat in the input, the cores it uses, the
-CPU of
-each stage, and the kill matrix.
+CPU of each stage, and the kill matrix.
 
     .venv/bin/python bench/bench_staged.py --memory 4 16 32 [--variants en multilingual]
     .venv/bin/python bench/bench_staged.py --workers 16 [--one_job]

@@ -11,8 +11,7 @@ busy machine slows all sides alike. The sides:
   in-memory worker), writing its shards;
 - TFDS: the public `c4_utils` functions chained as TFDS's c4.py wires them for `en`
   (tests/support/tfds_reference.py), offline, with our sentence splitter patched in and langdetect
-  (the
-  library, seeded) doing language detection.
+  (the library, seeded) doing language detection.
 
 Two figures per side: the whole process on the three realistic WET samples, start-up included
 (what a user waits for), and the marginal cost per page: the CPU time on the samples less the

@@ -78,8 +78,7 @@ class DataflowJob:
     realnews_domains: Optional[str] = None
     webtext_urls: tuple[str, ...] = ()
     # A staged run (pipelines/executors/staged.py): a Dataflow job per stage over its unfinished
-    # tasks; a
-    # rerun of the same command resumes. `buckets`: its URL buckets (None: from the input).
+    # tasks; a rerun of the same command resumes. `buckets`: its URL buckets (None: from the input).
     # `one_job`: one Dataflow job over the whole input instead, which no rerun resumes.
     one_job: bool = False
     buckets: Optional[int] = None

@@ -8,8 +8,7 @@ the same bytes.
 rehearses the C4 job (in one, and in stages), the mC4 job (workers: the `pipeline` extra) and the
 TFDS build of t5_c4/en
 (workers: the `tfds` extra) on the shared WET samples; the worker environments go to .venv-worker/.
-A
-remote worker imports the project and its packages afresh and receives every function of the
+A remote worker imports the project and its packages afresh and receives every function of the
 job pickled, so the rehearsal fails, as Dataflow would, where the DirectRunner (one process with
 the launcher's whole environment) does not: a package the workers lack, state a module held in
 the launcher, an object that does not survive pickling into another process. The worker pool
@@ -44,8 +43,7 @@ JOB_TIMEOUT_S = 600
 ERROR_TAIL_CHARS = 3000
 
 # A staged run (pipelines/executors/staged.py) in two URL buckets: on the DirectRunner its tasks run
-# on
-# local worker processes, on the portable runner each stage is a Beam job on the lean workers.
+# on local worker processes, on the portable runner each stage is a Beam job on the lean workers.
 STAGED = ("--staged", "--buckets", "2")
 # A staged run on the workers is killed once this stage has a task done, then rerun.
 KILLED_AFTER_STAGE = "url"

@@ -1,8 +1,7 @@
 """How each model family pre-trains on Cloud TPU, by family package (the name `--family` takes),
 in a module that imports nothing: deploy/tpu's dry run plans from it without TensorFlow, which
 importing a family (model/families/) would load. tests/deploy/test_deploy.py checks each entry
-against
-the registry: a registered family of that package builds the architectures named here.
+against the registry: a registered family of that package builds the architectures named here.
 """
 import dataclasses
 from typing import Dict, Mapping, Tuple

@@ -4,8 +4,7 @@
 
 Any option not listed in --help is passed to Beam (--runner, --direct_num_workers, ...). This
 module is the command line only: the graph is pipelines/beam/graph.py, the runs in one job or in
-stages
-pipelines/executors/, the local runner pipelines/beam/embedded.py.
+stages pipelines/executors/, the local runner pipelines/beam/embedded.py.
 """
 import argparse
 import dataclasses

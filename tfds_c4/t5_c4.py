@@ -1,8 +1,7 @@
 """`t5_c4`: the C4 variants of the T5 paper as a TFDS dataset, built by the pipeline in pipelines/.
 
 The Beam graph is `pipelines.beam.graph.variant_pages` (the same stages the standalone job runs),
-split
-by `pipelines.filters.urls.split_of`; TFDS writes the examples. With the builder keyword
+split by `pipelines.filters.urls.split_of`; TFDS writes the examples. With the builder keyword
 `run_output`, a
 finished run's output folder is published as it is instead (tfds_c4/published.py). The pipeline's
 counters (pages kept and
@@ -220,10 +219,9 @@ def with_pinned_runner(download_config: Optional[tfds.download.DownloadConfig]
                        ) -> tfds.download.DownloadConfig:
     """`download_config` with the runner a build takes when none is chosen, or the DirectRunner
     is: Beam's DirectRunner kept off its first try of the Prism runner (embedded.embedded_runner),
-    and
-    options parsed from nothing rather than TFDS's default, which parses the `tfds build` command
-    line and warns about each of its flags. A runner object, or options naming another runner,
-    are kept as given."""
+    and options parsed from nothing rather than TFDS's default, which parses the `tfds build`
+    command line and warns about each of its flags. A runner object, or options naming another
+    runner, are kept as given."""
     config = download_config or tfds.download.DownloadConfig()
     options = config.beam_options or PipelineOptions([])
     if config.beam_runner is not None or not embedded.runs_embedded(options):

@@ -1,6 +1,5 @@
 """Reading the input: the WET files of an input plan (pipelines/readers/inputs.py), as Pages, each
-with
-its input position; what is skipped counted under the reader's stage (counters.READ_STAGE).
+with its input position; what is skipped counted under the reader's stage (counters.READ_STAGE).
 """
 import dataclasses
 import logging
@@ -106,8 +105,7 @@ def listed_files(source: inputs.WetSource, wanted: range, counts: Counts):
 
 class ListWetFiles(beam.PTransform):
     """An input plan (pipelines/readers/inputs.py) -> (index in the input list, path) of its files,
-    or
-    of those in `wanted`, spread over the workers. The workers list each manifest's files, so
+    or of those in `wanted`, spread over the workers. The workers list each manifest's files, so
     the job holds the plan, not the paths."""
 
     def __init__(self, plan: inputs.InputPlan, wanted: Optional[range] = None):

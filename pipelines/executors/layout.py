@@ -1,7 +1,6 @@
 """How a staged run (pipelines/executors/staged.py) cuts its work: its stages, its tasks and
-buckets, and
-what each stage costs. Imports no Beam, so that a launcher's dry run (deploy/dataflow.py) plans
-with it.
+buckets, and what each stage costs. Imports no Beam, so that a launcher's dry run
+(deploy/dataflow.py) plans with it.
 """
 import dataclasses
 import resource

@@ -3,8 +3,8 @@ files of key buckets, each task's files kept under `OUTPUT/parts/<stage>/<task>/
 written last, so that memory is bounded by a bucket, not by the input, and a rerun of the same
 command computes only the tasks without a valid marker.
 
-    read       per group of WET files: the pages read, the plan's read phase (pipelines/
-               plan.py); each page to the bucket of its URL key (output.url_bucket)
+    read       per group of WET files: the pages read, the plan's read phase (steps/plan.py);
+               each page to the bucket of its URL key (output.url_bucket)
     url_lists  webtextlike, per OpenWebText list file: its URLs to the same buckets
     url        per URL bucket: URL dedup (all pages of a URL are in its bucket), the plan's
                url_dedup and url phases (the OpenWebText join within the bucket); the span

@@ -5,8 +5,7 @@ a soft filter, one split pair per language).
 
 The one owner of these names and rules: pipelines/config.py builds the variant from them, the
 stages apply them, tfds_c4 names its splits with them. tests/pipelines/test_mc4.py checks the
-constants
-against TFDS's own and each rule on its edges; the oracle test runs TFDS's code itself.
+constants against TFDS's own and each rule on its edges; the oracle test runs TFDS's code itself.
 """
 import heapq
 from typing import Collection, Optional, Tuple

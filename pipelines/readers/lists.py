@@ -34,8 +34,7 @@ REALNEWS_DOMAINS = PinnedList(
     size=141626,
     sha256="75681899371acbf57b502ca8be48b3ca2d3339a276c396f3001b6a14da691ff3")
 # mC4's lists (pipelines/filters/mc4.py BADWORDS_FILES): every language at the commit the public
-# TFDS
-# C4 pins for them, but English, which stays at the English C4's commit (as TFDS keeps it).
+# TFDS C4 pins for them, but English, which stays at the English C4's commit (as TFDS keeps it).
 _LDNOOBW_MC4_COMMIT = "5faf2ba42d7b1c0977169ec3611df25a3c08eb13"
 _LDNOOBW_MC4_FILES = {  # File name -> (bytes, sha256) at that commit.
     "ar": (331, "23dbd9c55257bf2a4965f46664dc7eac04b61ff4eb3571e41f7e964c7c3ed96b"),

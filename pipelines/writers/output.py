@@ -10,8 +10,7 @@ A retried shard rewrites the same bytes.
 
 The lines are what `json.dumps(record, ensure_ascii=False)` writes, built with orjson (several
 times faster; the same bytes: tests/pipelines/test_output.py). The deflate stream is ISA-L's (isal)
-at
-level 2, about 15 times faster than zlib's level 9 for files about 10% larger. Its bytes depend
+at level 2, about 15 times faster than zlib's level 9 for files about 10% larger. Its bytes depend
 on how the input is cut into calls, so it is fed in blocks of a fixed size (`GzipWriter`), and
 they are the same whichever vector extensions the CPU has (tested with AVX-512 hidden), which
 ISA-L's level 3 is not.

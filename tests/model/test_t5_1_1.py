@@ -43,8 +43,7 @@ def transformers_parameters(config: ModelConfig) -> int:
 
 
 # Larger sizes build the same layers at other sizes (tests/model/test_mt5.py counts all five, at
-# mT5's
-# vocabulary).
+# mT5's vocabulary).
 @pytest.mark.parametrize("size", ["small", "base"])
 def test_parameter_counts_equal_transformers_t5_v1_1(size):
     config = t5_1_1_config(size)
@@ -81,9 +80,8 @@ def main_argv(mode, model_dir, bindings, *extra):
 
 
 # Slow: T5.1.1's export is tested by tests/model/test_t5_checkpoints.py (imported, then exported
-# with
-# equal logits) and tests/model/test_mt5_checkpoints.py (trained, then exported); this one runs the
-# command lines from pre-training on.
+# with equal logits) and tests/model/test_mt5_checkpoints.py (trained, then exported); this one
+# runs the command lines from pre-training on.
 @pytest.mark.slow
 def test_pretrained_t5_1_1_exports_to_transformers_with_equal_logits(tmp_path, shared_data):
     """Pre-trained two steps from the command line (in the `pretrain` scope: no dropout), then

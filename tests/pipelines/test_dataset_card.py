@@ -1,9 +1,8 @@
 """A run's output folder is a Hugging Face dataset (pipelines/writers/dataset_card.py): `datasets`
-loads
-it offline, as JSON lines and as Parquet (`--format parquet`, pipelines/writers/parquet_shards.py),
-with
-the shards' records; a Parquet run is its JSON-lines run record for record, and writes the same
-bytes again, staged or in parts; the card names exactly the files present."""
+loads it offline, as JSON lines and as Parquet (`--format parquet`,
+pipelines/writers/parquet_shards.py), with the shards' records; a Parquet run is its JSON-lines
+run record for record, and writes the same bytes again in stages; the card names exactly the
+files present."""
 import datetime
 import fnmatch
 import gzip

@@ -1,7 +1,6 @@
-"""--decontaminate (pipelines/steps/span_dedup.py Decontaminate): the pages that hold an example of
-the
-index's tasks leave the corpus, counted per task and recorded in the exclusions; the rest of the
-corpus is the run without it, line for line; the method decides which; the examples too short
+"""--decontaminate (pipelines/steps/filter_steps.py Decontaminate): the pages that hold an
+example of the index's tasks leave the corpus, counted per task and recorded in the exclusions;
+the rest of the corpus is the run without it, line for line; the method decides which; the examples too short
 for it are said before any work; a staged run writes the same bytes; a file that is no index is
 refused before any work. Expected pages are found by a brute-force search
 (tests/support/contamination_reference.py), not by the index."""

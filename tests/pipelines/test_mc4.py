@@ -1,6 +1,5 @@
 """mC4's rules one by one (pipelines/filters/mc4.py and the stages that apply them), each against
-the
-public code's function where it has one (tensorflow_datasets/text/c4.py, c4_utils.py), on edges
+the public code's function where it has one (tensorflow_datasets/text/c4.py, c4_utils.py), on edges
 and on many synthetic inputs. tests/pipelines/test_mc4_oracle.py runs the whole chain against
 TFDS's."""
 import functools

@@ -1,6 +1,5 @@
 """The plan (pipelines/steps/plan.py): a filter added as one step and one plan line runs in one job
-and
-in stages, with its counters in stats.json, its drops in the exclusions and its row in the
+and in stages, with its counters in stats.json, its drops in the exclusions and its row in the
 datasheet, and both runs write the same bytes; the stage order and the drop reasons follow from
 the steps' declarations."""
 import gzip

@@ -1,6 +1,5 @@
 """A staged run (pipelines/executors/staged.py): every variant, under both rule sets, on local
-worker
-processes and as Beam jobs per stage, writes the one-job run's bytes; killed (SIGKILL) in any
+worker processes and as Beam jobs per stage, writes the one-job run's bytes; killed (SIGKILL) in any
 stage, a rerun reuses every task done and writes the same bytes; the bad states of its folder are
 redone or refused with a message; its progress, plan and memory are what it says."""
 import io

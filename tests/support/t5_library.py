@@ -1,8 +1,7 @@
 """Checkpoints in the t5 library's layout (format `t5`, model/families/t5/mesh_tf.py) for the
 import tests (tests/model/test_t5_checkpoints.py, tests/model/test_mt5_checkpoints.py): random
-values under
-the variables of mtf's own T5 (tests/support/t5_reference.py), the reference transformers model
-that reads the same files with its own converter, and the import command."""
+values under the variables of mtf's own T5 (tests/support/t5_reference.py), the reference
+transformers model that reads the same files with its own converter, and the import command."""
 import numpy as np
 import pytest
 import tensorflow.compat.v1 as tf
