@@ -59,10 +59,13 @@ PRELOAD = ("numpy", "tensorflow", "tensorflow_datasets", "apache_beam", "sklearn
 # Each module of issue 48 with the tests that cover it.
 TARGETS: Dict[str, Target] = {
     "pipelines/executors/staged.py": Target(["tests/pipelines/test_staged.py"] + _FAST),
+    # The staged run's exclusions and webtextlike's URL lists are held by test_exclusions.py.
     "pipelines/executors/tasks.py": Target(["tests/pipelines/test_staged.py",
-                                            "tests/pipelines/test_executors.py"] + _FAST),
+                                            "tests/pipelines/test_executors.py",
+                                            "tests/pipelines/test_exclusions.py"] + _FAST),
     "pipelines/executors/planning.py": Target(["tests/pipelines/test_staged.py",
-                                               "tests/pipelines/test_executors.py"] + _FAST),
+                                               "tests/pipelines/test_executors.py",
+                                               "tests/pipelines/test_exclusions.py"] + _FAST),
     "pipelines/executors/in_stages.py": Target(["tests/pipelines/test_staged.py",
                                                  "tests/pipelines/test_executors.py"] + _FAST),
     # Finding a run's sample from any folder is held by the datasheet's and the blocklist
