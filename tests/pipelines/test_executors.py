@@ -100,3 +100,41 @@ def test_tasks_run_last_first_write_the_one_job_runs_bytes(shared_data, one_job,
     assert HANDED["read"] == [f"read-{index:05d}" for index in reversed(range(5))]
     assert HANDED["url"] == ["url-00002", "url-00001", "url-00000"]
     assert_same_output(tmp_path, one_job("en"))
+
+
+def test_webtextlike_in_stages_keeps_the_listed_pages_and_their_drops_as_one_job(
+        shared_data, one_job, tmp_path, toy, monkeypatch):
+    """The OpenWebText join inside a URL task, with lists that name pages of the samples (the
+    shared lists name none of them), and the read tasks' drops (pages over a length limit
+    lowered to 5,000 characters) passed on to the finish tasks: the pages kept and the
+    exclusions are the one-job run's, byte for byte."""
+    import dataclasses
+    import gzip
+    import json
+    configure = c4.configure
+    monkeypatch.setattr(c4, "configure", lambda args: dataclasses.replace(
+        configure(args), max_page_chars=5_000))
+    urls = sorted(json.loads(line)["url"]
+                  for path in sorted(one_job("en").glob("train-*.jsonl.gz"))
+                  for line in gzip.decompress(path.read_bytes()).splitlines())[:30]
+    assert len(urls) == 30
+    url_list = tmp_path / "urls.txt"
+    url_list.write_text("\n".join(urls) + "\n")
+    args = variant_args(shared_data, "webtextlike", "released") + [
+        "--webtext_urls", str(url_list), "--exclusion_fraction", "1"]
+    # One exclusions folder, the first run's moved aside: run_config.json records its path.
+    excluded = tmp_path / "excluded"
+    c4.main(args + ["--output", str(tmp_path / "one"), "--exclusions", str(excluded),
+                    "--no-staged"])
+    excluded.rename(tmp_path / "excluded-one")
+    c4.main(args + ["--output", str(tmp_path / "staged"), "--exclusions", str(excluded),
+                    "--staged", "--executor", "toy", "--buckets", "2"])
+    kept = [json.loads(line)["url"] for path in sorted((tmp_path / "one").glob("*.jsonl.gz"))
+            for line in gzip.decompress(path.read_bytes()).splitlines()]
+    assert kept and set(kept) <= set(urls)
+    stages = json.loads((tmp_path / "one/stats.json").read_text())["stages"]
+    assert stages["length"]["pages.dropped:too_long"] > 0
+    assert_same_output(tmp_path / "staged", tmp_path / "one")
+    assert ({path.name: path.read_bytes() for path in sorted(excluded.iterdir())}
+            == {path.name: path.read_bytes()
+                for path in sorted((tmp_path / "excluded-one").iterdir())})
