@@ -66,6 +66,14 @@ TARGETS: Dict[str, Target] = {
     "pipelines/executors/planning.py": Target(["tests/pipelines/test_staged.py",
                                                "tests/pipelines/test_executors.py",
                                                "tests/pipelines/test_exclusions.py"] + _FAST),
+    # The plan's lines for each variant are held by the variants' own tests (mC4, webtextlike).
+    "pipelines/steps/plan.py": Target(["tests/pipelines/test_plan.py",
+                                       "tests/pipelines/test_stages.py",
+                                       "tests/pipelines/test_pipeline_e2e.py",
+                                       "tests/pipelines/test_mc4.py"] + _FAST),
+    "pipelines/counters.py": Target(["tests/pipelines/test_plan.py",
+                                     "tests/pipelines/test_funnel.py",
+                                     "tests/pipelines/test_datasheet.py"] + _FAST),
     "pipelines/executors/in_stages.py": Target(["tests/pipelines/test_staged.py",
                                                  "tests/pipelines/test_executors.py"] + _FAST),
     # Finding a run's sample from any folder is held by the datasheet's and the blocklist
